@@ -1,0 +1,53 @@
+# terravixens: two commands on a fresh machine (see README.md)
+#   make synth   set everything up, then synthesize the example site into cdktf.out/
+#   make test    set everything up, then run the whole test suite
+SHELL := /bin/bash
+.DEFAULT_GOAL := synth
+
+PIPENV_VERSION := 2026.0.3
+export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.local/bin:$(PATH)
+export PIPENV_VENV_IN_PROJECT := 1
+export PIPENV_YES := 1
+export PIPENV_NOSPIN := 1
+export PIPENV_VERBOSITY := -1
+export TERRAVIXENS_CACHE ?= $(HOME)/.cache/terravixens
+export TF_CLI_CONFIG_FILE := $(TERRAVIXENS_CACHE)/terraform.rc
+export CHECKPOINT_DISABLE := 1
+export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
+# jsii's runtime still calls util.isArray, deprecated in Node 22: this one warning is noise in every synth.
+export NODE_OPTIONS := --disable-warning=DEP0044
+
+.PHONY: setup synth test test-unit test-integration providers clean
+
+setup: node_modules/.installed imports/.schema-stamp .venv/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	node --version
+	touch $@
+
+# Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into schemas/,
+# and regenerates the bindings in imports/ when schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
+providers imports/.schema-stamp: node_modules/.installed providers.json cdktf.json $(wildcard schemas/*.json)
+	python3 scripts/providers.py
+
+.venv/.installed: Pipfile Pipfile.lock pyproject.toml
+	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
+	pipenv sync --dev
+	touch $@
+
+synth: setup
+	cdktf synth --hide-diagnostics=false
+	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
+
+test: setup
+	pipenv run pytest
+
+test-unit: setup
+	pipenv run pytest -m "not integration"
+
+test-integration: setup
+	pipenv run pytest -m integration
+
+clean:
+	rm -rf cdktf.out .pytest_cache

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Offline provider toolchain (`make providers`). Idempotent; stdlib only.
+
+1. Finds a Terraform CLI (`terraform` >= 1.5 on PATH, or `$TERRAFORM_BINARY_NAME`), otherwise builds OpenTofu
+   from the Go module proxy into the cache.
+2. Builds every provider that the Go module proxy serves (see providers.json) into a Terraform filesystem mirror in
+   the cache (outside the repository), and writes a CLI config that installs providers from that mirror only.
+3. Dumps `providers schema -json` of each built provider into schemas/<name>.json (committed).
+4. Regenerates the typed Python bindings in imports/ with `cdktf get`, fed from the committed schemas through the
+   provider schema cache (no registry access), only when the schemas or the cdktf version changed.
+
+Prints one line per step with its wall time, so cold and warm runs can be compared.
+See docs/adr/0003-offline-provider-toolchain.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS = json.loads((ROOT / "providers.json").read_text())
+CACHE = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache" / "terravixens"))
+MIRROR = CACHE / "mirror"
+CLI_CONFIG = CACHE / "terraform.rc"
+SCHEMAS = ROOT / "schemas"
+IMPORTS = ROOT / "imports"
+STAMP = IMPORTS / ".schema-stamp"
+PLATFORM = "linux_amd64"
+
+
+def log(step: str, started: float) -> None:
+    print(f"[providers] {step} ({time.monotonic() - started:.1f}s)", flush=True)
+
+
+def run(cmd: list[str], cwd: Path | None = None, env: dict | None = None, capture: bool = False) -> str:
+    result = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=capture)
+    if result.returncode != 0:
+        if capture:
+            sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit(f"[providers] command failed ({result.returncode}): {' '.join(cmd)}")
+    return result.stdout if capture else ""
+
+
+def go_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("GOFLAGS", "-buildvcs=false")
+    env["CGO_ENABLED"] = "0"
+    return env
+
+
+def go_build_module(module: str, version: str, out: Path, ldflags: str = "-s -w", package: str = ".") -> None:
+    """Builds `module@version` by downloading it and building inside a writable copy.
+
+    `go install module@version` is not used: it refuses modules with `replace` directives and it asks the proxy for
+    the module's version list (refused here for some providers) to check deprecation.
+    """
+    info = json.loads(run(["go", "mod", "download", "-json", f"{module}@{version}"], env=go_env(), capture=True))
+    src = CACHE / "src" / f"{module.replace('/', '_')}@{version}"
+    if not src.exists():
+        shutil.copytree(info["Dir"], src)
+        for path in src.rglob("*"):
+            path.chmod(path.stat().st_mode | 0o200)
+        src.chmod(src.stat().st_mode | 0o200)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".partial")
+    run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), package], cwd=src, env=go_env())
+    tmp.rename(out)
+
+
+def terraform_binary() -> str:
+    """The CLI to use: $TERRAFORM_BINARY_NAME, else terraform >= 1.5 on PATH, else OpenTofu built into the cache."""
+    wanted = os.environ.get("TERRAFORM_BINARY_NAME")
+    if wanted:
+        found = shutil.which(wanted) or (str(CACHE / "bin" / wanted) if (CACHE / "bin" / wanted).exists() else None)
+        if found:
+            return found
+        if wanted != "tofu":
+            raise SystemExit(f"[providers] TERRAFORM_BINARY_NAME={wanted} is not on PATH")
+    else:
+        found = shutil.which("terraform")
+        if found and terraform_version_ok(found):
+            return found
+    tofu = CACHE / "bin" / "tofu"
+    if not tofu.exists():
+        pin = PINS["opentofu_fallback"]
+        print(f"[providers] no terraform >= 1.5 on PATH: building OpenTofu {pin['version']} from the Go module proxy")
+        go_build_module(pin["go_module"], pin["version"], tofu, package="./cmd/tofu")
+    return str(tofu)
+
+
+def terraform_version_ok(binary: str) -> bool:
+    try:
+        out = subprocess.run([binary, "version", "-json"], text=True, capture_output=True, timeout=60).stdout
+        major, minor = (int(x) for x in json.loads(out)["terraform_version"].split(".")[:2])
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
+        return False
+    return (major, minor) >= (1, 5)
+
+
+def mirror_path(source: str, version: str) -> Path:
+    namespace, name = source.split("/")
+    return MIRROR / "registry.terraform.io" / namespace / name / version / PLATFORM / f"terraform-provider-{name}_v{version}"
+
+
+def buildable() -> dict[str, dict]:
+    return {name: pin for name, pin in PINS["providers"].items() if pin["binary"].startswith("built")}
+
+
+def build_providers() -> None:
+    for name, pin in buildable().items():
+        target = mirror_path(pin["source"], pin["version"])
+        if target.exists():
+            continue
+        print(f"[providers] building {pin['source']} {pin['version']} with Go")
+        go_build_module(pin["go_module"], f"v{pin['version']}", target,
+                        ldflags=f"-s -w -X main.version={pin['version']}")
+
+
+def write_cli_config() -> None:
+    """Providers come from the mirror only: any provider not in it fails `init` at once, never reaches a network."""
+    CLI_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+    CLI_CONFIG.write_text(
+        "# Written by scripts/providers.py: install providers from the local filesystem mirror only.\n"
+        "provider_installation {\n"
+        f"  filesystem_mirror {{\n    path    = \"{MIRROR}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n"
+        "}\n"
+    )
+
+
+def tf_env() -> dict:
+    env = dict(os.environ)
+    env["TF_CLI_CONFIG_FILE"] = str(CLI_CONFIG)
+    env["CHECKPOINT_DISABLE"] = "1"
+    env["TF_IN_AUTOMATION"] = "1"
+    return env
+
+
+def dump_schemas(terraform: str) -> None:
+    for name, pin in buildable().items():
+        with tempfile.TemporaryDirectory(prefix="tv-schema-") as work:
+            Path(work, "main.tf.json").write_text(json.dumps({"terraform": {"required_providers": {
+                name: {"source": pin["source"], "version": pin["version"]}}}}))
+            run([terraform, "init", "-input=false", "-backend=false"], cwd=Path(work), env=tf_env(), capture=True)
+            schema = json.loads(run([terraform, "providers", "schema", "-json"], cwd=Path(work), env=tf_env(),
+                                    capture=True))
+        text = json.dumps(schema, indent=1, sort_keys=True) + "\n"
+        target = SCHEMAS / f"{name}.json"
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+            print(f"[providers] wrote {target.relative_to(ROOT)}")
+
+
+def generated_providers() -> dict[str, dict]:
+    """Providers whose bindings cdktf generates (those named in cdktf.json), each with its committed schema."""
+    constraints = json.loads((ROOT / "cdktf.json").read_text())["terraformProviders"]
+    out = {}
+    for constraint in constraints:
+        source, _, version_constraint = constraint.partition("@")
+        name = source.split("/")[1]
+        out[name] = {"source": source, "constraint": version_constraint, "schema": SCHEMAS / f"{name}.json"}
+    return out
+
+
+def schema_stamp() -> str:
+    digest = hashlib.sha256()
+    digest.update((ROOT / "cdktf.json").read_bytes())
+    digest.update((ROOT / "package-lock.json").read_bytes())
+    for name, item in sorted(generated_providers().items()):
+        digest.update(name.encode())
+        digest.update(item["schema"].read_bytes())
+    return digest.hexdigest()
+
+
+def generate_bindings() -> None:
+    stamp = schema_stamp()
+    if STAMP.exists() and STAMP.read_text().strip() == stamp:
+        print("[providers] bindings in imports/ are up to date with schemas/")
+        return
+    with tempfile.TemporaryDirectory(prefix="tv-schema-cache-") as cache:
+        for name, item in generated_providers().items():
+            schema = json.loads(item["schema"].read_text())
+            version = PINS["providers"][name]["version"]
+            schema["provider_versions"] = {f"registry.terraform.io/{item['source']}": version}
+            filename = f"{name}@{urllib.parse.quote(item['constraint'], safe='')}.json"
+            Path(cache, filename).write_text(json.dumps(schema))
+        env = tf_env()
+        env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
+        env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
+        env["CHECKPOINT_DISABLE"] = "1"
+        run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=ROOT, env=env)
+    STAMP.write_text(stamp + "\n")
+
+
+def main() -> None:
+    started = time.monotonic()
+    terraform = terraform_binary()
+    log(f"terraform CLI: {terraform}", started)
+    build_providers()
+    log(f"providers in mirror {MIRROR}", started)
+    write_cli_config()
+    dump_schemas(terraform)
+    log("schemas dumped to schemas/", started)
+    if "--no-bindings" not in sys.argv:
+        generate_bindings()
+        log("bindings in imports/", started)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The `terravixens` command: what cdktf lacks around synth (site validation first).
+
+    terravixens validate [SITE]   check a site file; print every problem with file, field, value and fix
+    terravixens stacks [SITE]     list the stacks (layers) the site synthesizes to, in apply order
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from terravixens.config.loader import SiteError, load_site
+
+RULE_FAILURE_MARK = "Encountered Annotations with level \"ERROR\""
+
+
+def synth_main(outdir: str | None = None) -> int:
+    """Used by main.py (cdktf synth). Returns a process exit code; prints problems without a traceback."""
+    try:
+        site = load_site()
+    except SiteError as error:
+        print(error, file=sys.stderr)
+        return 2
+    from terravixens.stacks import build_app
+
+    try:
+        build_app(site, outdir).synth()
+    except RuntimeError as error:
+        text = str(error)
+        if RULE_FAILURE_MARK not in text:
+            raise
+        print("terravixens: synth stopped by safety rules:\n" + text.split(RULE_FAILURE_MARK, 1)[1].strip(": \n"),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        site = load_site(args.site)
+    except SiteError as error:
+        print(error, file=sys.stderr)
+        return 2
+    nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
+    print(f"{args.site or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
+          f"{len(site.clusters)} clusters, {nodes} nodes")
+    return 0
+
+
+def _stacks(args: argparse.Namespace) -> int:
+    try:
+        site = load_site(args.site)
+    except SiteError as error:
+        print(error, file=sys.stderr)
+        return 2
+    from terravixens.stacks.app import stack_names
+
+    print("\n".join(stack_names(site)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="terravixens", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    validate = commands.add_parser("validate", help="check a site file and print every problem")
+    validate.add_argument("site", nargs="?", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    validate.set_defaults(run=_validate)
+    stacks = commands.add_parser("stacks", help="list the stacks of a site, in apply order")
+    stacks.add_argument("site", nargs="?")
+    stacks.set_defaults(run=_stacks)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

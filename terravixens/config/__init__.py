@@ -1,0 +1,9 @@
+"""Site file -> typed model. Nothing here knows about cdktf."""
+from terravixens.config.addressing import first_contact_address, node_address
+from terravixens.config.loader import SiteError, SiteProblem, load_site, parse_site
+from terravixens.config.model import Cluster, Hypervisor, Node, Site
+
+__all__ = [
+    "Cluster", "Hypervisor", "Node", "Site", "SiteError", "SiteProblem",
+    "first_contact_address", "load_site", "node_address", "parse_site",
+]

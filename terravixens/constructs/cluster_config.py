@@ -1,0 +1,85 @@
+"""ClusterConfig: the cluster's identity (machine secrets) and its per-role machine configurations."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdktf import TerraformResourceLifecycle
+from constructs import Construct
+
+from imports.talos.data_talos_machine_configuration import DataTalosMachineConfiguration
+from imports.talos.machine_secrets import MachineSecrets
+from terravixens.config.model import Cluster
+from terravixens.constructs.ids import cluster_id, pin
+from terravixens.talos.patches import cluster_patch
+
+ROLES = ("controlplane", "worker")
+
+
+@dataclass(frozen=True)
+class ClusterConfigProps:
+    """cluster_name: the Talos/Kubernetes cluster name; cluster: its site entry."""
+
+    cluster_name: str
+    cluster: Cluster
+
+
+class ClusterConfig(Construct):
+    """Machine secrets (created once, never replaced) and one machine configuration per role.
+
+    The secrets carry every certificate of the cluster: new secrets would mean a new cluster. They are protected
+    with `prevent_destroy`, and their `talos_version` is neither set nor diffed, so a Talos upgrade never mints new
+    certificates (the provider replaces the resource when that version goes down).
+    """
+
+    def __init__(self, scope: Construct, id: str, props: ClusterConfigProps):
+        super().__init__(scope, id)
+        self.props = props
+        cluster = props.cluster
+        self.secrets = pin(MachineSecrets(
+            self, "secrets",
+            lifecycle=TerraformResourceLifecycle(prevent_destroy=True, ignore_changes=["talos_version"]),
+        ), cluster_id("secrets"))
+        self.machine_configurations = {
+            role: pin(DataTalosMachineConfiguration(
+                self, f"machine_configuration_{role}",
+                cluster_name=props.cluster_name,
+                cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
+                machine_type=role,
+                machine_secrets=self.machine_secrets_input(),
+                talos_version=cluster.talos_version,
+                kubernetes_version=cluster.kubernetes_version,
+                config_patches=[cluster_patch(cluster)],
+                docs=False,
+                examples=False,
+            ), cluster_id(f"machine_configuration_{role}"))
+            for role in ROLES
+        }
+
+    def client_configuration(self) -> dict[str, str]:
+        """The talosctl client credentials, as references (never values) for any Talos resource."""
+        client = self.secrets.client_configuration
+        return {
+            "ca_certificate": client.ca_certificate,
+            "client_certificate": client.client_certificate,
+            "client_key": client.client_key,
+        }
+
+    def machine_secrets_input(self) -> dict:
+        secrets = self.secrets.machine_secrets
+        certs = secrets.certs
+        return {
+            "certs": {
+                "etcd": {"cert": certs.etcd.cert, "key": certs.etcd.key},
+                "k8_s": {"cert": certs.k8_s.cert, "key": certs.k8_s.key},
+                "k8_s_aggregator": {"cert": certs.k8_s_aggregator.cert, "key": certs.k8_s_aggregator.key},
+                "k8_s_serviceaccount": {"key": certs.k8_s_serviceaccount.key},
+                "os": {"cert": certs.os.cert, "key": certs.os.key},
+            },
+            "cluster": {"id": secrets.cluster.id, "secret": secrets.cluster.secret},
+            "secrets": {
+                "bootstrap_token": secrets.secrets.bootstrap_token,
+                "secretbox_encryption_secret": secrets.secrets.secretbox_encryption_secret,
+                "aescbc_encryption_secret": secrets.secrets.aescbc_encryption_secret,
+            },
+            "trustdinfo": {"token": secrets.trustdinfo.token},
+        }

@@ -1,0 +1,95 @@
+"""ControlPlane: bootstrap (exactly once), kubeconfig, talosconfig and the health gate of one cluster."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdktf import TerraformOutput, TerraformResourceLifecycle
+from constructs import Construct
+
+from imports.talos.cluster_kubeconfig import ClusterKubeconfig
+from imports.talos.data_talos_client_configuration import DataTalosClientConfiguration
+from imports.talos.data_talos_cluster_health import DataTalosClusterHealth
+from imports.talos.machine_bootstrap import MachineBootstrap
+from terravixens.constructs.cluster_config import ClusterConfig
+from terravixens.constructs.ids import cluster_id, pin
+from terravixens.constructs.talos_node import TalosNode
+
+
+@dataclass(frozen=True)
+class ControlPlaneProps:
+    """control_planes / workers: the cluster's TalosNodes by name; bootstrap_node: the one control plane that
+    bootstraps etcd."""
+
+    cluster_name: str
+    cluster_config: ClusterConfig
+    control_planes: dict[str, TalosNode]
+    workers: dict[str, TalosNode]
+    bootstrap_node: str
+
+
+class ControlPlane(Construct):
+    """Cluster-level resources that read node addresses but never reset or replace a node.
+
+    The control-plane count is checked by rule TV001 (terravixens.rules.odd_control_planes) at synth time.
+
+    - Bootstrap runs once per cluster: its lifecycle ignores every change, so a new control-plane set, a new
+      bootstrap node or a new address never runs it again (the provider's update and delete do nothing either).
+    - The health gate (a data source, read at apply) waits for etcd, apid and kubelet on every node; Kubernetes
+      checks are skipped here because the CNI (Cilium) is installed by the GitOps stack.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: ControlPlaneProps):
+        super().__init__(scope, id)
+        if props.bootstrap_node not in props.control_planes:
+            raise ValueError(
+                f"bootstrap node {props.bootstrap_node!r} is not a control plane of {props.cluster_name!r}: "
+                f"pick one of {', '.join(sorted(props.control_planes))}"
+            )
+        self.props = props
+        client = props.cluster_config.client_configuration()
+        first = props.control_planes[props.bootstrap_node]
+        cp_addresses = [props.control_planes[name].address for name in sorted(props.control_planes)]
+        worker_addresses = [props.workers[name].address for name in sorted(props.workers)]
+
+        self.bootstrap = pin(MachineBootstrap(
+            self, "bootstrap",
+            node_attribute=first.address,
+            endpoint=first.first_contact,
+            client_configuration=client,
+            depends_on=[first.apply],
+            lifecycle=TerraformResourceLifecycle(ignore_changes="all"),
+        ), cluster_id("bootstrap"))
+        self.kubeconfig = pin(ClusterKubeconfig(
+            self, "kubeconfig",
+            node_attribute=first.address,
+            client_configuration=client,
+            depends_on=[self.bootstrap],
+        ), cluster_id("kubeconfig"))
+        self.talosconfig = pin(DataTalosClientConfiguration(
+            self, "talosconfig",
+            cluster_name=props.cluster_name,
+            client_configuration=client,
+            endpoints=cp_addresses,
+            nodes=cp_addresses + worker_addresses,
+        ), cluster_id("talosconfig"))
+        self.health = pin(DataTalosClusterHealth(
+            self, "health",
+            client_configuration=client,
+            control_plane_nodes=cp_addresses,
+            worker_nodes=worker_addresses,
+            endpoints=cp_addresses,
+            skip_kubernetes_checks=True,
+            depends_on=[self.kubeconfig],
+        ), cluster_id("health"))
+
+        pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True),
+            "kubeconfig")
+        pin(TerraformOutput(self, "kubernetes_client", sensitive=True, value={
+            "host": self.kubeconfig.kubernetes_client_configuration.host,
+            "ca_certificate": self.kubeconfig.kubernetes_client_configuration.ca_certificate,
+            "client_certificate": self.kubeconfig.kubernetes_client_configuration.client_certificate,
+            "client_key": self.kubeconfig.kubernetes_client_configuration.client_key,
+        }), "kubernetes_client")
+        pin(TerraformOutput(self, "talosconfig_raw", value=self.talosconfig.talos_config, sensitive=True),
+            "talosconfig")
+        pin(TerraformOutput(self, "health_checked", value=self.health.id), "health_checked")

@@ -1,0 +1,74 @@
+"""FluxBootstrap: the SOPS age secret, Flux itself, and the objects that point Flux at the fleet repository."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cdktf import AssetType, Fn, TerraformAsset, TerraformVariable
+from constructs import Construct
+
+from cdktf_cdktf_provider_helm.release import Release
+from cdktf_cdktf_provider_kubernetes.namespace_v1 import NamespaceV1
+from cdktf_cdktf_provider_kubernetes.secret_v1 import SecretV1
+from terravixens.config.model import FluxConfig
+from terravixens.constructs.cilium import Cilium
+from terravixens.constructs.ids import cluster_id, pin
+
+SYNC_CHART = Path(__file__).resolve().parent.parent / "charts" / "flux-sync"
+
+
+@dataclass(frozen=True)
+class FluxBootstrapProps:
+    flux: FluxConfig
+    cilium: Cilium
+
+
+class FluxBootstrap(Construct):
+    """Order matters and is explicit: namespace -> sops-age secret -> Flux -> GitRepository/Kustomization.
+
+    The age key is read by Terraform at apply time from `var.sops_age_key_file` (default from the site file): the
+    synthesized JSON holds the path, never the key. Flux starts after Cilium (no pod network before it). The
+    GitRepository and Kustomization come from a small chart shipped with terravixens, because `kubernetes_manifest`
+    needs Flux's CRDs at plan time, which a new cluster does not have yet.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: FluxBootstrapProps):
+        super().__init__(scope, id)
+        flux = props.flux
+        age_key_file = TerraformVariable(
+            self, "sops_age_key_file",
+            type="string",
+            default=flux.sops_age_key_file,
+            description="Path of the SOPS age private key, read at apply time; its content is never synthesized.",
+        )
+        age_key_file.override_logical_id("sops_age_key_file")
+        namespace = pin(NamespaceV1(self, "namespace", metadata={"name": "flux-system"}), cluster_id("flux_namespace"))
+        self.age_secret = pin(SecretV1(
+            self, "sops_age",
+            metadata={"name": "sops-age", "namespace": "flux-system"},
+            data={"age.agekey": Fn.file(Fn.pathexpand(age_key_file.string_value))},
+            depends_on=[namespace],
+        ), cluster_id("flux_sops_age"))
+        self.release = pin(Release(
+            self, "release",
+            name="flux2",
+            repository="https://fluxcd-community.github.io/helm-charts",
+            chart="flux2",
+            version=flux.chart_version.removeprefix("v"),
+            namespace="flux-system",
+            create_namespace=False,
+            wait=True,
+            depends_on=[self.age_secret, props.cilium.release],
+        ), cluster_id("flux"))
+        chart = TerraformAsset(self, "sync_chart", path=str(SYNC_CHART), type=AssetType.DIRECTORY)
+        values = {"url": flux.url, "branch": flux.branch, "path": flux.path, "interval": flux.interval,
+                  "secretRef": flux.git_secret or "", "decryptionSecret": "sops-age"}
+        self.sync = pin(Release(
+            self, "sync",
+            name="terravixens-flux-sync",
+            chart=chart.path,
+            namespace="flux-system",
+            values=[yaml.safe_dump(values, sort_keys=True)],
+            depends_on=[self.release],
+        ), cluster_id("flux_sync"))

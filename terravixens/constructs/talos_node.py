@@ -1,0 +1,117 @@
+"""TalosNode: one Talos VM on Proxmox and the application of its machine configuration, reset when it leaves."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdktf import TerraformResourceLifecycle
+from constructs import Construct
+
+from imports.proxmox.virtual_environment_vm import (
+    VirtualEnvironmentVm,
+    VirtualEnvironmentVmAgent,
+    VirtualEnvironmentVmCpu,
+    VirtualEnvironmentVmDisk,
+    VirtualEnvironmentVmMemory,
+    VirtualEnvironmentVmNetworkDevice,
+    VirtualEnvironmentVmOperatingSystem,
+    VirtualEnvironmentVmSerialDevice,
+)
+from imports.talos.machine_configuration_apply import MachineConfigurationApply
+from terravixens.config.addressing import first_contact_address, node_address
+from terravixens.config.model import Cluster, Hypervisor, Node
+from terravixens.constructs.cluster_config import ClusterConfig
+from terravixens.constructs.ids import node_id, pin
+from terravixens.talos.image import disk_image_file_id
+from terravixens.talos.patches import node_patch
+
+
+@dataclass(frozen=True)
+class TalosNodeProps:
+    """name: the node's stable key in the site file; role: 'controlplane' or 'worker'."""
+
+    name: str
+    role: str
+    node: Node
+    cluster: Cluster
+    hypervisor_name: str
+    hypervisor: Hypervisor
+    cluster_config: ClusterConfig
+    apply_mode: str = "staged_if_needing_reboot"
+    reset_on_destroy: bool = True
+
+
+class TalosNode(Construct):
+    """The VM and the machine-configuration apply of one node, and nothing of any other node.
+
+    Safety properties (each pinned by a test):
+    - logical ids come from the node's name only (`node_<name>_vm`, `node_<name>_apply`): a role change keeps the VM;
+    - the apply resets this node, gracefully (cordon, drain, leave etcd), when the node leaves the site file, and
+      only then: no attribute of the apply forces a replacement in the Talos provider 0.11;
+    - `staged_if_needing_reboot`: a change that needs a reboot is staged, never rebooting several nodes at once;
+    - the VM ignores changes to its boot image (`disk[0].import_from`): a Talos upgrade of the image never replaces
+      a VM; the running system is upgraded in place by `terravixens upgrade`.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: TalosNodeProps):
+        super().__init__(scope, id)
+        self.props = props
+        node, cluster, hypervisor = props.node, props.cluster, props.hypervisor
+        self.node_name = props.name
+        self.address = node_address(node.networks, cluster.management_vlan)
+        self.first_contact = first_contact_address(node.networks, cluster.management_vlan)
+        self.vm = pin(self._vm(), node_id(props.name, "vm"))
+        self.apply = pin(MachineConfigurationApply(
+            self, "apply",
+            node_attribute=self.address,
+            endpoint=self.first_contact,
+            client_configuration=props.cluster_config.client_configuration(),
+            machine_configuration_input=props.cluster_config.machine_configurations[props.role].machine_configuration,
+            config_patches=[node_patch(props.name, props.role, node, cluster, hypervisor)],
+            apply_mode=props.apply_mode,
+            on_destroy={"reset": props.reset_on_destroy, "graceful": True, "reboot": False},
+            depends_on=[self.vm],
+        ), node_id(props.name, "apply"))
+
+    def _vm(self) -> VirtualEnvironmentVm:
+        props = self.props
+        node, cluster, hypervisor = props.node, props.cluster, props.hypervisor
+        # Proxmox stores tags lowercased and sorted; anything else diffs forever.
+        tags = sorted({tag.lower() for tag in ["talos", "terravixens", *node.tags]})
+        return VirtualEnvironmentVm(
+            self, "vm",
+            node_name=hypervisor.node_name,
+            vm_id=node.vm_id,
+            name=node.hostname or props.name,
+            description="Talos node managed by terravixens",
+            tags=tags,
+            on_boot=True,
+            started=True,
+            # Without the guest agent a shutdown can hang; stopping is safe because the apply reset the node first.
+            stop_on_destroy=True,
+            machine="q35",
+            bios="seabios",
+            scsi_hardware="virtio-scsi-single",
+            boot_order=["scsi0"],
+            agent=VirtualEnvironmentVmAgent(
+                enabled=any(name.endswith("qemu-guest-agent") for name in hypervisor.talos_image.extensions), trim=True,
+            ),
+            cpu=VirtualEnvironmentVmCpu(cores=node.cpu, type="host"),
+            memory=VirtualEnvironmentVmMemory(dedicated=node.memory_mib),
+            operating_system=VirtualEnvironmentVmOperatingSystem(type="l26"),
+            serial_device=[VirtualEnvironmentVmSerialDevice(device="socket")],
+            disk=[VirtualEnvironmentVmDisk(
+                interface="scsi0",
+                datastore_id=hypervisor.datastores.vm,
+                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images),
+                size=node.disk_gib,
+                file_format="raw",
+                iothread=True,
+                discard="on",
+                ssd=True,
+            )],
+            # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
+            network_device=[VirtualEnvironmentVmNetworkDevice(
+                bridge=node.bridge or cluster.bridge, model="virtio", enabled=True, firewall=False,
+            )],
+            lifecycle=TerraformResourceLifecycle(ignore_changes=["disk[0].import_from"]),
+        )

@@ -1,0 +1,41 @@
+"""TV003 StableLogicalIds: logical ids derive from stable node names, never from positions, roles or path hashes."""
+from __future__ import annotations
+
+import re
+
+from constructs import IConstruct
+
+from terravixens.constructs.ids import node_id, owner_of
+from terravixens.rules.base import Rule, is_terraform_block, logical_id
+
+PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
+ROLE_WORDS = re.compile(r"control[-_]?plane|worker|(?:^|_)cp(?:_|$)|(?:^|_)wk(?:_|$)")
+POSITION = re.compile(r"_\d+(?:_|$)")
+
+
+class StableLogicalIds(Rule):
+    code = "TV003"
+    name = "StableLogicalIds"
+    why = ("a logical id is a Terraform address: when it changes, Terraform destroys and re-creates the resource. "
+           "Ids from list positions or roles change when a node is added, removed or promoted.")
+
+    def visit(self, node: IConstruct) -> None:
+        from terravixens.constructs.talos_node import TalosNode
+
+        if not is_terraform_block(node):
+            return
+        current = logical_id(node)
+        if PATH_HASH.search(current):
+            self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.constructs.ids.pin().")
+            return
+        owner = next((scope for scope in reversed(node.node.scopes) if isinstance(scope, TalosNode)), None)
+        if owner is None:
+            return
+        name = owner.node_name
+        expected_prefix = node_id(name, "")
+        if owner_of(current) != name or not current.startswith(expected_prefix):
+            self.fail(node, f"{current!r} belongs to node {name!r} but is not named {expected_prefix}<part>.")
+            return
+        part = current[len(expected_prefix):]
+        if ROLE_WORDS.search(part) or POSITION.search("_" + part):
+            self.fail(node, f"{current!r} carries a role or a position ({part!r}): name it by what it is.")

@@ -1,0 +1,7 @@
+"""One stack per layer, each with its own backend and state; every stack synthesizes from the site file alone."""
+from terravixens.stacks.app import build_app, stack_names
+from terravixens.stacks.gitops import GitopsStack
+from terravixens.stacks.hypervisors import HypervisorsStack
+from terravixens.stacks.platform import PlatformStack
+
+__all__ = ["GitopsStack", "HypervisorsStack", "PlatformStack", "build_app", "stack_names"]

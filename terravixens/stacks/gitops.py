@@ -1,0 +1,45 @@
+"""L1 GitOps: Cilium and Flux on a cluster whose platform stack is applied.
+
+A separate stack because the Helm and Kubernetes providers need the cluster's credentials while Terraform plans:
+in the platform stack they would be unknown until the kubeconfig exists (see docs/adr/0007-gitops-stack.md).
+The credentials are read at plan time from the platform stack's outputs (its state), never synthesized.
+"""
+from __future__ import annotations
+
+from cdktf import Fn, TerraformStack
+from constructs import Construct
+
+from cdktf_cdktf_provider_helm.provider import HelmProvider
+from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider
+from terravixens.config.model import Site
+from terravixens.constructs.cilium import Cilium, CiliumProps
+from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
+from terravixens.rules import apply_rules
+from terravixens.stacks.backend import declare_backend, remote_state
+from terravixens.stacks.platform import platform_stack_name
+
+
+def gitops_stack_name(cluster_name: str) -> str:
+    return f"gitops-{cluster_name}"
+
+
+class GitopsStack(TerraformStack):
+    def __init__(self, scope: Construct, site: Site, cluster_name: str):
+        name = gitops_stack_name(cluster_name)
+        super().__init__(scope, name)
+        cluster = site.clusters[cluster_name]
+        declare_backend(self, site.state, site.site, name)
+        platform = remote_state(self, "platform", site.state, site.site, platform_stack_name(cluster_name))
+        client = platform.get("kubernetes_client")
+        credentials = {
+            "host": Fn.lookup(client, "host"),
+            "cluster_ca_certificate": Fn.base64decode(Fn.lookup(client, "ca_certificate")),
+            "client_certificate": Fn.base64decode(Fn.lookup(client, "client_certificate")),
+            "client_key": Fn.base64decode(Fn.lookup(client, "client_key")),
+        }
+        KubernetesProvider(self, "kubernetes", **credentials)
+        HelmProvider(self, "helm", kubernetes=credentials)
+        self.cilium = Cilium(self, "cilium", CiliumProps(config=cluster.cilium))
+        if cluster.flux is not None:
+            self.flux = FluxBootstrap(self, "flux", FluxBootstrapProps(flux=cluster.flux, cilium=self.cilium))
+        apply_rules(self)

@@ -1,0 +1,66 @@
+"""Machine configuration patches as YAML documents: cluster-wide ones, and one per node.
+
+A node's patch depends only on that node's entry in the site file and on cluster-wide settings, never on another
+node: this is what keeps a change to one node from touching another node's configuration apply.
+Addresses and hostnames live here, in the Talos configuration, not in Proxmox cloud-init snippets (a changed
+snippet file id forces the VM to be replaced).
+"""
+from __future__ import annotations
+
+import ipaddress
+
+import yaml
+
+from terravixens.config.model import Cluster, Hypervisor, Node
+from terravixens.talos.image import installer_image
+
+
+def _dump(document: dict) -> str:
+    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+
+
+def cluster_patch(cluster: Cluster) -> str:
+    """Cilium replaces both the CNI and kube-proxy, so Talos installs neither."""
+    return _dump({
+        "cluster": {"network": {"cni": {"name": "none"}}, "proxy": {"disabled": True}},
+        "machine": {"features": {"kubePrism": {"enabled": True, "port": 7445}}},
+    })
+
+
+def _vlan_entries(node: Node, role: str, cluster: Cluster) -> list[dict]:
+    entries: dict[int, dict] = {}
+    metric = 1024
+    ordered = []
+    if node.networks.routable:
+        ordered.append((node.networks.routable.vlan, node.networks.routable.address, node.networks.routable.gateway))
+    ordered += [(vlan, item.address, item.gateway) for vlan, item in sorted(node.networks.vlans.items())]
+    for vlan, address, gateway in ordered:
+        entry = entries.setdefault(vlan, {"vlanId": vlan, "addresses": []})
+        entry["addresses"].append(address)
+        if gateway:
+            network = "0.0.0.0/0" if ipaddress.ip_interface(address).version == 4 else "::/0"
+            entry.setdefault("routes", []).append({"network": network, "gateway": gateway, "metric": metric})
+            metric += 1
+    if role == "controlplane" and cluster.management_vlan in entries:
+        # The shared API address floats between control planes on the management VLAN.
+        entries[cluster.management_vlan]["vip"] = {"ip": cluster.endpoint_vip}
+    return [entries[vlan] for vlan in sorted(entries)]
+
+
+def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: Hypervisor) -> str:
+    interface: dict = {"deviceSelector": {"physical": True}}
+    if node.networks.maintenance_ip is not None:
+        # Keeping DHCP on the untagged network keeps the maintenance path: a second way in if a VLAN is misconfigured.
+        interface["dhcp"] = True
+    vlans = _vlan_entries(node, role, cluster)
+    if vlans:
+        interface["vlans"] = vlans
+    machine: dict = {
+        "network": {"hostname": node.hostname or name, "interfaces": [interface]},
+        "install": {"disk": cluster.install_disk, "image": installer_image(hypervisor.talos_image, cluster.talos_version)},
+    }
+    if node.labels:
+        machine["nodeLabels"] = dict(sorted(node.labels.items()))
+    if node.taints:
+        machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" if taint.value else taint.effect for taint in node.taints}
+    return _dump({"machine": machine})

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from cdktf import TerraformOutput
 from constructs import Construct
 
-from imports.proxmox.virtual_environment_download_file import VirtualEnvironmentDownloadFile
-from imports.proxmox.virtual_environment_network_linux_bridge import VirtualEnvironmentNetworkLinuxBridge
+from imports.proxmox.download_file import DownloadFile
+from imports.proxmox.network_linux_bridge import NetworkLinuxBridge
 from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
 from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
-from imports.proxmox.virtual_environment_user_token import VirtualEnvironmentUserToken
+from imports.proxmox.user_token import UserToken
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.constructs.ids import hypervisor_id, pin
 from terravixens.talos.image import disk_image_file_name, disk_image_url, schematic_id
@@ -36,7 +36,7 @@ class Hypervisor(Construct):
         super().__init__(scope, id)
         spec = props.spec
         self.bridges = {
-            name: pin(VirtualEnvironmentNetworkLinuxBridge(
+            name: pin(NetworkLinuxBridge(
                 self, f"bridge_{name}",
                 node_name=spec.node_name,
                 name=name,
@@ -48,8 +48,9 @@ class Hypervisor(Construct):
             for name, bridge in sorted(spec.bridges.items())
         }
         image = spec.talos_image
+        # content_type "import" (PVE 8.4+): a disk image that VMs import at creation (disk.import_from).
         self.images = {
-            version: pin(VirtualEnvironmentDownloadFile(
+            version: pin(DownloadFile(
                 self, f"image_{version}",
                 node_name=spec.node_name,
                 datastore_id=spec.datastores.images,
@@ -73,7 +74,7 @@ class Hypervisor(Construct):
             comment="terravixens automation",
             acl=[VirtualEnvironmentUserAcl(path="/", role_id=role.role_id, propagate=True)],
         ), hypervisor_id(name, "user"))
-        token = pin(VirtualEnvironmentUserToken(
+        token = pin(UserToken(
             self, "token",
             user_id=account.user_id,
             token_name=user.token_name,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import TerraformResourceLifecycle
+from cdktf import TerraformResourceLifecycle, Token
 from constructs import Construct
 
 from imports.proxmox.virtual_environment_vm import (
@@ -12,7 +12,6 @@ from imports.proxmox.virtual_environment_vm import (
     VirtualEnvironmentVmCpu,
     VirtualEnvironmentVmDisk,
     VirtualEnvironmentVmMemory,
-    VirtualEnvironmentVmNetworkDevice,
     VirtualEnvironmentVmOperatingSystem,
     VirtualEnvironmentVmSerialDevice,
 )
@@ -23,6 +22,11 @@ from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.constructs.ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
 from terravixens.talos.patches import node_patch
+
+NETWORK_DEVICE_KEYS = (
+    "bridge", "disconnected", "enabled", "firewall", "mac_address", "model", "mtu", "queues", "rate_limit",
+    "trunks", "vlan_id",
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ class TalosNode(Construct):
         node, cluster, hypervisor = props.node, props.cluster, props.hypervisor
         # Proxmox stores tags lowercased and sorted; anything else diffs forever.
         tags = sorted({tag.lower() for tag in ["talos", "terravixens", *node.tags]})
-        return VirtualEnvironmentVm(
+        vm = VirtualEnvironmentVm(
             self, "vm",
             node_name=hypervisor.node_name,
             vm_id=node.vm_id,
@@ -109,9 +113,12 @@ class TalosNode(Construct):
                 discard="on",
                 ssd=True,
             )],
-            # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
-            network_device=[VirtualEnvironmentVmNetworkDevice(
-                bridge=node.bridge or cluster.bridge, model="virtio", enabled=True, firewall=False,
-            )],
             lifecycle=TerraformResourceLifecycle(ignore_changes=["disk[0].import_from"]),
         )
+        # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
+        # bpg types network_device as a list of objects: Terraform wants every key, so unset ones are null
+        # (the binding would drop them, and `terraform validate` refuses the result).
+        device = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
+        device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
+        vm.add_override("network_device", [device])
+        return vm

@@ -1,0 +1,35 @@
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_NODE = ROOT / "node_modules" / ".bin" / "node"
+
+# jsii runs its kernel on `node`: use the project's pinned Node.js (22) when present, as `make` does.
+if PROJECT_NODE.exists() and "JSII_NODE" not in os.environ:
+    os.environ["JSII_NODE"] = str(PROJECT_NODE)
+os.environ.setdefault("NODE_OPTIONS", "--disable-warning=DEP0044")
+
+from tests import support  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def example_site():
+    return support.site_from(support.example_data())
+
+
+@pytest.fixture(scope="session")
+def example_synth(example_site, tmp_path_factory):
+    """The example site synthesized once per session (read-only for tests)."""
+    return support.synth(example_site, tmp_path_factory.mktemp("example"))
+
+
+@pytest.fixture(scope="session")
+def terraform_binary():
+    name = os.environ.get("TERRAFORM_BINARY_NAME", "terraform")
+    found = shutil.which(name) or str(Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache/terravixens")) / "bin" / name)
+    if not Path(found).exists():
+        pytest.fail(f"no {name} CLI: run `make providers` (it builds OpenTofu when terraform is missing)")
+    return found

@@ -52,7 +52,7 @@ def _stacks(args: argparse.Namespace) -> int:
     except SiteError as error:
         print(error, file=sys.stderr)
         return 2
-    from terravixens.stacks.app import stack_names
+    from terravixens.layers import stack_names
 
     print("\n".join(stack_names(site)))
     return 0

@@ -41,7 +41,8 @@ def owner_of(logical_id: str) -> str | None:
     """The node that owns a logical id, or None for cluster- and hypervisor-level ids."""
     if not logical_id.startswith(NODE_PREFIX):
         return None
-    return logical_id[len(NODE_PREFIX):].rsplit("_", 1)[0]
+    # Node names are DNS labels (no '_'), so the node name ends at the first '_'.
+    return logical_id[len(NODE_PREFIX):].split("_", 1)[0]
 
 
 def pin(element: T, logical_id: str) -> T:

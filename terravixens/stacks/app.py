@@ -4,16 +4,12 @@ from __future__ import annotations
 from cdktf import App
 
 from terravixens.config.model import Site
-from terravixens.stacks.gitops import GitopsStack, gitops_stack_name
-from terravixens.stacks.hypervisors import NAME as HYPERVISORS, HypervisorsStack
-from terravixens.stacks.platform import PlatformStack, platform_stack_name
+from terravixens.layers import stack_names
+from terravixens.stacks.gitops import GitopsStack
+from terravixens.stacks.hypervisors import HypervisorsStack
+from terravixens.stacks.platform import PlatformStack
 
-
-def stack_names(site: Site) -> list[str]:
-    names = [HYPERVISORS]
-    for cluster in sorted(site.clusters):
-        names += [platform_stack_name(cluster), gitops_stack_name(cluster)]
-    return names
+__all__ = ["build_app", "stack_names"]
 
 
 def build_app(site: Site, outdir: str | None = None) -> App:

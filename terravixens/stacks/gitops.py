@@ -12,15 +12,11 @@ from constructs import Construct
 from cdktf_cdktf_provider_helm.provider import HelmProvider
 from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider
 from terravixens.config.model import Site
+from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
 from terravixens.rules import apply_rules
 from terravixens.stacks.backend import declare_backend, remote_state
-from terravixens.stacks.platform import platform_stack_name
-
-
-def gitops_stack_name(cluster_name: str) -> str:
-    return f"gitops-{cluster_name}"
 
 
 class GitopsStack(TerraformStack):

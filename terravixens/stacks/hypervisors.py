@@ -5,12 +5,12 @@ from cdktf import TerraformStack
 from constructs import Construct
 
 from terravixens.config.model import Site
+from terravixens.layers import HYPERVISORS
 from terravixens.constructs.hypervisor import Hypervisor, HypervisorProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
 
-NAME = "hypervisors"
 
 
 def talos_versions_by_hypervisor(site: Site) -> dict[str, frozenset[str]]:
@@ -23,7 +23,7 @@ def talos_versions_by_hypervisor(site: Site) -> dict[str, frozenset[str]]:
 
 
 class HypervisorsStack(TerraformStack):
-    def __init__(self, scope: Construct, site: Site, name: str = NAME):
+    def __init__(self, scope: Construct, site: Site, name: str = HYPERVISORS):
         super().__init__(scope, name)
         declare_backend(self, site.state, site.site, name)
         providers.proxmox(self, site.proxmox)

@@ -5,16 +5,13 @@ from cdktf import TerraformOutput, TerraformStack
 from constructs import Construct
 
 from terravixens.config.model import Site
+from terravixens.layers import platform_stack_name
 from terravixens.constructs.cluster_config import ClusterConfig, ClusterConfigProps
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
 from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
-
-
-def platform_stack_name(cluster_name: str) -> str:
-    return f"platform-{cluster_name}"
 
 
 class PlatformStack(TerraformStack):

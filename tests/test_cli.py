@@ -1,0 +1,37 @@
+"""The terravixens command: site validation and the list of layers, without tracebacks."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "terravixens.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_validate_accepts_the_example():
+    result = cli("validate", "sites/example.yaml")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "sites/example.yaml: ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"
+
+
+def test_validate_reports_every_problem_with_file_and_field(tmp_path):
+    site = tmp_path / "site.yaml"
+    site.write_text((ROOT / "sites" / "example.yaml").read_text()
+                    .replace("vm_id: 1102", "vm_id: 1101")
+                    .replace("hypervisor: pve2\n        vm_id: 1202", "hypervisor: pve9\n        vm_id: 1202"))
+    result = cli("validate", str(site))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == f"{site}: 2 problems in the site file"
+    assert "  - clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or add it under 'hypervisors'" in lines
+    assert "  - clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id" in lines
+
+
+def test_stacks_lists_layers_in_apply_order():
+    result = cli("stacks", "sites/example.yaml")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["hypervisors", "platform-prod", "gitops-prod"]

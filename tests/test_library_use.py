@@ -1,0 +1,57 @@
+"""terravixens as a library: a platform team composes the constructs in a stack of its own, without a site file."""
+from __future__ import annotations
+
+import json
+
+from cdktf import App, LocalBackend, TerraformStack
+
+from imports.proxmox.provider import ProxmoxProvider
+from imports.talos.provider import TalosProvider
+from terravixens.config.model import Cluster, Hypervisor as HypervisorSpec, Node, NodeNetworks, VlanInterface
+from terravixens.constructs import (
+    ClusterConfig, ClusterConfigProps, ControlPlane, ControlPlaneProps, Hypervisor, HypervisorProps, TalosNode,
+    TalosNodeProps,
+)
+from terravixens.rules import apply_rules
+
+
+class EdgeStack(TerraformStack):
+    """A user's own stack: one hypervisor and a single-node cluster, with the terravixens rules on."""
+
+    def __init__(self, scope, id):
+        super().__init__(scope, id)
+        LocalBackend(self, path="edge.tfstate")
+        ProxmoxProvider(self, "proxmox", endpoint="https://127.0.0.1:8006/")
+        TalosProvider(self, "talos")
+        spec = HypervisorSpec(node_name="edge1")
+        Hypervisor(self, "edge1", HypervisorProps(name="edge1", spec=spec, talos_versions=frozenset({"v1.11.5"})))
+        node = Node(hypervisor="edge1", vm_id=900,
+                    networks=NodeNetworks(vlans={111: VlanInterface(address="127.0.10.2/24")}))
+        cluster = Cluster(endpoint_vip="127.0.10.1", talos_version="v1.11.5", kubernetes_version="1.34.2",
+                          control_planes={"solo": node})
+        config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name="edge", cluster=cluster))
+        solo = TalosNode(self, "solo", TalosNodeProps(
+            name="solo", role="controlplane", node=node, cluster=cluster, hypervisor_name="edge1", hypervisor=spec,
+            cluster_config=config))
+        ControlPlane(self, "control_plane", ControlPlaneProps(
+            cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={}, bootstrap_node="solo"))
+        apply_rules(self)
+
+
+def test_constructs_compose_in_a_users_stack(tmp_path):
+    app = App(outdir=str(tmp_path))
+    EdgeStack(app, "edge")
+    app.synth()
+    stack = json.loads((tmp_path / "stacks" / "edge" / "cdk.tf.json").read_text())
+    resources = {f"{kind}.{name}" for kind, items in stack["resource"].items() for name in items}
+    assert resources == {
+        "proxmox_download_file.hv_edge1_image_v1-11-5_ce4c980550dd",
+        "proxmox_virtual_environment_vm.node_solo_vm",
+        "talos_machine_configuration_apply.node_solo_apply",
+        "talos_machine_secrets.cluster_secrets",
+        "talos_machine_bootstrap.cluster_bootstrap",
+        "talos_cluster_kubeconfig.cluster_kubeconfig",
+    }
+    apply = stack["resource"]["talos_machine_configuration_apply"]["node_solo_apply"]
+    assert apply["node"] == "127.0.10.2" and apply["endpoint"] == "127.0.10.2"
+    assert apply["on_destroy"] == {"reset": True, "graceful": True, "reboot": False}

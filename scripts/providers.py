@@ -117,11 +117,16 @@ def buildable() -> dict[str, dict]:
 def build_providers() -> None:
     for name, pin in buildable().items():
         target = mirror_path(pin["source"], pin["version"])
-        if target.exists():
-            continue
-        print(f"[providers] building {pin['source']} {pin['version']} with Go")
-        go_build_module(pin["go_module"], f"v{pin['version']}", target,
-                        ldflags=f"-s -w -X main.version={pin['version']}")
+        if not target.exists():
+            print(f"[providers] building {pin['source']} {pin['version']} with Go")
+            go_build_module(pin["go_module"], f"v{pin['version']}", target,
+                            ldflags=f"-s -w -X main.version={pin['version']}")
+        # OpenTofu resolves "bpg/proxmox" to registry.opentofu.org; its mirror scan does not follow symlinks,
+        # so the same binary is hard-linked under that hostname too.
+        alias = MIRROR / "registry.opentofu.org" / target.relative_to(MIRROR / "registry.terraform.io")
+        if not alias.exists():
+            alias.parent.mkdir(parents=True, exist_ok=True)
+            os.link(target, alias)
 
 
 def write_cli_config() -> None:
@@ -130,7 +135,8 @@ def write_cli_config() -> None:
     CLI_CONFIG.write_text(
         "# Written by scripts/providers.py: install providers from the local filesystem mirror only.\n"
         "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = \"{MIRROR}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n"
+        f"  filesystem_mirror {{\n    path    = \"{MIRROR}\"\n"
+        "    include = [\"registry.terraform.io/*/*\", \"registry.opentofu.org/*/*\"]\n  }\n"
         "}\n"
     )
 
@@ -151,11 +157,25 @@ def dump_schemas(terraform: str) -> None:
             run([terraform, "init", "-input=false", "-backend=false"], cwd=Path(work), env=tf_env(), capture=True)
             schema = json.loads(run([terraform, "providers", "schema", "-json"], cwd=Path(work), env=tf_env(),
                                     capture=True))
-        text = json.dumps(schema, indent=1, sort_keys=True) + "\n"
+        # The same schema whichever CLI dumped it: OpenTofu names the provider after its own registry.
+        schema["provider_schemas"] = {
+            key.replace("registry.opentofu.org/", "registry.terraform.io/"): value
+            for key, value in schema["provider_schemas"].items()
+        }
         target = SCHEMAS / f"{name}.json"
-        if not target.exists() or target.read_text() != text:
-            target.write_text(text)
-            print(f"[providers] wrote {target.relative_to(ROOT)}")
+        if target.exists() and comparable(json.loads(target.read_text())) == comparable(schema):
+            continue
+        target.write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
+        print(f"[providers] wrote {target.relative_to(ROOT)}")
+
+
+def comparable(value):
+    """A schema without the `write_only` flags that OpenTofu 1.10 does not print: same provider, same schema."""
+    if isinstance(value, dict):
+        return {key: comparable(item) for key, item in value.items() if key != "write_only"}
+    if isinstance(value, list):
+        return [comparable(item) for item in value]
+    return value
 
 
 def generated_providers() -> dict[str, dict]:
@@ -182,6 +202,7 @@ def schema_stamp() -> str:
 def generate_bindings() -> None:
     stamp = schema_stamp()
     if STAMP.exists() and STAMP.read_text().strip() == stamp:
+        STAMP.touch()  # newer than schemas/ again, so make stops asking
         print("[providers] bindings in imports/ are up to date with schemas/")
         return
     with tempfile.TemporaryDirectory(prefix="tv-schema-cache-") as cache:

@@ -73,9 +73,11 @@ def load_site(path: Path | str | None = None) -> Site:
     """Reads the site file at `path`, else $TERRAVIXENS_SITE, else the shipped example."""
     path = Path(path or os.environ.get(SITE_ENV) or DEFAULT_SITE)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise SiteError(path, [SiteProblem("(file)", f"cannot be read ({error.strerror}): check the path or set {SITE_ENV}")]) from None
+    except UnicodeDecodeError as error:
+        raise SiteError(path, [SiteProblem("(file)", f"is not UTF-8 text (byte {error.start}): save it as UTF-8")]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -25,9 +25,15 @@ def dns_name(value: str) -> str:
     if not DNS_LABEL.match(value):
         raise ValueError(
             f"{value!r} is not a DNS-safe name: use 1-63 lowercase letters, digits and '-', starting with a letter "
-            f"and not ending with '-' (e.g. {re.sub('[^a-z0-9-]', '-', value.lower()).strip('-') or 'node-a'!r})"
+            f"and not ending with '-' (e.g. {_dns_suggestion(value)!r})"
         )
     return value
+
+
+def _dns_suggestion(value: str) -> str:
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", value.lower())
+    cleaned = re.sub(r"^[^a-z]+", "", cleaned)[:63].rstrip("-")
+    return cleaned or "node-a"
 
 
 def semver(value: str) -> str:
@@ -45,6 +51,10 @@ def vlan_id(value: int) -> int:
 def interface_address(value: str) -> str:
     """An address with its prefix length, as Talos configures it on an interface (10.0.111.11/24)."""
     if "/" not in value:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a valid address/prefix (CIDR), e.g. 10.0.111.11/24") from None
         raise ValueError(f"{value!r} has no prefix length: write the address with its network size, e.g. {value}/24")
     try:
         ipaddress.ip_interface(value)
@@ -220,6 +230,15 @@ class Node(Strict):
     tags: list[str] = Field(default_factory=list)
     networks: NodeNetworks = Field(default_factory=NodeNetworks)
 
+    @field_validator("taints")
+    @classmethod
+    def _one_taint_per_key(cls, value: list[Taint]) -> list[Taint]:
+        keys = [taint.key for taint in value]
+        duplicates = sorted({key for key in keys if keys.count(key) > 1})
+        if duplicates:
+            raise ValueError(f"taint key {duplicates[0]!r} appears twice: Talos nodeTaints is a map, one taint per key")
+        return value
+
 
 class CiliumConfig(Strict):
     chart_version: Version = "v1.18.4"
@@ -244,7 +263,7 @@ class FluxConfig(Strict):
     @classmethod
     def _git_url(cls, value: str) -> str:
         if not re.match(r"^(https://|ssh://|http://)", value):
-            raise ValueError(f"{value!r} is not a git URL Flux accepts: use https://… or ssh://git@host/org/repo.git")
+            raise ValueError(f"{value!r} is not a git URL Flux accepts: use https://…, http://… or ssh://git@host/org/repo.git")
         return value
 
 

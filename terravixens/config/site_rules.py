@@ -28,6 +28,7 @@ def check(site: Site) -> None:
         *known_hypervisors(site),
         *bridges_exist(site),
         *unique_vm_ids(site),
+        *nodes_reachable(site),
         *unique_addresses(site),
         *pools_clear_of_nodes(site),
     ]
@@ -92,29 +93,47 @@ def _node_addresses(node) -> Iterator[tuple[str, ipaddress.IPv4Address | ipaddre
         yield "networks.routable.address", ipaddress.ip_interface(node.networks.routable.address).ip
 
 
-def unique_addresses(site: Site) -> Iterator[Problem]:
-    seen: dict[str, str] = {}
+def nodes_reachable(site: Site) -> Iterator[Problem]:
+    for path, _, node in _all_nodes(site):
+        if next(_node_addresses(node), None) is None:
+            yield (*path, "networks"), (
+                "the node has no address: give it networks.maintenance_ip, a VLAN interface under networks.vlans "
+                "or networks.routable"
+            )
+
+
+def _vips(site: Site) -> Iterator[tuple[tuple, ipaddress.IPv4Address | ipaddress.IPv6Address]]:
     for cluster_name, cluster in site.clusters.items():
-        seen.setdefault(cluster.endpoint_vip, f"clusters.{cluster_name}.endpoint_vip")
+        yield ("clusters", cluster_name, "endpoint_vip"), ipaddress.ip_address(cluster.endpoint_vip)
+
+
+def _used_addresses(site: Site) -> Iterator[tuple[tuple, ipaddress.IPv4Address | ipaddress.IPv6Address]]:
+    """Every address of the site (cluster VIPs first, then nodes), with the field path that holds it."""
+    yield from _vips(site)
     for path, _, node in _all_nodes(site):
         for field, address in _node_addresses(node):
-            here = ".".join(map(str, path)) + "." + field
-            owner = seen.setdefault(str(address), here)
-            if owner != here:
-                yield (*path, *field.split(".")), f"address {address} is already used by {owner}: give each address to one node"
+            yield (*path, *field.split(".")), address
+
+
+def unique_addresses(site: Site) -> Iterator[Problem]:
+    seen: dict[ipaddress.IPv4Address | ipaddress.IPv6Address, tuple] = {}
+    for path, address in _used_addresses(site):
+        owner = seen.setdefault(address, path)
+        if owner != path:
+            yield path, (f"address {address} is already used by {'.'.join(map(str, owner))}: "
+                         f"give each address to one node or cluster")
 
 
 def pools_clear_of_nodes(site: Site) -> Iterator[Problem]:
+    used = list(_used_addresses(site))
     for cluster_name, cluster in site.clusters.items():
-        used = {str(ip): path for path, _, node in _all_nodes(site) for _, ip in _node_addresses(node)}
-        used[cluster.endpoint_vip] = ("clusters", cluster_name, "endpoint_vip")
         pools = [(name, ipaddress.ip_network(cidr)) for name, cidrs in cluster.cilium.pools.items() for cidr in cidrs]
         for name, pool in pools:
-            for address, owner in sorted(used.items()):
-                if ipaddress.ip_address(address) in pool:
+            for owner, address in used:
+                if address in pool:
                     yield ("clusters", cluster_name, "cilium", "pools", name), (
                         f"LoadBalancer pool {pool} contains {address}, used by {'.'.join(map(str, owner))}: "
-                        f"Cilium would hand that address to a Service; shrink the pool or move the node"
+                        f"Cilium would hand that address to a Service; shrink the pool or move the address"
                     )
         for index, (name, pool) in enumerate(pools):
             for other_name, other in pools[index + 1:]:

@@ -62,5 +62,6 @@ def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: H
     if node.labels:
         machine["nodeLabels"] = dict(sorted(node.labels.items()))
     if node.taints:
-        machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" if taint.value else taint.effect for taint in node.taints}
+        # Talos joins key and value as key=value:Effect; an empty value stays as ":Effect".
+        machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" for taint in node.taints}
     return _dump({"machine": machine})

@@ -1,0 +1,257 @@
+"""Talos machine configuration patches, read back as YAML: what each node gets, and that it depends only on that node."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from terravixens.talos.patches import cluster_patch, node_patch
+from tests import support
+
+INSTALLER = "factory.talos.dev/installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.5"
+
+
+def example() -> dict:
+    return copy.deepcopy(support.example_data())
+
+
+def patch_of(data: dict, name: str, cluster_name: str = "prod") -> dict:
+    """node_patch of one node of a site given as data, parsed back with yaml.safe_load."""
+    return yaml.safe_load(raw_patch_of(data, name, cluster_name))
+
+
+def raw_patch_of(data: dict, name: str, cluster_name: str = "prod") -> str:
+    site = support.site_from(data)
+    cluster = site.clusters[cluster_name]
+    role, node = cluster.nodes()[name]
+    return node_patch(name, role, node, cluster, site.hypervisors[node.hypervisor])
+
+
+def interface(patch: dict) -> dict:
+    [only] = patch["machine"]["network"]["interfaces"]
+    return only
+
+
+def vlans_by_id(patch: dict) -> dict[int, dict]:
+    return {entry["vlanId"]: entry for entry in interface(patch)["vlans"]}
+
+
+# ---------------------------------------------------------------------------------------------------------- hostname
+def test_hostname_defaults_to_the_node_key():
+    assert patch_of(example(), "cp-a")["machine"]["network"]["hostname"] == "cp-a"
+    assert patch_of(example(), "wk-b")["machine"]["network"]["hostname"] == "wk-b"
+
+
+def test_hostname_can_be_overridden():
+    data = example()
+    data["clusters"]["prod"]["workers"]["wk-a"]["hostname"] = "worker-one"
+    assert patch_of(data, "wk-a")["machine"]["network"]["hostname"] == "worker-one"
+
+
+# ---------------------------------------------------------------------------------------------------------- interfaces
+def test_interface_selects_the_physical_nic():
+    assert interface(patch_of(example(), "cp-a"))["deviceSelector"] == {"physical": True}
+
+
+def test_control_plane_gets_the_vip_on_the_management_vlan():
+    vlans = vlans_by_id(patch_of(example(), "cp-a"))
+    assert vlans[111]["vip"] == {"ip": "10.11.1.10"}
+    assert vlans[111]["addresses"] == ["10.11.1.11/24"]
+
+
+def test_worker_gets_no_vip():
+    vlans = vlans_by_id(patch_of(example(), "wk-a"))
+    assert sorted(vlans) == [111, 120]
+    assert all("vip" not in entry for entry in vlans.values())
+
+
+def test_vip_follows_a_non_default_management_vlan():
+    data = example()
+    cluster = data["clusters"]["prod"]
+    cluster["management_vlan"] = 120
+    for name, address in (("cp-a", "10.12.0.11/24"), ("cp-b", "10.12.0.12/24"), ("cp-c", "10.12.0.13/24")):
+        cluster["control_planes"][name]["networks"]["vlans"][120] = {"address": address}
+    vlans = vlans_by_id(patch_of(data, "cp-a"))
+    assert vlans[120]["vip"] == {"ip": "10.11.1.10"}
+    assert "vip" not in vlans[111]
+
+
+def test_control_plane_without_the_management_vlan_gets_no_vip():
+    data = example()
+    cp_a = data["clusters"]["prod"]["control_planes"]["cp-a"]
+    cp_a["networks"]["vlans"] = {120: {"address": "10.12.0.11/24"}}
+    vlans = vlans_by_id(patch_of(data, "cp-a"))
+    assert list(vlans) == [120]
+    assert "vip" not in vlans[120]
+
+
+def test_dhcp_when_a_maintenance_ip_exists():
+    assert interface(patch_of(example(), "cp-a"))["dhcp"] is True
+
+
+def test_no_dhcp_without_a_maintenance_ip():
+    data = example()
+    del data["clusters"]["prod"]["workers"]["wk-a"]["networks"]["maintenance_ip"]
+    assert "dhcp" not in interface(patch_of(data, "wk-a"))
+    assert "dhcp" in interface(patch_of(data, "wk-b"))
+
+
+def test_no_vlans_key_for_a_maintenance_only_node():
+    data = example()
+    data["clusters"]["prod"]["workers"]["wk-a"]["networks"] = {"maintenance_ip": "10.0.0.61"}
+    assert interface(patch_of(data, "wk-a")) == {"deviceSelector": {"physical": True}, "dhcp": True}
+
+
+# ---------------------------------------------------------------------------------------------------------- routes
+def test_gateway_gives_a_default_route_and_no_gateway_gives_none():
+    vlans = vlans_by_id(patch_of(example(), "wk-a"))
+    assert vlans[111]["routes"] == [{"network": "0.0.0.0/0", "gateway": "10.11.1.1", "metric": 1024}]
+    assert "routes" not in vlans[120]
+
+
+def test_routes_routable_first_then_vlans_by_id_with_increasing_metrics():
+    data = example()
+    hypervisor_bridge = data["hypervisors"]["pve1"]["bridges"]["vmbr1"]
+    hypervisor_bridge["vlans"] = [111, 120, 130]
+    networks = data["clusters"]["prod"]["workers"]["wk-a"]["networks"]
+    networks["vlans"] = {
+        120: {"address": "10.12.0.21/24", "gateway": "10.12.0.1"},
+        111: {"address": "10.11.1.21/24", "gateway": "10.11.1.1"},
+    }
+    networks["routable"] = {"vlan": 130, "address": "192.0.2.21/24", "gateway": "192.0.2.1"}
+    vlans = vlans_by_id(patch_of(data, "wk-a"))
+    assert [entry["vlanId"] for entry in interface(patch_of(data, "wk-a"))["vlans"]] == [111, 120, 130]
+    assert vlans[130]["routes"] == [{"network": "0.0.0.0/0", "gateway": "192.0.2.1", "metric": 1024}]
+    assert vlans[111]["routes"] == [{"network": "0.0.0.0/0", "gateway": "10.11.1.1", "metric": 1025}]
+    assert vlans[120]["routes"] == [{"network": "0.0.0.0/0", "gateway": "10.12.0.1", "metric": 1026}]
+
+
+def test_routable_on_the_management_vlan_shares_its_entry():
+    data = example()
+    networks = data["clusters"]["prod"]["control_planes"]["cp-a"]["networks"]
+    networks["routable"] = {"vlan": 111, "address": "10.11.1.111/24", "gateway": "10.11.1.254"}
+    vlans = vlans_by_id(patch_of(data, "cp-a"))
+    assert vlans[111]["addresses"] == ["10.11.1.111/24", "10.11.1.11/24"]
+    assert [route["metric"] for route in vlans[111]["routes"]] == [1024, 1025]
+    assert vlans[111]["routes"][0]["gateway"] == "10.11.1.254"
+    assert vlans[111]["vip"] == {"ip": "10.11.1.10"}
+
+
+def test_ipv6_gateway_gives_an_ipv6_default_route():
+    data = example()
+    networks = data["clusters"]["prod"]["workers"]["wk-a"]["networks"]
+    networks["vlans"][120] = {"address": "2001:db8:120::21/64", "gateway": "2001:db8:120::1"}
+    vlans = vlans_by_id(patch_of(data, "wk-a"))
+    assert vlans[120]["routes"] == [{"network": "::/0", "gateway": "2001:db8:120::1", "metric": 1025}]
+
+
+# ---------------------------------------------------------------------------------------------------------- labels, taints
+def test_labels_are_rendered():
+    assert patch_of(example(), "wk-a")["machine"]["nodeLabels"] == {"node.kubernetes.io/pool": "general"}
+
+
+def test_no_labels_no_taints_keys_when_empty():
+    machine = patch_of(example(), "cp-a")["machine"]
+    assert "nodeLabels" not in machine
+    assert "nodeTaints" not in machine
+
+
+def test_taints_with_and_without_value():
+    data = example()
+    data["clusters"]["prod"]["workers"]["wk-a"]["taints"] = [
+        {"key": "dedicated", "value": "gpu", "effect": "NoExecute"},
+        {"key": "maintenance"},
+        {"key": "spot", "effect": "PreferNoSchedule"},
+    ]
+    assert patch_of(data, "wk-a")["machine"]["nodeTaints"] == {
+        "dedicated": "gpu:NoExecute",
+        "maintenance": ":NoSchedule",
+        "spot": ":PreferNoSchedule",
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------- install
+def test_install_disk_and_installer_image():
+    assert patch_of(example(), "wk-b")["machine"]["install"] == {"disk": "/dev/sda", "image": INSTALLER}
+
+
+def test_install_follows_cluster_disk_version_and_hypervisor_image():
+    data = example()
+    cluster = data["clusters"]["prod"]
+    cluster["install_disk"] = "/dev/vda"
+    cluster["talos_version"] = "1.11.6"
+    data["hypervisors"]["pve2"]["talos_image"] = {"extensions": []}
+    install_b = patch_of(data, "wk-b")["machine"]["install"]  # wk-b runs on pve2
+    install_a = patch_of(data, "wk-a")["machine"]["install"]  # wk-a runs on pve1
+    assert install_b == {
+        "disk": "/dev/vda",
+        "image": "factory.talos.dev/installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6",
+    }
+    assert install_a["image"] == INSTALLER.replace("v1.11.5", "v1.11.6")
+
+
+# ---------------------------------------------------------------------------------------------------------- isolation
+def test_patch_of_a_node_ignores_other_nodes():
+    before = example()
+    after = example()
+    cluster = after["clusters"]["prod"]
+    # Change everything about other nodes: another control plane's resources and address, a worker removed,
+    # a worker added, a worker moved to another hypervisor, labels and taints elsewhere.
+    cluster["control_planes"]["cp-b"]["cpu"] = 16
+    cluster["control_planes"]["cp-b"]["networks"]["vlans"][111] = {"address": "10.11.1.99/24", "gateway": "10.11.1.1"}
+    del cluster["workers"]["wk-b"]
+    cluster["workers"]["wk-c"] = {
+        "hypervisor": "pve2", "vm_id": 1203, "labels": {"role": "new"}, "taints": [{"key": "new"}],
+        "networks": {"maintenance_ip": "10.0.0.63", "vlans": {111: {"address": "10.11.1.23/24"}}},
+    }
+    cluster["workers"]["wk-a"]["hypervisor"] = "pve2"
+    cluster["workers"]["wk-a"]["vm_id"] = 1299
+    for name in ("cp-a", "cp-c"):
+        assert raw_patch_of(before, name) == raw_patch_of(after, name), name
+    # ...while the changed nodes' own patches did change, so the comparison above can fail.
+    assert raw_patch_of(before, "cp-b") != raw_patch_of(after, "cp-b")
+
+
+def test_patch_of_a_node_is_the_same_alone_or_among_others():
+    alone = example()
+    cluster = alone["clusters"]["prod"]
+    cluster["control_planes"] = {"cp-a": cluster["control_planes"]["cp-a"]}
+    cluster["workers"] = {}
+    assert raw_patch_of(alone, "cp-a") == raw_patch_of(example(), "cp-a")
+
+
+def test_patch_of_a_node_is_the_same_in_another_cluster_with_the_same_settings():
+    # Same addresses in two clusters of one site are rejected, so the copy lives alone in its own site.
+    data = example()
+    staging = copy.deepcopy(data["clusters"]["prod"])
+    staging["control_planes"] = {"cp-a": staging["control_planes"]["cp-a"]}
+    staging["workers"] = {}
+    staging["cilium"] = {}
+    del staging["flux"]
+    data["clusters"] = {"staging": staging}
+    assert raw_patch_of(data, "cp-a", "staging") == raw_patch_of(example(), "cp-a", "prod")
+
+
+def test_patch_changes_with_cluster_level_settings():
+    data = example()
+    data["clusters"]["prod"]["endpoint_vip"] = "10.11.1.9"
+    assert vlans_by_id(patch_of(data, "cp-a"))[111]["vip"] == {"ip": "10.11.1.9"}
+    assert raw_patch_of(data, "wk-a") == raw_patch_of(example(), "wk-a")
+
+
+@pytest.mark.parametrize("name", ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"])
+def test_patch_is_deterministic(name):
+    assert raw_patch_of(example(), name) == raw_patch_of(example(), name)
+
+
+# ---------------------------------------------------------------------------------------------------------- cluster
+def test_cluster_patch_disables_cni_and_kube_proxy(example_site):
+    patch = yaml.safe_load(cluster_patch(example_site.clusters["prod"]))
+    assert patch["cluster"]["network"]["cni"] == {"name": "none"}
+    assert patch["cluster"]["proxy"] == {"disabled": True}
+
+
+def test_cluster_patch_enables_kubeprism(example_site):
+    patch = yaml.safe_load(cluster_patch(example_site.clusters["prod"]))
+    assert patch["machine"]["features"]["kubePrism"] == {"enabled": True, "port": 7445}

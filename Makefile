@@ -15,11 +15,13 @@ export TF_CLI_CONFIG_FILE := $(TERRAVIXENS_CACHE)/terraform.rc
 export CHECKPOINT_DISABLE := 1
 export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # jsii's runtime still calls util.isArray, deprecated in Node 22: this one warning is noise in every synth.
-export NODE_OPTIONS := --disable-warning=DEP0044
+# cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
+export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
 .PHONY: setup synth test test-unit test-integration providers clean
 
-setup: node_modules/.installed imports/.schema-stamp .venv/.installed
+# Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
+setup: node_modules/.installed .venv/.installed imports/.schema-stamp
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -28,7 +30,7 @@ node_modules/.installed: package.json package-lock.json
 
 # Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into schemas/,
 # and regenerates the bindings in imports/ when schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
-providers imports/.schema-stamp: node_modules/.installed providers.json cdktf.json $(wildcard schemas/*.json)
+providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard schemas/*.json)
 	python3 scripts/providers.py
 
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml

@@ -34,24 +34,28 @@ def synth_main(outdir: str | None = None) -> int:
     return 0
 
 
-def _validate(args: argparse.Namespace) -> int:
-    try:
-        site = load_site(args.site)
-    except SiteError as error:
-        print(error, file=sys.stderr)
-        return 2
+def _with_site(command):
+    """Loads the site named on the command line; a bad site prints its problems and exits 2."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            site = load_site(args.site)
+        except SiteError as error:
+            print(error, file=sys.stderr)
+            return 2
+        return command(args, site)
+    return run
+
+
+@_with_site
+def _validate(args: argparse.Namespace, site) -> int:
     nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
     print(f"{args.site or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
           f"{len(site.clusters)} clusters, {nodes} nodes")
     return 0
 
 
-def _stacks(args: argparse.Namespace) -> int:
-    try:
-        site = load_site(args.site)
-    except SiteError as error:
-        print(error, file=sys.stderr)
-        return 2
+@_with_site
+def _stacks(args: argparse.Namespace, site) -> int:
     from terravixens.layers import stack_names
 
     print("\n".join(stack_names(site)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from constructs import IConstruct
 
 from terravixens.constructs.ids import owner_of
-from terravixens.rules.base import Rule, is_terraform_block, logical_id, references, resolved
+from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id, references, resolved
 
 # Resources whose destroy wipes a machine: destroying (or replacing) one must only ever touch its own node.
 RESET_CAPABLE = {"talos_machine_configuration_apply", "proxmox_virtual_environment_vm"}
@@ -21,7 +21,7 @@ class ResetScopedToNode(Rule):
 
         if not is_terraform_block(node):
             return
-        owner = next((scope for scope in reversed(node.node.scopes) if isinstance(scope, TalosNode)), None)
+        owner = enclosing(node, TalosNode)
         kind = getattr(node, "terraform_resource_type", "")
         if owner is None:
             if kind in RESET_CAPABLE:

@@ -6,7 +6,7 @@ import re
 from constructs import IConstruct
 
 from terravixens.constructs.ids import node_id, owner_of
-from terravixens.rules.base import Rule, is_terraform_block, logical_id
+from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id
 
 PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
 ROLE_WORDS = re.compile(r"control[-_]?plane|worker|(?:^|_)cp(?:_|$)|(?:^|_)wk(?:_|$)")
@@ -28,7 +28,7 @@ class StableLogicalIds(Rule):
         if PATH_HASH.search(current):
             self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.constructs.ids.pin().")
             return
-        owner = next((scope for scope in reversed(node.node.scopes) if isinstance(scope, TalosNode)), None)
+        owner = enclosing(node, TalosNode)
         if owner is None:
             return
         name = owner.node_name

@@ -93,25 +93,28 @@ def test_each_layer_has_its_own_key(s3_endpoint, terraform_binary, tmp_path):
     assert [r["instances"][0]["attributes"]["input"]["value"] for r in state["resources"]] == ["platform-prod"]
 
 
-def test_concurrent_apply_of_one_layer_fails_cleanly_then_converges(s3_endpoint, terraform_binary, tmp_path):
-    endpoint, client = s3_endpoint
-    backend = _synthesized_backends(endpoint)["hypervisors"]
-    backend["s3"]["key"] = "concurrency/hypervisors.tfstate"
+def _apply_holding_the_lock(binary: str, endpoint: str, client, tmp_path: Path, layer: str, key: str, seconds: int):
+    """Two work dirs on the same state key; the first is applying (and holds the lock) when this returns."""
+    backend = _synthesized_backends(endpoint)[layer]
+    backend["s3"]["key"] = key
     body = {"resource": {"terraform_data": {"slow": {
-        "input": "kept", "provisioner": [{"local-exec": {"command": "sleep 6"}}]}}}}
+        "input": "kept", "provisioner": [{"local-exec": {"command": f"sleep {seconds}"}}]}}}}
     first_dir = _stack_dir(tmp_path, "first", backend, body)
     second_dir = _stack_dir(tmp_path, "second", backend, body)
-    assert _tf(terraform_binary, first_dir, "init").returncode == 0
-    assert _tf(terraform_binary, second_dir, "init").returncode == 0
-
-    first = _tf(terraform_binary, first_dir, "apply", "-auto-approve", wait=False)
-    lock_key = "concurrency/hypervisors.tfstate.tflock"
-    for _ in range(100):  # wait until the first apply holds the lock
-        if client.list_objects_v2(Bucket=BUCKET, Prefix=lock_key).get("KeyCount"):
-            break
+    assert _tf(binary, first_dir, "init").returncode == 0
+    assert _tf(binary, second_dir, "init").returncode == 0
+    first = _tf(binary, first_dir, "apply", "-auto-approve", wait=False)
+    for _ in range(100):
+        if client.list_objects_v2(Bucket=BUCKET, Prefix=f"{key}.tflock").get("KeyCount"):
+            return first, second_dir
         time.sleep(0.1)
-    else:
-        pytest.fail("the first apply never took the lock")
+    pytest.fail("the first apply never took the lock")
+
+
+def test_concurrent_apply_of_one_layer_fails_cleanly_then_converges(s3_endpoint, terraform_binary, tmp_path):
+    endpoint, client = s3_endpoint
+    key = "concurrency/hypervisors.tfstate"
+    first, second_dir = _apply_holding_the_lock(terraform_binary, endpoint, client, tmp_path, "hypervisors", key, 6)
     second = _tf(terraform_binary, second_dir, "apply", "-auto-approve")
     first_output, _ = first.communicate(timeout=120)
 
@@ -121,28 +124,17 @@ def test_concurrent_apply_of_one_layer_fails_cleanly_then_converges(s3_endpoint,
     assert "PreconditionFailed" in second.stdout + second.stderr
 
     # Nothing lost: the state holds the first apply's resource, the lock is gone, and a rerun converges.
-    state = json.loads(client.get_object(Bucket=BUCKET, Key="concurrency/hypervisors.tfstate")["Body"].read())
+    state = json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
     assert [r["name"] for r in state["resources"]] == ["slow"]
-    assert not client.list_objects_v2(Bucket=BUCKET, Prefix=lock_key).get("KeyCount")
+    assert not client.list_objects_v2(Bucket=BUCKET, Prefix=f"{key}.tflock").get("KeyCount")
     rerun = _tf(terraform_binary, second_dir, "plan", "-detailed-exitcode")
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
 
 
 def test_concurrent_apply_with_lock_timeout_waits(s3_endpoint, terraform_binary, tmp_path):
     endpoint, client = s3_endpoint
-    backend = _synthesized_backends(endpoint)["platform-prod"]
-    backend["s3"]["key"] = "waiting/platform-prod.tfstate"
-    body = {"resource": {"terraform_data": {"slow": {
-        "input": "kept", "provisioner": [{"local-exec": {"command": "sleep 4"}}]}}}}
-    first_dir = _stack_dir(tmp_path, "first", backend, body)
-    second_dir = _stack_dir(tmp_path, "second", backend, body)
-    assert _tf(terraform_binary, first_dir, "init").returncode == 0
-    assert _tf(terraform_binary, second_dir, "init").returncode == 0
-    first = _tf(terraform_binary, first_dir, "apply", "-auto-approve", wait=False)
-    for _ in range(100):
-        if client.list_objects_v2(Bucket=BUCKET, Prefix="waiting/platform-prod.tfstate.tflock").get("KeyCount"):
-            break
-        time.sleep(0.1)
+    first, second_dir = _apply_holding_the_lock(terraform_binary, endpoint, client, tmp_path, "platform-prod",
+                                                "waiting/platform-prod.tfstate", 4)
     second = _tf(terraform_binary, second_dir, "apply", "-auto-approve", "-lock-timeout=60s")
     first.communicate(timeout=120)
     assert first.returncode == 0

@@ -189,6 +189,21 @@ def generated_providers() -> dict[str, dict]:
     return out
 
 
+def check_pins() -> None:
+    """providers.json is the one place versions are pinned; cdktf.json must say the same exact versions."""
+    for name, item in generated_providers().items():
+        pin = PINS["providers"].get(name)
+        if pin is None or item["source"] != pin["source"] or item["constraint"] != f"={pin['version']}":
+            expected = f"{pin['source']}@={pin['version']}" if pin else f"an entry for {name!r} in providers.json"
+            raise SystemExit(f"[providers] cdktf.json pins {item['source']}@{item['constraint']}, providers.json "
+                             f"says {expected}: make them agree")
+
+
+def cache_file_name(name: str, constraint: str) -> str:
+    """What `cdktf get --experimental-provider-schema-cache-path` looks for: <name>@<url-encoded constraint>.json."""
+    return f"{name}@{urllib.parse.quote(constraint, safe='')}.json"
+
+
 def schema_stamp() -> str:
     digest = hashlib.sha256()
     digest.update((ROOT / "cdktf.json").read_bytes())
@@ -210,8 +225,7 @@ def generate_bindings() -> None:
             schema = json.loads(item["schema"].read_text())
             version = PINS["providers"][name]["version"]
             schema["provider_versions"] = {f"registry.terraform.io/{item['source']}": version}
-            filename = f"{name}@{urllib.parse.quote(item['constraint'], safe='')}.json"
-            Path(cache, filename).write_text(json.dumps(schema))
+            Path(cache, cache_file_name(name, item["constraint"])).write_text(json.dumps(schema))
         env = tf_env()
         env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
         env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
@@ -222,6 +236,7 @@ def generate_bindings() -> None:
 
 def main() -> None:
     started = time.monotonic()
+    check_pins()
     terraform = terraform_binary()
     log(f"terraform CLI: {terraform}", started)
     build_providers()

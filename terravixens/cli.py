@@ -1,7 +1,8 @@
 """The `terravixens` command: what cdktf lacks around synth (site validation first).
 
-    terravixens validate [SITE]   check a site file; print every problem with file, field, value and fix
-    terravixens stacks [SITE]     list the stacks (layers) the site synthesizes to, in apply order
+    terravixens validate [SITE]     check a site file; print every problem with file, field, value and fix
+    terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
+    terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
 """
 from __future__ import annotations
 
@@ -62,6 +63,24 @@ def _stacks(args: argparse.Namespace, site) -> int:
     return 0
 
 
+def _plan_guard(args: argparse.Namespace) -> int:
+    from terravixens.guard import check_plan_file
+
+    try:
+        violations = check_plan_file(args.plan)
+    except (OSError, ValueError) as error:
+        print(f"{args.plan}: not a plan in JSON ({error}): give the output of `terraform show -json PLANFILE`",
+              file=sys.stderr)
+        return 2
+    for violation in violations:
+        print(violation, file=sys.stderr)
+    if violations:
+        print(f"{args.plan}: refused, {len(violations)} problem{'s' if len(violations) != 1 else ''}", file=sys.stderr)
+        return 1
+    print(f"{args.plan}: ok — no node replaced, at most one control plane leaves, secrets and bootstrap kept")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="terravixens", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -71,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     stacks = commands.add_parser("stacks", help="list the stacks of a site, in apply order")
     stacks.add_argument("site", nargs="?")
     stacks.set_defaults(run=_stacks)
+    guard = commands.add_parser("plan-guard", help="refuse a plan that replaces a node, loses quorum or secrets")
+    guard.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
+    guard.set_defaults(run=_plan_guard)
     args = parser.parse_args(argv)
     return args.run(args)
 

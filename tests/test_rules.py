@@ -14,7 +14,7 @@ from imports.talos.machine_bootstrap import MachineBootstrap
 from imports.talos.machine_secrets import MachineSecrets
 from imports.talos.provider import TalosProvider
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
-from terravixens.constructs.ids import node_id, pin
+from terravixens.logical_ids import node_id, pin
 from terravixens.rules import ALL_RULES, apply_rules
 from terravixens.stacks.platform import PlatformStack
 from tests import support
@@ -85,7 +85,7 @@ def test_tv003_unpinned_logical_id(app, platform):
     VirtualEnvironmentVm(platform.nodes["wk-a"], "extra", node_name="pve1")
     errors = synth_errors(app)
     assert "[TV003 StableLogicalIds] 'wk-a_extra_" in errors
-    assert "is cdktf's path-derived id: pin it with terravixens.constructs.ids.pin()." in errors
+    assert "is cdktf's path-derived id: pin it with terravixens.logical_ids.pin()." in errors
 
 
 def test_tv003_logical_id_with_a_role(app, platform):

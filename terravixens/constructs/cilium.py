@@ -10,7 +10,7 @@ from constructs import Construct
 
 from cdktf_cdktf_provider_helm.release import Release
 from terravixens.config.model import CiliumConfig
-from terravixens.constructs.ids import cluster_id, pin
+from terravixens.logical_ids import cluster_id, pin
 
 L2_CHART = Path(__file__).resolve().parent.parent / "charts" / "cilium-l2"
 

@@ -9,7 +9,7 @@ from constructs import Construct
 from imports.talos.data_talos_machine_configuration import DataTalosMachineConfiguration
 from imports.talos.machine_secrets import MachineSecrets
 from terravixens.config.model import Cluster
-from terravixens.constructs.ids import cluster_id, pin
+from terravixens.logical_ids import cluster_id, pin
 from terravixens.talos.patches import cluster_patch
 
 ROLES = ("controlplane", "worker")

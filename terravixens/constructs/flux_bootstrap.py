@@ -13,7 +13,7 @@ from cdktf_cdktf_provider_kubernetes.namespace_v1 import NamespaceV1
 from cdktf_cdktf_provider_kubernetes.secret_v1 import SecretV1
 from terravixens.config.model import FluxConfig
 from terravixens.constructs.cilium import Cilium
-from terravixens.constructs.ids import cluster_id, pin
+from terravixens.logical_ids import cluster_id, pin
 
 SYNC_CHART = Path(__file__).resolve().parent.parent / "charts" / "flux-sync"
 

@@ -12,7 +12,7 @@ from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
 from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
 from imports.proxmox.user_token import UserToken
 from terravixens.config.model import Hypervisor as HypervisorSpec
-from terravixens.constructs.ids import hypervisor_id, pin
+from terravixens.logical_ids import hypervisor_id, pin
 from terravixens.talos.image import disk_image_file_name, disk_image_url, schematic_id
 
 

@@ -19,7 +19,7 @@ from imports.talos.machine_configuration_apply import MachineConfigurationApply
 from terravixens.config.addressing import first_contact_address, node_address
 from terravixens.config.model import Cluster, Hypervisor, Node
 from terravixens.constructs.cluster_config import ClusterConfig
-from terravixens.constructs.ids import node_id, pin
+from terravixens.logical_ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
 from terravixens.talos.patches import node_patch
 

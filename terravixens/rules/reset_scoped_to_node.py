@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from constructs import IConstruct
 
-from terravixens.constructs.ids import owner_of
+from terravixens.logical_ids import owner_of
 from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id, references, resolved
 
 # Resources whose destroy wipes a machine: destroying (or replacing) one must only ever touch its own node.

@@ -5,7 +5,7 @@ import re
 
 from constructs import IConstruct
 
-from terravixens.constructs.ids import node_id, owner_of
+from terravixens.logical_ids import node_id, owner_of
 from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id
 
 PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
@@ -26,7 +26,7 @@ class StableLogicalIds(Rule):
             return
         current = logical_id(node)
         if PATH_HASH.search(current):
-            self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.constructs.ids.pin().")
+            self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.logical_ids.pin().")
             return
         owner = enclosing(node, TalosNode)
         if owner is None:

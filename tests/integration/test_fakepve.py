@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from terravixens.guard import check_plan
 from tests import support
 from tests.fakepve_ext import FakePveServer
 from tests.terraform import mirrored_providers, projection, terraform
@@ -61,6 +62,7 @@ class Deployment:
 
     def __init__(self, binary: str, fake: FakePveServer, root: Path):
         self.binary, self.fake, self.root = binary, fake, root
+        self.last_plan: dict[str, dict] = {}
 
     def write(self, data: dict) -> None:
         stacks = support.synth(support.site_from(data))
@@ -85,7 +87,8 @@ class Deployment:
         result = self.tf(stack, "plan", "-input=false", "-out=plan.bin")
         assert result.returncode == 0, result.stdout + result.stderr
         shown = self.tf(stack, "show", "-json", "plan.bin")
-        changes = json.loads(shown.stdout).get("resource_changes", [])
+        self.last_plan[stack] = json.loads(shown.stdout)
+        changes = self.last_plan[stack].get("resource_changes", [])
         return {c["address"]: c["change"]["actions"] for c in changes if c["change"]["actions"] != ["no-op"]}
 
     def apply(self, stack: str):
@@ -109,6 +112,7 @@ class Deployment:
         self.write(data)
         for stack in self.STACKS:
             assert self.plan(stack) == expected.get(stack, {}), stack
+            assert check_plan(self.last_plan[stack]) == [], stack  # the plan guard lets every step through
             result = self.apply(stack)
             assert result.returncode == 0, result.stdout + result.stderr
             assert self.converged(stack), stack
@@ -176,13 +180,16 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
 
 
 def test_plan_shows_a_replacement_when_one_is_forced(deployed, tmp_path):
-    """The judge can tell an update from a replacement: a new VM id replaces that VM, and only it."""
+    """The judge can tell an update from a replacement: a new VM id replaces that VM, and only it; the plan guard
+    refuses that plan."""
     deployment, base = deployed
     deployment.reset(base)
     data = copy.deepcopy(base)
     data["clusters"]["prod"]["workers"]["wk-b"]["vm_id"] = 1299
     deployment.write(data)
     assert deployment.plan("platform-prod") == {VM.format("wk-b"): ["delete", "create"]}
+    [violation] = check_plan(deployment.last_plan["platform-prod"])
+    assert violation.code == "PG001" and violation.message.startswith(f"{VM.format('wk-b')} would be replaced")
 
 
 FAULTS = {

@@ -1,6 +1,7 @@
 """Logical ids are public API: they are Terraform addresses, and a changed address is a destroy plus a create.
 
-Every resource terravixens emits gets an explicit logical id built here from stable names (site keys), never from
+Every resource terravixens emits gets an explicit logical id built here (pure: no cdktf import, so the plan
+guard can use it without starting jsii) from stable names (site keys), never from
 a list position, a role or cdktf's path hash. See docs/adr/0006-logical-ids.md.
 
 - node-owned:       node_<node>_<part>            e.g. node_cp-a_vm, node_cp-a_apply
@@ -10,11 +11,12 @@ a list position, a role or cdktf's path hash. See docs/adr/0006-logical-ids.md.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from cdktf import TerraformElement
+if TYPE_CHECKING:  # pure module: the plan guard uses it without starting jsii
+    from cdktf import TerraformElement
 
-T = TypeVar("T", bound=TerraformElement)
+T = TypeVar("T", bound="TerraformElement")
 
 NODE_PREFIX = "node_"
 CLUSTER_PREFIX = "cluster_"

@@ -28,9 +28,9 @@ node_modules/.installed: package.json package-lock.json
 	node --version
 	touch $@
 
-# Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into schemas/,
-# and regenerates the bindings in imports/ when schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
-providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard schemas/*.json)
+# Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into terravixens/schemas/,
+# and regenerates the bindings in imports/ when terravixens/schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
+providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
 	python3 scripts/providers.py
 
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml

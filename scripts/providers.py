@@ -5,7 +5,7 @@
    from the Go module proxy into the cache.
 2. Builds every provider that the Go module proxy serves (see providers.json) into a Terraform filesystem mirror in
    the cache (outside the repository), and writes a CLI config that installs providers from that mirror only.
-3. Dumps `providers schema -json` of each built provider into schemas/<name>.json (committed).
+3. Dumps `providers schema -json` of each built provider into terravixens/schemas/<name>.json (committed).
 4. Regenerates the typed Python bindings in imports/ with `cdktf get`, fed from the committed schemas through the
    provider schema cache (no registry access), only when the schemas or the cdktf version changed.
 
@@ -30,7 +30,7 @@ PINS = json.loads((ROOT / "providers.json").read_text())
 CACHE = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache" / "terravixens"))
 MIRROR = CACHE / "mirror"
 CLI_CONFIG = CACHE / "terraform.rc"
-SCHEMAS = ROOT / "schemas"
+SCHEMAS = ROOT / "terravixens" / "schemas"
 IMPORTS = ROOT / "imports"
 STAMP = IMPORTS / ".schema-stamp"
 PLATFORM = "linux_amd64"
@@ -217,8 +217,8 @@ def schema_stamp() -> str:
 def generate_bindings() -> None:
     stamp = schema_stamp()
     if STAMP.exists() and STAMP.read_text().strip() == stamp:
-        STAMP.touch()  # newer than schemas/ again, so make stops asking
-        print("[providers] bindings in imports/ are up to date with schemas/")
+        STAMP.touch()  # newer than terravixens/schemas/ again, so make stops asking
+        print("[providers] bindings in imports/ are up to date with terravixens/schemas/")
         return
     with tempfile.TemporaryDirectory(prefix="tv-schema-cache-") as cache:
         for name, item in generated_providers().items():
@@ -243,7 +243,7 @@ def main() -> None:
     log(f"providers in mirror {MIRROR}", started)
     write_cli_config()
     dump_schemas(terraform)
-    log("schemas dumped to schemas/", started)
+    log("schemas dumped to terravixens/schemas/", started)
     if "--no-bindings" not in sys.argv:
         generate_bindings()
         log("bindings in imports/", started)

@@ -1,6 +1,6 @@
 """Schema conformance: synthesized JSON checked against the committed provider schemas, without Terraform.
 
-Fast enough for the unit suite (pure Python over `schemas/*.json`, the format `terraform providers schema -json`
+Fast enough for the unit suite (pure Python over `terravixens/schemas/*.json`, the format `terraform providers schema -json`
 prints). For every resource, data source and provider block it reports unknown attributes or blocks, missing
 required ones, computed-only attributes that are set, wrong block nesting and item counts, and wrong literal types
 (expressions `${...}` are unknown until plan and are not typed). Each finding names the stack, the address, the
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
 META_ARGUMENTS = {"//", "count", "for_each", "depends_on", "lifecycle", "provider", "provisioner", "connection"}
 PROVIDER_META = {"alias", "version"}
 

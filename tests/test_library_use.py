@@ -31,7 +31,7 @@ class EdgeStack(TerraformStack):
                           control_planes={"solo": node})
         config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name="edge", cluster=cluster))
         solo = TalosNode(self, "solo", TalosNodeProps(
-            name="solo", role="controlplane", node=node, cluster=cluster, hypervisor_name="edge1", hypervisor=spec,
+            name="solo", role="controlplane", node=node, cluster=cluster, hypervisor=spec,
             cluster_config=config))
         ControlPlane(self, "control_plane", ControlPlaneProps(
             cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={}, bootstrap_node="solo"))

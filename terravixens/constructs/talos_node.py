@@ -37,7 +37,6 @@ class TalosNodeProps:
     role: str
     node: Node
     cluster: Cluster
-    hypervisor_name: str
     hypervisor: Hypervisor
     cluster_config: ClusterConfig
     apply_mode: str = "staged_if_needing_reboot"

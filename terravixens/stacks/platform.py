@@ -29,7 +29,7 @@ class PlatformStack(TerraformStack):
         for node_name, (role, node) in cluster.nodes().items():
             self.nodes[node_name] = TalosNode(self, node_name, TalosNodeProps(
                 name=node_name, role=role, node=node, cluster=cluster,
-                hypervisor_name=node.hypervisor, hypervisor=site.hypervisors[node.hypervisor],
+                hypervisor=site.hypervisors[node.hypervisor],
                 cluster_config=self.cluster_config,
             ))
         self.control_plane = ControlPlane(self, "control_plane", ControlPlaneProps(

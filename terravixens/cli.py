@@ -3,6 +3,7 @@
     terravixens validate [SITE]     check a site file; print every problem with file, field, value and fix
     terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
+    terravixens upgrade CLUSTER     rolling Talos upgrade to the site's talos_version, one node at a time, gated on health
 """
 from __future__ import annotations
 
@@ -81,6 +82,22 @@ def _plan_guard(args: argparse.Namespace) -> int:
     return 0
 
 
+@_with_site
+def _upgrade(args: argparse.Namespace, site) -> int:
+    from terravixens.upgrade import rolling_upgrade, upgrade_plan
+
+    if args.cluster not in site.clusters:
+        print(f"unknown cluster {args.cluster!r}: use one of {', '.join(sorted(site.clusters))}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for number, step in enumerate(upgrade_plan(site, args.cluster), 1):
+            print(f"{number}. {step.node} ({step.role}, {step.address}) -> {step.image}, then talosctl health")
+        return 0
+    outcome = rolling_upgrade(site, args.cluster, args.talosconfig, talosctl=args.talosctl)
+    print(f"upgraded: {', '.join(outcome.upgraded) or 'none'}; already current: {', '.join(outcome.skipped) or 'none'}")
+    return 0 if outcome.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="terravixens", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -93,6 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     guard = commands.add_parser("plan-guard", help="refuse a plan that replaces a node, loses quorum or secrets")
     guard.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
     guard.set_defaults(run=_plan_guard)
+    upgrade = commands.add_parser("upgrade", help="rolling Talos upgrade, one node at a time, gated on health")
+    upgrade.add_argument("cluster")
+    upgrade.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
+    upgrade.add_argument("--talosctl", default="talosctl", help="the talosctl binary (matching the target version)")
+    upgrade.add_argument("--dry-run", action="store_true", help="print the order and the images, touch nothing")
+    upgrade.set_defaults(run=_upgrade)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,16 @@ from terravixens.stacks import build_app, stack_names
 
 def example_data() -> dict:
     return yaml.safe_load(DEFAULT_SITE.read_text())
+
+
+def loopback_data(endpoint: str = "https://127.0.0.42:8006/") -> dict:
+    """The example site with every address on loopback (10.a.b.c -> 127.a.b.c), for tests that run tools."""
+    text = re.sub(r"\b10\.(\d+)\.(\d+)\.(\d+)", r"127.\1.\2.\3", DEFAULT_SITE.read_text())
+    data = yaml.safe_load(text)
+    data["proxmox"] = {"endpoint": endpoint, "insecure": False}
+    for hypervisor in data["hypervisors"].values():
+        hypervisor.setdefault("talos_image", {})["factory_url"] = "https://127.0.0.1:9"
+    return data
 
 
 def site_from(data: dict) -> Site:

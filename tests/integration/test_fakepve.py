@@ -17,7 +17,6 @@ import socket
 from pathlib import Path
 
 import pytest
-import yaml
 
 from terravixens.guard import check_plan
 from tests import support
@@ -35,16 +34,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
-
-
-def loopback_site(endpoint: str) -> dict:
-    """The example site with every address on loopback: 10.a.b.c becomes 127.a.b.c."""
-    text = re.sub(r"\b10\.(\d+)\.(\d+)\.(\d+)", r"127.\1.\2.\3", support.DEFAULT_SITE.read_text())
-    data = yaml.safe_load(text)
-    data["proxmox"] = {"endpoint": endpoint, "insecure": False}
-    for hypervisor in data["hypervisors"].values():
-        hypervisor.setdefault("talos_image", {})["factory_url"] = "https://127.0.0.1:9"
-    return data
 
 
 def assert_only_loopback(document: dict) -> None:
@@ -127,7 +116,7 @@ def fake(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def deployed(fake, terraform_binary, tmp_path_factory):
-    data = loopback_site(fake.url)
+    data = support.loopback_data(fake.url)
     deployment = Deployment(terraform_binary, fake, tmp_path_factory.mktemp("deploy"))
     deployment.write(data)
     deployment.init()

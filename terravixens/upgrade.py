@@ -1,0 +1,95 @@
+"""Rolling Talos upgrades: one node at a time, gated on cluster health.
+
+Terraform has no notion of "one at a time", so after a `talos_version` bump (ADR 0009: the new installer image is
+already in every node's configuration, no VM was replaced) the operating system is upgraded here:
+control planes first (by name), then workers, each with `talosctl upgrade --wait`, and after each node
+`talosctl health` over the whole cluster must pass before the next node starts. A node already on the target
+version is skipped, so a stopped upgrade can simply be run again.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from terravixens.config.addressing import node_address
+from terravixens.config.model import Site
+from terravixens.talos.image import installer_image
+
+Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
+SERVER_TAG = re.compile(r"Server:.*?Tag:\s*(v\S+)", re.S)
+
+
+@dataclass(frozen=True)
+class Step:
+    node: str
+    role: str
+    address: str
+    image: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    upgraded: list[str]
+    skipped: list[str]
+    stopped_at: str | None = None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.stopped_at is None
+
+
+def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
+    """Control planes first, then workers, each group by name: never by position in the site file."""
+    cluster = site.clusters[cluster_name]
+    steps = []
+    for role, nodes in (("controlplane", cluster.control_planes), ("worker", cluster.workers)):
+        for name in sorted(nodes):
+            node = nodes[name]
+            image = installer_image(site.hypervisors[node.hypervisor].talos_image, cluster.talos_version)
+            steps.append(Step(name, role, node_address(node.networks, cluster.management_vlan), image))
+    return steps
+
+
+def _default_runner(command: Sequence[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=3600)
+
+
+def rolling_upgrade(site: Site, cluster_name: str, talosconfig: str, target: str | None = None,
+                    talosctl: str = "talosctl", run: Runner = _default_runner,
+                    log: Callable[[str], None] = print) -> Outcome:
+    target = target or site.clusters[cluster_name].talos_version
+    steps = upgrade_plan(site, cluster_name)
+    control_planes = ",".join(s.address for s in steps if s.role == "controlplane")
+    workers = ",".join(s.address for s in steps if s.role == "worker")
+    base = [talosctl, "--talosconfig", talosconfig]
+    health = [*base, "--nodes", steps[0].address, "health", "--control-plane-nodes", control_planes,
+              "--wait-timeout", "10m"] + (["--worker-nodes", workers] if workers else [])
+    upgraded, skipped = [], []
+
+    def stop(step: Step, reason: str) -> Outcome:
+        left = [s.node for s in steps[steps.index(step) + 1:]]
+        log(f"stopped at {step.node}: {reason}; not touched: {', '.join(left) or 'none'}")
+        return Outcome(upgraded, skipped, step.node, reason)
+
+    for step in steps:
+        version = run([*base, "--nodes", step.address, "version"])
+        found = SERVER_TAG.search(version.stdout or "")
+        if version.returncode != 0 or not found:
+            return stop(step, f"cannot read its Talos version ({(version.stderr or version.stdout).strip()[:200]})")
+        if found.group(1) == target:
+            skipped.append(step.node)
+            log(f"{step.node} ({step.role}, {step.address}): already {target}")
+            continue
+        log(f"{step.node} ({step.role}, {step.address}): {found.group(1)} -> {target}")
+        result = run([*base, "--nodes", step.address, "upgrade", "--image", step.image, "--wait", "--timeout", "15m"])
+        if result.returncode != 0:
+            return stop(step, f"talosctl upgrade failed ({(result.stderr or result.stdout).strip()[:200]})")
+        upgraded.append(step.node)
+        gate = run(health)
+        if gate.returncode != 0:
+            return stop(step, f"the cluster is not healthy after upgrading it ({(gate.stderr or gate.stdout).strip()[:200]})")
+        log(f"{step.node}: upgraded, cluster healthy")
+    return Outcome(upgraded, skipped)

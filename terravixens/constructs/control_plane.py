@@ -79,7 +79,8 @@ class ControlPlane(Construct):
             worker_nodes=worker_addresses,
             endpoints=cp_addresses,
             skip_kubernetes_checks=True,
-            depends_on=[self.kubeconfig],
+            # Read after every node's configuration is applied, not only the bootstrap node's.
+            depends_on=[self.kubeconfig, *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items()))],
         ), cluster_id("health"))
 
         pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True),

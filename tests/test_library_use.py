@@ -51,6 +51,7 @@ def test_constructs_compose_in_a_users_stack(tmp_path):
         "talos_machine_secrets.cluster_secrets",
         "talos_machine_bootstrap.cluster_bootstrap",
         "talos_cluster_kubeconfig.cluster_kubeconfig",
+        "terraform_data.cluster_membership",
     }
     apply = stack["resource"]["talos_machine_configuration_apply"]["node_solo_apply"]
     assert apply["node"] == "127.0.10.2" and apply["endpoint"] == "127.0.10.2"

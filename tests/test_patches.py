@@ -9,7 +9,7 @@ import yaml
 from terravixens.talos.patches import cluster_patch, node_patch
 from tests import support
 
-INSTALLER = "factory.talos.dev/installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.5"
+INSTALLER = "factory.talos.dev/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.5"
 
 
 def example() -> dict:
@@ -100,7 +100,39 @@ def test_no_dhcp_without_a_maintenance_ip():
 def test_no_vlans_key_for_a_maintenance_only_node():
     data = example()
     data["clusters"]["prod"]["workers"]["wk-a"]["networks"] = {"maintenance_ip": "10.0.0.61"}
-    assert interface(patch_of(data, "wk-a")) == {"deviceSelector": {"physical": True}, "dhcp": True}
+    assert interface(patch_of(data, "wk-a")) == {"deviceSelector": {"physical": True}, "dhcp": True,
+                                                  "dhcpOptions": {"routeMetric": 2048}}
+
+
+def test_dhcp_routes_rank_below_static_defaults():
+    """Talos' DHCP routes default to metric 1024, the same as our first static default route."""
+    static = vlans_by_id(patch_of(example(), "wk-a"))[111]["routes"][0]["metric"]
+    assert interface(patch_of(example(), "wk-a"))["dhcpOptions"]["routeMetric"] > static
+
+
+def test_etcd_and_kubelet_pinned_to_the_managed_network():
+    document = patch_of(example(), "cp-a")
+    assert document["cluster"] == {"etcd": {"advertisedSubnets": ["10.11.1.0/24"]}}
+    assert document["machine"]["kubelet"] == {"nodeIP": {"validSubnets": ["10.11.1.0/24"]}}
+
+
+def test_workers_pin_the_kubelet_only():
+    document = patch_of(example(), "wk-a")
+    assert "cluster" not in document
+    assert document["machine"]["kubelet"] == {"nodeIP": {"validSubnets": ["10.11.1.0/24"]}}
+
+
+def test_routable_network_wins_for_the_pins():
+    data = example()
+    data["clusters"]["prod"]["control_planes"]["cp-b"]["networks"]["routable"] = {"vlan": 120, "address": "10.12.0.40/24"}
+    document = patch_of(data, "cp-b")
+    assert document["cluster"]["etcd"]["advertisedSubnets"] == ["10.12.0.0/24"]
+
+
+def test_maintenance_only_node_pins_nothing():
+    data = example()
+    data["clusters"]["prod"]["workers"]["wk-a"]["networks"] = {"maintenance_ip": "10.0.0.61"}
+    assert "kubelet" not in patch_of(data, "wk-a")["machine"]
 
 
 # ---------------------------------------------------------------------------------------------------------- routes
@@ -186,7 +218,7 @@ def test_install_follows_cluster_disk_version_and_hypervisor_image():
     install_a = patch_of(data, "wk-a")["machine"]["install"]  # wk-a runs on pve1
     assert install_b == {
         "disk": "/dev/vda",
-        "image": "factory.talos.dev/installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6",
+        "image": "factory.talos.dev/nocloud-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6",
     }
     assert install_a["image"] == INSTALLER.replace("v1.11.5", "v1.11.6")
 

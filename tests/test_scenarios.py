@@ -17,7 +17,8 @@ P, H, G = "platform-prod", "hypervisors", "gitops-prod"
 HEALTH = "data.talos_cluster_health.cluster_health"
 TALOSCONFIG = "data.talos_client_configuration.cluster_talosconfig"
 NODE_ADDRESSES = "output.node_addresses"
-NODE_LISTS = {HEALTH, TALOSCONFIG, NODE_ADDRESSES}  # cluster-level lists of nodes: allowed to change
+MEMBERSHIP = "terraform_data.cluster_membership"
+NODE_LISTS = {HEALTH, TALOSCONFIG, NODE_ADDRESSES, MEMBERSHIP}  # cluster-level lists of nodes: allowed to change
 
 
 def vm(name: str) -> str:
@@ -110,7 +111,7 @@ def test_promote_workers_keeps_their_vms(base):
 
     result = run(base, promote)
     # The applies switch to the control-plane configuration (and carry the VIP); the VMs stay as they are.
-    assert_changes(result, {P: {"changed": {apply("wk-a"), apply("wk-b"), HEALTH, TALOSCONFIG}}})
+    assert_changes(result, {P: {"changed": {apply("wk-a"), apply("wk-b"), HEALTH, TALOSCONFIG, MEMBERSHIP}}})
 
 
 def test_hostname_rename_touches_only_that_node(base):
@@ -131,8 +132,8 @@ def test_bootstrap_node_ip_change_never_rebootstraps(base):
         cluster(d)["control_planes"]["cp-a"]["networks"]["vlans"][111]["address"] = "10.11.1.41/24"
 
     result = run(base, move)
-    # The bootstrap resource ignores all changes; the kubeconfig is fetched from the new address.
-    assert_changes(result, {P: {"changed": {apply("cp-a"), "talos_cluster_kubeconfig.cluster_kubeconfig", *NODE_LISTS}}})
+    # Bootstrap and kubeconfig talk to the node's first-contact (maintenance) address, which did not move.
+    assert_changes(result, {P: {"changed": {apply("cp-a"), *NODE_LISTS}}})
 
 
 def test_talos_version_bump_replaces_no_vm_and_keeps_secrets(base):
@@ -167,6 +168,22 @@ def test_cilium_pool_change_touches_only_the_pools_release(base):
 def test_flux_branch_change_touches_only_the_sync_release(base):
     result = run(base, lambda d: cluster(d)["flux"].update(branch="release"))
     assert_changes(result, {G: {"changed": {"helm_release.cluster_flux_sync"}}})
+
+
+def test_new_vm_id_touches_only_that_node(base):
+    """The VM is replaced (bpg: vm_id forces it) and its apply follows through replace_triggered_by."""
+    result = run(base, lambda d: cluster(d)["workers"]["wk-b"].update(vm_id=1299))
+    assert_changes(result, {P: {"changed": {vm("wk-b")}}})
+    after = support.synth(support.site_from(base))
+    lifecycle = after[P]["resource"]["talos_machine_configuration_apply"]["node_wk-b_apply"]["lifecycle"]
+    assert lifecycle == {"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}
+
+
+def test_new_hypervisor_migrates_that_vm(base):
+    result = run(base, lambda d: cluster(d)["workers"]["wk-b"].update(hypervisor="pve1"))
+    assert_changes(result, {P: {"changed": {vm("wk-b")}}})  # same image on both hypervisors: the apply stays
+    stacks = support.synth(support.site_from(base))
+    assert stacks[P]["resource"]["proxmox_virtual_environment_vm"]["node_wk-b_vm"]["migrate"] is True
 
 
 def test_diff_sees_a_changed_vm(base):

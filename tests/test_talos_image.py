@@ -116,10 +116,10 @@ def test_disk_image_file_id_uses_the_datastore():
 
 
 def test_installer_image_default_image():
-    assert installer_image(TalosImage(), "v1.11.5") == f"factory.talos.dev/installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
+    assert installer_image(TalosImage(), "v1.11.5") == f"factory.talos.dev/nocloud-installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
 
 
 @pytest.mark.parametrize("factory_url", ["https://factory.lab.internal", "http://factory.lab.internal"])
 def test_installer_image_strips_the_url_scheme(factory_url):
     image = TalosImage(extensions=[], factory_url=factory_url)
-    assert installer_image(image, "v1.11.5") == f"factory.lab.internal/installer/{DEFAULT_SCHEMATIC_ID}:v1.11.5"
+    assert installer_image(image, "v1.11.5") == f"factory.lab.internal/nocloud-installer/{DEFAULT_SCHEMATIC_ID}:v1.11.5"

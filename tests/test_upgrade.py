@@ -38,7 +38,7 @@ sys.exit(code)
 '''
 ADDRESSES = {"cp-a": "127.11.1.11", "cp-b": "127.11.1.12", "cp-c": "127.11.1.13", "wk-a": "127.11.1.21",
              "wk-b": "127.11.1.22"}
-IMAGE = "127.0.0.1:9/installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.6"
+IMAGE = "127.0.0.1:9/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.6"
 
 
 @pytest.fixture()

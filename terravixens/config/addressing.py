@@ -36,6 +36,23 @@ def node_address(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEME
     )
 
 
+def managed_subnet(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str | None:
+    """The network of the managed address (None when that is the maintenance IP, which carries no prefix).
+
+    Talos pins etcd's advertised address and the kubelet's node IP to it: a node with several networks would
+    otherwise advertise whichever address sorts first (often the maintenance one).
+    """
+    if networks.routable is not None:
+        interface = networks.routable.address
+    elif management_vlan in networks.vlans:
+        interface = networks.vlans[management_vlan].address
+    elif networks.vlans:
+        interface = networks.vlans[min(networks.vlans)].address
+    else:
+        return None
+    return str(ipaddress.ip_interface(interface).network)
+
+
 def first_contact_address(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str:
     """Where a new node is reached before it has a configuration: its maintenance IP when it has one."""
     if networks.maintenance_ip is not None:

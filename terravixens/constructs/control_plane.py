@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import TerraformOutput, TerraformResourceLifecycle
+from cdktf import DataResource, TerraformOutput, TerraformResourceLifecycle
 from constructs import Construct
 
 from imports.talos.cluster_kubeconfig import ClusterKubeconfig
@@ -34,8 +34,9 @@ class ControlPlane(Construct):
 
     - Bootstrap runs once per cluster: its lifecycle ignores every change, so a new control-plane set, a new
       bootstrap node or a new address never runs it again (the provider's update and delete do nothing either).
-    - The health gate (a data source, read at apply) waits for etcd, apid and kubelet on every node; Kubernetes
-      checks are skipped here because the CNI (Cilium) is installed by the GitOps stack.
+    - The health gate (a data source) waits for etcd, apid and kubelet on every node; Kubernetes checks are skipped
+      here because the CNI (Cilium) is installed by the GitOps stack. It is read during apply whenever a node or
+      the member list changes (`cluster_membership`), so a leaving control plane is waited for, not reported.
     """
 
     def __init__(self, scope: Construct, id: str, props: ControlPlaneProps):
@@ -53,7 +54,7 @@ class ControlPlane(Construct):
 
         self.bootstrap = pin(MachineBootstrap(
             self, "bootstrap",
-            node_attribute=first.address,
+            node_attribute=first.first_contact,
             endpoint=first.first_contact,
             client_configuration=client,
             depends_on=[first.apply],
@@ -61,7 +62,7 @@ class ControlPlane(Construct):
         ), cluster_id("bootstrap"))
         self.kubeconfig = pin(ClusterKubeconfig(
             self, "kubeconfig",
-            node_attribute=first.address,
+            node_attribute=first.first_contact,
             client_configuration=client,
             depends_on=[self.bootstrap],
         ), cluster_id("kubeconfig"))
@@ -72,6 +73,11 @@ class ControlPlane(Construct):
             endpoints=cp_addresses,
             nodes=cp_addresses + worker_addresses,
         ), cluster_id("talosconfig"))
+        # The member list as a resource: when it changes, the health data source below is read during apply (and
+        # waits for leaving members to be gone) instead of during plan, where etcd still lists them.
+        self.membership = pin(DataResource(self, "membership", input={
+            "control_planes": cp_addresses, "workers": worker_addresses,
+        }), cluster_id("membership"))
         self.health = pin(DataTalosClusterHealth(
             self, "health",
             client_configuration=client,
@@ -80,7 +86,8 @@ class ControlPlane(Construct):
             endpoints=cp_addresses,
             skip_kubernetes_checks=True,
             # Read after every node's configuration is applied, not only the bootstrap node's.
-            depends_on=[self.kubeconfig, *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items()))],
+            depends_on=[self.kubeconfig, self.membership,
+                        *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items()))],
         ), cluster_id("health"))
 
         pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True),

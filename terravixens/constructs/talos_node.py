@@ -48,6 +48,8 @@ class TalosNode(Construct):
 
     Safety properties (each pinned by a test):
     - logical ids come from the node's name only (`node_<name>_vm`, `node_<name>_apply`): a role change keeps the VM;
+    - a new hypervisor migrates the VM; a new vm_id replaces it, and then the apply is replaced too (graceful reset
+      of the old machine, configuration of the new one) instead of leaving a blank VM behind;
     - the apply resets this node, gracefully (cordon, drain, leave etcd), when the node leaves the site file, and
       only then: no attribute of the apply forces a replacement in the Talos provider 0.11;
     - `staged_if_needing_reboot`: a change that needs a reboot is staged, never rebooting several nodes at once;
@@ -63,9 +65,12 @@ class TalosNode(Construct):
         self.address = node_address(node.networks, cluster.management_vlan)
         self.first_contact = first_contact_address(node.networks, cluster.management_vlan)
         self.vm = pin(self._vm(), node_id(props.name, "vm"))
+        vm_address = f"{self.vm.terraform_resource_type}.{node_id(props.name, 'vm')}"
         self.apply = pin(MachineConfigurationApply(
             self, "apply",
-            node_attribute=self.address,
+            # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
+            # configured by this very apply, so it cannot be the target of it (ADR 0008).
+            node_attribute=self.first_contact,
             endpoint=self.first_contact,
             client_configuration=props.cluster_config.client_configuration(),
             machine_configuration_input=props.cluster_config.machine_configurations[props.role].machine_configuration,
@@ -73,6 +78,8 @@ class TalosNode(Construct):
             apply_mode=props.apply_mode,
             on_destroy={"reset": props.reset_on_destroy, "graceful": True, "reboot": False},
             depends_on=[self.vm],
+            # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
+            lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
         ), node_id(props.name, "apply"))
 
     def _vm(self) -> VirtualEnvironmentVm:
@@ -91,6 +98,8 @@ class TalosNode(Construct):
             started=True,
             # Without the guest agent a shutdown can hang; stopping is safe because the apply reset the node first.
             stop_on_destroy=True,
+            # Moving a node to another hypervisor migrates the VM instead of replacing it.
+            migrate=True,
             machine="q35",
             bios="seabios",
             scsi_hardware="virtio-scsi-single",

@@ -46,5 +46,7 @@ def disk_image_file_id(image: TalosImage, talos_version: str, datastore: str) ->
 
 
 def installer_image(image: TalosImage, talos_version: str) -> str:
+    """The factory's platform installer: an upgrade with the generic (metal) one would drop the nocloud platform."""
     host = re.sub(r"^https?://", "", image.factory_url)
-    return f"{host}/installer/{schematic_id(image)}:{talos_version}"
+    kind = "installer" if image.platform == "metal" else f"{image.platform}-installer"
+    return f"{host}/{kind}/{schematic_id(image)}:{talos_version}"

@@ -11,8 +11,12 @@ import ipaddress
 
 import yaml
 
+from terravixens.config.addressing import managed_subnet
 from terravixens.config.model import Cluster, Hypervisor, Node
 from terravixens.talos.image import installer_image
+
+# Talos gives DHCP routes metric 1024, like our static defaults: DHCP on the maintenance network goes below them.
+DHCP_ROUTE_METRIC = 2048
 
 
 def _dump(document: dict) -> str:
@@ -52,6 +56,7 @@ def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: H
     if node.networks.maintenance_ip is not None:
         # Keeping DHCP on the untagged network keeps the maintenance path: a second way in if a VLAN is misconfigured.
         interface["dhcp"] = True
+        interface["dhcpOptions"] = {"routeMetric": DHCP_ROUTE_METRIC}
     vlans = _vlan_entries(node, role, cluster)
     if vlans:
         interface["vlans"] = vlans
@@ -64,4 +69,11 @@ def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: H
     if node.taints:
         # Talos joins key and value as key=value:Effect; an empty value stays as ":Effect".
         machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" for taint in node.taints}
-    return _dump({"machine": machine})
+    document: dict = {"machine": machine}
+    subnet = managed_subnet(node.networks, cluster.management_vlan)
+    if subnet is not None:
+        # Multi-homed nodes: etcd and the kubelet use the managed network, the one health checks and peers expect.
+        machine["kubelet"] = {"nodeIP": {"validSubnets": [subnet]}}
+        if role == "controlplane":
+            document["cluster"] = {"etcd": {"advertisedSubnets": [subnet]}}
+    return _dump(document)

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 HOST = "127.0.0.42"
 URL = re.compile(r"https?://([^/\"\s:]+)")
 VM = "proxmox_virtual_environment_vm.node_{}_vm"
+MEMBERSHIP = "terraform_data.cluster_membership"  # built in: kept in the projection, changes with the node lists
 
 
 def _free_port(host: str) -> int:
@@ -129,7 +130,8 @@ def deployed(fake, terraform_binary, tmp_path_factory):
 def test_apply_then_second_plan_shows_no_changes(deployed):
     deployment, _ = deployed
     assert deployment.converged("hypervisors") and deployment.converged("platform-prod")
-    assert sorted(deployment.state("platform-prod")) == sorted(VM.format(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))
+    assert sorted(deployment.state("platform-prod")) == sorted(
+        [MEMBERSHIP, *(VM.format(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))])
     vms = deployment.fake.call(lambda: sorted((vm.vmid, vm.name, vm.node) for vm in deployment.fake.pve.vms))
     assert vms == [(1101, "cp-a", "pve1"), (1102, "cp-b", "pve2"), (1103, "cp-c", "pve1"),
                    (1201, "wk-a", "pve1"), (1202, "wk-b", "pve2")]
@@ -144,11 +146,11 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
     workers["wk-c"] = copy.deepcopy(workers["wk-b"]) | {"vm_id": 1203}
     workers["wk-c"]["networks"] = {"maintenance_ip": "127.0.0.63",
                                    "vlans": {111: {"address": "127.11.1.23/24", "gateway": "127.11.1.1"}}}
-    deployment.change(data, {"platform-prod": {VM.format("wk-c"): ["create"]}})
+    deployment.change(data, {"platform-prod": {VM.format("wk-c"): ["create"], MEMBERSHIP: ["update"]}})
 
     # An address lives in the Talos configuration: the VM does not change at all.
     workers["wk-a"]["networks"]["vlans"][111]["address"] = "127.11.1.41/24"
-    deployment.change(data, {})
+    deployment.change(data, {"platform-prod": {MEMBERSHIP: ["update"]}})
 
     workers["wk-a"]["hostname"] = "wk-a-renamed"
     deployment.change(data, {"platform-prod": {VM.format("wk-a"): ["update"]}})
@@ -162,10 +164,10 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
     # Promotion keeps the VMs: the role is in the Talos configuration only.
     for name in ("wk-a", "wk-b"):
         control_planes[name] = workers.pop(name)
-    deployment.change(data, {})
+    deployment.change(data, {"platform-prod": {MEMBERSHIP: ["update"]}})
 
     workers.pop("wk-c")
-    deployment.change(data, {"platform-prod": {VM.format("wk-c"): ["delete"]}})
+    deployment.change(data, {"platform-prod": {VM.format("wk-c"): ["delete"], MEMBERSHIP: ["update"]}})
 
 
 def test_plan_shows_a_replacement_when_one_is_forced(deployed, tmp_path):

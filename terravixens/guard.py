@@ -24,7 +24,8 @@ import yaml
 from terravixens.logical_ids import owner_of
 
 APPLY = "talos_machine_configuration_apply"
-VM = "proxmox_virtual_environment_vm"
+VMS = {"proxmox_virtual_environment_vm", "proxmox_virtual_environment_vm2", "proxmox_vm", "proxmox_cloned_vm",
+       "proxmox_virtual_environment_cloned_vm"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def check_plan(plan: dict) -> list[Violation]:
     for change in changes:
         actions, kind, address = change["change"]["actions"], change["type"], change["address"]
         replaced = "delete" in actions and "create" in actions
-        if replaced and kind in (VM, APPLY):
+        if replaced and (kind in VMS or kind == APPLY):
             node = owner_of(change.get("name", "")) or address
             violations.append(Violation("PG001", (
                 f"{address} would be replaced: node {node!r} stays in the site but would be "

@@ -111,3 +111,8 @@ def test_cli_exit_codes(tmp_path):
     assert refused.returncode == 1 and refused.stderr.splitlines()[-1] == f"{bad}: refused, 1 problem"
     assert accepted.returncode == 0 and accepted.stdout.startswith(f"{good}: ok")
     assert garbage.returncode == 2 and "not a plan in JSON" in garbage.stderr
+
+
+def test_pg001_covers_bpgs_framework_vm_name():
+    [violation] = check_plan(plan(FIVE, [("proxmox_vm", "node_wk-a_vm", ["delete", "create"])]))
+    assert violation.code == "PG001" and violation.message.startswith("proxmox_vm.node_wk-a_vm would be replaced")

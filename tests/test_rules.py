@@ -158,3 +158,22 @@ def test_tv006_age_key_literal(app):
     apply_rules(stack)
     errors = synth_errors(app)
     assert "contains an age secret key" in errors
+
+
+def test_tv002_covers_bpgs_other_vm_names(app, platform):
+    from imports.proxmox.vm import Vm
+
+    pin(Vm(platform, "framework_vm", node_name="pve1"), "framework_vm")
+    errors = synth_errors(app)
+    assert "[TV002 ResetScopedToNode] proxmox_vm.framework_vm is not inside a TalosNode" in errors
+
+
+def test_tv005_covers_bpgs_new_storage_names(app):
+    from imports.proxmox.storage_nfs import StorageNfs
+
+    stack = TerraformStack(app, "storage")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(StorageNfs(stack, "nas", id="nas", server="127.0.0.1", export="/export", content=["images"]), "nas")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert "[TV005 StoragePreventDestroy] proxmox_storage_nfs.nas has no lifecycle prevent_destroy" in errors

@@ -407,8 +407,24 @@ def test_versions_without_v_are_normalized():
 
 def test_versions_with_v_and_prerelease_are_kept():
     data = example()
-    prod(data)["talos_version"] = "v1.12.0-beta.1"
-    assert parse_site(data, "site.yaml").clusters["prod"].talos_version == "v1.12.0-beta.1"
+    prod(data)["talos_version"] = "v1.11.6-beta.1"
+    assert parse_site(data, "site.yaml").clusters["prod"].talos_version == "v1.11.6-beta.1"
+
+
+def test_talos_newer_than_supported():
+    data = example()
+    prod(data)["talos_version"] = "v1.12.0"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.talos_version"
+    assert problem.message.startswith("Talos v1.12.0 is newer than terravixens supports (up to v1.11.x)")
+
+
+def test_ssh_flux_url_needs_a_git_secret():
+    data = example()
+    del prod(data)["flux"]["git_secret"]
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.flux"
+    assert problem.message.startswith("url 'ssh://git@git.lab.internal/platform/fleet.git' is ssh but git_secret is not set")
 
 
 # ---------------------------------------------------------------------------------------------------------- keys

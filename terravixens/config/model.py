@@ -266,10 +266,34 @@ class FluxConfig(Strict):
             raise ValueError(f"{value!r} is not a git URL Flux accepts: use https://…, http://… or ssh://git@host/org/repo.git")
         return value
 
+    @model_validator(mode="after")
+    def _ssh_needs_credentials(self) -> FluxConfig:
+        if self.url.startswith("ssh://") and not self.git_secret:
+            raise ValueError(
+                f"url {self.url!r} is ssh but git_secret is not set: Flux needs a Secret in flux-system holding the "
+                f"deploy key (flux create secret git NAME --url=…); name it in git_secret"
+            )
+        return self
+
+
+# terravixens' node patches write machine.network.hostname; Talos 1.12 configurations move it to a HostnameConfig
+# document and refuse the old key. Until patches are emitted per contract, newer versions are refused here.
+NEWEST_SUPPORTED_TALOS = (1, 11)
+
+
+def supported_talos(value: str) -> str:
+    major, minor = (int(part) for part in VERSION.match(value).groups()[:2])
+    if (major, minor) > NEWEST_SUPPORTED_TALOS:
+        raise ValueError(
+            f"Talos {value} is newer than terravixens supports (up to v1.11.x): its configuration moves the hostname "
+            f"to a HostnameConfig document that terravixens does not write yet; stay on v1.11.x"
+        )
+    return value
+
 
 class Cluster(Strict):
     endpoint_vip: PlainAddress = Field(description="The shared Kubernetes API address (Talos VIP on the control planes).")
-    talos_version: Version
+    talos_version: Annotated[Version, AfterValidator(supported_talos)]
     kubernetes_version: Version
     install_disk: str = "/dev/sda"
     management_vlan: VlanId = DEFAULT_MANAGEMENT_VLAN

@@ -6,13 +6,14 @@ from constructs import IConstruct
 from terravixens.rules.base import Rule, logical_id
 
 # Storage and identity that a destroy would lose for good: volumes, buckets, and the cluster's certificates.
+# bpg 0.111 names storages both proxmox_storage_* and proxmox_virtual_environment_storage_*.
+_STORAGE_KINDS = ("nfs", "cifs", "pbs", "directory", "lvm", "lvmthin", "zfspool")
 PROTECTED_TYPES = frozenset({
     "talos_machine_secrets",
-    "proxmox_virtual_environment_storage_nfs",
-    "proxmox_virtual_environment_storage_cifs",
-    "proxmox_virtual_environment_storage_pbs",
     "aws_s3_bucket",
     "minio_s3_bucket",
+    *(f"proxmox_storage_{kind}" for kind in _STORAGE_KINDS),
+    *(f"proxmox_virtual_environment_storage_{kind}" for kind in _STORAGE_KINDS),
 })
 
 

@@ -94,13 +94,25 @@ class Changes:
         return bool(self.touched)
 
 
+REFERENCE = re.compile(r"\$\{((?:data\.)?[a-z0-9_]+\.[A-Za-z0-9_-]+)")
+
+
+def _references(body) -> set[str]:
+    return set(REFERENCE.findall(json.dumps(body)))
+
+
 def diff_stack(before: dict, after: dict) -> Changes:
+    """Added, removed and changed addresses. A change also flows along references out of data sources and
+    terraform_data (their results are re-read or re-computed), as Terraform's plan would show it: a new Kubernetes
+    version changes the machine configuration data sources, and through them every node's apply."""
     old, new = addresses(before), addresses(after)
-    return Changes(
-        added=set(new) - set(old),
-        removed=set(old) - set(new),
-        changed={a for a in set(old) & set(new) if effective(old[a]) != effective(new[a])},
-    )
+    changed = {a for a in set(old) & set(new) if effective(old[a]) != effective(new[a])}
+    flowing = {a for a in changed if a.startswith(("data.", "terraform_data."))}
+    while flowing:
+        reached = {a for a in set(old) & set(new) if a not in changed and _references(effective(new[a])) & flowing}
+        changed |= reached
+        flowing = {a for a in reached if a.startswith(("data.", "terraform_data.", "output."))}
+    return Changes(added=set(new) - set(old), removed=set(old) - set(new), changed=changed)
 
 
 def diff(before: dict[str, dict], after: dict[str, dict]) -> dict[str, Changes]:

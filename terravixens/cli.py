@@ -84,7 +84,7 @@ def _plan_guard(args: argparse.Namespace) -> int:
 
 @_with_site
 def _upgrade(args: argparse.Namespace, site) -> int:
-    from terravixens.upgrade import rolling_upgrade, upgrade_plan
+    from terravixens.upgrade import kubernetes_upgrade, rolling_upgrade, upgrade_plan
 
     if args.cluster not in site.clusters:
         print(f"unknown cluster {args.cluster!r}: use one of {', '.join(sorted(site.clusters))}", file=sys.stderr)
@@ -93,6 +93,10 @@ def _upgrade(args: argparse.Namespace, site) -> int:
         for number, step in enumerate(upgrade_plan(site, args.cluster), 1):
             print(f"{number}. {step.node} ({step.role}, {step.address}) -> {step.image}, then talosctl health")
         return 0
+    if args.kubernetes:
+        outcome = kubernetes_upgrade(site, args.cluster, args.talosconfig, talosctl=args.talosctl)
+        print(f"kubernetes {'upgraded' if outcome.ok else 'upgrade stopped'}")
+        return 0 if outcome.ok else 1
     outcome = rolling_upgrade(site, args.cluster, args.talosconfig, talosctl=args.talosctl)
     print(f"upgraded: {', '.join(outcome.upgraded) or 'none'}; already current: {', '.join(outcome.skipped) or 'none'}")
     return 0 if outcome.ok else 1
@@ -116,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
     upgrade.add_argument("--talosctl", default="talosctl", help="the talosctl binary (matching the target version)")
     upgrade.add_argument("--dry-run", action="store_true", help="print the order and the images, touch nothing")
+    upgrade.add_argument("--kubernetes", action="store_true",
+                         help="upgrade Kubernetes to the site's kubernetes_version (talosctl upgrade-k8s), then health")
     upgrade.set_defaults(run=_upgrade)
     args = parser.parse_args(argv)
     return args.run(args)

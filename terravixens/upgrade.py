@@ -53,6 +53,40 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     return steps
 
 
+def kubernetes_upgrade(site: Site, cluster_name: str, talosconfig: str, talosctl: str = "talosctl",
+                       run: Runner | None = None, log: Callable[[str], None] = print) -> Outcome:
+    """`talosctl upgrade-k8s` to the site's kubernetes_version, then the health gate.
+
+    upgrade-k8s rolls the control-plane components and kubelets node by node and updates each machine
+    configuration, so the platform stack's apply that follows finds nothing left to change on the nodes; applying
+    a new kubernetes_version through Terraform alone would restart every node's components at once (ADR 0009).
+    """
+    run = run or _default_runner
+    steps = upgrade_plan(site, cluster_name)
+    first = next(s for s in steps if s.role == "controlplane")
+    target = site.clusters[cluster_name].kubernetes_version.removeprefix("v")
+    base = [talosctl, "--talosconfig", talosconfig, "--nodes", first.address]
+    log(f"upgrade-k8s to {target} through {first.node} ({first.address})")
+    result = run([*base, "upgrade-k8s", "--to", target])
+    if result.returncode != 0:
+        reason = f"talosctl upgrade-k8s failed ({(result.stderr or result.stdout).strip()[:200]})"
+        log(f"stopped: {reason}")
+        return Outcome([], [], first.node, reason)
+    gate = run(_health_command(talosctl, talosconfig, steps))
+    if gate.returncode != 0:
+        reason = f"the cluster is not healthy after upgrade-k8s ({(gate.stderr or gate.stdout).strip()[:200]})"
+        log(f"stopped: {reason}")
+        return Outcome([s.node for s in steps], [], first.node, reason)
+    return Outcome([s.node for s in steps], [])
+
+
+def _health_command(talosctl: str, talosconfig: str, steps: list[Step]) -> list[str]:
+    control_planes = ",".join(s.address for s in steps if s.role == "controlplane")
+    workers = ",".join(s.address for s in steps if s.role == "worker")
+    return [talosctl, "--talosconfig", talosconfig, "--nodes", steps[0].address, "health", "--control-plane-nodes",
+            control_planes, "--wait-timeout", "10m"] + (["--worker-nodes", workers] if workers else [])
+
+
 def _default_runner(command: Sequence[str]) -> subprocess.CompletedProcess:
     return subprocess.run(list(command), capture_output=True, text=True, timeout=3600)
 
@@ -62,11 +96,8 @@ def rolling_upgrade(site: Site, cluster_name: str, talosconfig: str, target: str
                     log: Callable[[str], None] = print) -> Outcome:
     target = target or site.clusters[cluster_name].talos_version
     steps = upgrade_plan(site, cluster_name)
-    control_planes = ",".join(s.address for s in steps if s.role == "controlplane")
-    workers = ",".join(s.address for s in steps if s.role == "worker")
     base = [talosctl, "--talosconfig", talosconfig]
-    health = [*base, "--nodes", steps[0].address, "health", "--control-plane-nodes", control_planes,
-              "--wait-timeout", "10m"] + (["--worker-nodes", workers] if workers else [])
+    health = _health_command(talosctl, talosconfig, steps)
     upgraded, skipped = [], []
 
     def stop(step: Step, reason: str) -> Outcome:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.upgrade import rolling_upgrade, upgrade_plan
+from terravixens.upgrade import kubernetes_upgrade, rolling_upgrade, upgrade_plan
 from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +29,10 @@ elif command == "upgrade":
         print("error: upgrade of %s failed" % node, file=sys.stderr); code = 1
     else:
         state["versions"][node] = re.search(r":(v[^:]+)$", args[args.index("--image") + 1]).group(1)
+elif command == "upgrade-k8s":
+    state["kubernetes"] = args[args.index("--to") + 1]
+    if state.get("fail_k8s"):
+        print("error: upgrade-k8s failed: apiserver not ready", file=sys.stderr); code = 1
 elif command == "health":
     upgraded = [n for n, v in state["versions"].items() if v == "v1.11.6"]
     if len(upgraded) in state["unhealthy_after"]:
@@ -135,3 +139,23 @@ def test_cli_dry_run_and_exit_code(site, talosctl, tmp_path):
                           "--talosctl", binary], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert run.stdout.splitlines()[-1] == "upgraded: cp-a; already current: none"
+
+
+def test_kubernetes_upgrade_goes_through_upgrade_k8s_then_health(site, talosctl):
+    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.6"))
+    result = kubernetes_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
+    assert result.ok
+    calls = state()["calls"]
+    assert [c[4] for c in calls] == ["upgrade-k8s", "health"]
+    assert calls[0][2:] == ["--nodes", "127.11.1.11", "upgrade-k8s", "--to", "1.34.2"]
+    assert state()["kubernetes"] == "1.34.2"
+
+
+def test_kubernetes_upgrade_failure_stops(site, talosctl, tmp_path):
+    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.6"))
+    data = json.loads((tmp_path / "state.json").read_text())
+    data["fail_k8s"] = True
+    (tmp_path / "state.json").write_text(json.dumps(data))
+    result = kubernetes_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
+    assert not result.ok and "talosctl upgrade-k8s failed (error: upgrade-k8s failed: apiserver not ready)" in result.reason
+    assert [c[4] for c in state()["calls"]] == ["upgrade-k8s"]

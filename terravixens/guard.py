@@ -16,6 +16,7 @@ A control plane is recognised by the machine type in the configuration its apply
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,5 +103,5 @@ def check_plan(plan: dict) -> list[Violation]:
 
 
 def check_plan_file(path: str | Path) -> list[Violation]:
-    text = Path(path).read_text() if str(path) != "-" else __import__("sys").stdin.read()
+    text = Path(path).read_text() if str(path) != "-" else sys.stdin.read()
     return check_plan(json.loads(text))

@@ -17,7 +17,6 @@ from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
 from terravixens.logical_ids import node_id, pin
 from terravixens.rules import ALL_RULES, apply_rules
 from terravixens.stacks.platform import PlatformStack
-from tests import support
 
 
 def synth_errors(app: App) -> str:

@@ -66,12 +66,12 @@ def _stacks(args: argparse.Namespace, site) -> int:
 
 def _plan_guard(args: argparse.Namespace) -> int:
     from terravixens.guard import check_plan_file
+    from terravixens.inputs import InputError
 
     try:
-        violations = check_plan_file(args.plan)
-    except (OSError, ValueError) as error:
-        print(f"{args.plan}: not a plan in JSON ({error}): give the output of `terraform show -json PLANFILE`",
-              file=sys.stderr)
+        violations = check_plan_file(args.plan, limit=args.max_size_mib * 1024 * 1024)
+    except InputError as error:
+        print(error, file=sys.stderr)
         return 2
     for violation in violations:
         print(violation, file=sys.stderr)
@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     stacks.set_defaults(run=_stacks)
     guard = commands.add_parser("plan-guard", help="refuse a plan that replaces a node, loses quorum or secrets")
     guard.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
+    guard.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
     guard.set_defaults(run=_plan_guard)
     upgrade = commands.add_parser("upgrade", help="rolling Talos upgrade, one node at a time, gated on health")
     upgrade.add_argument("cluster")

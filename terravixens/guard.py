@@ -15,13 +15,12 @@ A control plane is recognised by the machine type in the configuration its apply
 """
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from terravixens.inputs import InputError, Problem, load_json, read_text
 from terravixens.logical_ids import owner_of
 
 APPLY = "talos_machine_configuration_apply"
@@ -102,6 +101,18 @@ def check_plan(plan: dict) -> list[Violation]:
     return violations
 
 
-def check_plan_file(path: str | Path) -> list[Violation]:
-    text = Path(path).read_text() if str(path) != "-" else sys.stdin.read()
-    return check_plan(json.loads(text))
+PLAN_LIMIT = 512 * 1024 * 1024
+
+
+def load_plan(path: str | Path, limit: int = PLAN_LIMIT) -> dict:
+    """A plan file (or '-' for stdin), read strictly and bounded; InputError when it cannot be used."""
+    text = read_text(path, limit=limit, what="plan")
+    plan = load_json(text, path, what="plan")
+    if not isinstance(plan, dict):
+        raise InputError(path, [Problem("(top level)", "is not a JSON object: give the output of "
+                                                       "`terraform show -json PLANFILE`")], "plan")
+    return plan
+
+
+def check_plan_file(path: str | Path, limit: int = PLAN_LIMIT) -> list[Violation]:
+    return check_plan(load_plan(path, limit))

@@ -27,8 +27,8 @@ def test_validate_reports_every_problem_with_file_and_field(tmp_path):
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[0] == f"{site}: 2 problems in the site file"
-    assert "  - clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or add it under 'hypervisors'" in lines
-    assert "  - clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id" in lines
+    assert "  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or add it under 'hypervisors'" in lines
+    assert "  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id" in lines
 
 
 def test_stacks_lists_layers_in_apply_order():

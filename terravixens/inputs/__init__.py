@@ -1,0 +1,17 @@
+"""Strict, bounded reading of every file the terravixens CLI takes from a user (site files, plan JSON, specs, …).
+
+A file from careless or hostile hands must never hang the CLI, exhaust its memory, print a traceback, echo a
+secret into a CI log or be silently merged: each check below turns into one short located problem instead.
+
+    read_text(path, limit=…, what=…)   regular files (or '-' for stdin) only, size-capped, UTF-8 with a located error
+    load_yaml(text, path)              one YAML document; duplicate keys refused with both lines; depth, value count,
+                                       alias expansion and numbers bounded; returns the data and each field's line
+    load_json(text, path)              the same guarantees for JSON (plans from `terraform show -json`)
+"""
+from terravixens.inputs.json_strict import load_json
+from terravixens.inputs.problems import InputError, Problem, looks_secret, shown, shown_at
+from terravixens.inputs.reading import read_text
+from terravixens.inputs.yaml_strict import Lines, YamlLimits, load_yaml
+
+__all__ = ["InputError", "Lines", "Problem", "YamlLimits", "load_json", "load_yaml", "looks_secret", "read_text",
+           "shown", "shown_at"]

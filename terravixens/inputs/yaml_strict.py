@@ -1,0 +1,267 @@
+"""One YAML document, built from the parser's events (never recursively), with every safety check on the way.
+
+Why not `yaml.safe_load`: it keeps the last of two equal keys (a pasted node block silently replaces another node),
+expands aliases without bound (a 3 KB "billion laughs" file), recurses once per nesting level (a RecursionError
+traceback at a few hundred brackets) and turns a 5,000-digit number into a ValueError. Here:
+
+- a duplicate key at any depth is a problem naming both lines (keys compare as text, so `111` and `'111'` collide:
+  both would become VLAN 111);
+- nesting deeper than `max_depth`, more than `max_values` values, or aliases that expand to more than
+  `max_alias_values` values stop the load at once;
+- integers are bounded, `.inf`/`.nan` refused, dates stay text, unknown tags are refused;
+- merge keys (`<<: *defaults`) work as YAML 1.1 says: explicit keys win, earlier merged mappings win over later ones.
+
+The result records the line of every key and list item (`Lines`), so later problems (pydantic's) can be located.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from yaml import events
+
+from terravixens.inputs.problems import InputError, Problem, field_path, shown
+
+# Only the parser's events are used (never its constructor). libyaml is several times faster than the pure-Python
+# parser, which gives the same events.
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_RESOLVER = yaml.resolver.Resolver()
+_CONSTRUCT = yaml.constructor.SafeConstructor()
+_TAG = "tag:yaml.org,2002:"
+_MERGE = object()
+_NO_KEY = object()
+MAX_INT = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class YamlLimits:
+    max_depth: int = 32
+    max_values: int = 150_000
+    max_alias_values: int = 10_000
+
+
+class Lines:
+    """The line (1-based) of each field path; a path without its own line gets its nearest ancestor's."""
+
+    def __init__(self) -> None:
+        self._lines: dict[tuple, int] = {}
+
+    def record(self, path: tuple, line: int) -> None:
+        self._lines.setdefault(path, line)
+
+    def of(self, path: tuple) -> int | None:
+        for end in range(len(path), 0, -1):
+            line = self._lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+class _Stop(Exception):
+    """A problem that makes the rest of the file meaningless (too deep, too big): report it alone, now."""
+
+
+@dataclass
+class _Frame:
+    container: dict | list
+    path: tuple
+    line: int
+    anchor: str | None
+    size: int = 1
+    key: object = _NO_KEY
+    key_line: int = 0
+    seen: dict[str, int] = field(default_factory=dict)
+    merges: list[dict] = field(default_factory=list)
+
+
+class _Builder:
+    def __init__(self, path: Path | str, limits: YamlLimits):
+        self.path, self.limits = path, limits
+        self.problems: list[Problem] = []
+        self.lines = Lines()
+        self.anchors: dict[str, tuple[object, int]] = {}
+        self.stack: list[_Frame] = []
+        self.values = 0
+        self.alias_values = 0
+        self.documents = 0
+        self.root: object = None
+
+    # ------------------------------------------------------------------------------------------------- events
+    def feed(self, event: events.Event) -> None:
+        line = event.start_mark.line + 1 if event.start_mark else 0
+        if isinstance(event, events.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                self.stop(line, "(file)", "holds more than one YAML document ('---'): keep one document per file")
+        elif isinstance(event, (events.MappingStartEvent, events.SequenceStartEvent)):
+            self.count(line)
+            self.check_collection_tag(event, line)
+            if len(self.stack) >= self.limits.max_depth:
+                self.stop(line, self.child_label(), f"is nested more than {self.limits.max_depth} levels deep: "
+                                                    f"no terravixens file needs that; check the brackets/indentation")
+            container: dict | list = {} if isinstance(event, events.MappingStartEvent) else []
+            self.stack.append(_Frame(container, self.child_path(), line, event.anchor))
+        elif isinstance(event, (events.MappingEndEvent, events.SequenceEndEvent)):
+            frame = self.stack.pop()
+            if isinstance(frame.container, dict):
+                self.apply_merges(frame)
+            self.emit(frame.container, frame.line, frame.anchor, frame.size)
+        elif isinstance(event, events.ScalarEvent):
+            self.count(line)
+            self.emit(self.scalar(event, line), line, event.anchor, 1)
+        elif isinstance(event, events.AliasEvent):
+            if event.anchor not in self.anchors:
+                self.stop(line, self.child_label(), f"uses alias *{event.anchor} before its anchor &{event.anchor}")
+            value, size = self.anchors[event.anchor]
+            self.alias_values += size
+            if self.alias_values > self.limits.max_alias_values:
+                self.stop(line, self.child_label(), (
+                    f"aliases expand to more than {self.limits.max_alias_values:,} values: write the values out, "
+                    f"or use fewer nested aliases"))
+            self.emit(value, line, None, size)
+
+    def count(self, line: int) -> None:
+        self.values += 1
+        if self.values > self.limits.max_values:
+            self.stop(line, "(file)", f"holds more than {self.limits.max_values:,} values: check that this is the "
+                                      f"right file")
+
+    # ------------------------------------------------------------------------------------------------- building
+    def child_path(self) -> tuple:
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        if isinstance(top.container, list):
+            return (*top.path, len(top.container))
+        return top.path if top.key is _NO_KEY or top.key is _MERGE else (*top.path, top.key)
+
+    def child_label(self) -> str:
+        return field_path(self.child_path())
+
+    def emit(self, value: object, line: int, anchor: str | None, size: int) -> None:
+        if anchor is not None:
+            self.anchors[anchor] = (value, size)
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        top.size += size
+        if isinstance(top.container, list):
+            self.lines.record((*top.path, len(top.container)), line)
+            top.container.append(value)
+        elif top.key is _NO_KEY:
+            self.take_key(top, value, line)
+        else:
+            self.take_value(top, value, line)
+
+    def take_key(self, top: _Frame, key: object, line: int) -> None:
+        if isinstance(key, (dict, list)):
+            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list", line))
+            key = f"<complex key at line {line}>"
+        top.key, top.key_line = key, line
+
+    def take_value(self, top: _Frame, value: object, line: int) -> None:
+        key, key_line = top.key, top.key_line
+        top.key = _NO_KEY
+        if key is _MERGE:
+            merged = value if isinstance(value, list) else [value]
+            if not all(isinstance(item, dict) for item in merged):
+                self.problems.append(Problem(field_path(top.path), "'<<' merges a mapping (or a list of mappings) "
+                                                                   "into this one: give it *an_anchored_mapping", line))
+                return
+            top.merges.extend(merged)
+            return
+        text = str(key)
+        if text in top.seen:
+            self.problems.append(Problem(field_path((*top.path, key)), (
+                f"appears twice in the same mapping (lines {top.seen[text]} and {key_line}): YAML would keep only "
+                f"the second silently; remove or rename one"), key_line))
+            return
+        top.seen[text] = key_line
+        top.container[key] = value
+        self.lines.record((*top.path, key), key_line)
+
+    def apply_merges(self, frame: _Frame) -> None:
+        for merged in frame.merges:  # explicit keys win; earlier merged mappings win over later ones
+            for key, value in merged.items():
+                if str(key) not in frame.seen:
+                    frame.seen[str(key)] = frame.line
+                    frame.container[key] = value
+                    self.lines.record((*frame.path, key), frame.line)
+
+    # ------------------------------------------------------------------------------------------------- scalars
+    def check_collection_tag(self, event, line: int) -> None:
+        allowed = (None, "!", f"{_TAG}map", f"{_TAG}seq")
+        if event.tag not in allowed:
+            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line))
+
+    def scalar(self, event: events.ScalarEvent, line: int) -> object:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        kind = tag.removeprefix(_TAG)
+        if kind in ("str", "timestamp"):  # dates stay as written: no field of ours is a date
+            return event.value
+        if kind == "null":
+            return None
+        if kind == "bool":
+            return _CONSTRUCT.construct_yaml_bool(node)
+        if kind == "merge":
+            return _MERGE
+        if kind == "int":
+            digits = event.value.lstrip("+-").replace("_", "")
+            if len(digits) > 20:
+                return self.bad_number(event.value, line)
+            number = _CONSTRUCT.construct_yaml_int(node)
+            return number if abs(number) <= MAX_INT else self.bad_number(event.value, line)
+        if kind == "float":
+            if len(event.value) > 40:
+                return self.bad_number(event.value, line)
+            number = _CONSTRUCT.construct_yaml_float(node)
+            return number if math.isfinite(number) else self.bad_number(event.value, line)
+        self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line))
+        return event.value
+
+    def bad_number(self, text: str, line: int) -> str:
+        self.problems.append(Problem(self.child_label(), (
+            f"number {shown(text)} is out of range: numbers here are finite and below 2^63"), line))
+        return text
+
+    def stop(self, line: int, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message, line or None))
+        raise _Stop
+
+
+def _parser_problem(error: yaml.YAMLError, text: str) -> Problem:
+    if isinstance(error, yaml.reader.ReaderError):
+        line = text.count("\n", 0, max(error.position, 0)) + 1
+        return Problem("(file)", f"holds a character YAML does not allow ({error.character!r}): remove it", line)
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "(file)"
+    return Problem(where, f"is not valid YAML: {shown(problem, 120).strip(chr(39))}")
+
+
+def load_yaml(text: str, path: Path | str, *, what: str = "file",
+              limits: YamlLimits = YamlLimits()) -> tuple[object, Lines]:
+    """The document's data and its lines; raises InputError listing every problem found."""
+    builder = _Builder(path, limits)
+    parser = _Parser(text)
+    try:
+        while parser.check_event():
+            builder.feed(parser.get_event())
+    except _Stop:
+        pass
+    except yaml.YAMLError as error:
+        builder.problems.append(_parser_problem(error, text))
+    finally:
+        dispose = getattr(parser, "dispose", None)
+        if dispose is not None:
+            dispose()
+    if builder.problems:
+        raise InputError(path, builder.problems, what)
+    return builder.root, builder.lines

@@ -110,7 +110,7 @@ def test_cli_exit_codes(tmp_path):
     refused, accepted, garbage = run(bad), run(good), run(tmp_path / "missing.json")
     assert refused.returncode == 1 and refused.stderr.splitlines()[-1] == f"{bad}: refused, 1 problem"
     assert accepted.returncode == 0 and accepted.stdout.startswith(f"{good}: ok")
-    assert garbage.returncode == 2 and "not a plan in JSON" in garbage.stderr
+    assert garbage.returncode == 2 and "cannot be read (No such file or directory)" in garbage.stderr
 
 
 def test_pg001_covers_bpgs_framework_vm_name():

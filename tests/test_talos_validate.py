@@ -150,38 +150,54 @@ def _vlan(document: dict, vlan_id: int) -> dict:
 
 
 REMOVE_INSTALL_DISK = '[{"op": "remove", "path": "/machine/install/disk"}]'
+UNPARSABLE_DISK_SELECTOR = "machine:\n  install:\n    diskSelector:\n      size: banana\n"
 WORKER_VIP = yaml.safe_dump({"machine": {"network": {"interfaces": [
     {"deviceSelector": {"physical": True}, "vlans": [{"vlanId": 111, "vip": {"ip": "10.11.1.10"}}]}]}}})
-# node -> (how its patches are broken, what the 1.11 tool must say)
+BAD_TAINT = "machine:\n  nodeTaints:\n    dedicated: gpu:Sometimes\n"
+LOADING = "talos_machine_configuration_apply: error loading config patches: "
+
+
+def _rename(document: dict, old: str, new: str) -> None:
+    document["machine"][new] = document["machine"].pop(old)
+
+
+# case -> (node, how its patches are broken, what the 1.11 tool must say; None: see the test)
 BROKEN = {
-    "install-disk-removed": ("cp-a", lambda p: p + [REMOVE_INSTALL_DISK],
-                             ["validate: either install disk or diskSelector should be defined"]),
-    "install-disk-selector-unparsable": ("cp-a", lambda p: p + ["machine:\n  install:\n    diskSelector:\n      size: banana\n"],
-                                         ["talos_machine_configuration_apply: error loading config patches: error "
-                                          "decoding  to *v1alpha1.Config: failed to parse disk size banana: "
-                                          "strconv.ParseFloat: parsing \"\": invalid syntax"]),
-    "vlan-id-out-of-range": ("wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(vlanId=70000))],
-                             ["talos_machine_configuration_apply: error loading config patches: error decoding  to "
-                              "*v1alpha1.Config: yaml: unmarshal errors:\n  line 27: cannot unmarshal !!int `70000` "
-                              "into uint16"]),
-    "vlan-address-invalid": ("wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(addresses=["10.12.0.21/33"]))],
-                             ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"]),
-    "interface-and-selector": ("cp-a", lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
-                               ["validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: "
-                                "config sections are mutually exclusive"]),
-    "vip-on-a-worker": ("wk-a", lambda p: p + [WORKER_VIP],
-                        ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"]),
-    "unknown-key": ("cp-b", lambda p: [_edit(p[0], lambda d: d["machine"].update(instal=d["machine"].pop("install")))],
-                    None),
-    "taint-effect": ("wk-b", lambda p: p + ["machine:\n  nodeTaints:\n    dedicated: gpu:Sometimes\n"],
-                     ["validate: invalid machine node taints: invalid taint effect: \"Sometimes\""]),
-    "pinned-subnet-invalid": ("cp-c", lambda p: [p[0].replace("10.11.1.0/24", "10.11.1.0/99")],
-                              ["validate: etcd advertised subnet is not valid: \"10.11.1.0/99\"",
-                               "validate: etcd listen subnet is not valid: \"10.11.1.0/99\"",
-                               "validate: kubelet nodeIP subnet is not valid: \"10.11.1.0/99\""]),
-    "not-yaml": ("cp-a", lambda p: p + ["machine: [\n"],
-                 ["talos_machine_configuration_apply: error loading config patches: decode error: yaml: line 1: did "
-                  "not find expected node content"]),
+    "install-disk-removed": (
+        "cp-a", lambda p: p + [REMOVE_INSTALL_DISK],
+        ["validate: either install disk or diskSelector should be defined"]),
+    "install-disk-selector-unparsable": (
+        "cp-a", lambda p: p + [UNPARSABLE_DISK_SELECTOR],
+        [LOADING + "error decoding  to *v1alpha1.Config: failed to parse disk size banana: strconv.ParseFloat: "
+                   "parsing \"\": invalid syntax"]),
+    "vlan-id-out-of-range": (
+        "wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(vlanId=70000))],
+        [LOADING + "error decoding  to *v1alpha1.Config: yaml: unmarshal errors:\n  line 27: cannot unmarshal "
+                   "!!int `70000` into uint16"]),
+    "vlan-address-invalid": (
+        "wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(addresses=["10.12.0.21/33"]))],
+        ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"]),
+    "interface-and-selector": (
+        "cp-a", lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
+        ["validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are "
+         "mutually exclusive"]),
+    "vip-on-a-worker": (
+        "wk-a", lambda p: p + [WORKER_VIP],
+        ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"]),
+    "unknown-key": (
+        "cp-b", lambda p: [_edit(p[0], lambda d: _rename(d, "install", "instal"))],
+        None),
+    "taint-effect": (
+        "wk-b", lambda p: p + [BAD_TAINT],
+        ["validate: invalid machine node taints: invalid taint effect: \"Sometimes\""]),
+    "pinned-subnet-invalid": (
+        "cp-c", lambda p: [p[0].replace("10.11.1.0/24", "10.11.1.0/99")],
+        ["validate: etcd advertised subnet is not valid: \"10.11.1.0/99\"",
+         "validate: etcd listen subnet is not valid: \"10.11.1.0/99\"",
+         "validate: kubelet nodeIP subnet is not valid: \"10.11.1.0/99\""]),
+    "not-yaml": (
+        "cp-a", lambda p: p + ["machine: [\n"],
+        [LOADING + "decode error: yaml: line 1: did not find expected node content"]),
 }
 
 
@@ -209,8 +225,8 @@ def test_a_broken_patch_fails_the_tool(case, broken_verdicts):
     expected = BROKEN[case][2]
     if expected is None:  # the message quotes the whole misspelled section
         [message] = verdict.errors
-        assert message.startswith("talos_machine_configuration_apply: error loading config patches: unknown keys "
-                                  "found during decoding:\nmachine:\n    instal:\n        disk: /dev/sda\n")
+        assert message.startswith(LOADING + "unknown keys found during decoding:\nmachine:\n    instal:\n"
+                                            "        disk: /dev/sda\n")
     else:
         assert verdict.errors == expected
 

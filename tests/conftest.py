@@ -53,3 +53,13 @@ def terraform_binary():
         if found:
             return found
     pytest.fail(f"no {' or '.join(candidates)} CLI: run `make providers` (it builds OpenTofu when terraform is missing)")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many machine configurations Talos' own library judged in this run (tests/test_talos_validate.py)."""
+    from tests.talos_tool import VALIDATED
+
+    if VALIDATED:
+        by_version = ", ".join(f"{version}: {count}" for version, count in sorted(VALIDATED.items()))
+        terminalreporter.write_line(f"talos-validate: {sum(VALIDATED.values())} machine configurations validated "
+                                    f"({by_version})")

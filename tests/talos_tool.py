@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ DATA_SOURCE_KEYS = ("cluster_name", "cluster_endpoint", "machine_type", "talos_v
 INPUT_REFERENCE = re.compile(r"^\$\{data\.talos_machine_configuration\.([A-Za-z0-9_-]+)\.machine_configuration\}$")
 INTERPOLATION = re.compile(r"(?<!\$)\$\{|(?<!%)%\{")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.")
+# Configurations judged in this process, per machinery version (reported at the end of a pytest run).
+VALIDATED: Counter = Counter()
 
 
 class ToolMissing(RuntimeError):
@@ -109,6 +113,7 @@ def validate(minor: str, nodes: list[dict], mode: str = "metal", emit_input: boo
     if result.returncode != 0:
         raise RuntimeError(f"talos-validate-v{minor} failed ({result.returncode}): {result.stderr.strip()[:500]}")
     answer = json.loads(result.stdout)
+    VALIDATED[answer["machinery"]] += len(answer["results"])
     return Report(answer["machinery"], answer["mode"], [Verdict(**item) for item in answer["results"]])
 
 
@@ -118,3 +123,28 @@ def by_minor(nodes: list[dict]) -> dict[str, list[dict]]:
     for node in nodes:
         grouped.setdefault(minor_of(node["machine_configuration"]["talos_version"]), []).append(node)
     return grouped
+
+
+def main(argv: list[str]) -> int:
+    """python -m tests.talos_tool [OUTDIR]: judge what `make synth` wrote (default cdktf.out), one line per node."""
+    stacks_dir = Path(argv[0] if argv else "cdktf.out") / "stacks"
+    stacks = {path.parent.name: json.loads(path.read_text()) for path in sorted(stacks_dir.glob("*/cdk.tf.json"))}
+    if not stacks:
+        print(f"no stacks under {stacks_dir}: run `make synth` first", file=sys.stderr)
+        return 2
+    failed = 0
+    for minor, nodes in sorted(by_minor(requests(stacks)).items()):
+        report = validate(minor, nodes)
+        for verdict in report.verdicts:
+            failed += not verdict.ok
+            status = "ok" if verdict.ok else "FAILED"
+            hostname = verdict.hostname or (f"generated (auto: {verdict.hostname_auto})" if verdict.hostname_auto
+                                             else "none")
+            print(f"{verdict.name}: {status} (Talos {report.machinery}, {report.mode} mode, hostname {hostname})")
+            for line in verdict.errors + [f"warning: {w}" for w in verdict.warnings]:
+                print(f"  {line}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 
 import pytest
 import yaml
 
+from terravixens.config.loader import SiteError
 from terravixens.config.model import NEWEST_SUPPORTED_TALOS
 from tests import support, talos_tool
 from tests.test_conformance import VARIANTS, _variant
@@ -256,6 +258,35 @@ def test_the_same_broken_patch_fails_every_tool(site_requests):
         "1.12": ["validate: v1alpha1.Config: either install disk or diskSelector should be defined"],
         "1.13": ["validate: v1alpha1.Config: either install disk or diskSelector should be defined"],
     }
+
+
+# Talos accepts these (v1.11.6 measured), so the site model must refuse them: (node, patch edit, site edit, error).
+NOT_CHECKED_BY_TALOS = {
+    "vlan-id-5000": ("wk-a", lambda d: _vlan(d, 120).update(vlanId=5000),
+                     lambda n: n["networks"]["vlans"].update({5000: n["networks"]["vlans"].pop(120)}),
+                     "VLAN id 5000 is out of range: 802.1Q VLAN ids are 1-4094"),
+    "vlan-id-0": ("wk-a", lambda d: _vlan(d, 120).update(vlanId=0),
+                  lambda n: n["networks"]["vlans"].update({0: n["networks"]["vlans"].pop(120)}),
+                  "VLAN id 0 is out of range: 802.1Q VLAN ids are 1-4094"),
+    "hostname-not-dns": ("wk-a", lambda d: d["machine"]["network"].update(hostname="WK_A!"),
+                         lambda n: n.update(hostname="WK_A!"), "'WK_A!' is not a DNS-safe name"),
+    "gateway-not-an-address": ("wk-a", lambda d: _vlan(d, 111)["routes"][0].update(gateway="10.11.1"),
+                               lambda n: n["networks"]["vlans"][111].update(gateway="10.11.1"),
+                               "'10.11.1' is not a valid IP address"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_CHECKED_BY_TALOS))
+def test_what_talos_accepts_the_site_model_refuses(case, site_requests):
+    node_name, edit_patch, edit_site, message = NOT_CHECKED_BY_TALOS[case]
+    node = copy.deepcopy(next(n for n in site_requests["example"] if n["name"].endswith(f"node_{node_name}_apply")))
+    node["config_patches"] = [_edit(node["config_patches"][0], edit_patch)]
+    [verdict] = talos_tool.validate("1.11", [node]).verdicts
+    assert (verdict.ok, verdict.errors) == (True, [])
+    data = support.example_data()
+    edit_site(data["clusters"]["prod"]["workers"][node_name])
+    with pytest.raises(SiteError, match=re.escape(message)):
+        support.site_from(data)
 
 
 # ---------------------------------------------------------------------------------------------------------- requests

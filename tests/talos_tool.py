@@ -105,9 +105,10 @@ class Report:
 
 
 def validate(minor: str, nodes: list[dict], mode: str = "metal", emit_input: bool = False,
-             timeout: float = 120) -> Report:
-    """Runs the minor's tool once over every node request."""
-    command = [str(binary(minor)), "-mode", mode] + (["-emit-input"] if emit_input else [])
+             secrets: Path | None = None, timeout: float = 120) -> Report:
+    """Runs the minor's tool once over every node request (secrets: a bundle file; default generated in memory)."""
+    command = [str(binary(minor)), "-mode", mode] + (["-emit-input"] if emit_input else []) + (
+        ["-secrets", str(secrets)] if secrets else [])
     result = subprocess.run(command, input=json.dumps({"nodes": nodes}), capture_output=True, text=True,
                             timeout=timeout)
     if result.returncode != 0:

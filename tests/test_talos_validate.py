@@ -327,3 +327,17 @@ def test_the_tool_refuses_an_unknown_mode_and_a_malformed_request():
     assert typo.returncode == 2
     assert typo.stderr.strip() == ('talos-validate: reading the request (JSON on standard input): json: unknown '
                                    'field "node"')
+
+
+def test_a_secrets_bundle_file_is_written_0600_once_and_used(site_requests, tmp_path):
+    bundle = tmp_path / "secrets.yaml"
+    tool = str(talos_tool.binary("1.11"))
+    written = subprocess.run([tool, "-write-secrets", str(bundle)], capture_output=True, text=True, timeout=60)
+    assert written.returncode == 0 and bundle.stat().st_mode & 0o777 == 0o600
+    again = subprocess.run([tool, "-write-secrets", str(bundle)], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and again.stderr.strip().endswith(f"open {bundle}: file exists")
+    cluster_id = yaml.safe_load(bundle.read_text())["cluster"]["id"]
+    for minor in MINORS:
+        report = talos_tool.validate(minor, site_requests["example"], emit_input=True, secrets=bundle)
+        assert all(verdict.ok for verdict in report.verdicts)
+        assert {yaml.safe_load(v.machine_configuration_input)["cluster"]["id"] for v in report.verdicts} == {cluster_id}

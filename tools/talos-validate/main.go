@@ -116,11 +116,21 @@ func main() {
 	strict := flag.Bool("strict", false, "count warnings as errors (talosctl validate --strict)")
 	secretsFile := flag.String("secrets", "", "secrets bundle (talosctl gen secrets); default: generated in memory")
 	emitInput := flag.Bool("emit-input", false, "add each node's generated machine_configuration (holds secrets) to its result")
+	writeSecrets := flag.String("write-secrets", "", "generate a secrets bundle into this new file (0600) and exit")
 	version := flag.Bool("version", false, "print the machinery version and exit")
 	flag.Parse()
 
 	if *version {
 		fmt.Println(machineryVersion())
+
+		return
+	}
+
+	if *writeSecrets != "" {
+		if err := writeSecretsBundle(*writeSecrets); err != nil {
+			fmt.Fprintf(os.Stderr, "talos-validate: %v\n", err)
+			os.Exit(2)
+		}
 
 		return
 	}
@@ -271,6 +281,32 @@ func check(node Node, source generation, opts options) Result {
 	result.OK = true
 
 	return result
+}
+
+// writeSecretsBundle writes a new bundle as `talosctl gen secrets` does (YAML, mode 0600), never over a file.
+func writeSecretsBundle(path string) error {
+	generated, err := loadSecrets("")
+	if err != nil {
+		return err
+	}
+
+	encoded, err := encoder.NewEncoder(generated, encoder.WithComments(encoder.CommentsDisabled)).Encode()
+	if err != nil {
+		return err
+	}
+
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing the secrets bundle: %w", err)
+	}
+
+	if _, err = file.Write(encoded); err != nil {
+		file.Close() //nolint:errcheck
+
+		return err
+	}
+
+	return file.Close()
 }
 
 // generateConfiguration follows the data source's Read: the provider's default generate options, the version

@@ -18,10 +18,10 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup synth test test-unit test-integration providers clean
+.PHONY: setup synth test test-unit test-integration providers tools clean
 
 # Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
-setup: node_modules/.installed .venv/.installed imports/.schema-stamp
+setup: node_modules/.installed .venv/.installed imports/.schema-stamp tools
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,6 +32,18 @@ node_modules/.installed: package.json package-lock.json
 # and regenerates the bindings in imports/ when terravixens/schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
 providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
 	python3 scripts/providers.py
+
+# Talos' own config generator, patcher and validator, one binary per supported Talos minor (one go.v1.NN.mod and
+# go.v1.NN.sum each), built from the Go module proxy; rebuilt only when the source or a module file changes
+# (docs/adr/0014-talos-validate.md).
+TALOS_VALIDATE := tools/talos-validate
+TALOS_MINORS := $(patsubst $(TALOS_VALIDATE)/go.v%.mod,%,$(wildcard $(TALOS_VALIDATE)/go.v*.mod))
+tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%)
+
+$(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
+		-o bin/.talos-validate-v$*.tmp . && mv bin/.talos-validate-v$*.tmp bin/talos-validate-v$*
 
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"

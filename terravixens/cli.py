@@ -84,22 +84,35 @@ def _plan_guard(args: argparse.Namespace) -> int:
 
 @_with_site
 def _upgrade(args: argparse.Namespace, site) -> int:
-    from terravixens.upgrade import kubernetes_upgrade, rolling_upgrade, upgrade_plan
+    from terravixens.talosctl import Talosctl
+    from terravixens.upgrade import EXIT_INPUT, command
 
     if args.cluster not in site.clusters:
         print(f"unknown cluster {args.cluster!r}: use one of {', '.join(sorted(site.clusters))}", file=sys.stderr)
-        return 2
-    if args.dry_run:
-        for number, step in enumerate(upgrade_plan(site, args.cluster), 1):
-            print(f"{number}. {step.node} ({step.role}, {step.address}) -> {step.image}, then talosctl health")
-        return 0
-    if args.kubernetes:
-        outcome = kubernetes_upgrade(site, args.cluster, args.talosconfig, talosctl=args.talosctl)
-        print(f"kubernetes {'upgraded' if outcome.ok else 'upgrade stopped'}")
-        return 0 if outcome.ok else 1
-    outcome = rolling_upgrade(site, args.cluster, args.talosconfig, talosctl=args.talosctl)
-    print(f"upgraded: {', '.join(outcome.upgraded) or 'none'}; already current: {', '.join(outcome.skipped) or 'none'}")
-    return 0 if outcome.ok else 1
+        return EXIT_INPUT
+    talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout)
+    try:
+        return command(site, args.cluster, talosctl, kubernetes=args.kubernetes, dry_run=args.dry_run,
+                       worker_batch=args.worker_batch, force=args.force)
+    except KeyboardInterrupt:
+        print("interrupted: a node upgrade already started goes on inside Talos; run the same command again to "
+              "check health and resume", file=sys.stderr)
+        return 130
+
+
+def _duration(text: str) -> int:
+    from terravixens.talosctl import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _batch(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of workers, 1 or more")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     guard.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
     guard.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
     guard.set_defaults(run=_plan_guard)
-    upgrade = commands.add_parser("upgrade", help="rolling Talos upgrade, one node at a time, gated on health")
+    upgrade = commands.add_parser(
+        "upgrade", help="rolling Talos upgrade, one node at a time, gated on health",
+        epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, or the "
+               "cluster is unhealthy: the last line says where, what is done and what is not touched; run it again "
+               "once fixed); 2 bad input; 3 refused (a downgrade without --force)")
     upgrade.add_argument("cluster")
     upgrade.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
     upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
@@ -123,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     upgrade.add_argument("--dry-run", action="store_true", help="print the order and the images, touch nothing")
     upgrade.add_argument("--kubernetes", action="store_true",
                          help="upgrade Kubernetes to the site's kubernetes_version (talosctl upgrade-k8s), then health")
+    upgrade.add_argument("--worker-batch", type=_batch, default=1, metavar="N",
+                         help="upgrade workers N at a time, each batch gated on health (control planes: always one)")
+    upgrade.add_argument("--timeout", type=_duration, default="15m",
+                         help="deadline of each talosctl call, e.g. 90s, 15m, 1h (default 15m)")
+    upgrade.add_argument("--force", action="store_true", help="allow a downgrade (a node newer than talos_version)")
     upgrade.set_defaults(run=_upgrade)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -1,24 +1,36 @@
-"""Rolling Talos upgrades: one node at a time, gated on cluster health.
+"""Rolling Talos upgrades that cannot make things worse: gated on cluster health, bounded in time, resumable.
 
 Terraform has no notion of "one at a time", so after a `talos_version` bump (ADR 0009: the new installer image is
-already in every node's configuration, no VM was replaced) the operating system is upgraded here:
-control planes first (by name), then workers, each with `talosctl upgrade --wait`, and after each node
-`talosctl health` over the whole cluster must pass before the next node starts. A node already on the target
-version is skipped, so a stopped upgrade can simply be run again.
+already in every node's configuration, no VM was replaced) the operating system is upgraded here (ADR 0015):
+
+1. `talosctl health` over the whole cluster must pass before anything is touched: a cluster that is already
+   unhealthy never gets one more node rebooted;
+2. every node's running version is read first: an unreachable node stops the run, and a node newer than the
+   target (a downgrade) refuses it unless forced — before any node is touched;
+3. control planes one at a time (by name), then workers in batches of `worker_batch` (by name, default 1), each
+   with `talosctl upgrade --wait`; after each node or batch the health gate must pass again. Nodes already on the
+   target are skipped, and a health check follows skipped nodes before the next upgrade (and at the end), so a
+   stopped run is resumed by running it again;
+4. every talosctl call has a deadline; a failed, hung or missing talosctl ends the run with
+   "stopped at X: why; done: …; not touched: …" — never a traceback.
 """
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from terravixens.config.addressing import node_address
 from terravixens.config.model import Site
 from terravixens.talos.image import installer_image
+from terravixens.talosctl import Call, Talosctl
 
-Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
 SERVER_TAG = re.compile(r"Server:.*?Tag:\s*(v\S+)", re.S)
+RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(\S+))?$")
+# Exit codes of `terravixens upgrade` (docs/commands.md).
+EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -31,14 +43,31 @@ class Step:
 
 @dataclass(frozen=True)
 class Outcome:
+    """upgraded/skipped/done in the order they happened; not_touched: nodes this run never acted on."""
+
     upgraded: list[str]
     skipped: list[str]
     stopped_at: str | None = None
     reason: str = ""
+    done: list[str] = field(default_factory=list)
+    not_touched: list[str] = field(default_factory=list)
+    refused: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.stopped_at is None
+        return self.stopped_at is None and not self.refused
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.ok else EXIT_REFUSED if self.refused else EXIT_STOPPED
+
+    def summary(self) -> str:
+        if self.refused:
+            return f"refused: {self.reason}; nothing touched"
+        if self.ok:
+            return f"upgraded: {_names(self.upgraded)}; already current: {_names(self.skipped)}"
+        return (f"stopped at {self.stopped_at}: {self.reason}; done: {_names(self.done)}; "
+                f"not touched: {_names(self.not_touched)}")
 
 
 def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
@@ -53,74 +82,200 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     return steps
 
 
-def kubernetes_upgrade(site: Site, cluster_name: str, talosconfig: str, talosctl: str = "talosctl",
-                       run: Runner | None = None, log: Callable[[str], None] = print) -> Outcome:
-    """`talosctl upgrade-k8s` to the site's kubernetes_version, then the health gate.
+def release(version: str) -> tuple:
+    """Orders Talos versions: v1.12.0-beta.1 < v1.12.0 < v1.12.1."""
+    found = RELEASE.match(version)
+    if not found:
+        raise ValueError(f"{version!r} is not a Talos version like v1.11.6")
+    major, minor, patch, pre = found.groups()
+    return int(major), int(minor), int(patch), (1, "") if pre is None else (0, pre)
+
+
+def _names(nodes: list[str]) -> str:
+    return ", ".join(nodes) or "none"
+
+
+def _health(talosctl: Talosctl, steps: list[Step]) -> Call:
+    return talosctl.health([s.address for s in steps if s.role == "controlplane"],
+                           [s.address for s in steps if s.role == "worker"])
+
+
+def _groups(steps: list[Step], current: dict[str, str], target: str,
+            worker_batch: int) -> Iterator[tuple[str, list[Step]]]:
+    """("skip", [step]) for a node on the target, ("upgrade", [steps]) for the next node or batch: each control
+    plane alone, workers `worker_batch` at a time, both in name order."""
+    batch: list[Step] = []
+    for step in steps:
+        if current[step.node] == target:
+            yield "skip", [step]
+        elif step.role == "controlplane":
+            yield "upgrade", [step]
+        else:
+            batch.append(step)
+            if len(batch) == worker_batch:
+                yield "upgrade", batch
+                batch = []
+    if batch:
+        yield "upgrade", batch
+
+
+def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker_batch: int = 1,
+                    force: bool = False, target: str | None = None, log: Log = print) -> Outcome:
+    target = target or site.clusters[cluster_name].talos_version
+    steps = upgrade_plan(site, cluster_name)
+    upgraded: list[str] = []
+    skipped: list[str] = []
+    done: list[str] = []
+
+    def stop(at: list[Step], reason: str, touched: bool) -> Outcome:
+        at_names = [s.node for s in at]
+        left = [s.node for s in steps if s.node not in done and (not touched or s.node not in at_names)]
+        outcome = Outcome(upgraded, skipped, ", ".join(at_names), reason, done, left)
+        log(outcome.summary())
+        return outcome
+
+    before = _health(talosctl, steps)
+    if not before.ok:
+        return stop(steps[:1], f"health check before the first node failed ({before.reason})", False)
+    log("cluster healthy before the first node")
+
+    current: dict[str, str] = {}
+    for step in steps:
+        answer = talosctl.version(step.address)
+        found = SERVER_TAG.search(answer.stdout) if answer.ok else None
+        if found is None:
+            why = answer.reason or "no server version in its answer"
+            return stop([step], f"cannot read its Talos version ({why})", False)
+        current[step.node] = found.group(1)
+    newer = [s for s in steps if release(current[s.node]) > release(target)]
+    if newer and not force:
+        running = ", ".join(f"{s.node} runs {current[s.node]}" for s in newer)
+        outcome = Outcome([], [], None, f"{running}, newer than the target {target}: that is a downgrade. Set "
+                                        f"talos_version to the version the nodes run, or pass --force to downgrade",
+                          [], [s.node for s in steps], refused=True)
+        log(outcome.summary())
+        return outcome
+
+    unchecked_skips: list[str] = []
+    for kind, group in _groups(steps, current, target, worker_batch):
+        names = ", ".join(s.node for s in group)
+        if kind == "skip":
+            [step] = group
+            skipped.append(step.node)
+            done.append(step.node)
+            unchecked_skips.append(step.node)
+            log(f"{step.node} ({step.role}, {step.address}): already {target}")
+            continue
+        if unchecked_skips:
+            gate = _health(talosctl, steps)
+            if not gate.ok:
+                return stop(group, f"health check after skipping {_names(unchecked_skips)} failed "
+                                   f"({gate.reason})", False)
+            unchecked_skips = []
+        for step in group:
+            log(f"{step.node} ({step.role}, {step.address}): {current[step.node]} -> {target}")
+        with ThreadPoolExecutor(max_workers=len(group)) as pool:
+            answers = list(pool.map(lambda s: talosctl.upgrade(s.address, s.image), group))
+        for step, answer in zip(group, answers):
+            if answer.ok:
+                upgraded.append(step.node)
+                done.append(step.node)
+        failed = [(step, answer) for step, answer in zip(group, answers) if not answer.ok]
+        if failed:
+            why = "; ".join(f"on {step.node}: {answer.reason}" for step, answer in failed)
+            return stop([step for step, _ in failed], f"talosctl upgrade failed ({why})", True)
+        gate = _health(talosctl, steps)
+        if not gate.ok:
+            return stop(group, f"health check after upgrading {names} failed ({gate.reason})", True)
+        log(f"{names}: upgraded, cluster healthy")
+    if unchecked_skips:
+        gate = _health(talosctl, steps)
+        if not gate.ok:
+            return stop(steps[-1:], f"health check after skipping {_names(unchecked_skips)} failed "
+                                    f"({gate.reason})", True)
+    outcome = Outcome(upgraded, skipped, done=done)
+    log(outcome.summary())
+    return outcome
+
+
+def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: Log = print) -> Outcome:
+    """`talosctl upgrade-k8s` to the site's kubernetes_version, between two health gates.
 
     upgrade-k8s rolls the control-plane components and kubelets node by node and updates each machine
     configuration, so the platform stack's apply that follows finds nothing left to change on the nodes; applying
     a new kubernetes_version through Terraform alone would restart every node's components at once (ADR 0009).
+    It resumes where it stopped, so a failed run is repeated after the cause is fixed.
     """
-    run = run or _default_runner
     steps = upgrade_plan(site, cluster_name)
     first = next(s for s in steps if s.role == "controlplane")
     target = site.clusters[cluster_name].kubernetes_version.removeprefix("v")
-    base = [talosctl, "--talosconfig", talosconfig, "--nodes", first.address]
-    log(f"upgrade-k8s to {target} through {first.node} ({first.address})")
-    result = run([*base, "upgrade-k8s", "--to", target])
-    if result.returncode != 0:
-        reason = f"talosctl upgrade-k8s failed ({(result.stderr or result.stdout).strip()[:200]})"
-        log(f"stopped: {reason}")
-        return Outcome([], [], first.node, reason)
-    gate = run(_health_command(talosctl, talosconfig, steps))
-    if gate.returncode != 0:
-        reason = f"the cluster is not healthy after upgrade-k8s ({(gate.stderr or gate.stdout).strip()[:200]})"
-        log(f"stopped: {reason}")
-        return Outcome([s.node for s in steps], [], first.node, reason)
-    return Outcome([s.node for s in steps], [])
+    everyone = [s.node for s in steps]
+
+    def stop(reason: str, touched: bool) -> Outcome:
+        outcome = Outcome([], [], first.node, reason, [], [] if touched else everyone)
+        log(outcome.summary())
+        return outcome
+
+    before = _health(talosctl, steps)
+    if not before.ok:
+        return stop(f"health check before upgrade-k8s failed ({before.reason})", False)
+    log(f"cluster healthy; upgrade-k8s to {target} through {first.node} ({first.address})")
+    answer = talosctl.upgrade_k8s(first.address, target)
+    if not answer.ok:
+        return stop(f"talosctl upgrade-k8s failed ({answer.reason}); components may be partly upgraded: fix the "
+                    f"cause and run it again", True)
+    gate = _health(talosctl, steps)
+    if not gate.ok:
+        return stop(f"health check after upgrade-k8s failed ({gate.reason})", True)
+    outcome = Outcome(everyone, [], done=everyone)
+    log(f"kubernetes {target} on {_names(everyone)}, cluster healthy")
+    return outcome
 
 
-def _health_command(talosctl: str, talosconfig: str, steps: list[Step]) -> list[str]:
-    control_planes = ",".join(s.address for s in steps if s.role == "controlplane")
-    workers = ",".join(s.address for s in steps if s.role == "worker")
-    return [talosctl, "--talosconfig", talosconfig, "--nodes", steps[0].address, "health", "--control-plane-nodes",
-            control_planes, "--wait-timeout", "10m"] + (["--worker-nodes", workers] if workers else [])
-
-
-def _default_runner(command: Sequence[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(list(command), capture_output=True, text=True, timeout=3600)
-
-
-def rolling_upgrade(site: Site, cluster_name: str, talosconfig: str, target: str | None = None,
-                    talosctl: str = "talosctl", run: Runner = _default_runner,
-                    log: Callable[[str], None] = print) -> Outcome:
-    target = target or site.clusters[cluster_name].talos_version
+# ---------------------------------------------------------------------------------------------------------- dry run
+def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> list[str]:
+    """What a rolling upgrade does, without contacting anything (which nodes are current is only known then)."""
     steps = upgrade_plan(site, cluster_name)
-    base = [talosctl, "--talosconfig", talosconfig]
-    health = _health_command(talosctl, talosconfig, steps)
-    upgraded, skipped = [], []
+    target = site.clusters[cluster_name].talos_version
+    lines = ["0. talosctl health: the cluster must be healthy before the first node"]
+    everyone = {s.node: "" for s in steps}
+    groups = list(_groups(steps, everyone, target, worker_batch))
+    for number, (_, group) in enumerate(groups, 1):
+        entries = [f"{s.node} ({s.role}, {s.address}) -> {s.image}" for s in group]
+        lines.append(f"{number}. {entries[0]}")
+        lines += [f"   {entry}" for entry in entries[1:]]
+        lines[-1] += (", together" if len(group) > 1 else "") + ", then talosctl health"
+    lines.append(f"nodes already on {target} are skipped (talosctl health follows them); a node newer than "
+                 f"{target} refuses the run unless --force")
+    return lines
 
-    def stop(step: Step, reason: str) -> Outcome:
-        left = [s.node for s in steps[steps.index(step) + 1:]]
-        log(f"stopped at {step.node}: {reason}; not touched: {', '.join(left) or 'none'}")
-        return Outcome(upgraded, skipped, step.node, reason)
 
-    for step in steps:
-        version = run([*base, "--nodes", step.address, "version"])
-        found = SERVER_TAG.search(version.stdout or "")
-        if version.returncode != 0 or not found:
-            return stop(step, f"cannot read its Talos version ({(version.stderr or version.stdout).strip()[:200]})")
-        if found.group(1) == target:
-            skipped.append(step.node)
-            log(f"{step.node} ({step.role}, {step.address}): already {target}")
-            continue
-        log(f"{step.node} ({step.role}, {step.address}): {found.group(1)} -> {target}")
-        result = run([*base, "--nodes", step.address, "upgrade", "--image", step.image, "--wait", "--timeout", "15m"])
-        if result.returncode != 0:
-            return stop(step, f"talosctl upgrade failed ({(result.stderr or result.stdout).strip()[:200]})")
-        upgraded.append(step.node)
-        gate = run(health)
-        if gate.returncode != 0:
-            return stop(step, f"the cluster is not healthy after upgrading it ({(gate.stderr or gate.stdout).strip()[:200]})")
-        log(f"{step.node}: upgraded, cluster healthy")
-    return Outcome(upgraded, skipped)
+def describe_kubernetes(site: Site, cluster_name: str) -> list[str]:
+    """What `upgrade --kubernetes` does, without contacting anything."""
+    steps = upgrade_plan(site, cluster_name)
+    first = next(s for s in steps if s.role == "controlplane")
+    target = site.clusters[cluster_name].kubernetes_version.removeprefix("v")
+    control_planes = [s.node for s in steps if s.role == "controlplane"]
+    workers = [s.node for s in steps if s.role == "worker"]
+    return [
+        "0. talosctl health: the cluster must be healthy first",
+        f"1. talosctl upgrade-k8s --to {target} through {first.node} ({first.role}, {first.address}): "
+        f"kube-apiserver, kube-controller-manager and kube-scheduler on {_names(control_planes)} one node at a "
+        f"time, then the kubelet of every node ({_names(control_planes + workers)}), each machine configuration "
+        f"updated",
+        f"2. talosctl health over {_names(control_planes)} (control planes) and {_names(workers)} (workers)",
+        "for the cluster's own view of each change: talosctl upgrade-k8s --dry-run (contacts the cluster)",
+    ]
+
+
+def command(site: Site, cluster_name: str, talosctl: Talosctl, *, kubernetes: bool = False, dry_run: bool = False,
+            worker_batch: int = 1, force: bool = False, log: Log = print) -> int:
+    """`terravixens upgrade`: the dry-run text or the upgrade itself; returns the exit code."""
+    if dry_run:
+        for line in (describe_kubernetes(site, cluster_name) if kubernetes
+                     else describe_rolling(site, cluster_name, worker_batch)):
+            log(line)
+        return EXIT_OK
+    if kubernetes:
+        return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
+    return rolling_upgrade(site, cluster_name, talosctl, worker_batch=worker_batch, force=force, log=log).exit_code

@@ -27,6 +27,22 @@ def example_synth(example_site, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def variant_stacks(tmp_path_factory):
+    """The conformance site variants (tests/test_conformance.py: VARIANTS), each synthesized once per session and
+    shared read-only by the tests that judge them (schemas, Talos' validator)."""
+    from tests.test_conformance import VARIANTS, _variant
+
+    cache: dict[str, dict[str, dict]] = {}
+
+    def get(name: str) -> dict[str, dict]:
+        if name not in cache:
+            site = support.site_from(_variant(VARIANTS[name]))
+            cache[name] = support.synth(site, tmp_path_factory.mktemp(f"variant-{name}"))
+        return cache[name]
+    return get
+
+
+@pytest.fixture(scope="session")
 def terraform_binary():
     """The CLI scripts/providers.py chose: $TERRAFORM_BINARY_NAME, else terraform, else the OpenTofu it built."""
     cache_bin = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache/terravixens")) / "bin"
@@ -37,3 +53,13 @@ def terraform_binary():
         if found:
             return found
     pytest.fail(f"no {' or '.join(candidates)} CLI: run `make providers` (it builds OpenTofu when terraform is missing)")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many machine configurations Talos' own library judged in this run (tests/test_talos_validate.py)."""
+    from tests.talos_tool import VALIDATED
+
+    if VALIDATED:
+        by_version = ", ".join(f"{version}: {count}" for version, count in sorted(VALIDATED.items()))
+        terminalreporter.write_line(f"talos-validate: {sum(VALIDATED.values())} machine configurations validated "
+                                    f"({by_version})")

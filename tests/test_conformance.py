@@ -65,8 +65,8 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_every_stack_conforms_to_the_provider_schemas(variant, tmp_path):
-    stacks = support.synth(support.site_from(_variant(VARIANTS[variant])), tmp_path)
+def test_every_stack_conforms_to_the_provider_schemas(variant, variant_stacks):
+    stacks = variant_stacks(variant)
     for name, stack in stacks.items():
         findings, unchecked = check_stack(name, stack, SCHEMAS)
         assert [str(f) for f in findings] == []

@@ -1,77 +1,95 @@
-"""Rolling Talos upgrades, driven against a fake `talosctl` (a script that records its calls and answers from a
-state file). Nothing is contacted: the site is the loopback version of the example."""
+"""Rolling upgrades that cannot make things worse, driven against a fake `talosctl` (tests/fake_talosctl.py: a
+wrapper written into tmp_path answers from a scenario file and records its calls). Nothing is contacted: the site
+is the loopback version of the example."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from terravixens.upgrade import kubernetes_upgrade, rolling_upgrade, upgrade_plan
+from terravixens.talosctl import Talosctl, parse_duration
+from terravixens.upgrade import describe_kubernetes, kubernetes_upgrade, release, rolling_upgrade, upgrade_plan
 from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent
-FAKE_TALOSCTL = '''#!{python}
-import json, re, sys
-state_path = {state!r}
-state = json.load(open(state_path))
-args = sys.argv[1:]
-state["calls"].append(args)
-node = args[args.index("--nodes") + 1]
-command = args[4]
-code = 0
-if command == "version":
-    print("Client:\\n\\tTag: v1.11.6\\nServer:\\n\\tNODE: %s\\n\\tTag: %s" % (node, state["versions"][node]))
-elif command == "upgrade":
-    if node in state["fail_upgrade"]:
-        print("error: upgrade of %s failed" % node, file=sys.stderr); code = 1
-    else:
-        state["versions"][node] = re.search(r":(v[^:]+)$", args[args.index("--image") + 1]).group(1)
-elif command == "upgrade-k8s":
-    state["kubernetes"] = args[args.index("--to") + 1]
-    if state.get("fail_k8s"):
-        print("error: upgrade-k8s failed: apiserver not ready", file=sys.stderr); code = 1
-elif command == "health":
-    upgraded = [n for n, v in state["versions"].items() if v == "v1.11.6"]
-    if len(upgraded) in state["unhealthy_after"]:
-        print("waiting for etcd members to be healthy: timeout", file=sys.stderr); code = 1
-json.dump(state, open(state_path, "w"))
-sys.exit(code)
-'''
+FAKE = ROOT / "tests" / "fake_talosctl.py"
 ADDRESSES = {"cp-a": "127.11.1.11", "cp-b": "127.11.1.12", "cp-c": "127.11.1.13", "wk-a": "127.11.1.21",
-             "wk-b": "127.11.1.22"}
+             "wk-b": "127.11.1.22", "wk-c": "127.11.1.23"}
+NAMES = {address: name for name, address in ADDRESSES.items()}
 IMAGE = "127.0.0.1:9/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.6"
+FIVE = ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
+
+
+def site_data(workers: int = 2) -> dict:
+    data = support.loopback_data()
+    data["clusters"]["prod"]["talos_version"] = "v1.11.6"
+    if workers == 3:
+        data["clusters"]["prod"]["workers"]["wk-c"] = {
+            "hypervisor": "pve2", "vm_id": 1203,
+            "networks": {"maintenance_ip": "127.0.0.63", "vlans": {111: {"address": "127.11.1.23/24",
+                                                                        "gateway": "127.11.1.1"}}}}
+    return data
 
 
 @pytest.fixture()
 def site():
-    data = support.loopback_data()
-    data["clusters"]["prod"]["talos_version"] = "v1.11.6"
-    return support.site_from(data)
+    return support.site_from(site_data())
 
 
 @pytest.fixture()
-def talosctl(tmp_path):
-    state = tmp_path / "state.json"
-
-    def make(versions: dict[str, str], fail_upgrade=(), unhealthy_after=()):
-        state.write_text(json.dumps({"versions": {ADDRESSES[n]: v for n, v in versions.items()}, "calls": [],
-                                     "fail_upgrade": [ADDRESSES[n] for n in fail_upgrade],
-                                     "unhealthy_after": list(unhealthy_after)}))
-        script = tmp_path / "talosctl"
-        script.write_text(FAKE_TALOSCTL.format(python=sys.executable, state=str(state)))
-        script.chmod(0o755)
-        return str(script), lambda: json.loads(state.read_text())
-    return make
+def site3():
+    return support.site_from(site_data(workers=3))
 
 
-def upgrades(calls: list[list[str]]) -> list[str]:
-    by_address = {address: name for name, address in ADDRESSES.items()}
-    return [by_address[c[c.index("--nodes") + 1]] for c in calls if c[4] == "upgrade"]
+class Fake:
+    """The fake talosctl of one test: its path, its scenario, and what it was asked."""
+
+    def __init__(self, folder: Path, versions: dict[str, str], **scenario):
+        self.scenario = folder / "scenario.json"
+        addresses = {key: [ADDRESSES[n] if n in ADDRESSES else n for n in value] for key, value in scenario.items()
+                     if key in ("broken", "breaks_on_upgrade", "together")}
+        tables = {key: {command: [ADDRESSES.get(n, n) for n in nodes] for command, nodes in value.items()}
+                  for key, value in scenario.items() if key in ("fail", "hang")}
+        state = {"versions": {ADDRESSES[n]: v for n, v in versions.items()}, "calls": [], **addresses, **tables,
+                 "health_script": scenario.get("health_script", []), "together_wait": scenario.get("together_wait", 10)}
+        self.scenario.write_text(json.dumps(state))
+        self.path = folder / "talosctl"
+        self.path.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} \"$@\"\n")
+        self.path.chmod(0o755)
+
+    def state(self) -> dict:
+        return json.loads(self.scenario.read_text())
+
+    def calls(self) -> list[list[str]]:
+        return self.state()["calls"]
+
+    def kinds(self) -> list[str]:
+        return [call[4] for call in self.calls()]
+
+    def upgraded(self) -> list[str]:
+        return [NAMES[call[call.index("--nodes") + 1]] for call in self.calls() if call[4] == "upgrade"]
+
+    def talosctl(self, timeout: int = 60) -> Talosctl:
+        return Talosctl(str(self.path), "talosconfig", timeout)
 
 
+def quiet(_: str) -> None:
+    pass
+
+
+def cli(tmp_path: Path, *arguments: str, workers: int = 2) -> subprocess.CompletedProcess:
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(json.dumps(site_data(workers)))  # JSON is YAML
+    return subprocess.run([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
+                           *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+# ---------------------------------------------------------------------------------------------------------- plan
 def test_plan_is_control_planes_then_workers_by_name(site):
     steps = upgrade_plan(site, "prod")
     assert [(s.node, s.role, s.address) for s in steps] == [
@@ -80,82 +98,306 @@ def test_plan_is_control_planes_then_workers_by_name(site):
     assert {s.image for s in steps} == {IMAGE}
 
 
-def test_one_node_at_a_time_each_gated_on_health(site, talosctl):
-    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.5"))
-    outcome = rolling_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
-    assert outcome.ok and outcome.upgraded == ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
-    kinds = [call[4] for call in state()["calls"]]
-    assert kinds == ["version", "upgrade", "health"] * 5
-    health = state()["calls"][2]
+def test_health_first_then_versions_then_one_node_at_a_time_each_gated(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"))
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.ok and outcome.upgraded == FIVE and outcome.done == FIVE
+    assert fake.kinds() == ["health"] + ["version"] * 5 + ["upgrade", "health"] * 5
+    health = fake.calls()[0]
     assert health[health.index("--control-plane-nodes") + 1] == "127.11.1.11,127.11.1.12,127.11.1.13"
     assert health[health.index("--worker-nodes") + 1] == "127.11.1.21,127.11.1.22"
-    upgrade = state()["calls"][1]
+    assert health[health.index("--wait-timeout") + 1] == "60s"
+    upgrade = fake.calls()[6]
     assert upgrade[upgrade.index("--image") + 1] == IMAGE and "--wait" in upgrade
+    assert upgrade[upgrade.index("--timeout") + 1] == "60s"
+    assert outcome.summary() == "upgraded: cp-a, cp-b, cp-c, wk-a, wk-b; already current: none"
 
 
-def test_nodes_already_on_target_are_skipped(site, talosctl):
-    binary, state = talosctl({**dict.fromkeys(ADDRESSES, "v1.11.6"), "wk-b": "v1.11.5"})
-    outcome = rolling_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
-    assert outcome.upgraded == ["wk-b"] and outcome.skipped == ["cp-a", "cp-b", "cp-c", "wk-a"]
-    assert upgrades(state()["calls"]) == ["wk-b"]
+# ---------------------------------------------------------------------------------------------------------- health
+def test_an_unhealthy_cluster_gets_no_node_rebooted_however_often_it_is_run(site, tmp_path):
+    """The bug this fixes: each re-run used to upgrade (reboot) one more node of an already unhealthy cluster."""
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-a": "v1.11.6"}, broken=["cp-a"])
+    for _ in range(3):
+        outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+        assert outcome.summary() == (
+            "stopped at cp-a: health check before the first node failed (exit 1: waiting for etcd members to be "
+            "healthy: 127.11.1.11: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+    assert fake.upgraded() == [] and fake.kinds() == ["health"] * 3
 
 
-def test_unhealthy_cluster_stops_the_rollout(site, talosctl):
-    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.5"), unhealthy_after=[2])
+def test_health_is_checked_after_skipped_nodes_before_the_next_upgrade(site, tmp_path):
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-a": "v1.11.6", "cp-b": "v1.11.6"},
+                health_script=[True, False])
     messages = []
-    outcome = rolling_upgrade(site, "prod", "talosconfig", talosctl=binary, log=messages.append)
-    assert not outcome.ok and outcome.stopped_at == "cp-b" and outcome.upgraded == ["cp-a", "cp-b"]
-    assert upgrades(state()["calls"]) == ["cp-a", "cp-b"]
-    assert messages[-1] == ("stopped at cp-b: the cluster is not healthy after upgrading it (waiting for etcd "
-                            "members to be healthy: timeout); not touched: cp-c, wk-a, wk-b")
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=messages.append)
+    assert fake.kinds() == ["health"] + ["version"] * 5 + ["health"]
+    assert fake.upgraded() == []
+    assert messages[-1] == outcome.summary() == (
+        "stopped at cp-c: health check after skipping cp-a, cp-b failed (exit 1: waiting for etcd members to be "
+        "healthy: a member: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b")
 
 
-def test_failed_upgrade_stops_the_rollout(site, talosctl):
-    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.5"), fail_upgrade=["cp-a"])
-    outcome = rolling_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
-    assert outcome.stopped_at == "cp-a" and outcome.upgraded == []
-    assert "talosctl upgrade failed (error: upgrade of 127.11.1.11 failed)" in outcome.reason
-    assert [call[4] for call in state()["calls"]] == ["version", "upgrade"]
+def test_a_cluster_already_on_target_is_still_checked_at_the_end(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.ok and outcome.skipped == FIVE and outcome.upgraded == []
+    assert fake.kinds() == ["health"] + ["version"] * 5 + ["health"]
 
 
-def test_rerun_after_a_stop_finishes_the_rollout(site, talosctl):
-    binary, state = talosctl({"cp-a": "v1.11.6", "cp-b": "v1.11.6", "cp-c": "v1.11.5", "wk-a": "v1.11.5",
-                              "wk-b": "v1.11.5"})
-    outcome = rolling_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
+def test_unhealthy_after_a_node_stops_and_the_rerun_touches_nothing_more(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-b"])
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.exit_code == 1 and outcome.stopped_at == "cp-b" and outcome.upgraded == ["cp-a", "cp-b"]
+    assert outcome.summary() == (
+        "stopped at cp-b: health check after upgrading cp-b failed (exit 1: waiting for etcd members to be "
+        "healthy: 127.11.1.12: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b")
+    again = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert again.stopped_at == "cp-a" and again.not_touched == FIVE
+    assert fake.upgraded() == ["cp-a", "cp-b"]
+
+
+def test_rerun_after_a_stop_finishes_the_rollout(site, tmp_path):
+    fake = Fake(tmp_path, {"cp-a": "v1.11.6", "cp-b": "v1.11.6", "cp-c": "v1.11.5", "wk-a": "v1.11.5",
+                           "wk-b": "v1.11.5"})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert outcome.ok and outcome.skipped == ["cp-a", "cp-b"] and outcome.upgraded == ["cp-c", "wk-a", "wk-b"]
+    assert fake.kinds() == ["health"] + ["version"] * 5 + ["health"] + ["upgrade", "health"] * 3
 
 
-def test_cli_dry_run_and_exit_code(site, talosctl, tmp_path):
+# ---------------------------------------------------------------------------------------------------------- failures
+def test_a_failed_upgrade_stops_the_rollout(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), fail={"upgrade": ["cp-b"]})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.summary() == (
+        "stopped at cp-b: talosctl upgrade failed (on cp-b: exit 1: error: upgrade on 127.11.1.12 failed: rpc "
+        "error: code = Unavailable); done: cp-a; not touched: cp-c, wk-a, wk-b")
+    assert fake.kinds()[-2:] == ["health", "upgrade"]
+
+
+def test_an_unreadable_version_stops_before_anything_is_touched(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), fail={"version": ["wk-b"]})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.summary() == (
+        "stopped at wk-b: cannot read its Talos version (exit 1: error: version on 127.11.1.22 failed: rpc error: "
+        "code = Unavailable); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+    assert fake.upgraded() == []
+
+
+def _ends_soon(pid: int) -> bool:
+    """The process is gone (or a zombie) within a few seconds: SIGKILL is delivered asynchronously."""
+    status = Path(f"/proc/{pid}/status")
+    for _ in range(100):
+        try:
+            if "\nState:\tZ" in status.read_text():
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_hung_upgrade_is_killed_with_its_children_at_the_deadline(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), hang={"upgrade": ["cp-b"]})
+    started = time.monotonic()
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(timeout=1), log=quiet)
+    assert time.monotonic() - started < 30
+    assert outcome.summary() == (
+        "stopped at cp-b: talosctl upgrade failed (on cp-b: talosctl upgrade did not answer within 2s (timeout 1s), "
+        "killed); done: cp-a; not touched: cp-c, wk-a, wk-b")
+    [child] = [int(pid) for pid in Path(f"{fake.scenario}.hung").read_text().split()]
+    assert _ends_soon(child)
+
+
+def test_a_hung_health_check_stops_before_the_first_node(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), hang={"health": ["*"]})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(timeout=1), log=quiet)
+    assert outcome.summary() == (
+        "stopped at cp-a: health check before the first node failed (talosctl health did not answer within 2s "
+        "(timeout 1s), killed); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+    assert fake.upgraded() == []
+
+
+@pytest.mark.parametrize("problem", ["missing", "not-executable"])
+def test_a_missing_talosctl_ends_with_where_it_stopped_not_a_traceback(problem, tmp_path):
+    binary = tmp_path / "bin" / "talosctl"
+    if problem == "not-executable":
+        binary.parent.mkdir()
+        binary.write_text("#!/bin/sh\n")
+    run = cli(tmp_path, "--talosctl", str(binary))
+    error = "No such file or directory" if problem == "missing" else "Permission denied"
+    assert (run.returncode, run.stderr) == (1, "")
+    assert run.stdout.splitlines()[-1] == (
+        f"stopped at cp-a: health check before the first node failed (cannot run {binary}: {error}); done: none; "
+        f"not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+
+
+def test_an_interrupt_stops_talosctl_and_says_how_to_resume(tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), hang={"health": ["*"]})
     site_file = tmp_path / "site.yaml"
-    data = support.loopback_data()
-    data["clusters"]["prod"]["talos_version"] = "v1.11.6"
-    site_file.write_text(json.dumps(data))  # JSON is YAML
-    dry = subprocess.run([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
-                          "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert dry.returncode == 0
-    assert dry.stdout.splitlines()[0] == f"1. cp-a (controlplane, 127.11.1.11) -> {IMAGE}, then talosctl health"
-    binary, _ = talosctl(dict.fromkeys(ADDRESSES, "v1.11.5"), unhealthy_after=[1])
-    run = subprocess.run([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
-                          "--talosctl", binary], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 1
-    assert run.stdout.splitlines()[-1] == "upgraded: cp-a; already current: none"
+    site_file.write_text(json.dumps(site_data()))
+    process = subprocess.Popen([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
+                                "--talosctl", str(fake.path)], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    hung = Path(f"{fake.scenario}.hung")
+    deadline = time.monotonic() + 60
+    while not hung.exists() or not hung.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr == ("interrupted: a node upgrade already started goes on inside Talos; run the same command again "
+                      "to check health and resume\n")
+    assert _ends_soon(int(hung.read_text().split()[0]))
 
 
-def test_kubernetes_upgrade_goes_through_upgrade_k8s_then_health(site, talosctl):
-    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.6"))
-    result = kubernetes_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
+# ---------------------------------------------------------------------------------------------------------- downgrade
+def test_a_downgrade_is_refused_before_anything_is_touched(site, tmp_path):
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.11.7", "cp-c": "v1.12.0-beta.1"})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.exit_code == 3 and outcome.refused
+    assert outcome.summary() == (
+        "refused: cp-c runs v1.12.0-beta.1, wk-b runs v1.11.7, newer than the target v1.11.6: that is a downgrade. "
+        "Set talos_version to the version the nodes run, or pass --force to downgrade; nothing touched")
+    assert fake.upgraded() == [] and fake.kinds() == ["health"] + ["version"] * 5
+
+
+def test_force_downgrades(tmp_path):
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.11.7"})
+    refused = cli(tmp_path, "--talosctl", str(fake.path))
+    assert refused.returncode == 3 and fake.upgraded() == []
+    forced = cli(tmp_path, "--talosctl", str(fake.path), "--force")
+    assert forced.returncode == 0 and fake.upgraded() == ["wk-b"]
+    assert "wk-b (worker, 127.11.1.22): v1.11.7 -> v1.11.6" in forced.stdout.splitlines()
+    assert fake.state()["versions"]["127.11.1.22"] == "v1.11.6"
+
+
+def test_versions_are_ordered_as_releases():
+    assert release("v1.12.0-beta.1") < release("v1.12.0") < release("v1.12.1") < release("1.13.0")
+    assert release("v1.11.10") > release("v1.11.9")
+    with pytest.raises(ValueError, match="'latest' is not a Talos version like v1.11.6"):
+        release("latest")
+
+
+# ---------------------------------------------------------------------------------------------------------- batches
+def test_workers_in_batches_control_planes_alone_each_gated(site3, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"), together=["wk-a", "wk-b"])
+    outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
+    assert outcome.ok and sorted(outcome.upgraded) == sorted(ADDRESSES)
+    kinds = fake.kinds()
+    assert kinds == ["health"] + ["version"] * 6 + ["upgrade", "health"] * 3 + ["upgrade", "upgrade", "health"] + [
+        "upgrade", "health"]
+    assert fake.upgraded()[:3] == ["cp-a", "cp-b", "cp-c"] and fake.upgraded()[-1] == "wk-c"
+
+
+def test_a_batch_run_one_by_one_would_fail_the_fake(site3, tmp_path):
+    """The check above can fail: with batches of one, the fake's 'together' pair is not upgraded together."""
+    fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"), together=["wk-a", "wk-b"], together_wait=1)
+    outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=1, log=quiet)
+    assert outcome.stopped_at == "wk-a" and "upgraded alone" in outcome.reason
+
+
+def test_control_planes_stay_one_at_a_time_whatever_the_batch(site3, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"))
+    rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=5, log=quiet)
+    assert fake.kinds() == ["health"] + ["version"] * 6 + ["upgrade", "health"] * 3 + ["upgrade"] * 3 + ["health"]
+
+
+def test_a_failure_in_a_batch_says_what_is_done(site3, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"), fail={"upgrade": ["wk-b"]})
+    outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
+    assert outcome.summary() == (
+        "stopped at wk-b: talosctl upgrade failed (on wk-b: exit 1: error: upgrade on 127.11.1.22 failed: rpc "
+        "error: code = Unavailable); done: cp-a, cp-b, cp-c, wk-a; not touched: wk-c")
+
+
+def test_skipped_workers_do_not_take_a_batch_slot(site3, tmp_path):
+    fake = Fake(tmp_path, {**dict.fromkeys(ADDRESSES, "v1.11.6"), "wk-a": "v1.11.5", "wk-c": "v1.11.5"},
+                together=["wk-a", "wk-c"])
+    outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
+    assert outcome.ok and outcome.upgraded == ["wk-a", "wk-c"]
+    assert fake.kinds() == ["health"] + ["version"] * 6 + ["health", "upgrade", "upgrade", "health"]
+
+
+# ---------------------------------------------------------------------------------------------------------- kubernetes
+def test_kubernetes_upgrade_between_two_health_gates(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
+    result = kubernetes_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert result.ok
-    calls = state()["calls"]
-    assert [c[4] for c in calls] == ["upgrade-k8s", "health"]
-    assert calls[0][2:] == ["--nodes", "127.11.1.11", "upgrade-k8s", "--to", "1.34.2"]
-    assert state()["kubernetes"] == "1.34.2"
+    assert fake.kinds() == ["health", "upgrade-k8s", "health"]
+    assert fake.calls()[1][2:] == ["--nodes", "127.11.1.11", "upgrade-k8s", "--to", "1.34.2"]
+    assert fake.state()["kubernetes"] == "1.34.2"
 
 
-def test_kubernetes_upgrade_failure_stops(site, talosctl, tmp_path):
-    binary, state = talosctl(dict.fromkeys(ADDRESSES, "v1.11.6"))
-    data = json.loads((tmp_path / "state.json").read_text())
-    data["fail_k8s"] = True
-    (tmp_path / "state.json").write_text(json.dumps(data))
-    result = kubernetes_upgrade(site, "prod", "talosconfig", talosctl=binary, log=lambda _: None)
-    assert not result.ok and "talosctl upgrade-k8s failed (error: upgrade-k8s failed: apiserver not ready)" in result.reason
-    assert [c[4] for c in state()["calls"]] == ["upgrade-k8s"]
+def test_kubernetes_upgrade_is_not_started_on_an_unhealthy_cluster(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"), broken=["wk-a"])
+    result = kubernetes_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert result.summary() == (
+        "stopped at cp-a: health check before upgrade-k8s failed (exit 1: waiting for etcd members to be healthy: "
+        "127.11.1.21: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+    assert fake.kinds() == ["health"]
+
+
+def test_kubernetes_upgrade_failure_stops(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"), fail={"upgrade-k8s": ["*"]})
+    result = kubernetes_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert result.exit_code == 1
+    assert result.summary() == (
+        "stopped at cp-a: talosctl upgrade-k8s failed (exit 1: error: upgrade-k8s on 127.11.1.11 failed: rpc "
+        "error: code = Unavailable); components may be partly upgraded: fix the cause and run it again; done: none; "
+        "not touched: none")
+    assert fake.kinds() == ["health", "upgrade-k8s"]
+
+
+# ---------------------------------------------------------------------------------------------------------- CLI
+def test_cli_dry_run_touches_nothing_and_shows_batches(tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"))
+    dry = cli(tmp_path, "--dry-run", "--worker-batch", "2", "--talosctl", str(fake.path), workers=3)
+    assert dry.returncode == 0 and fake.calls() == []
+    lines = dry.stdout.splitlines()
+    assert lines[0] == "0. talosctl health: the cluster must be healthy before the first node"
+    assert lines[1] == f"1. cp-a (controlplane, 127.11.1.11) -> {IMAGE}, then talosctl health"
+    assert lines[4:7] == [f"4. wk-a (worker, 127.11.1.21) -> {IMAGE}",
+                          f"   wk-b (worker, 127.11.1.22) -> {IMAGE}, together, then talosctl health",
+                          f"5. wk-c (worker, 127.11.1.23) -> {IMAGE}, then talosctl health"]
+    assert lines[-1] == ("nodes already on v1.11.6 are skipped (talosctl health follows them); a node newer than "
+                         "v1.11.6 refuses the run unless --force")
+
+
+def test_cli_dry_run_honours_kubernetes(site, tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
+    dry = cli(tmp_path, "--dry-run", "--kubernetes", "--talosctl", str(fake.path))
+    assert dry.returncode == 0 and fake.calls() == []
+    assert dry.stdout.splitlines() == describe_kubernetes(site, "prod")
+    assert dry.stdout.splitlines()[1].startswith("1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, "
+                                                 "127.11.1.11): kube-apiserver")
+
+
+def test_cli_exit_codes_and_last_line(tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-a"])
+    run = cli(tmp_path, "--talosctl", str(fake.path), "--timeout", "90s")
+    assert run.returncode == 1 and run.stderr == ""
+    assert run.stdout.splitlines()[0] == "cluster healthy before the first node"
+    assert run.stdout.splitlines()[-1].startswith("stopped at cp-a: health check after upgrading cp-a failed")
+    assert fake.calls()[0][fake.calls()[0].index("--wait-timeout") + 1] == "90s"
+    (tmp_path / "ok").mkdir()
+    ok = Fake(tmp_path / "ok", dict.fromkeys(FIVE, "v1.11.5"))
+    done = cli(tmp_path, "--talosctl", str(ok.path))
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[-1] == "upgraded: cp-a, cp-b, cp-c, wk-a, wk-b; already current: none"
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--timeout", "soon", "'soon' is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h"),
+    ("--worker-batch", "0", "'0' is not a batch size: give a whole number of workers, 1 or more"),
+])
+def test_cli_refuses_bad_options(option, value, message, tmp_path):
+    run = cli(tmp_path, option, value)
+    assert run.returncode == 2 and run.stderr.splitlines()[-1].endswith(message)
+
+
+def test_durations():
+    assert [parse_duration(text) for text in ("45", "90s", "15m", "2h")] == [45, 90, 900, 7200]
+    with pytest.raises(ValueError):
+        parse_duration("0s")
+

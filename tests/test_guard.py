@@ -277,3 +277,66 @@ def test_site_roles_refuses_a_name_with_two_roles():
     with pytest.raises(AmbiguousRoles, match="node 'wk-a' is a controlplane in one cluster and a worker in another"):
         site_roles(support.site_from(data))
     assert site_roles(support.site_from(data), "platform-lab") == {"wk-a": "controlplane"}
+
+
+# ---------------------------------------------------------------------------------------------------- real plans
+def deployed(name: str = "real-platform-state.json") -> Usage:
+    from terravixens.guard import deployed_usage
+
+    return deployed_usage({"platform-prod": fixture(name)})
+
+
+def test_real_first_deploys_pass(example_site):
+    assert check_plan(fixture("real-hypervisors-create.json"), GuardContext(usage=site_usage(example_site))) == []
+    assert check_plan(fixture("real-platform-create.json"), GuardContext(roles=THREE)) == []
+
+
+def test_real_replacement_is_refused():
+    [violation] = check_plan(fixture("real-platform-vm-replaced.json"), GuardContext(roles=THREE))
+    assert str(violation).startswith("[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be "
+                                     "replaced: node 'wk-b' stays in the site but would be destroyed and re-created.")
+
+
+def test_real_bridge_removal_under_deployed_vms_is_refused():
+    [violation] = check_plan(fixture("real-hypervisors-bridge-in-use.json"), GuardContext(usage=deployed()))
+    assert violation.message == (
+        "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1 would delete bridge 'vmbr1' on 'pve2', used by VM cp-b in "
+        "platform-prod (deployed), VM wk-b in platform-prod (deployed): move those VMs off it and deploy their "
+        "platform layer first, then remove the bridge.")
+
+
+def test_real_l0_teardown_waits_for_the_platform_layers():
+    plan = fixture("real-hypervisors-destroy-while-vms-run.json")
+    refused = check_plan(plan, GuardContext(usage=deployed()))
+    assert codes(refused) == ["PG008"] * 5
+    assert sorted(v.message.split(" ", 1)[0] for v in refused) == [
+        "proxmox_network_linux_bridge.hv_pve1_bridge_vmbr1", "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1",
+        "proxmox_user_token.hv_pve1_token", "proxmox_virtual_environment_role.hv_pve1_role",
+        "proxmox_virtual_environment_user.hv_pve1_user"]
+    assert check_plan(plan, GuardContext(usage=Usage())) == []  # once the platform layers are gone
+
+
+def test_real_state_json_is_not_a_plan():
+    with pytest.raises(NotAPlan, match="is a state"):
+        read_plan(fixture("real-state-not-a-plan.json"))
+
+
+def test_cli_teardown_judged_on_deployed_states():
+    plan = str(PLANS / "real-hypervisors-destroy-while-vms-run.json")
+    refused = cli(plan, "--teardown", "--deployed-state", str(PLANS / "real-platform-state.json"))
+    assert refused.returncode == 1 and refused.stderr.count("[PG008 HypervisorKeepsWhatNodesUse]") == 5
+    assert cli(plan, "--teardown").returncode == 0
+    # Not a teardown: the example site's nodes still want their bridges and images.
+    assert cli(plan).returncode == 1
+
+
+SECRET_SHAPES = [re.compile(p) for p in (
+    r"-----BEGIN", r"AGE-SECRET-KEY", r"LS0tLS1CRUdJTi", r"[\w.-]+@[\w.-]+![\w.-]+[=:][0-9a-f]{8}-",
+    r"\"/(tmp|root|home|work|var)/", r"127\.\d+\.\d+\.\d+:(?!8006\b)\d{2,5}")]
+
+
+@pytest.mark.parametrize("path", sorted(PLANS.glob("*.json")) + sorted(PLANS.glob("*.jsonl")), ids=lambda p: p.name)
+def test_fixtures_hold_no_secret_and_no_local_path(path):
+    text = path.read_text()
+    for shape in SECRET_SHAPES:
+        assert not shape.search(text), f"{path.name}: {shape.pattern}"

@@ -32,7 +32,7 @@ from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.stacks.decommission import Decommission
+from terravixens.decommission_settings import Decommission
 
 
 @dataclass(frozen=True)

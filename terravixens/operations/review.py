@@ -61,7 +61,15 @@ def _nodes(data: dict) -> dict[str, tuple[str, str, dict]]:
     return found
 
 
+def _plain(document: dict) -> dict:
+    """Keys as text (YAML reads `111:` as a number, JSON as text): equal documents compare equal."""
+    import json
+
+    return json.loads(json.dumps(document, default=str))
+
+
 def named_by_change(before: dict, after: dict) -> Named:
+    before, after = _plain(before), _plain(after)
     named = Named()
     old, new = _nodes(before), _nodes(after)
     named.nodes = {name for name in set(old) | set(new) if old.get(name) != new.get(name)}
@@ -96,8 +104,23 @@ def git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=300)
 
 
+def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen:
+    """A synth in its own process, with the library found first under `code_root`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (code_root, *paths)))
+    return subprocess.Popen([sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)], cwd=code_root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str, dict]:
+    out, err = process.communicate(timeout=900)
+    if process.returncode != 0:
+        raise OperationError(f"synth {what} failed:\n{(err or out).strip()[-1500:]}", ExitCode.BAD_INPUT)
+    return read_stacks(outdir)
+
+
 def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
-    """Synthesizes `site` (a path relative to the repository) with the library as it was at `ref`."""
+    """Synthesizes `site` (a path relative to the repository) with the library as it was at `ref`, in a temporary
+    `git worktree` removed afterwards."""
     with private_directory("terravixens-review-") as scratch:
         tree = scratch / "base"
         added = git(root, "worktree", "add", "--detach", "--quiet", str(tree), ref)
@@ -108,13 +131,7 @@ def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
                 raise OperationError(f"{site} does not exist at {ref}: review a site file tracked at both ends",
                                      ExitCode.BAD_INPUT)
             # imports/ (generated bindings) is not committed: the working tree's serves the base's code too.
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), str(root)]))
-            done = subprocess.run([sys.executable, "-c", SYNTH_SCRIPT, str(tree / site), str(outdir)], cwd=tree,
-                                  env=env, capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                raise OperationError(f"synth at {ref} failed:\n{(done.stderr or done.stdout).strip()[-1500:]}",
-                                     ExitCode.BAD_INPUT)
-            return read_stacks(outdir)
+            return finish_synth(start_synth(tree, tree / site, outdir, root), f"at {ref}", outdir)
         finally:
             git(root, "worktree", "remove", "--force", str(tree))
 
@@ -167,7 +184,7 @@ def markdown(title: str, named: Named | None, found: list[Row]) -> str:
                   "| | owner | address | change | attributes |", "|---|---|---|---|---|"]
         for row in stack_rows[:ROW_LIMIT]:
             attributes = ", ".join(f"`{a}`" for a in row.attributes[:6]) + (" …" if len(row.attributes) > 6 else "")
-            lines.append(f"| {'⚠' if row.flagged else ''} | {row.owner} | `{row.address}` | {row.change} | {attributes} |")
+            lines.append(f"|{' ⚠ ' if row.flagged else ' '}| {row.owner} | `{row.address}` | {row.change} | {attributes} |")
         if len(stack_rows) > ROW_LIMIT:
             lines.append(f"| | | … {len(stack_rows) - ROW_LIMIT} more | | |")
         lines.append("")
@@ -194,14 +211,18 @@ def review_ref(root: Path, base: str, site: str) -> Review:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
     named = named_by_change(site_document(shown.stdout, f"{base}:{relative}"), site_document(current, relative))
     with private_directory("terravixens-review-out-") as scratch:
-        before = synth_at(root, base, relative, scratch / "before")
-        done = subprocess.run([sys.executable, "-c", SYNTH_SCRIPT, str(root / relative), str(scratch / "after")],
-                              cwd=root, capture_output=True, text=True, timeout=900,
-                              env=dict(os.environ, PYTHONPATH=str(root)))
-        if done.returncode != 0:
-            raise OperationError(f"synth of the working tree failed:\n{(done.stderr or done.stdout).strip()[-1500:]}",
-                                 ExitCode.BAD_INPUT)
-        after = read_stacks(scratch / "after")
+        # Both synths at once: each is mostly the jsii runtime starting, one core each.
+        working = start_synth(root, root / relative, scratch / "after")
+        try:
+            before = synth_at(root, base, relative, scratch / "before")
+        finally:
+            after_error = None
+            try:
+                after = finish_synth(working, "of the working tree", scratch / "after")
+            except OperationError as error:
+                after_error = error
+        if after_error is not None:
+            raise after_error
     found = rows(diff(before, after), named)
     return Review(markdown(f"`{base}` → working tree (`{relative}`)", named, found), sum(r.flagged for r in found))
 

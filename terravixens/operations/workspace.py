@@ -15,7 +15,7 @@ from pathlib import Path
 from terravixens.config.model import Site
 from terravixens.layers import HYPERVISORS, gitops_stack_name, platform_stack_name, stack_names
 from terravixens.operations.outcome import ExitCode, OperationError
-from terravixens.stacks.decommission import Decommission
+from terravixens.decommission_settings import Decommission
 
 Transform = Callable[[str, dict], dict]
 

@@ -9,7 +9,7 @@ from terravixens.config.model import Site
 from terravixens.layers import stack_names
 from terravixens.stacks.gitops import GitopsStack
 from terravixens.stacks.hypervisors import HypervisorsStack
-from terravixens.stacks.decommission import Decommission
+from terravixens.decommission_settings import Decommission
 from terravixens.stacks.platform import PlatformStack
 
 __all__ = ["build_app", "stack_names"]

@@ -12,7 +12,7 @@ from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
-from terravixens.stacks.decommission import Decommission
+from terravixens.decommission_settings import Decommission
 
 
 class PlatformStack(TerraformStack):

@@ -1,7 +1,8 @@
 """How a platform stack is synthesized while `terravixens decommission` tears its cluster down (ADR 0020).
 
 Never read from the site file: only the decommission operation builds one, for a synth of its own, so a normal
-`cdktf synth` or `terravixens deploy` can never lift a protection.
+`cdktf synth` or `terravixens deploy` can never lift a protection. Pure (no cdktf import): the operations use it
+without starting jsii.
 """
 from __future__ import annotations
 

@@ -56,7 +56,11 @@ def show_progress(console: Console, layer: str):
         if kind in ("apply_complete", "apply_errored") or (kind == "diagnostic" and message.get("@level") == "error"):
             console.step(layer, "apply" if kind != "diagnostic" else "error", message.get("@message", ""))
         elif kind == "diagnostic" and message.get("@level") == "warn":
-            console.step(layer, "warning", message.get("@message", ""))
+            diagnostic = message.get("diagnostic") or {}
+            detail = (diagnostic.get("detail") or "").strip().splitlines()
+            where = f" ({diagnostic['address']})" if diagnostic.get("address") else ""
+            console.step(layer, "warning", f"{diagnostic.get('summary', message.get('@message', ''))}{where}"
+                                           f"{': ' + detail[0][:200] if detail else ''}")
     return on_message
 
 

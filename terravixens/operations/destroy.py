@@ -75,5 +75,6 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
         apply_saved(ws, tf, console, planned, "destroy", backup=backup)
     finally:
         remove_quietly(planned.path)
-    console.say(f"destroyed {layer}; restore the state with: terravixens restore {layer} {backup.path}")
+    console.say(f"destroyed {layer}; restore the state with: terravixens restore {layer} "
+                f"{backup.path.relative_to(ws.root)}")
     return ExitCode.OK

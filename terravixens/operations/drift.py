@@ -34,6 +34,7 @@ def drift(ws: Workspace, layers: Sequence[str] | None, tf: Terraform, console: C
     console = console or Console()
     selected = ws.layers(layers)
     if synth:
+        console.step("site", "synth", ws.site.site)
         ws.synth()
     drifted = []
     for layer in selected:

@@ -22,6 +22,7 @@ def restore(ws: Workspace, layer: str, backup: Path, tf: Terraform, confirm: str
     typed_confirmation(console, f"{ws.site.site}/{layer}", confirm,
                        f"This replaces the state of layer {layer} of site {ws.site.site} with {backup}")
     if synth:
+        console.step("site", "synth", ws.site.site)
         ws.synth()
     workdir = ws.stack_dir(layer)
     tf.init(workdir, layer)

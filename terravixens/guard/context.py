@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from terravixens.catalogue import NODE_APPLY, VMS
+from terravixens.catalogue import VMS
 from terravixens.config.model import Site
 from terravixens.layers import platform_stack_name
 from terravixens.talos.image import disk_image_file_name
@@ -152,5 +152,5 @@ def apply_node_address(values: Mapping) -> str | None:
     return node if isinstance(node, str) else None
 
 
-__all__ = ["AmbiguousRoles", "GuardContext", "NODE_APPLY", "RebootChecks", "Usage", "apply_node_address",
+__all__ = ["AmbiguousRoles", "GuardContext", "RebootChecks", "Usage", "apply_node_address",
            "deployed_usage", "site_roles", "site_usage"]

@@ -20,10 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
+from terravixens.decommission_settings import Decommission
 from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.logical_ids import cluster_id, node_id
 from terravixens.operations import summary
-from terravixens.operations.backup import backup_state, pull_state
+from terravixens.operations.backup import pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import apply_saved, confirm, guard_context, judge, make_plan
 from terravixens.operations.destroy import typed_confirmation
@@ -32,7 +33,6 @@ from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.decommission_settings import Decommission
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,9 @@ def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
 def not_only_on_destroy(plan) -> list[str]:
     """Addresses the prepare step would change beyond the node applies' `on_destroy`: a cluster that is not
     converged is deployed first, so that decommission never applies anything else."""
-    from terravixens.operations.summary import changed_attributes, verb
-
+    verb = summary.verb
     return sorted(change.address for change in plan.changes if verb(change) not in ("no-op", "read") and not (
-        change.type == NODE_APPLY and verb(change) == "update" and set(changed_attributes(change)) <= {"on_destroy"}))
+        change.type == NODE_APPLY and verb(change) == "update" and set(summary.changed_attributes(change)) <= {"on_destroy"}))
 
 
 def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: str, args: list[str],
@@ -168,4 +167,4 @@ def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str,
         console.step(layer, "secrets", "kept (prevent_destroy); --destroy-secrets removes them, last")
 
 
-__all__ = ["DecommissionOptions", "apply_address", "backup_state", "decommission"]
+__all__ = ["DecommissionOptions", "apply_address", "decommission", "state_addresses"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from terravixens.guard.plan import Change
 from terravixens.operations import summary
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import make_plan
@@ -61,4 +60,4 @@ def drift(ws: Workspace, layers: Sequence[str] | None, tf: Terraform, console: C
     return DRIFT if drifted else IN_SYNC
 
 
-__all__ = ["Change", "drift", "outside_changes"]
+__all__ = ["drift", "outside_changes"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terravixens.config.model import Site
-from terravixens.layers import HYPERVISORS, gitops_stack_name, platform_stack_name, stack_names
+from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.decommission_settings import Decommission
 
@@ -76,4 +76,4 @@ class Workspace:
         return [platform_stack_name(name) for name in sorted(self.site.clusters)]
 
 
-__all__ = ["HYPERVISORS", "Transform", "Workspace"]
+__all__ = ["Transform", "Workspace"]

@@ -142,6 +142,9 @@ def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
     assert leftover_plans(root) == []
     assert state_modes(root) == {"state/hypervisors.tfstate": 0o600, "state/platform-prod.tfstate": 0o600}
     assert {stat.S_IMODE(p.stat().st_mode) for p in root.glob("first-*.json")} == {0o600}
+    # The plan's JSON went through a pipe: nothing but the synthesized stack is written next to it.
+    for layer in PROXMOX_SIDE:
+        assert [p.name for p in ws.stack_dir(layer).glob("*.json")] == ["cdk.tf.json"]
 
 
 def test_second_deploy_has_nothing_to_do_and_backs_up_nothing(deployed):

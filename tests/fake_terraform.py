@@ -121,6 +121,9 @@ class FakeTerraform(Terraform):
                     return Result(1, "", f"Error: Instance cannot be destroyed: {address} has lifecycle.prevent_destroy")
                 changes.append({"address": address, "action": "delete", "after": None})
         else:
+            wanted = {f"{APPLY}.{name}" for name in document.get("resource", {}).get(APPLY, {})}
+            for address in sorted(a for a in state if a.startswith(APPLY + ".") and a not in wanted):
+                changes.append({"address": address, "action": "delete", "after": None})  # the node left the site
             for name, body in document.get("resource", {}).get(APPLY, {}).items():
                 address = f"{APPLY}.{name}"
                 if address in state and body["on_destroy"] != state[address]["values"]["on_destroy"]:

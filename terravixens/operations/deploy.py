@@ -1,7 +1,8 @@
 """`terravixens deploy [LAYER…|--all]`: per layer, in apply order —
 
     synth → init → plan -out (saved plan) → guard on `terraform show -json` of it (piped, never written unless
-    asked) → per-node summary → confirm (or --yes) → back up the state → apply THAT saved plan → delete the plan.
+    asked) → per-node summary → confirm (or --yes) → back up the state → apply THAT saved plan → delete the plan
+    → delete the Kubernetes Node objects of nodes that left (their reset leaves them behind).
 
 A refused plan stops everything (exit 1) before anything is applied; later layers are not touched. The process
 umask is 077, so the plan file and local state Terraform writes are 0600. See docs/adr/0020-operations.md.
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from terravixens.catalogue import NODE_APPLY, VMS
 from terravixens.guard import (GuardContext, RebootChecks, check_plan, deployed_usage, explain, refusals, site_roles,
                                site_usage)
 from terravixens.guard.plan import NotAPlan, Plan, parse_plan_text
@@ -21,6 +23,7 @@ from terravixens.operations import summary
 from terravixens.operations.backup import Backup, backup_state, pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, write_private
+from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Result, Terraform
 from terravixens.operations.workspace import Workspace
@@ -163,8 +166,16 @@ def apply_saved(ws: Workspace, tf: Terraform, console: Console, planned: LayerPl
         remove_quietly(planned.path)
 
 
+def left_nodes(plan: Plan) -> list[str]:
+    """Kubernetes names of the nodes whose apply the plan deletes (they left the site, and were reset): their VM's
+    name in the prior state — TalosNode gives the VM and the Talos hostname the same name — else the node's key."""
+    leaving = {c.node for c in plan.changes if c.type == NODE_APPLY and c.deletes and not c.creates and c.node}
+    names = {r.node: r.values.get("name") for r in plan.prior_of(*VMS) if r.node in leaving}
+    return sorted(names.get(node) or node for node in leaving)
+
+
 def deploy_layer(ws: Workspace, tf: Terraform, console: Console, layer: str, options: DeployOptions,
-                 several: bool = False) -> bool:
+                 several: bool = False, kubectl: Kubectl | None = None) -> bool:
     """Returns True when something was applied."""
     workdir = ws.stack_dir(layer)
     console.step(layer, "init")
@@ -188,17 +199,21 @@ def deploy_layer(ws: Workspace, tf: Terraform, console: Console, layer: str, opt
         apply_saved(ws, tf, console, planned, "deploy")
     finally:
         remove_quietly(planned.path)
+    gone = left_nodes(planned.plan)
+    if gone:  # a Talos reset leaves the Node object behind, NotReady for ever
+        delete_nodes(kubectl or Kubectl(), kubeconfig_of(tf, workdir), gone, console, layer)
     console.step(layer, "done")
     return True
 
 
 def deploy(ws: Workspace, layers: Sequence[str] | None, tf: Terraform, options: DeployOptions,
-           console: Console | None = None) -> int:
+           console: Console | None = None, kubectl: Kubectl | None = None) -> int:
     console = console or Console()
     selected = ws.layers(layers)
     if options.synth:
         console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.layers())}")
         ws.synth()
-    applied = [layer for layer in selected if deploy_layer(ws, tf, console, layer, options, len(selected) > 1)]
+    applied = [layer for layer in selected
+               if deploy_layer(ws, tf, console, layer, options, len(selected) > 1, kubectl)]
     console.say(f"deployed: {', '.join(applied) or 'nothing (no changes)'}")
     return ExitCode.OK

@@ -4,13 +4,24 @@
     terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
     terravixens upgrade CLUSTER     rolling Talos upgrade to the site's talos_version, one node at a time, gated on health
+    terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
+    terravixens destroy LAYER       typed confirmation, verified state backup, guarded destroy of one layer
+    terravixens restore LAYER FILE  put a state backup back
+    terravixens decommission CLUSTER   reset a cluster's nodes in order (workers, control planes, the last one)
+    terravixens remove-dead-member CLUSTER NODE   remove an unreachable control plane from etcd, then its apply
+    terravixens drift [LAYER…]      plan -detailed-exitcode per layer; exit 2 on drift
+    terravixens review BASE         what a change does per stack and node, as Markdown for a pull request
+
+Operations live in terravixens.operations (one module each); this file only parses and dispatches.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
-from terravixens.config.loader import SiteError, load_site
+from terravixens.config.loader import SITE_ENV, SiteError, load_site
 
 RULE_FAILURE_MARK = "Encountered Annotations with level \"ERROR\""
 
@@ -64,22 +75,102 @@ def _stacks(args: argparse.Namespace, site) -> int:
     return 0
 
 
-def _plan_guard(args: argparse.Namespace) -> int:
-    from terravixens.guard import check_plan_file
-    from terravixens.inputs import InputError
+@_with_site
+def _plan_guard(args: argparse.Namespace, site) -> int:
+    from terravixens.operations.plan_guard import GuardOptions, plan_guard
+
+    return plan_guard(site, GuardOptions(
+        plan=args.plan, layer=args.layer, allow_reboot=frozenset(args.allow_reboot), plan_log=args.plan_log,
+        deployed_states=tuple(args.deployed_state), teardown=args.teardown, limit=args.max_size_mib * 1024 * 1024,
+    ), sys.stderr, sys.stdout)
+
+
+def _operation(command):
+    """Loads the site, sets umask 077, runs the operation; an OperationError prints its message and exits with its code."""
+    @_with_site
+    def run(args: argparse.Namespace, site) -> int:
+        from terravixens.operations import OperationError
+        from terravixens.operations.files import private_process
+        from terravixens.operations.terraform import Terraform
+        from terravixens.operations.workspace import Workspace
+
+        private_process()
+        try:
+            return command(args, Workspace(site), Terraform())
+        except OperationError as error:
+            print(f"terravixens {args.command}: {error}", file=sys.stderr)
+            return error.code
+    return run
+
+
+@_operation
+def _deploy(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.deploy import DeployOptions, deploy
+
+    return deploy(ws, None if args.all else args.layers, tf, DeployOptions(
+        yes=args.yes, allow_reboot=frozenset(args.allow_reboot), lock_timeout=args.lock_timeout,
+        save_plan_json=Path(args.save_plan_json) if args.save_plan_json else None))
+
+
+@_operation
+def _destroy(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.destroy import DestroyOptions, destroy
+
+    return destroy(ws, args.layer, tf, DestroyOptions(confirm=args.confirm))
+
+
+@_operation
+def _restore(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.restore import restore
+
+    return restore(ws, args.layer, Path(args.backup), tf, confirm=args.confirm, any_lineage=args.any_lineage)
+
+
+@_operation
+def _decommission(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.decommission import DecommissionOptions, decommission
+
+    return decommission(ws, args.cluster, tf, DecommissionOptions(
+        confirm=args.confirm, delete_vms=args.delete_vms, destroy_secrets=args.destroy_secrets, yes=args.yes))
+
+
+@_operation
+def _remove_dead_member(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.dead_member import Talosctl, remove_dead_member
+
+    return remove_dead_member(ws, args.cluster, args.node, tf, Talosctl(args.talosconfig, args.talosctl),
+                              force=args.force)
+
+
+@_operation
+def _drift(args: argparse.Namespace, ws, tf) -> int:
+    from terravixens.operations.drift import drift
+
+    return drift(ws, args.layers, tf)
+
+
+def _review(args: argparse.Namespace) -> int:
+    from terravixens.operations import OperationError
+    from terravixens.operations.review import review_dirs, review_ref
 
     try:
-        violations = check_plan_file(args.plan, limit=args.max_size_mib * 1024 * 1024)
-    except InputError as error:
-        print(error, file=sys.stderr)
-        return 2
-    for violation in violations:
-        print(violation, file=sys.stderr)
-    if violations:
-        print(f"{args.plan}: refused, {len(violations)} problem{'s' if len(violations) != 1 else ''}", file=sys.stderr)
-        return 1
-    print(f"{args.plan}: ok — no node replaced, at most one control plane leaves, secrets and bootstrap kept")
-    return 0
+        if args.before or args.after:
+            if not (args.before and args.after) or args.base:
+                print("terravixens review: give BASE, or both --before and --after", file=sys.stderr)
+                return 2
+            result = review_dirs(Path(args.before), Path(args.after))
+        else:
+            if not args.base:
+                print("terravixens review: give BASE (a git ref), or --before DIR --after DIR", file=sys.stderr)
+                return 2
+            result = review_ref(Path.cwd(), args.base, args.site or os.environ.get(SITE_ENV) or "sites/example.yaml")
+    except OperationError as error:
+        print(f"terravixens review: {error}", file=sys.stderr)
+        return error.code
+    if args.output:
+        Path(args.output).write_text(result.text + "\n")
+    print(result.text)
+    return 1 if args.strict and result.flagged else 0
 
 
 @_with_site
@@ -126,6 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     stacks.set_defaults(run=_stacks)
     guard = commands.add_parser("plan-guard", help="refuse a plan that replaces a node, loses quorum or secrets")
     guard.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
+    guard.add_argument("--site", help="site file: roles, and what its nodes want from L0 (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    guard.add_argument("--layer", help="the layer the plan is of (platform-<cluster>): roles of that cluster only")
+    guard.add_argument("--allow-reboot", action="append", default=[], metavar="NODE",
+                       help="let NODE's configuration change reboot it (repeatable)")
+    guard.add_argument("--plan-log", help="`terraform plan -json` output of the same plan (tells the guard which "
+                                          "reboot checks could not run)")
+    guard.add_argument("--deployed-state", action="append", default=[], metavar="STATE",
+                       help="a platform layer's `terraform state pull` (what its VMs use; repeatable)")
+    guard.add_argument("--teardown", action="store_true",
+                       help="the plan is a `plan -destroy`: what the site's nodes want from L0 does not count")
     guard.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
     guard.set_defaults(run=_plan_guard)
     upgrade = commands.add_parser(
@@ -146,6 +247,56 @@ def main(argv: list[str] | None = None) -> int:
                          help="deadline of each talosctl call, e.g. 90s, 15m, 1h (default 15m)")
     upgrade.add_argument("--force", action="store_true", help="allow a downgrade (a node newer than talos_version)")
     upgrade.set_defaults(run=_upgrade)
+
+    def with_site(command: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        command.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+        return command
+
+    deploy = with_site(commands.add_parser("deploy", help="synth, plan, guard, confirm, back up and apply, per layer"))
+    deploy.add_argument("layers", nargs="*", metavar="LAYER", help="layers to deploy, in apply order (default: all)")
+    deploy.add_argument("--all", action="store_true", help="every layer of the site (the default without LAYER)")
+    deploy.add_argument("--yes", action="store_true", help="apply without asking (the guard still runs)")
+    deploy.add_argument("--allow-reboot", action="append", default=[], metavar="NODE",
+                        help="let NODE's configuration change reboot it (repeatable)")
+    deploy.add_argument("--save-plan-json", metavar="PATH", help="also write the plan's JSON (0600; it holds secrets)")
+    deploy.add_argument("--lock-timeout", default="0s", help="wait this long for a state lock (e.g. 60s)")
+    deploy.set_defaults(run=_deploy)
+    destroy = with_site(commands.add_parser("destroy", help="destroy one layer, after a verified state backup"))
+    destroy.add_argument("layer")
+    destroy.add_argument("--confirm", metavar="SITE/LAYER", help="the typed confirmation, for unattended runs")
+    destroy.set_defaults(run=_destroy)
+    restore = with_site(commands.add_parser("restore", help="put a state backup back (the current state is backed up)"))
+    restore.add_argument("layer")
+    restore.add_argument("backup", help="a file under state-backups/ (or any `terraform state pull` output)")
+    restore.add_argument("--confirm", metavar="SITE/LAYER")
+    restore.add_argument("--any-lineage", action="store_true", help="accept a backup of another state lineage")
+    restore.set_defaults(run=_restore)
+    decommission = with_site(commands.add_parser("decommission", help="reset a cluster's nodes in order; secrets last"))
+    decommission.add_argument("cluster")
+    decommission.add_argument("--confirm", metavar="SITE/CLUSTER", help="the typed confirmation, for unattended runs")
+    decommission.add_argument("--yes", action="store_true", help="do not ask before each step")
+    decommission.add_argument("--delete-vms", action="store_true", help="also delete the VMs (default: kept, in maintenance mode)")
+    decommission.add_argument("--destroy-secrets", action="store_true",
+                              help="last: destroy the machine secrets (the cluster's identity) for good")
+    decommission.set_defaults(run=_decommission)
+    dead = with_site(commands.add_parser("remove-dead-member", help="remove an unreachable control plane from etcd"))
+    dead.add_argument("cluster")
+    dead.add_argument("node")
+    dead.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
+    dead.add_argument("--talosctl", default="talosctl")
+    dead.add_argument("--force", action="store_true", help="proceed even though the node answers `talosctl version`")
+    dead.set_defaults(run=_remove_dead_member)
+    drift = with_site(commands.add_parser("drift", help="plan each layer; exit 2 when something drifted"))
+    drift.add_argument("layers", nargs="*", metavar="LAYER")
+    drift.set_defaults(run=_drift)
+    review = commands.add_parser("review", help="per stack and node, what a change does (Markdown for a PR)")
+    review.add_argument("base", nargs="?", help="git ref to compare the working tree with (e.g. origin/main)")
+    review.add_argument("--site", help="site file, relative to the repository (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    review.add_argument("--before", help="compare two cdktf.out directories instead: the old one")
+    review.add_argument("--after", help="the new cdktf.out directory")
+    review.add_argument("--output", help="also write the Markdown to this file")
+    review.add_argument("--strict", action="store_true", help="exit 1 when an address of an unnamed node changes")
+    review.set_defaults(run=_review)
     args = parser.parse_args(argv)
     return args.run(args)
 

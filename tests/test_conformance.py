@@ -37,7 +37,8 @@ def _promote(d):
 
 
 def _s3(d):
-    d["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate"}}
+    d["state"] = {"backend": "s3", "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate",
+                                          "kms_key_id": "arn:aws:kms:us-east-1:000000000000:key/example"}}
 
 
 def _routable_and_taints(d):

@@ -4,6 +4,8 @@ Every test breaks exactly one rule on an otherwise valid stack and asserts the m
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cdktf import App, TerraformResourceLifecycle, TerraformStack
 
@@ -127,6 +129,18 @@ def test_tv005_secrets_without_prevent_destroy(app):
     errors = synth_errors(app)
     assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
             "set it, or keep this resource outside terravixens' stacks.") in errors
+
+
+def test_tv005_secrets_released_only_by_decommission(app, example_site):
+    """The one exception: a platform stack synthesized by `terravixens decommission --destroy-secrets`."""
+    import json
+
+    from terravixens.decommission_settings import Decommission
+
+    PlatformStack(app, example_site, "prod", Decommission(release_secrets=True))
+    app.synth()
+    stack = json.loads((Path(app.outdir) / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
+    assert stack["resource"]["talos_machine_secrets"]["cluster_secrets"]["lifecycle"]["prevent_destroy"] is False
 
 
 def test_tv006_private_key_literal(app):

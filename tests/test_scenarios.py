@@ -2,7 +2,7 @@
 
 Every test synthesizes the site before and after one change (full app.synth(), validations on) and asserts the
 exact set of added, removed and changed addresses per stack. "Changed" means changed in what Terraform acts on:
-attributes under lifecycle.ignore_changes are left out (tests/support.py: effective()). A node's VM, its
+attributes under lifecycle.ignore_changes are left out (terravixens.stackdiff.effective()). A node's VM, its
 configuration apply and its reset are `node_<name>_vm` / `node_<name>_apply`: no scenario may touch another node's.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import copy
 
 import pytest
 
+from terravixens.stackdiff import Changes, diff
 from tests import support
 
 P, H, G = "platform-prod", "hypervisors", "gitops-prod"
@@ -42,13 +43,13 @@ def cluster(data: dict) -> dict:
     return data["clusters"]["prod"]
 
 
-def run(before: dict, change) -> dict[str, support.Changes]:
+def run(before: dict, change) -> dict[str, Changes]:
     after = copy.deepcopy(before)
     change(after)
-    return support.diff(support.synth(support.site_from(before)), support.synth(support.site_from(after)))
+    return diff(support.synth(support.site_from(before)), support.synth(support.site_from(after)))
 
 
-def assert_changes(result: dict[str, support.Changes], expected: dict[str, dict[str, set[str]]]) -> None:
+def assert_changes(result: dict[str, Changes], expected: dict[str, dict[str, set[str]]]) -> None:
     actual = {stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed") if getattr(changes, kind)}
               for stack, changes in result.items()}
     assert actual == expected

@@ -505,6 +505,38 @@ def test_s3_backend_with_s3_settings_is_accepted():
     assert parse_site(data, "site.yaml").state.s3.bucket == "tf"
 
 
+def test_s3_endpoint_must_be_https():
+    data = example()
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://minio.lab.internal:9000", "bucket": "tf"}}
+    problem = only_problem(data)
+    assert problem.field == "state.s3"
+    assert problem.message == ("endpoint 'http://minio.lab.internal:9000' is not https: state holds secrets and "
+                               "credentials, so it travels over https only; use https://…, or set allow_http: true "
+                               "for a local test emulator")
+
+
+def test_s3_http_endpoint_allowed_explicitly():
+    data = example()
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tf", "allow_http": True}}
+    assert parse_site(data, "site.yaml").state.s3.allow_http is True
+
+
+def test_s3_kms_key_needs_encryption():
+    data = example()
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "https://minio.lab.internal:9000", "bucket": "tf",
+                                             "encrypt": False, "kms_key_id": "alias/state"}}
+    problem = only_problem(data)
+    assert problem.message == "kms_key_id is set but encrypt is false: set encrypt: true to use the KMS key"
+
+
+def test_sops_age_key_revision_is_positive():
+    data = example()
+    data["clusters"]["prod"]["flux"]["sops_age_key_revision"] = 0
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.flux.sops_age_key_revision"
+    assert "greater than or equal to 1" in problem.message
+
+
 def test_unknown_state_backend():
     data = example()
     data["state"]["backend"] = "consul"

@@ -26,15 +26,41 @@ def test_each_stack_declares_its_own_relative_local_backend(example_synth, stack
     assert backend == {"local": {"path": f"../../../state/{stack}.tfstate"}}
 
 
-def test_s3_backend_one_key_per_layer_with_locking():
+def test_s3_backend_one_key_per_layer_with_locking_and_encryption():
     data = support.example_data()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate"}}
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate"}}
     stacks = support.synth(support.site_from(data))
     keys = {name: stack["terraform"]["backend"]["s3"]["key"] for name, stack in stacks.items()}
     assert keys == {name: f"terravixens/homelab/{name}.tfstate" for name in stacks}
     assert all(stack["terraform"]["backend"]["s3"]["use_lockfile"] is True for stack in stacks.values())
+    assert all(stack["terraform"]["backend"]["s3"]["encrypt"] is True for stack in stacks.values())
+    assert all("kms_key_id" not in stack["terraform"]["backend"]["s3"] for stack in stacks.values())
     remote = stacks["gitops-prod"]["data"]["terraform_remote_state"]["platform"]
     assert remote["backend"] == "s3" and remote["config"]["key"] == "terravixens/homelab/platform-prod.tfstate"
+    assert remote["config"]["encrypt"] is True
+
+
+def test_s3_backend_with_a_kms_key():
+    data = support.example_data()
+    key = "arn:aws:kms:us-east-1:000000000000:key/example"
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate", "kms_key_id": key}}
+    stacks = support.synth(support.site_from(data))
+    assert {stack["terraform"]["backend"]["s3"]["kms_key_id"] for stack in stacks.values()} == {key}
+    assert stacks["gitops-prod"]["data"]["terraform_remote_state"]["platform"]["config"]["kms_key_id"] == key
+
+
+def test_sops_age_key_goes_through_the_write_only_attribute(example_synth):
+    secret = example_synth["gitops-prod"]["resource"]["kubernetes_secret_v1"]["cluster_flux_sops_age"]
+    assert "data" not in secret
+    assert secret["data_wo"] == {"age.agekey": "${file(pathexpand(var.sops_age_key_file))}"}
+    assert secret["data_wo_revision"] == 1
+
+
+def test_sops_age_key_revision_comes_from_the_site():
+    data = support.example_data()
+    data["clusters"]["prod"]["flux"]["sops_age_key_revision"] = 3
+    secret = support.synth(support.site_from(data))["gitops-prod"]["resource"]["kubernetes_secret_v1"]
+    assert secret["cluster_flux_sops_age"]["data_wo_revision"] == 3
 
 
 def test_gitops_stack_reads_cluster_credentials_from_platform_state(example_synth):

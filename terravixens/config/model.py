@@ -104,6 +104,22 @@ class S3State(Strict):
     region: str = "us-east-1"
     use_lockfile: bool = True
     use_path_style: bool = True
+    # State holds every secret of a layer: encrypted at rest by default (SSE-S3, or SSE-KMS with kms_key_id), and
+    # only over https unless allow_http says otherwise (a test emulator on loopback).
+    encrypt: bool = True
+    kms_key_id: str | None = None
+    allow_http: bool = False
+
+    @model_validator(mode="after")
+    def _https_endpoint(self) -> S3State:
+        if not self.endpoint.startswith("https://") and not (self.allow_http and self.endpoint.startswith("http://")):
+            raise ValueError(
+                f"endpoint {self.endpoint!r} is not https: state holds secrets and credentials, so it travels over "
+                f"https only; use https://…, or set allow_http: true for a local test emulator"
+            )
+        if self.kms_key_id is not None and not self.encrypt:
+            raise ValueError("kms_key_id is set but encrypt is false: set encrypt: true to use the KMS key")
+        return self
 
 
 class StateConfig(Strict):
@@ -257,6 +273,10 @@ class FluxConfig(Strict):
     )
     sops_age_key_file: str = Field(
         "~/.config/sops/age/keys.txt", description="Read at apply time; its content never enters the synthesized JSON."
+    )
+    sops_age_key_revision: int = Field(
+        1, ge=1, description="Bump after rotating the key: the secret is written through a write-only attribute "
+                             "(kept out of state and plans), so Terraform re-sends it only when this number changes."
     )
 
     @field_validator("url")

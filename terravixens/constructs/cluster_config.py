@@ -21,6 +21,9 @@ class ClusterConfigProps:
 
     cluster_name: str
     cluster: Cluster
+    # Lifts prevent_destroy on the machine secrets. Only `terravixens decommission --destroy-secrets` sets it, in a
+    # synth of its own, once no node of the cluster is left in the state (ADR 0020); rule TV005 accepts it only here.
+    release_secrets: bool = False
 
 
 class ClusterConfig(Construct):
@@ -37,7 +40,8 @@ class ClusterConfig(Construct):
         cluster = props.cluster
         self.secrets = pin(MachineSecrets(
             self, "secrets",
-            lifecycle=TerraformResourceLifecycle(prevent_destroy=True, ignore_changes=["talos_version"]),
+            lifecycle=TerraformResourceLifecycle(prevent_destroy=not props.release_secrets,
+                                                 ignore_changes=["talos_version"]),
         ), cluster_id("secrets"))
         self.machine_configurations = {
             role: pin(DataTalosMachineConfiguration(

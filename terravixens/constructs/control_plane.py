@@ -74,9 +74,12 @@ class ControlPlane(Construct):
             nodes=cp_addresses + worker_addresses,
         ), cluster_id("talosconfig"))
         # The member list as a resource: when it changes, the health data source below is read during apply (and
-        # waits for leaving members to be gone) instead of during plan, where etcd still lists them.
+        # waits for leaving members to be gone) instead of during plan, where etcd still lists them. Keyed by node
+        # name, it is also terravixens' record of each node's role in the state: the plan guard reads it to know
+        # whether a node that left the site was a control plane (ADR 0021), instead of guessing from configuration.
         self.membership = pin(DataResource(self, "membership", input={
-            "control_planes": cp_addresses, "workers": worker_addresses,
+            "control_planes": {name: props.control_planes[name].address for name in sorted(props.control_planes)},
+            "workers": {name: props.workers[name].address for name in sorted(props.workers)},
         }), cluster_id("membership"))
         self.health = pin(DataTalosClusterHealth(
             self, "health",

@@ -28,7 +28,7 @@ class FluxBootstrap(Construct):
     """Order matters and is explicit: namespace -> sops-age secret -> Flux -> GitRepository/Kustomization.
 
     The age key is read by Terraform at apply time from `var.sops_age_key_file` (default from the site file): the
-    synthesized JSON holds the path, never the key. Flux starts after Cilium (no pod network before it). The
+    synthesized JSON holds the path, never the key, and the write-only `data_wo` keeps it out of state and plans. Flux starts after Cilium (no pod network before it). The
     GitRepository and Kustomization come from a small chart shipped with terravixens, because `kubernetes_manifest`
     needs Flux's CRDs at plan time, which a new cluster does not have yet.
     """
@@ -47,7 +47,10 @@ class FluxBootstrap(Construct):
         self.age_secret = pin(SecretV1(
             self, "sops_age",
             metadata={"name": "sops-age", "namespace": "flux-system"},
-            data={"age.agekey": Fn.file(Fn.pathexpand(age_key_file.string_value))},
+            # Write-only (kubernetes provider >= 2.38, Terraform >= 1.11): the key reaches the cluster but never the
+            # state or a saved plan. The revision is what tells Terraform to send it again after a rotation.
+            data_wo={"age.agekey": Fn.file(Fn.pathexpand(age_key_file.string_value))},
+            data_wo_revision=flux.sops_age_key_revision,
             depends_on=[namespace],
         ), cluster_id("flux_sops_age"))
         self.release = pin(Release(

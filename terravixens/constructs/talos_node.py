@@ -41,6 +41,11 @@ class TalosNodeProps:
     cluster_config: ClusterConfig
     apply_mode: str = "staged_if_needing_reboot"
     reset_on_destroy: bool = True
+    # How the reset runs when the apply is destroyed. Graceful: cordon, drain, leave etcd — impossible for the last
+    # control plane of a cluster, which `terravixens decommission` resets with graceful=False. Reboot: the wiped node
+    # comes back in maintenance mode (decommission) instead of powering off (a leaving node whose VM goes too).
+    reset_graceful: bool = True
+    reboot_after_reset: bool = False
 
 
 class TalosNode(Construct):
@@ -76,7 +81,8 @@ class TalosNode(Construct):
             machine_configuration_input=props.cluster_config.machine_configurations[props.role].machine_configuration,
             config_patches=[node_patch(props.name, props.role, node, cluster, hypervisor)],
             apply_mode=props.apply_mode,
-            on_destroy={"reset": props.reset_on_destroy, "graceful": True, "reboot": False},
+            on_destroy={"reset": props.reset_on_destroy, "graceful": props.reset_graceful,
+                        "reboot": props.reboot_after_reset},
             depends_on=[self.vm],
             # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
             lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),

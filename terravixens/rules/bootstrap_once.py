@@ -4,9 +4,8 @@ from __future__ import annotations
 from cdktf import TerraformStack
 from constructs import IConstruct
 
+from terravixens.catalogue import BOOTSTRAP
 from terravixens.rules.base import Rule, logical_id
-
-BOOTSTRAP = "talos_machine_bootstrap"
 
 
 class BootstrapOnce(Rule):

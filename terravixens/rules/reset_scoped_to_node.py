@@ -3,14 +3,9 @@ from __future__ import annotations
 
 from constructs import IConstruct
 
+from terravixens.catalogue import RESET_CAPABLE
 from terravixens.logical_ids import owner_of
 from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id, references, resolved
-
-# Resources whose destroy wipes a machine: destroying (or replacing) one must only ever touch its own node.
-# bpg 0.111 ships the VM under several names (the SDK resource, the framework ones, clones): all of them count.
-RESET_CAPABLE = {"talos_machine_configuration_apply", "talos_machine", "proxmox_virtual_environment_vm",
-                 "proxmox_virtual_environment_vm2", "proxmox_vm", "proxmox_cloned_vm",
-                 "proxmox_virtual_environment_cloned_vm", "proxmox_virtual_environment_container"}
 
 
 class ResetScopedToNode(Rule):

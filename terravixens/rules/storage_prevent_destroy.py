@@ -3,18 +3,11 @@ from __future__ import annotations
 
 from constructs import IConstruct
 
-from terravixens.rules.base import Rule, logical_id
+from terravixens.catalogue import MACHINE_SECRETS, PROTECTED
+from terravixens.rules.base import Rule, enclosing, logical_id
 
-# Storage and identity that a destroy would lose for good: volumes, buckets, and the cluster's certificates.
-# bpg 0.111 names storages both proxmox_storage_* and proxmox_virtual_environment_storage_*.
-_STORAGE_KINDS = ("nfs", "cifs", "pbs", "directory", "lvm", "lvmthin", "zfspool")
-PROTECTED_TYPES = frozenset({
-    "talos_machine_secrets",
-    "aws_s3_bucket",
-    "minio_s3_bucket",
-    *(f"proxmox_storage_{kind}" for kind in _STORAGE_KINDS),
-    *(f"proxmox_virtual_environment_storage_{kind}" for kind in _STORAGE_KINDS),
-})
+# Kept under its old name: library users import it from here.
+PROTECTED_TYPES = PROTECTED
 
 
 class StoragePreventDestroy(Rule):
@@ -24,7 +17,13 @@ class StoragePreventDestroy(Rule):
            "certificate of the cluster.")
 
     def visit(self, node: IConstruct) -> None:
+        from terravixens.constructs.cluster_config import ClusterConfig
+
         kind = getattr(node, "terraform_resource_type", None)
+        if kind == MACHINE_SECRETS:
+            owner = enclosing(node, ClusterConfig)
+            if owner is not None and owner.props.release_secrets:
+                return  # released on purpose by `terravixens decommission --destroy-secrets`, in its own synth
         if kind in PROTECTED_TYPES:
             lifecycle = node.lifecycle
             if lifecycle is None or not lifecycle.prevent_destroy:

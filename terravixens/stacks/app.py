@@ -1,22 +1,32 @@
 """The whole app: site file -> model -> constructs -> stacks -> JSON."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cdktf import App
 
 from terravixens.config.model import Site
 from terravixens.layers import stack_names
 from terravixens.stacks.gitops import GitopsStack
 from terravixens.stacks.hypervisors import HypervisorsStack
+from terravixens.decommission_settings import Decommission
 from terravixens.stacks.platform import PlatformStack
 
 __all__ = ["build_app", "stack_names"]
 
 
-def build_app(site: Site, outdir: str | None = None) -> App:
-    """An App with every stack of the site. `outdir` None lets the cdktf CLI choose (cdktf.out)."""
+def build_app(site: Site, outdir: str | None = None, decommission: Mapping[str, Decommission] | None = None) -> App:
+    """An App with every stack of the site. `outdir` None lets the cdktf CLI choose (cdktf.out).
+
+    Layers depend on each other in apply order (hypervisors -> platform-<cluster> -> gitops-<cluster>), recorded in
+    the manifest, so `cdktf deploy '*'` applies them in that order and destroys them in the reverse one.
+    `decommission` (cluster -> settings) is for `terravixens decommission` only.
+    """
     app = App(outdir=outdir) if outdir else App()
-    HypervisorsStack(app, site)
+    hypervisors = HypervisorsStack(app, site)
     for cluster_name in sorted(site.clusters):
-        PlatformStack(app, site, cluster_name)
-        GitopsStack(app, site, cluster_name)
+        platform = PlatformStack(app, site, cluster_name, (decommission or {}).get(cluster_name))
+        platform.add_dependency(hypervisors)
+        gitops = GitopsStack(app, site, cluster_name)
+        gitops.add_dependency(platform)
     return app

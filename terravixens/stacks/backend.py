@@ -2,7 +2,8 @@
 
 Local state lives at <project>/<local_dir>/<stack>.tfstate, written as a path relative to the stack's working
 directory (cdktf.out/stacks/<stack>/), so the synthesized JSON is the same on every machine.
-S3-compatible state uses one key per stack (layer) under the site's key prefix, with S3-native locking.
+S3-compatible state uses one key per stack (layer) under the site's key prefix, with S3-native locking, server-side
+encryption on by default (optionally with a KMS key) and https endpoints only unless the site allows http.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def _s3_settings(state: StateConfig) -> dict:
         skip_requesting_account_id=True,
         skip_metadata_api_check=True,
         skip_s3_checksum=True,
+        encrypt=s3.encrypt,
+        **({"kms_key_id": s3.kms_key_id} if s3.kms_key_id else {}),
     )
 
 

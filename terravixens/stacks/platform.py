@@ -12,25 +12,33 @@ from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
+from terravixens.decommission_settings import Decommission
 
 
 class PlatformStack(TerraformStack):
     """Nodes are constructs named by their stable key, directly under the stack: never under a role."""
 
-    def __init__(self, scope: Construct, site: Site, cluster_name: str):
+    def __init__(self, scope: Construct, site: Site, cluster_name: str, decommission: Decommission | None = None):
         name = platform_stack_name(cluster_name)
         super().__init__(scope, name)
         cluster = site.clusters[cluster_name]
         declare_backend(self, site.state, site.site, name)
         providers.proxmox(self, site.proxmox)
         providers.talos(self)
-        self.cluster_config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name=cluster_name, cluster=cluster))
+        self.cluster_config = ClusterConfig(self, "cluster_config", ClusterConfigProps(
+            cluster_name=cluster_name, cluster=cluster,
+            release_secrets=decommission is not None and decommission.release_secrets,
+        ))
         self.nodes: dict[str, TalosNode] = {}
         for node_name, (role, node) in cluster.nodes().items():
             self.nodes[node_name] = TalosNode(self, node_name, TalosNodeProps(
                 name=node_name, role=role, node=node, cluster=cluster,
                 hypervisor=site.hypervisors[node.hypervisor],
                 cluster_config=self.cluster_config,
+                **({} if decommission is None else {
+                    "reboot_after_reset": decommission.reboot_after_reset,
+                    "reset_graceful": node_name not in decommission.non_graceful,
+                }),
             ))
         self.control_plane = ControlPlane(self, "control_plane", ControlPlaneProps(
             cluster_name=cluster_name,

@@ -1,0 +1,58 @@
+"""The one catalogue of Terraform resource types terravixens reasons about, shared by the synth-time rules
+(terravixens.rules) and the plan guard (terravixens.guard).
+
+Pure (no cdktf import): the guard and the CLI read it without starting jsii. A type added here is seen by every
+rule and every guard check at once; before, each kept its own copy and they drifted.
+
+bpg/proxmox 0.111 ships most resources under two or more names (the SDK `proxmox_virtual_environment_*` ones, the
+framework `proxmox_*` ones, and clones): every name counts.
+"""
+from __future__ import annotations
+
+# ------------------------------------------------------------------------------------------------------- Talos
+NODE_APPLY = "talos_machine_configuration_apply"
+# siderolabs/talos 0.12 replaces the apply with `talos_machine` (whose `node` forces replacement): never emitted,
+# but a plan or a construct holding one is judged like an apply.
+TALOS_MACHINE = "talos_machine"
+MACHINE_SECRETS = "talos_machine_secrets"
+BOOTSTRAP = "talos_machine_bootstrap"
+
+# ------------------------------------------------------------------------------------------------------- Proxmox
+VMS = frozenset({
+    "proxmox_virtual_environment_vm",
+    "proxmox_virtual_environment_vm2",
+    "proxmox_vm",
+    "proxmox_cloned_vm",
+    "proxmox_virtual_environment_cloned_vm",
+})
+CONTAINERS = frozenset({"proxmox_virtual_environment_container"})
+BRIDGES = frozenset({"proxmox_network_linux_bridge", "proxmox_virtual_environment_network_linux_bridge"})
+IMAGES = frozenset({"proxmox_download_file", "proxmox_virtual_environment_download_file"})
+# The automation identity the platform stacks' Proxmox provider can run as.
+API_ACCESS = frozenset({
+    "proxmox_virtual_environment_user",
+    "proxmox_user_token",
+    "proxmox_virtual_environment_user_token",
+    "proxmox_virtual_environment_role",
+    "proxmox_acl",
+    "proxmox_virtual_environment_acl",
+})
+_STORAGE_KINDS = ("nfs", "cifs", "pbs", "directory", "lvm", "lvmthin", "zfspool")
+STORAGES = frozenset({
+    *(f"proxmox_storage_{kind}" for kind in _STORAGE_KINDS),
+    *(f"proxmox_virtual_environment_storage_{kind}" for kind in _STORAGE_KINDS),
+})
+BUCKETS = frozenset({"aws_s3_bucket", "minio_s3_bucket"})
+
+# ------------------------------------------------------------------------------------------------------- groups
+# A node's machine: replacing one wipes or re-creates a node that stays (guard PG001).
+NODE_MACHINES = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS})
+# Destroying (or replacing) one resets or deletes a machine: it must belong to exactly one node (rule TV002).
+RESET_CAPABLE = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS, *CONTAINERS})
+# What a destroy would lose for good: volumes, buckets and the cluster's certificates (rule TV005, guard PG004/PG009).
+PROTECTED = frozenset({MACHINE_SECRETS, *BUCKETS, *STORAGES})
+PROTECTED_STORAGE = PROTECTED - {MACHINE_SECRETS}
+
+# terravixens' record of which node holds which role (a built-in resource: every plan carries it).
+MEMBERSHIP_TYPE = "terraform_data"
+MEMBERSHIP_NAME = "cluster_membership"

@@ -1,0 +1,156 @@
+"""What the guard knows besides the plan: roles from the site file, what L0 resources are in use, what the plan
+run said about reboot checks, and which nodes the operator allows to reboot.
+
+All of it is built from the site file and from Terraform's own output; nothing is guessed from machine
+configuration text.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from terravixens.catalogue import VMS
+from terravixens.config.model import Site
+from terravixens.layers import platform_stack_name
+from terravixens.talos.image import disk_image_file_name
+
+REBOOT_CHECK_FAILED = "Cannot check reboot requirement"
+
+
+@dataclass
+class Usage:
+    """Who uses each L0 resource: bridges by (Proxmox node, bridge), images by (Proxmox node, datastore, file),
+    and the automation user while any VM is managed. Each maps to the users' descriptions, for the message."""
+
+    bridges: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    images: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    api_user: set[str] = field(default_factory=set)
+
+    def add_bridge(self, node_name: str, bridge: str, user: str) -> None:
+        self.bridges.setdefault((node_name, bridge), set()).add(user)
+
+    def add_image(self, node_name: str, datastore: str, file_name: str, user: str) -> None:
+        self.images.setdefault((node_name, datastore, file_name), set()).add(user)
+
+
+def site_usage(site: Site, usage: Usage | None = None) -> Usage:
+    """What the site's nodes want from L0: their bridge on their hypervisor and the image they would boot from.
+
+    Counted for deploys only: a teardown (`plan -destroy`) of L0 is judged on what is deployed, not on the site.
+    """
+    usage = usage or Usage()
+    for cluster_name, cluster in sorted(site.clusters.items()):
+        for node_name, (_, node) in cluster.nodes().items():
+            hypervisor = site.hypervisors.get(node.hypervisor)
+            if hypervisor is None:
+                continue
+            who = f"node {node_name} of cluster {cluster_name} (site file)"
+            usage.add_bridge(hypervisor.node_name, node.bridge or cluster.bridge, who)
+            usage.add_image(hypervisor.node_name, hypervisor.datastores.images,
+                            disk_image_file_name(hypervisor.talos_image, cluster.talos_version), who)
+    return usage
+
+
+def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
+    """(type, name, attributes) of every managed resource instance in a raw state (`terraform state pull`) or in
+    the state JSON of `terraform show -json`."""
+    if "resources" in state:  # raw state, version 4
+        for resource in state.get("resources") or []:
+            if not isinstance(resource, dict) or resource.get("mode", "managed") != "managed":
+                continue
+            for instance in resource.get("instances") or []:
+                attributes = instance.get("attributes") if isinstance(instance, dict) else None
+                if isinstance(attributes, dict):
+                    yield str(resource.get("type")), str(resource.get("name")), attributes
+        return
+    modules = [((state.get("values") or {}).get("root_module") or {})]
+    while modules:
+        module = modules.pop()
+        for resource in module.get("resources") or []:
+            if isinstance(resource, dict) and resource.get("mode", "managed") == "managed":
+                yield str(resource.get("type")), str(resource.get("name")), resource.get("values") or {}
+        modules += module.get("child_modules") or []
+
+
+def deployed_usage(states: Mapping[str, Mapping], usage: Usage | None = None) -> Usage:
+    """What the deployed VMs use, from the platform stacks' states (layer name -> state JSON)."""
+    usage = usage or Usage()
+    for layer, state in sorted(states.items()):
+        for kind, name, attributes in _state_resources(state):
+            if kind not in VMS:
+                continue
+            node_name = attributes.get("node_name")
+            who = f"VM {attributes.get('name') or name} in {layer} (deployed)"
+            usage.api_user.add(who)
+            for device in attributes.get("network_device") or []:
+                if isinstance(device, dict) and device.get("bridge") and node_name:
+                    usage.add_bridge(node_name, device["bridge"], who)
+    return usage
+
+
+@dataclass(frozen=True)
+class RebootChecks:
+    """What `terraform plan -json` said: the applies whose reboot check could not run (the talos provider warns
+    "Cannot check reboot requirement" and plans `auto`). Present only when the plan's log was read."""
+
+    unchecked_addresses: frozenset[str] = frozenset()
+    unchecked_details: tuple[str, ...] = ()
+
+    @classmethod
+    def from_log(cls, messages: Iterable[Mapping]) -> RebootChecks:
+        addresses, details = set(), []
+        for message in messages:
+            diagnostic = message.get("diagnostic") if isinstance(message, Mapping) else None
+            if not isinstance(diagnostic, Mapping) or diagnostic.get("summary") != REBOOT_CHECK_FAILED:
+                continue
+            if diagnostic.get("address"):
+                addresses.add(str(diagnostic["address"]))
+            details.append(str(diagnostic.get("detail", "")))
+        return cls(frozenset(addresses), tuple(details))
+
+    def unchecked(self, address: str, node_address: str | None) -> bool:
+        if address in self.unchecked_addresses:
+            return True
+        return node_address is not None and any(f"Node {node_address}:" in detail for detail in self.unchecked_details)
+
+
+@dataclass(frozen=True)
+class GuardContext:
+    """roles: node -> 'controlplane' | 'worker' from the site file; usage: who uses L0 resources (None: not known,
+    the L0 check is skipped); reboot_checks: the plan log's reboot-check warnings (None: no log was read);
+    allow_reboot: nodes the operator lets reboot; waived: check codes an operation lifts on purpose (decommission)."""
+
+    roles: Mapping[str, str] = field(default_factory=dict)
+    usage: Usage | None = None
+    reboot_checks: RebootChecks | None = None
+    allow_reboot: frozenset[str] = frozenset()
+    waived: frozenset[str] = frozenset()
+
+
+class AmbiguousRoles(ValueError):
+    pass
+
+
+def site_roles(site: Site, layer: str | None = None) -> dict[str, str]:
+    """Node -> role for the cluster of `layer` (platform-<cluster> or gitops-<cluster>), or for every cluster of the
+    site when no layer is named (a node name in two clusters with two roles must then be disambiguated)."""
+    clusters = sorted(site.clusters)
+    if layer is not None:
+        clusters = [name for name in clusters if layer in (platform_stack_name(name), f"gitops-{name}")]
+    roles: dict[str, str] = {}
+    for cluster_name in clusters:
+        for node_name, (role, _) in site.clusters[cluster_name].nodes().items():
+            if roles.get(node_name, role) != role:
+                raise AmbiguousRoles(f"node {node_name!r} is a {roles[node_name]} in one cluster and a {role} in "
+                                     f"another: name the layer (--layer platform-<cluster>)")
+            roles[node_name] = role
+    return roles
+
+
+def apply_node_address(values: Mapping) -> str | None:
+    node = values.get("node") if isinstance(values, Mapping) else None
+    return node if isinstance(node, str) else None
+
+
+__all__ = ["AmbiguousRoles", "GuardContext", "RebootChecks", "Usage", "apply_node_address",
+           "deployed_usage", "site_roles", "site_usage"]

@@ -1,0 +1,35 @@
+"""Progress lines and confirmations. Tests give `answers`; without a terminal and without answers nothing is
+confirmed (an unattended run must say --yes)."""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class Console:
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    answers: Iterator[str] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def step(self, layer: str, step: str, text: str = "") -> None:
+        elapsed = time.monotonic() - self.started
+        self.say(f"[{elapsed:6.1f}s] {layer}: {step}{' — ' + text if text else ''}")
+
+    def ask(self, prompt: str) -> str | None:
+        if self.answers is not None:
+            answer = next(self.answers, None)
+            self.say(f"{prompt}{answer if answer is not None else ''}")
+            return answer
+        if not sys.stdin.isatty():
+            return None
+        try:
+            return input(prompt)
+        except EOFError:
+            return None

@@ -1,0 +1,170 @@
+"""`terravixens decommission CLUSTER`: tear a running cluster down in the order that keeps etcd sane.
+
+1. prepare: re-synth the platform layer with decommission settings and apply the in-place change of every node's
+   `on_destroy` (reboot into maintenance mode after the reset; the last control plane non-graceful). The talos
+   provider reads `on_destroy` from the state at destroy time, so this apply must come first. Nothing resets here.
+2. workers: `plan -destroy -target=<each worker's apply>` — gracefully reset (cordon, drain), then their Kubernetes
+   Node objects are deleted (they outlive a Talos reset).
+3. control planes but the last, one per apply (each leaves etcd gracefully), Node objects deleted after each.
+4. the last control plane (the bootstrap node): non-graceful (there is no member left to hand over to); its
+   bootstrap and kubeconfig records go with it. The nodes are now in maintenance mode.
+5. with --delete-vms: the VMs and what is left but the secrets.
+6. with --destroy-secrets, last and only when no node apply is left in the state: a synth with prevent_destroy
+   lifted on the machine secrets (nowhere else is it ever lifted), and their destroy.
+
+Every step is planned, guarded, backed up and applied like a deploy; the guard waives PG003 only for step 4 and
+PG004 only for step 6. The gitops layer must be destroyed first (`terravixens destroy gitops-CLUSTER`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
+from terravixens.decommission_settings import Decommission
+from terravixens.layers import gitops_stack_name, platform_stack_name
+from terravixens.logical_ids import cluster_id, node_id
+from terravixens.operations import summary
+from terravixens.operations.backup import pull_state
+from terravixens.operations.console import Console
+from terravixens.operations.deploy import apply_saved, confirm, guard_context, judge, make_plan
+from terravixens.operations.destroy import typed_confirmation
+from terravixens.operations.files import remove_quietly
+from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
+from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.terraform import Terraform
+from terravixens.operations.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class DecommissionOptions:
+    confirm: str | None = None
+    delete_vms: bool = False
+    destroy_secrets: bool = False
+    yes: bool = False
+
+
+def apply_address(node: str) -> str:
+    return f"{NODE_APPLY}.{node_id(node, 'apply')}"
+
+
+def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
+    result = tf.run(ws.stack_dir(layer), "state", "list")
+    if result.returncode != 0:
+        tf.check(result, "state list", layer)
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+
+
+def not_only_on_destroy(plan) -> list[str]:
+    """Addresses the prepare step would change beyond the node applies' `on_destroy`: a cluster that is not
+    converged is deployed first, so that decommission never applies anything else."""
+    verb = summary.verb
+    return sorted(change.address for change in plan.changes if verb(change) not in ("no-op", "read") and not (
+        change.type == NODE_APPLY and verb(change) == "update" and set(summary.changed_attributes(change)) <= {"on_destroy"}))
+
+
+def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: str, args: list[str],
+             waived: frozenset[str], options: DecommissionOptions, prepare: bool = False) -> bool:
+    console.step(layer, "step", title)
+    planned = make_plan(ws, tf, console, layer, *args)
+    planned.extra_waived = waived
+    try:
+        if not planned.changed:
+            console.step(layer, "plan", "nothing to do")
+            return False
+        unexpected = not_only_on_destroy(planned.plan) if prepare else []
+        if unexpected:
+            raise OperationError(f"{layer} is not converged: the plan would also change {', '.join(unexpected[:5])}; "
+                                 f"deploy it first (terravixens deploy {layer}), then decommission", ExitCode.REFUSED)
+        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset()))
+        console.step(layer, "summary", summary.counts(planned.plan))
+        for line in summary.lines(planned.plan):
+            console.say(line)
+        confirm(console, layer, f"{title}: apply to", options.yes)
+        apply_saved(ws, tf, console, planned, "decommission")
+    finally:
+        remove_quietly(planned.path)
+    return True
+
+
+def decommission(ws: Workspace, cluster_name: str, tf: Terraform, options: DecommissionOptions,
+                 kubectl: Kubectl | None = None, console: Console | None = None) -> int:
+    console = console or Console()
+    kubectl = kubectl or Kubectl()
+    if cluster_name not in ws.site.clusters:
+        raise OperationError(f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}",
+                             ExitCode.BAD_INPUT)
+    cluster = ws.site.clusters[cluster_name]
+    layer, gitops = platform_stack_name(cluster_name), gitops_stack_name(cluster_name)
+    typed_confirmation(console, f"{ws.site.site}/{cluster_name}", options.confirm,
+                       f"This resets every node of cluster {cluster_name} of site {ws.site.site}")
+    last = cluster.bootstrap
+
+    ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}))}
+    console.step("site", "synth", f"{ws.site.site} with decommission settings for {cluster_name}")
+    ws.synth()
+    for name in (gitops, layer):
+        tf.init(ws.stack_dir(name), name)
+    if state_addresses(tf, ws, gitops):
+        raise OperationError(f"{gitops} still has resources: destroy it first (terravixens destroy {gitops}); "
+                             f"nothing was changed", ExitCode.REFUSED)
+    in_state = set(state_addresses(tf, ws, layer))
+    kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
+
+    try:
+        _teardown(ws, tf, console, cluster_name, options, kubectl, kubeconfig, in_state)
+    finally:
+        ws.decommission = {}
+        ws.synth()  # cdktf.out never keeps a decommission synth (above all one with prevent_destroy lifted)
+    _, state = pull_state(tf, ws.stack_dir(layer), layer)
+    console.say(f"decommissioned {cluster_name}: {len((state or {}).get('resources') or [])} resources left in {layer}")
+    return ExitCode.OK
+
+
+def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str, options: DecommissionOptions,
+              kubectl: Kubectl, kubeconfig: str | None, in_state: set[str]) -> None:
+    cluster = ws.site.clusters[cluster_name]
+    layer = platform_stack_name(cluster_name)
+    last = cluster.bootstrap
+    others = sorted(name for name in cluster.control_planes if name != last)
+    hostnames = {name: node.hostname or name for name, (_, node) in cluster.nodes().items()}
+    run_step(ws, tf, console, layer, "prepare the resets (on_destroy: reboot into maintenance mode, last control "
+             "plane non-graceful)", [], frozenset(), options, prepare=True)
+    workers = [name for name in sorted(cluster.workers) if apply_address(name) in in_state]
+    if workers:
+        run_step(ws, tf, console, layer, f"reset workers {', '.join(workers)}",
+                 ["-destroy", *(f"-target={apply_address(n)}" for n in workers)], frozenset(), options)
+        delete_nodes(kubectl, kubeconfig, [hostnames[n] for n in workers], console, layer)
+    for name in others:
+        if apply_address(name) in in_state:
+            run_step(ws, tf, console, layer, f"reset control plane {name} (leaves etcd)",
+                     ["-destroy", f"-target={apply_address(name)}"], frozenset(), options)
+            delete_nodes(kubectl, kubeconfig, [hostnames[name]], console, layer)
+    if apply_address(last) in in_state:
+        run_step(ws, tf, console, layer, f"reset the last control plane {last} (non-graceful)",
+                 ["-destroy", f"-target={apply_address(last)}"], frozenset({"PG003"}), options)
+
+    remaining = state_addresses(tf, ws, layer)
+    secrets = f"{MACHINE_SECRETS}.{cluster_id('secrets')}"
+    if options.delete_vms:
+        targets = [a for a in remaining if a != secrets and not a.startswith("data.")]
+        if targets:
+            run_step(ws, tf, console, layer, "delete the VMs and the cluster records",
+                     ["-destroy", *(f"-target={a}" for a in targets)], frozenset(), options)
+    else:
+        vms = [a for a in remaining if a.split(".", 1)[0] in VMS]
+        console.step(layer, "vms", f"kept in maintenance mode: {', '.join(vms) or 'none'} (--delete-vms deletes them)")
+    if options.destroy_secrets:
+        left = [a for a in state_addresses(tf, ws, layer) if a.startswith(NODE_APPLY + ".")]
+        if left:
+            raise OperationError(f"machine secrets kept: node applies are still in the state ({', '.join(left)})",
+                                 ExitCode.REFUSED)
+        if secrets in state_addresses(tf, ws, layer):
+            ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}), release_secrets=True)}
+            ws.synth()
+            run_step(ws, tf, console, layer, "destroy the machine secrets (the cluster's identity, for good)",
+                     ["-destroy", f"-target={secrets}"], frozenset({"PG004"}), options)
+    else:
+        console.step(layer, "secrets", "kept (prevent_destroy); --destroy-secrets removes them, last")
+
+
+__all__ = ["DecommissionOptions", "apply_address", "decommission", "state_addresses"]

@@ -1,0 +1,80 @@
+"""`terravixens destroy LAYER`: a whole layer torn down, never by accident.
+
+    typed confirmation (SITE/LAYER) → synth → init → state pulled, backed up (timestamped, 0600) and verified
+    restorable → plan -destroy (saved) → guard → per-node summary → apply that plan → delete it.
+
+Refused: a plan that destroys protected storage (PG009) or the machine secrets (PG004; Terraform itself stops on
+their prevent_destroy), a platform layer whose cluster runs (PG002/PG003: that is `terravixens decommission`), and
+L0 while platform layers still have VMs on it (PG008, judged on the deployed states, not on the site file).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from terravixens.operations import summary
+from terravixens.operations.backup import backup_state
+from terravixens.operations.console import Console
+from terravixens.operations.deploy import apply_saved, guard_context, judge, make_plan
+from terravixens.operations.files import remove_quietly
+from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.terraform import Terraform
+from terravixens.operations.workspace import Workspace
+
+PREVENT_DESTROY = "Instance cannot be destroyed"
+
+
+@dataclass(frozen=True)
+class DestroyOptions:
+    confirm: str | None = None
+    synth: bool = True
+
+
+def typed_confirmation(console: Console, expected: str, given: str | None, what: str) -> None:
+    answer = given if given is not None else console.ask(f"{what}: type {expected} to confirm: ")
+    if answer is None:
+        raise OperationError(f"no terminal to confirm on: pass --confirm {expected}", ExitCode.DECLINED)
+    if answer.strip() != expected:
+        raise OperationError(f"confirmation {answer.strip()!r} is not {expected!r}: nothing was destroyed",
+                             ExitCode.DECLINED)
+
+
+def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, console: Console | None = None) -> int:
+    console = console or Console()
+    [layer] = ws.layers([layer])
+    typed_confirmation(console, f"{ws.site.site}/{layer}", options.confirm,
+                       f"This destroys every resource of layer {layer} of site {ws.site.site}")
+    if options.synth:
+        console.step("site", "synth", ws.site.site)
+        ws.synth()
+    workdir = ws.stack_dir(layer)
+    console.step(layer, "init")
+    tf.init(workdir, layer)
+    backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, "before-destroy")
+    if backup is None:
+        console.step(layer, "backup", "no state: nothing to destroy")
+        return ExitCode.OK
+    console.step(layer, "backup", f"{backup.path.relative_to(ws.root)} (serial {backup.info.serial}, "
+                                  f"{backup.info.instances} resources, verified restorable)")
+    try:
+        planned = make_plan(ws, tf, console, layer, "-destroy")
+    except OperationError as error:
+        if PREVENT_DESTROY in str(error):
+            raise OperationError(
+                f"{layer}: Terraform refuses, a resource carries prevent_destroy (machine secrets or storage). A "
+                f"platform layer is torn down with `terravixens decommission CLUSTER`; storage is never destroyed "
+                f"by terravixens.\n{error}", ExitCode.REFUSED) from None
+        raise
+    try:
+        if not planned.changed:
+            console.step(layer, "plan", "nothing to destroy")
+            return ExitCode.OK
+        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), teardown=True))
+        console.step(layer, "summary", summary.counts(planned.plan))
+        for line in summary.lines(planned.plan):
+            console.say(line)
+        apply_saved(ws, tf, console, planned, "destroy", backup=backup)
+    finally:
+        remove_quietly(planned.path)
+    console.say(f"destroyed {layer}; restore the state with: terravixens restore {layer} "
+                f"{backup.path.relative_to(ws.root)}")
+    return ExitCode.OK

@@ -1,0 +1,81 @@
+"""`terravixens plan-guard PLAN`: the guard on a plan saved by hand (`terraform show -json PLANFILE`), with what it
+needs besides the plan: the site file (roles; what the site's nodes want from L0), the platform layers' deployed
+states (what VMs use), and the plan's log (`terraform plan -json`, for the reboot checks). `terravixens deploy`
+gathers all of that itself."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from terravixens.config.model import Site
+from terravixens.guard import GuardContext, RebootChecks, check_plan, deployed_usage, explain, refusals, site_roles
+from terravixens.guard import site_usage
+from terravixens.guard.context import AmbiguousRoles
+from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
+from terravixens.inputs import InputError, Problem, load_json, read_text
+from terravixens.operations.outcome import ExitCode, OperationError
+
+
+@dataclass(frozen=True)
+class GuardOptions:
+    plan: str
+    layer: str | None = None
+    allow_reboot: frozenset[str] = frozenset()
+    plan_log: str | None = None
+    deployed_states: tuple[str, ...] = ()
+    teardown: bool = False
+    limit: int = PLAN_LIMIT
+
+
+def read_plan_log(path: str, limit: int) -> RebootChecks:
+    """`terraform plan -json` output: one JSON message per line."""
+    text = read_text(path, limit=limit, what="plan log")
+    messages = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            message = load_json(line, f"{path}:{number}", what="plan log")
+            if not isinstance(message, dict):
+                raise InputError(path, [Problem(f"line {number}", "is not a JSON object: give `terraform plan -json` output")],
+                                 "plan log")
+            messages.append(message)
+    return RebootChecks.from_log(messages)
+
+
+def context_for(site: Site, options: GuardOptions) -> GuardContext:
+    states = {}
+    for path in options.deployed_states:
+        state = load_json(read_text(path, limit=options.limit, what="state"), path, what="state")
+        if not isinstance(state, dict):
+            raise InputError(path, [Problem("(top level)", "is not a state: give `terraform state pull` output")], "state")
+        states[path] = state
+    usage = deployed_usage(states)
+    if not options.teardown:
+        site_usage(site, usage)
+    try:
+        roles = site_roles(site, options.layer)
+    except AmbiguousRoles as error:
+        raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    return GuardContext(roles=roles, usage=usage, allow_reboot=options.allow_reboot,
+                        reboot_checks=read_plan_log(options.plan_log, options.limit) if options.plan_log else None)
+
+
+def plan_guard(site: Site, options: GuardOptions, err, out) -> int:
+    try:
+        context = context_for(site, options)
+        violations = check_plan(load_plan_data(options.plan, options.limit), context)
+    except InputError as error:
+        print(error, file=err)
+        return ExitCode.BAD_INPUT
+    for violation in violations:
+        print(violation, file=err)
+    refused = refusals(violations)
+    if refused:
+        for line in explain({v.code for v in refused}):
+            print(f"why {line}", file=err)
+        print(f"{options.plan}: refused, {len(refused)} problem{'s' if len(refused) != 1 else ''}", file=err)
+        return ExitCode.REFUSED
+    print(f"{options.plan}: ok — no node replaced, at most one control plane leaves, secrets and bootstrap kept, "
+          f"no silent reboot, L0 keeps what nodes use", file=out)
+    return ExitCode.OK
+
+
+__all__ = ["GuardOptions", "plan_guard"]

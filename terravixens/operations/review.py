@@ -1,0 +1,235 @@
+"""`terravixens review BASE`: what a pull request does to each stack and node, as Markdown for a PR comment.
+
+The site is synthesized twice — at BASE (a git ref: the library *and* the site file as they were, from a
+temporary `git worktree`, so the working tree is never touched) and in the working tree — and the two outputs are
+diffed structurally (terravixens.stackdiff): per stack and per node, the addresses added, removed and changed,
+with the attribute paths that change. An address owned by a node the change does not name (its site entry, its
+cluster's settings or its hypervisor's spec did not change) is flagged: that is the promise breaking.
+`--before DIR --after DIR` compares two cdktf.out directories instead.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from terravixens.inputs import InputError, load_yaml, read_text
+from terravixens.logical_ids import owner_of
+from terravixens.operations.files import private_directory
+from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.summary import owner
+from terravixens.stackdiff import Changes, diff
+
+SYNTH_SCRIPT = """
+import sys
+from terravixens.config.loader import load_site
+from terravixens.stacks import build_app
+build_app(load_site(sys.argv[1]), sys.argv[2]).synth()
+"""
+ROW_LIMIT = 200
+
+
+@dataclass
+class Named:
+    """What the change itself names: nodes whose own entry changed, clusters whose settings changed (all their
+    nodes), hypervisors whose spec changed (the nodes on them)."""
+
+    nodes: set[str] = field(default_factory=set)
+    clusters: set[str] = field(default_factory=set)
+    hypervisors: set[str] = field(default_factory=set)
+
+    def describe(self) -> str:
+        parts = []
+        if self.nodes:
+            parts.append(f"nodes {', '.join(sorted(self.nodes))}")
+        if self.clusters:
+            parts.append(f"cluster settings of {', '.join(sorted(self.clusters))}")
+        if self.hypervisors:
+            parts.append(f"hypervisors {', '.join(sorted(self.hypervisors))}")
+        return "; ".join(parts) or "nothing in the site file (a code change)"
+
+
+def _nodes(data: dict) -> dict[str, tuple[str, str, dict]]:
+    """node -> (cluster, role map, entry) of a raw site document."""
+    found = {}
+    for cluster_name, cluster in (data.get("clusters") or {}).items():
+        for role_map in ("control_planes", "workers"):
+            for node_name, entry in ((cluster or {}).get(role_map) or {}).items():
+                found[str(node_name)] = (str(cluster_name), role_map, entry)
+    return found
+
+
+def _plain(document: dict) -> dict:
+    """Keys as text (YAML reads `111:` as a number, JSON as text): equal documents compare equal."""
+    import json
+
+    return json.loads(json.dumps(document, default=str))
+
+
+def named_by_change(before: dict, after: dict) -> Named:
+    before, after = _plain(before), _plain(after)
+    named = Named()
+    old, new = _nodes(before), _nodes(after)
+    named.nodes = {name for name in set(old) | set(new) if old.get(name) != new.get(name)}
+    for cluster_name in set(before.get("clusters") or {}) | set(after.get("clusters") or {}):
+        strip = lambda c: {k: v for k, v in (c or {}).items() if k not in ("control_planes", "workers")}
+        if strip((before.get("clusters") or {}).get(cluster_name)) != strip((after.get("clusters") or {}).get(cluster_name)):
+            named.clusters.add(str(cluster_name))
+    for hypervisor in set(before.get("hypervisors") or {}) | set(after.get("hypervisors") or {}):
+        if (before.get("hypervisors") or {}).get(hypervisor) != (after.get("hypervisors") or {}).get(hypervisor):
+            named.hypervisors.add(str(hypervisor))
+    for name, (cluster_name, _, entry) in {**old, **new}.items():
+        if cluster_name in named.clusters or (entry or {}).get("hypervisor") in named.hypervisors:
+            named.nodes.add(name)
+    return named
+
+
+def read_stacks(outdir: Path) -> dict[str, dict]:
+    stacks = {}
+    for path in sorted((outdir / "stacks").glob("*/cdk.tf.json")):
+        try:
+            from terravixens.inputs import load_json
+
+            stacks[path.parent.name] = load_json(read_text(path, limit=256 * 1024 * 1024, what="stack"), path, what="stack")
+        except InputError as error:
+            raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    if not stacks:
+        raise OperationError(f"{outdir}: no stacks/*/cdk.tf.json: give a cdktf.out directory", ExitCode.BAD_INPUT)
+    return stacks
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=300)
+
+
+def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen:
+    """A synth in its own process, with the library found first under `code_root`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (code_root, *paths)))
+    return subprocess.Popen([sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)], cwd=code_root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str, dict]:
+    out, err = process.communicate(timeout=900)
+    if process.returncode != 0:
+        raise OperationError(f"synth {what} failed:\n{(err or out).strip()[-1500:]}", ExitCode.BAD_INPUT)
+    return read_stacks(outdir)
+
+
+def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
+    """Synthesizes `site` (a path relative to the repository) with the library as it was at `ref`, in a temporary
+    `git worktree` removed afterwards."""
+    with private_directory("terravixens-review-") as scratch:
+        tree = scratch / "base"
+        added = git(root, "worktree", "add", "--detach", "--quiet", str(tree), ref)
+        if added.returncode != 0:
+            raise OperationError(f"git worktree add {ref} failed: {added.stderr.strip()[:300]}", ExitCode.BAD_INPUT)
+        try:
+            if not (tree / site).is_file():
+                raise OperationError(f"{site} does not exist at {ref}: review a site file tracked at both ends",
+                                     ExitCode.BAD_INPUT)
+            # imports/ (generated bindings) is not committed: the working tree's serves the base's code too.
+            return finish_synth(start_synth(tree, tree / site, outdir, root), f"at {ref}", outdir)
+        finally:
+            git(root, "worktree", "remove", "--force", str(tree))
+
+
+def site_document(text: str, where: str) -> dict:
+    try:
+        data, _ = load_yaml(text, where, what="site file")
+    except InputError as error:
+        raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class Row:
+    stack: str
+    owner: str
+    address: str
+    change: str
+    attributes: list[str]
+    flagged: bool
+
+
+def rows(changes: dict[str, Changes], named: Named | None) -> list[Row]:
+    found = []
+    for stack, change in changes.items():
+        for kind, addresses in (("added", change.added), ("removed", change.removed), ("changed", change.changed)):
+            for address in sorted(addresses):
+                name = address.split(".")[-1] if not address.startswith("output.") else address
+                node = owner_of(name)
+                flagged = named is not None and node is not None and node not in named.nodes
+                found.append(Row(stack, owner(name), address, kind, change.attributes.get(address, []), flagged))
+    return sorted(found, key=lambda r: (r.stack, not r.flagged, r.owner, r.address))
+
+
+def markdown(title: str, named: Named | None, found: list[Row]) -> str:
+    lines = [f"## terravixens review: {title}", ""]
+    if named is not None:
+        lines += [f"The change names: {named.describe()}.", ""]
+    flagged = [row for row in found if row.flagged]
+    if flagged:
+        nodes = sorted({row.owner.removeprefix("node ") for row in flagged})
+        lines += [f"> **⚠ {len(flagged)} address{'es' if len(flagged) != 1 else ''} of nodes the change does not "
+                  f"name: {', '.join(nodes)}.** A change to one node must never touch another: find out why.", ""]
+    if not found:
+        lines.append("No stack changes.")
+    for stack in sorted({row.stack for row in found}):
+        stack_rows = [row for row in found if row.stack == stack]
+        counts = {kind: sum(1 for row in stack_rows if row.change == kind) for kind in ("added", "removed", "changed")}
+        lines += [f"### `{stack}` — {', '.join(f'{n} {k}' for k, n in counts.items() if n)}", "",
+                  "| | owner | address | change | attributes |", "|---|---|---|---|---|"]
+        for row in stack_rows[:ROW_LIMIT]:
+            attributes = ", ".join(f"`{a}`" for a in row.attributes[:6]) + (" …" if len(row.attributes) > 6 else "")
+            lines.append(f"|{' ⚠ ' if row.flagged else ' '}| {row.owner} | `{row.address}` | {row.change} | {attributes} |")
+        if len(stack_rows) > ROW_LIMIT:
+            lines.append(f"| | | … {len(stack_rows) - ROW_LIMIT} more | | |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@dataclass
+class Review:
+    text: str
+    flagged: int
+
+
+def review_ref(root: Path, base: str, site: str) -> Review:
+    """BASE (a git ref) against the working tree, for the site file at `site` (relative to the repository)."""
+    root = root.resolve()
+    site_path = Path(site)
+    relative = str(site_path.resolve().relative_to(root)) if site_path.is_absolute() else site
+    shown = git(root, "show", f"{base}:{relative}")
+    if shown.returncode != 0:
+        raise OperationError(f"{relative} is not tracked at {base}: {shown.stderr.strip()[:200]}", ExitCode.BAD_INPUT)
+    try:
+        current = read_text(root / relative, limit=1024 * 1024, what="site file")
+    except InputError as error:
+        raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    named = named_by_change(site_document(shown.stdout, f"{base}:{relative}"), site_document(current, relative))
+    with private_directory("terravixens-review-out-") as scratch:
+        # Both synths at once: each is mostly the jsii runtime starting, one core each.
+        working = start_synth(root, root / relative, scratch / "after")
+        try:
+            before = synth_at(root, base, relative, scratch / "before")
+        finally:
+            after_error = None
+            try:
+                after = finish_synth(working, "of the working tree", scratch / "after")
+            except OperationError as error:
+                after_error = error
+        if after_error is not None:
+            raise after_error
+    found = rows(diff(before, after), named)
+    return Review(markdown(f"`{base}` → working tree (`{relative}`)", named, found), sum(r.flagged for r in found))
+
+
+def review_dirs(before: Path, after: Path) -> Review:
+    found = rows(diff(read_stacks(before), read_stacks(after)), None)
+    return Review(markdown(f"`{before}` → `{after}`", None, found), 0)
+
+
+__all__ = ["Named", "Review", "named_by_change", "review_dirs", "review_ref", "rows"]

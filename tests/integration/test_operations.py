@@ -1,0 +1,340 @@
+"""The operations, end to end, against the fake Proxmox VE and moto's S3 server, on loopback.
+
+`terravixens deploy | destroy | restore | drift` run exactly as an operator runs them, on each layer's projection
+onto the providers with a binary here (the Workspace `transform` seam; talos, helm and kubernetes have none, ADR
+0003): the hypervisors layer whole, the platform layer's VMs and membership record. Real plans judged by the guard
+are captured as fixtures (TERRAVIXENS_CAPTURE_PLANS=1, tests/fixtures/plans/capture.py).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import ssl
+import stat
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from terravixens.operations import ExitCode, OperationError
+from terravixens.operations.console import Console
+from terravixens.operations.deploy import DeployOptions, deploy
+from terravixens.operations.destroy import DestroyOptions, destroy
+from terravixens.operations.drift import drift
+from terravixens.operations.files import private_process
+from terravixens.operations.restore import restore
+from terravixens.operations.terraform import Terraform
+from terravixens.operations.workspace import Workspace
+from tests import support
+from tests.fakepve_ext import FakePveServer
+from tests.fixtures.plans.capture import capture, capture_state, capturing
+from tests.integration.test_fakepve import _free_port, assert_only_loopback
+from tests.integration.test_s3_state import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
+from tests.terraform import CACHE, mirrored_providers, projection
+
+pytestmark = pytest.mark.integration
+
+HOST = "127.0.0.43"
+L0, L1 = "hypervisors", "platform-prod"
+PROXMOX_SIDE = [L0, L1]
+ROOT = Path(__file__).resolve().parents[2]
+TIMINGS = ROOT / "tests" / "fixtures" / "cycle-times.json"
+
+
+def project(layer: str, document: dict) -> dict:
+    projected, _ = projection(document, mirrored_providers())
+    assert_only_loopback(projected)
+    return projected
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory):
+    server = FakePveServer(HOST, _free_port(HOST), tmp_path_factory.mktemp("pki-ops")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def umask():
+    previous = private_process()
+    yield
+    os.umask(previous)
+
+
+def terraform_for(fake: FakePveServer, binary: str, **extra: str) -> Terraform:
+    # The tests opt into the offline mirror (operators keep their own TF_CLI_CONFIG_FILE: the registry by default).
+    return Terraform(binary=binary, env={**fake.provider_env(), "TF_CLI_CONFIG_FILE": str(CACHE / "terraform.rc"),
+                                         **extra})
+
+
+def workspace(root: Path, data: dict) -> Workspace:
+    return Workspace(support.site_from(data), root=root, transform=project)
+
+
+class Recorder(Console):
+    def __init__(self, answers=()):
+        import io
+
+        super().__init__(out=io.StringIO(), answers=iter(answers))
+
+    @property
+    def text(self) -> str:
+        return self.out.getvalue()
+
+
+def inventory(fake: FakePveServer) -> dict:
+    """What the fake holds beyond a fresh Proxmox VE: VMs, bridges, users, roles, tokens, ACLs, stored files."""
+    def read():
+        pve = fake.pve
+        return {
+            "vms": sorted(vm.vmid for vm in pve.vms),
+            "bridges": sorted(f"{node}/{name}" for node, ifaces in pve.tv_net.items() for name in ifaces
+                              if name not in ("enp2s0", "vmbr0")),
+            "users": sorted(u for u in pve.tv_users if u != "root@pam"),
+            "roles": sorted(pve.tv_roles),
+            "tokens": sorted("!".join(key) for key in pve.tv_tokens),
+            "acl": sorted(e["ugid"] for e in pve.tv_acl),
+            "files": sorted(f"{name}:{f}" for name, storage in pve.storages.items() for f in storage.get("files", ())),
+        }
+    return fake.call(read)
+
+
+EMPTY = {"vms": [], "bridges": [], "users": [], "roles": [], "tokens": [], "acl": [], "files": []}
+
+
+def state_modes(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): stat.S_IMODE(p.stat().st_mode) for p in (root / "state").glob("*.tfstate")}
+
+
+def leftover_plans(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*.tfplan")]
+
+
+@pytest.fixture(scope="module")
+def deployed(fake, terraform_binary, tmp_path_factory):
+    """L0 + L1-Proxmox deployed through `terravixens deploy`, once for the module."""
+    root = tmp_path_factory.mktemp("ops")
+    data = support.loopback_data(fake.url)
+    ws, tf = workspace(root, data), terraform_for(fake, terraform_binary)
+    console = Recorder()
+    started = time.monotonic()
+    code = deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, save_plan_json=root / "first.json"), console)
+    elapsed = time.monotonic() - started
+    assert code == ExitCode.OK, console.text
+    capture("real-hypervisors-create", (root / "first-hypervisors.json").read_text())
+    capture("real-platform-create", (root / "first-platform-prod.json").read_text())
+    return root, data, ws, tf, console.text, elapsed
+
+
+def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
+    root, data, ws, tf, text, _ = deployed
+    for step in ("site: synth", "hypervisors: init", "hypervisors: plan", "hypervisors: guard — ok",
+                 "hypervisors: summary — 7 to create", "hypervisors: backup — no state yet", "hypervisors: apply",
+                 "platform-prod: guard — ok", "platform-prod: summary — 6 to create", "platform-prod: done"):
+        assert step in text, step
+    assert "  node cp-a:\n    + proxmox_virtual_environment_vm.node_cp-a_vm" in text
+    assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
+    assert leftover_plans(root) == []
+    assert state_modes(root) == {"state/hypervisors.tfstate": 0o600, "state/platform-prod.tfstate": 0o600}
+    assert {stat.S_IMODE(p.stat().st_mode) for p in root.glob("first-*.json")} == {0o600}
+    # The plan's JSON went through a pipe: nothing but the synthesized stack is written next to it.
+    for layer in PROXMOX_SIDE:
+        assert [p.name for p in ws.stack_dir(layer).glob("*.json")] == ["cdk.tf.json"]
+
+
+def test_second_deploy_has_nothing_to_do_and_backs_up_nothing(deployed):
+    root, _, ws, tf, _, _ = deployed
+    console = Recorder()
+    assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), console) == ExitCode.OK
+    assert "hypervisors: plan — no changes" in console.text and "platform-prod: plan — no changes" in console.text
+    assert "deployed: nothing (no changes)" in console.text
+
+
+def test_unconfirmed_deploy_applies_nothing(deployed, fake):
+    root, data, _, tf, _, _ = deployed
+    changed = copy.deepcopy(data)
+    changed["clusters"]["prod"]["workers"]["wk-a"]["cpu"] = 6
+    console = Recorder(answers=["no"])
+    with pytest.raises(OperationError) as caught:
+        deploy(workspace(root, changed), [L1], tf, DeployOptions(), console)
+    assert caught.value.code == ExitCode.DECLINED
+    assert "  node wk-a:\n    ~ proxmox_virtual_environment_vm.node_wk-a_vm (cpu)" in console.text
+    assert fake.call(lambda: int(fake.pve.vm(1201).config["cores"])) == 8
+    assert leftover_plans(root) == []
+
+
+def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terraform_binary):
+    root, data, _, tf, _, _ = deployed
+    before = inventory(fake)
+
+    replaced = copy.deepcopy(data)
+    replaced["clusters"]["prod"]["workers"]["wk-b"]["vm_id"] = 1299
+    console = Recorder()
+    with pytest.raises(OperationError) as caught:
+        deploy(workspace(root, replaced), [L1], tf, DeployOptions(yes=True, save_plan_json=root / "replaced.json"), console)
+    assert caught.value.code == ExitCode.REFUSED
+    assert ("[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be replaced: node 'wk-b' "
+            "stays in the site but would be destroyed and re-created.") in console.text
+    capture("real-platform-vm-replaced", (root / "replaced.json").read_text())
+
+    bridge_gone = copy.deepcopy(data)
+    bridge_gone["hypervisors"]["pve2"]["bridges"] = {}
+    console = Recorder()
+    with pytest.raises(OperationError) as caught:
+        deploy(workspace(root, bridge_gone), [L0], tf, DeployOptions(yes=True, save_plan_json=root / "bridge.json"),
+               console)
+    assert caught.value.code == ExitCode.REFUSED
+    assert ("[PG008 HypervisorKeepsWhatNodesUse] proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1 would delete "
+            "bridge 'vmbr1' on 'pve2', used by VM cp-b in platform-prod (deployed), VM wk-b in platform-prod "
+            "(deployed), node cp-b of cluster prod (site file), node wk-b of cluster prod (site file)") in console.text
+    capture("real-hypervisors-bridge-in-use", (root / "bridge.json").read_text())
+    state = tf.run(root / "cdktf.out" / "stacks" / L1, "state", "pull").stdout
+    capture_state("real-platform-state", state)
+
+    # L0 torn down while the platform layer has VMs on it: judged on the deployed state, not on the site.
+    console = Recorder()
+    with pytest.raises(OperationError) as caught:
+        destroy(workspace(root, data), L0, tf, DestroyOptions(confirm="homelab/hypervisors"), console)
+    assert caught.value.code == ExitCode.REFUSED
+    refused = [line for line in console.text.splitlines() if line.startswith("  [PG008")]
+    assert len(refused) == 5  # two bridges, the role, the user and its token
+    assert any("proxmox_user_token.hv_pve1_token would be deleted while the platform layers manage 5 VMs" in line
+               for line in refused)
+    if capturing():  # the refused teardown plan itself, for the fixture
+        stack = root / "cdktf.out" / "stacks" / L0
+        assert tf.run(stack, "plan", "-destroy", "-input=false", "-out=capture.tfplan").returncode == 0
+        capture("real-hypervisors-destroy-while-vms-run", tf.run(stack, "show", "-json", "capture.tfplan").stdout)
+        (stack / "capture.tfplan").unlink()
+
+    shown = tf.run(root / "cdktf.out" / "stacks" / L0, "show", "-json")  # the plan file forgotten: state JSON
+    capture("real-state-not-a-plan", shown.stdout)
+    (root / "state.json").write_text(shown.stdout)
+    guard = subprocess.run([sys.executable, "-m", "terravixens.cli", "plan-guard", str(root / "state.json")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert guard.returncode == 2 and "is a state (`terraform show -json` without a plan file" in guard.stderr
+    assert inventory(fake) == before
+    assert leftover_plans(root) == []
+
+
+def api(fake: FakePveServer, method: str, path: str, **fields: str) -> dict:
+    """A call to the fake's HTTP API as any client makes it: ticket, CSRF token, form body."""
+    context = ssl.create_default_context(cafile=fake.cafile)
+    login = urllib.request.Request(f"{fake.url}api2/json/access/ticket", method="POST",
+                                   data=urllib.parse.urlencode({"username": "root@pam", "password": "secret"}).encode())
+    ticket = json.loads(urllib.request.urlopen(login, context=context, timeout=30).read())["data"]
+    request = urllib.request.Request(f"{fake.url}api2/json{path}", method=method,
+                                     data=urllib.parse.urlencode(fields).encode(),
+                                     headers={"Cookie": f"PVEAuthCookie={ticket['ticket']}",
+                                              "CSRFPreventionToken": ticket["CSRFPreventionToken"]})
+    return json.loads(urllib.request.urlopen(request, context=context, timeout=30).read())
+
+
+def test_drift_detected_after_an_out_of_band_change(deployed, fake):
+    root, data, _, tf, _, _ = deployed
+    ws = workspace(root, data)
+    console = Recorder()
+    assert drift(ws, PROXMOX_SIDE, tf, console) == 0, console.text
+    # Someone turns "start at boot" off by hand (memory would only be a pending change on a running VM).
+    api(fake, "PUT", "/nodes/pve2/qemu/1202/config", onboot="0")
+    assert fake.call(lambda: fake.pve.vm(1202).config["onboot"]) in (0, "0")
+    console = Recorder()
+    assert drift(ws, PROXMOX_SIDE, tf, console, synth=False) == 2
+    assert "hypervisors: drift — in sync" in console.text
+    assert "platform-prod: drift — 1 to update; changed outside Terraform: 1" in console.text
+    assert "  outside Terraform: proxmox_virtual_environment_vm.node_wk-b_vm (update)" in console.text
+    assert "  node wk-b:\n    ~ proxmox_virtual_environment_vm.node_wk-b_vm (on_boot)" in console.text
+    assert "drift in: platform-prod" in console.text
+    assert leftover_plans(root) == []
+    assert deploy(ws, [L1], tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
+    assert drift(ws, PROXMOX_SIDE, tf, Recorder(), synth=False) == 0
+
+
+def test_destroy_backs_up_then_restore_puts_the_state_back(deployed, fake):
+    root, data, _, tf, _, _ = deployed
+    ws = workspace(root, data)
+    listed = tf.run(ws.stack_dir(L1), "state", "list").stdout.split()
+    with pytest.raises(OperationError) as caught:
+        destroy(ws, L1, tf, DestroyOptions(confirm="homelab/hypervisors"), Recorder())
+    assert caught.value.code == ExitCode.DECLINED and inventory(fake)["vms"]
+
+    console = Recorder()
+    assert destroy(ws, L1, tf, DestroyOptions(confirm="homelab/platform-prod"), console) == ExitCode.OK
+    [backup] = (root / "state-backups" / "homelab" / L1).glob("*-before-destroy.tfstate")
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert f"platform-prod: backup — state-backups/homelab/platform-prod/{backup.name}" in console.text
+    assert "verified restorable" in console.text and "6 to delete" in console.text
+    assert inventory(fake)["vms"] == []
+    assert tf.run(ws.stack_dir(L1), "state", "list").stdout.split() == []
+
+    console = Recorder()
+    assert restore(ws, L1, backup, tf, confirm="homelab/platform-prod", console=console) == ExitCode.OK
+    assert sorted(tf.run(ws.stack_dir(L1), "state", "list").stdout.split()) == sorted(listed)
+    # The state is back; the VMs are not: drift shows them gone, and a deploy re-creates them.
+    assert drift(ws, [L1], tf, Recorder(), synth=False) == 2
+    assert deploy(ws, [L1], tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
+    assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
+
+
+def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
+    root, data, _, tf, _, first = deployed
+    ws = workspace(root, data)
+    ws.synth()
+    times = []
+    for cycle in range(1, 6):
+        started = time.monotonic()
+        assert destroy(ws, L1, tf, DestroyOptions(confirm="homelab/platform-prod", synth=False), Recorder()) == 0
+        assert destroy(ws, L0, tf, DestroyOptions(confirm="homelab/hypervisors", synth=False), Recorder()) == 0
+        torn_down = time.monotonic() - started
+        assert inventory(fake) == EMPTY, cycle
+        for layer in PROXMOX_SIDE:
+            assert tf.run(ws.stack_dir(layer), "state", "list").stdout.split() == [], (cycle, layer)
+        assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
+        times.append({"cycle": cycle, "destroy_s": round(torn_down, 1), "total_s": round(time.monotonic() - started, 1)})
+        assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
+        assert leftover_plans(root) == []
+    backups = list((root / "state-backups").rglob("*.tfstate"))
+    assert backups and {stat.S_IMODE(p.stat().st_mode) for p in backups} == {0o600}
+    report = {"machine": f"{os.uname().machine}, {os.cpu_count()} cores", "first_deploy_s": round(first, 1),
+              "cycles": times}
+    print(json.dumps(report))
+    if os.environ.get("TERRAVIXENS_RECORD_CYCLES") == "1":
+        TIMINGS.write_text(json.dumps(report, indent=1) + "\n")
+
+
+@pytest.fixture()
+def second_fake(tmp_path_factory):
+    server = FakePveServer("127.0.0.44", _free_port("127.0.0.44"), tmp_path_factory.mktemp("pki-s3")).start()
+    yield server
+    server.stop()
+
+
+def test_s3_backend_deploy_destroy_restore(second_fake, terraform_binary, s3_endpoint, tmp_path):  # noqa: F811
+    fake = second_fake
+    endpoint, client = s3_endpoint
+    data = support.loopback_data(fake.url)
+    data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET, "key_prefix": "ops",
+                                             "allow_http": True}}
+    data["clusters"]["prod"]["control_planes"] = {"cp-a": data["clusters"]["prod"]["control_planes"]["cp-a"]}
+    data["clusters"]["prod"]["workers"] = {}
+    for hypervisor in data["hypervisors"].values():
+        hypervisor.pop("api_user", None)
+    ws = workspace(tmp_path, data)
+    tf = terraform_for(fake, terraform_binary, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test")
+    assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True), Recorder()) == ExitCode.OK
+    key = f"ops/homelab/{L1}.tfstate"
+    head = client.head_object(Bucket=BUCKET, Key=key)
+    assert head["ServerSideEncryption"] == "AES256"  # encrypt = true by default
+
+    assert destroy(ws, L1, tf, DestroyOptions(confirm="homelab/platform-prod", synth=False), Recorder()) == 0
+    [backup] = (tmp_path / "state-backups" / "homelab" / L1).glob("*.tfstate")
+    saved = json.loads(backup.read_text())
+    assert [r["type"] for r in saved["resources"]] == ["proxmox_virtual_environment_vm", "terraform_data"]
+    assert restore(ws, L1, backup, tf, confirm="homelab/platform-prod", synth=False, console=Recorder()) == 0
+    restored = json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert restored["lineage"] == saved["lineage"] and restored["resources"] == saved["resources"]
+    assert inventory(fake)["vms"] == []  # restoring state brings no VM back: the next deploy does

@@ -1,0 +1,71 @@
+"""`terravixens deploy` with a stand-in for Terraform (tests/fake_terraform.py) where the talos provider is needed:
+the guard stops a plan before anything is applied, and the Node objects of nodes that left the site are deleted
+after their reset (kubectl is a fake on PATH). The real CLI path is proven in tests/integration/test_operations.py."""
+from __future__ import annotations
+
+import copy
+import io
+import os
+
+import pytest
+
+from terravixens.operations import ExitCode, OperationError
+from terravixens.operations.console import Console
+from terravixens.operations.deploy import DeployOptions, deploy
+from terravixens.operations.workspace import Workspace
+from tests import support
+from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+
+
+@pytest.fixture()
+def kubectl_log(tmp_path, monkeypatch):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = tmp_path / "kubectl.log"
+    (folder / "kubectl").write_text(f'#!/bin/sh\necho "$@" >> "{log}"\n')
+    (folder / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def site_without(*workers: str, control_planes: tuple[str, ...] = ()):
+    data = support.example_data()
+    for name in workers:
+        del data["clusters"]["prod"]["workers"][name]
+    for name in control_planes:
+        del data["clusters"]["prod"]["control_planes"][name]
+    return support.site_from(data)
+
+
+def fake() -> FakeTerraform:
+    return FakeTerraform({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a")})
+
+
+def test_a_node_that_left_is_reset_then_its_node_object_deleted(tmp_path, kubectl_log):
+    tf, out = fake(), Console(out=io.StringIO())
+    code = deploy(Workspace(site_without("wk-b"), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
+    assert code == ExitCode.OK
+    assert tf.applied == [[f"delete {APPLY}.node_wk-b_apply"]]
+    assert kubectl_log.read_text().split()[2:] == ["delete", "node", "wk-b", "--ignore-not-found", "--wait=false"]
+    assert "platform-prod: kubernetes — Node wk-b deleted" in out.out.getvalue()
+
+
+def test_two_control_planes_leaving_are_refused_before_anything_is_applied(tmp_path, kubectl_log):
+    tf, out = fake(), Console(out=io.StringIO())
+    data = support.example_data()
+    prod = data["clusters"]["prod"]
+    prod["control_planes"] = {"cp-a": prod["control_planes"]["cp-a"]}  # 3 -> 1 in one site change
+    with pytest.raises(OperationError) as caught:
+        deploy(Workspace(support.site_from(data), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
+    assert caught.value.code == ExitCode.REFUSED
+    assert "[PG002 OneControlPlaneLeavesPerApply] 2 control planes would leave etcd in one apply" in out.out.getvalue()
+    assert tf.applied == [] and not kubectl_log.exists()
+    assert not list(tmp_path.rglob("*.tfplan"))
+
+
+def test_site_change_naming_nothing_new_applies_nothing(tmp_path):
+    tf = fake()
+    unchanged = copy.deepcopy(support.example_data())
+    assert deploy(Workspace(support.site_from(unchanged), root=tmp_path), ["platform-prod"], tf,
+                  DeployOptions(yes=True), Console(out=io.StringIO())) == ExitCode.OK
+    assert tf.applied == []

@@ -1,0 +1,94 @@
+"""`terravixens review`: per stack and node, what a change does, with the nodes the change does not name flagged."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from terravixens.operations import OperationError
+from terravixens.operations.review import named_by_change, review_dirs, review_ref, rows
+from terravixens.stackdiff import diff
+from tests import support
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def synth_dir(data: dict) -> Path:
+    outdir = Path(tempfile.mkdtemp(prefix="tv-review-"))
+    support.synth(support.site_from(data), outdir)
+    return outdir
+
+
+def test_named_by_change_reads_the_site_documents():
+    before = support.example_data()
+    after = copy.deepcopy(before)
+    after["clusters"]["prod"]["workers"]["wk-a"]["cpu"] = 6
+    assert named_by_change(before, after).nodes == {"wk-a"}
+    after["hypervisors"]["pve2"]["bridges"]["vmbr1"]["vlans"] = [111]
+    named = named_by_change(before, after)
+    assert named.hypervisors == {"pve2"} and named.nodes == {"wk-a", "cp-b", "wk-b"}  # nodes on pve2 too
+    after["clusters"]["prod"]["kubernetes_version"] = "v1.34.3"
+    assert named_by_change(before, after).nodes == {"cp-a", "cp-b", "cp-c", "wk-a", "wk-b"}
+
+
+def test_review_of_two_directories_lists_addresses_and_attributes():
+    before = support.example_data()
+    after = copy.deepcopy(before)
+    after["clusters"]["prod"]["workers"]["wk-a"]["cpu"] = 6
+    result = review_dirs(synth_dir(before), synth_dir(after))
+    assert "| | node wk-a | `proxmox_virtual_environment_vm.node_wk-a_vm` | changed | `cpu.cores` |" in result.text
+    assert "### `platform-prod` — 1 changed" in result.text and "hypervisors" not in result.text
+
+
+def test_an_address_of_a_node_the_change_does_not_name_is_flagged():
+    before = support.example_data()
+    after = copy.deepcopy(before)
+    after["clusters"]["prod"]["workers"]["wk-a"]["cpu"] = 6
+    old, new = support.synth(support.site_from(before)), support.synth(support.site_from(after))
+    new["platform-prod"]["resource"]["proxmox_virtual_environment_vm"]["node_cp-a_vm"]["memory"]["dedicated"] = 4096
+    found = rows(diff(old, new), named_by_change(before, after))
+    assert [(r.owner, r.flagged) for r in found] == [("node cp-a", True), ("node wk-a", False)]
+    assert found[0].attributes == ["memory.dedicated"]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """A throwaway clone of this repository (its committed HEAD), with the working tree's generated bindings."""
+    path = tmp_path_factory.mktemp("clone") / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(path)], check=True, timeout=120)
+    (path / "imports").symlink_to(ROOT / "imports")
+    return path
+
+
+def test_review_against_a_git_ref_in_a_clone(clone):
+    site = clone / "sites" / "example.yaml"
+    data = support.example_data()
+    data["clusters"]["prod"]["workers"]["wk-c"] = copy.deepcopy(data["clusters"]["prod"]["workers"]["wk-b"]) | {
+        "vm_id": 1203, "networks": {"vlans": {111: {"address": "10.11.1.23/24", "gateway": "10.11.1.1"}}}}
+    site.write_text(json.dumps(data))  # YAML is a superset of JSON
+    status = subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True, text=True).stdout
+    result = review_ref(clone, "HEAD", "sites/example.yaml")
+    assert "The change names: nodes wk-c." in result.text
+    assert "| | node wk-c | `proxmox_virtual_environment_vm.node_wk-c_vm` | added |  |" in result.text
+    assert "| | node wk-c | `talos_machine_configuration_apply.node_wk-c_apply` | added |  |" in result.text
+    assert result.flagged == 0 and "⚠" not in result.text
+    # The working tree is left as it was, and the temporary worktree is gone.
+    assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == status
+    listed = subprocess.run(["git", "-C", str(clone), "worktree", "list"], capture_output=True, text=True).stdout
+    assert len(listed.strip().splitlines()) == 1
+
+
+def test_review_of_an_unknown_ref_is_bad_input(clone):
+    with pytest.raises(OperationError) as caught:
+        review_ref(clone, "no-such-ref", "sites/example.yaml")
+    assert caught.value.code == 2 and "sites/example.yaml is not tracked at no-such-ref" in str(caught.value)
+
+
+def test_git_environment_is_not_needed_beyond_git(clone):
+    assert os.access(clone / "imports", os.R_OK)

@@ -22,6 +22,7 @@ import yaml
 
 from terravixens.inputs import InputError, Problem, load_json, read_text
 from terravixens.logical_ids import owner_of
+from terravixens.roles import Role
 
 APPLY = "talos_machine_configuration_apply"
 VMS = {"proxmox_virtual_environment_vm", "proxmox_virtual_environment_vm2", "proxmox_vm", "proxmox_cloned_vm",
@@ -65,7 +66,7 @@ def check_plan(plan: dict) -> list[Violation]:
     violations: list[Violation] = []
     changes = [c for c in plan.get("resource_changes", []) if c.get("mode", "managed") == "managed"]
     prior_control_planes = {r["address"] for r in _prior_resources(plan)
-                            if r.get("type") == APPLY and _machine_type(r.get("values")) == "controlplane"}
+                            if r.get("type") == APPLY and _machine_type(r.get("values")) == Role.CONTROLPLANE}
     prior_bootstraps = {r["address"] for r in _prior_resources(plan) if r.get("type") == "talos_machine_bootstrap"}
 
     leaving = []

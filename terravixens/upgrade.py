@@ -13,8 +13,9 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from terravixens.config.addressing import node_address
 from terravixens.config.model import Site
+from terravixens.config.placement import placed_nodes
+from terravixens.roles import Role
 from terravixens.talos.image import installer_image
 
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
@@ -24,7 +25,7 @@ SERVER_TAG = re.compile(r"Server:.*?Tag:\s*(v\S+)", re.S)
 @dataclass(frozen=True)
 class Step:
     node: str
-    role: str
+    role: Role
     address: str
     image: str
 
@@ -44,13 +45,9 @@ class Outcome:
 def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     """Control planes first, then workers, each group by name: never by position in the site file."""
     cluster = site.clusters[cluster_name]
-    steps = []
-    for role, nodes in (("controlplane", cluster.control_planes), ("worker", cluster.workers)):
-        for name in sorted(nodes):
-            node = nodes[name]
-            image = installer_image(site.hypervisors[node.hypervisor].talos_image, cluster.talos_version)
-            steps.append(Step(name, role, node_address(node.networks, cluster.management_vlan), image))
-    return steps
+    placed = placed_nodes(site, cluster_name)
+    return [Step(node.name, node.role, node.address, installer_image(node.hypervisor.talos_image, cluster.talos_version))
+            for role in Role for node in placed.values() if node.role is role]
 
 
 def kubernetes_upgrade(site: Site, cluster_name: str, talosconfig: str, talosctl: str = "talosctl",

@@ -37,7 +37,8 @@ def _promote(d):
 
 
 def _s3(d):
-    d["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate"}}
+    d["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate",
+                                                 "allow_insecure_http": "an S3 emulator on loopback in tests"}}
 
 
 def _routable_and_taints(d):

@@ -28,7 +28,8 @@ def test_each_stack_declares_its_own_relative_local_backend(example_synth, stack
 
 def test_s3_backend_one_key_per_layer_with_locking():
     data = support.example_data()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate"}}
+    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tfstate",
+                                             "allow_insecure_http": "an S3 emulator on loopback in tests"}}
     stacks = support.synth(support.site_from(data))
     keys = {name: stack["terraform"]["backend"]["s3"]["key"] for name, stack in stacks.items()}
     assert keys == {name: f"terravixens/homelab/{name}.tfstate" for name in stacks}

@@ -1,8 +1,11 @@
 """Loads a site file and turns every problem into a message naming the file, the line, the field, the bad value
 (truncated, never a secret) and the fix.
 
-Reading and YAML parsing are strict and bounded (terravixens.inputs): a 1 MiB cap, regular files only, duplicate
-keys refused with both lines, no unbounded alias expansion or nesting. Then the typed model (pydantic) validates.
+Three steps, each reporting every problem it finds (docs/adr/0017-site-validation-in-three-steps.md):
+1. reading and YAML parsing, strict and bounded (terravixens.inputs): a 1 MiB cap, regular files only, duplicate
+   keys refused with both lines, no unbounded alias expansion or nesting;
+2. the typed model (pydantic): types, per-field rules, and site text without Terraform templates (ADR 0016);
+3. once the model is valid, the rules that need the whole site (terravixens.config.site_rules.RULES).
 """
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from terravixens.config import site_rules
 from terravixens.config.model import Site
-from terravixens.config.site_rules import SiteRuleError
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, looks_secret, read_text, shown_at
 from terravixens.inputs.problems import field_path
 
@@ -57,12 +60,13 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
         raise SiteError(path, [Problem("(top level)", "the site file must be a YAML mapping with 'site', 'proxmox', "
                                                        "'hypervisors' and 'clusters'")])
     try:
-        return Site.model_validate(data)
+        site = Site.model_validate(data)
     except ValidationError as error:
         raise SiteError(path, _pydantic_problems(error, lines)) from None
-    except SiteRuleError as error:
-        raise SiteError(path, [Problem(field_path(loc), message, lines.of(loc))
-                               for loc, message in error.problems]) from None
+    findings = site_rules.check(site)
+    if findings:
+        raise SiteError(path, [Problem(field_path(loc), message, lines.of(loc)) for loc, message in findings])
+    return site
 
 
 def load_site(path: Path | str | None = None) -> Site:

@@ -5,6 +5,7 @@ from cdktf import TerraformOutput, TerraformStack
 from constructs import Construct
 
 from terravixens.config.model import Site
+from terravixens.config.placement import placed_nodes
 from terravixens.layers import platform_stack_name
 from terravixens.constructs.cluster_config import ClusterConfig, ClusterConfigProps
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
@@ -26,11 +27,9 @@ class PlatformStack(TerraformStack):
         providers.talos(self)
         self.cluster_config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name=cluster_name, cluster=cluster))
         self.nodes: dict[str, TalosNode] = {}
-        for node_name, (role, node) in cluster.nodes().items():
+        for node_name, placed in placed_nodes(site, cluster_name).items():
             self.nodes[node_name] = TalosNode(self, node_name, TalosNodeProps(
-                name=node_name, role=role, node=node, cluster=cluster,
-                hypervisor=site.hypervisors[node.hypervisor],
-                cluster_config=self.cluster_config,
+                placed=placed, cluster=cluster, cluster_config=self.cluster_config,
             ))
         self.control_plane = ControlPlane(self, "control_plane", ControlPlaneProps(
             cluster_name=cluster_name,

@@ -984,11 +984,11 @@ ENVIRON = '${file("/proc/self/environ")}'
 TEMPLATE_FIXES = "so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); remove it"
 
 TEXT_FIELDS = {
-    "label value": (lambda d, v: worker_a(d)["labels"].update(pool=v), "clusters.prod.workers.wk-a.labels"),
-    "label key": (lambda d, v: worker_a(d)["labels"].update({v: "x"}), "clusters.prod.workers.wk-a.labels"),
+    "label value": (lambda d, v: worker_a(d)["labels"].update(pool=v), "clusters.prod.workers.wk-a.labels.pool"),
+    "label key": (lambda d, v: worker_a(d)["labels"].update({v: "x"}), "clusters.prod.workers.wk-a.labels.<v>"),
     "taint value": (lambda d, v: worker_a(d).update(taints=[{"key": "k", "value": v}]),
                     "clusters.prod.workers.wk-a.taints.0.value"),
-    "tag": (lambda d, v: worker_a(d).update(tags=["ok", v]), "clusters.prod.workers.wk-a.tags"),
+    "tag": (lambda d, v: worker_a(d).update(tags=["ok", v]), "clusters.prod.workers.wk-a.tags.1"),
     "bridge comment": (lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
                        "hypervisors.pve1.bridges.vmbr1.comment"),
     "install disk": (lambda d, v: prod(d).update(install_disk=v), "clusters.prod.install_disk"),
@@ -1003,11 +1003,11 @@ TEXT_FIELDS = {
                     "hypervisors.pve1.talos_image.factory_url"),
     "proxmox endpoint": (lambda d, v: d["proxmox"].update(endpoint="https://" + v), "proxmox.endpoint"),
     "kernel argument": (lambda d, v: d["hypervisors"]["pve2"].update(talos_image={"extra_kernel_args": [v]}),
-                        "hypervisors.pve2.talos_image.extra_kernel_args"),
-    "l2 interface": (lambda d, v: prod(d)["cilium"].update(l2_interfaces=[v]), "clusters.prod.cilium.l2_interfaces"),
+                        "hypervisors.pve2.talos_image.extra_kernel_args.0"),
+    "l2 interface": (lambda d, v: prod(d)["cilium"].update(l2_interfaces=[v]), "clusters.prod.cilium.l2_interfaces.0"),
     "s3 bucket": (lambda d, v: d.update(state={"backend": "s3", "s3": {"endpoint": "https://s3.lab.internal",
                                                                        "bucket": v}}), "state.s3.bucket"),
-    "bridge name": (lambda d, v: d["hypervisors"]["pve1"]["bridges"].update({v: {}}), "hypervisors.pve1.bridges"),
+    "bridge name": (lambda d, v: d["hypervisors"]["pve1"]["bridges"].update({v: {}}), "hypervisors.pve1.bridges.<v>"),
 }
 
 
@@ -1018,18 +1018,31 @@ def test_terraform_template_sequences_are_refused_in_every_string(name, sequence
     data = example()
     change, field = TEXT_FIELDS[name]
     change(data, sequence)
-    problems = [p for p in problems_of(data) if p.field == field]
+    problems = [p for p in problems_of(data) if p.field == field.replace("<v>", sequence)]
     assert len(problems) == 1, problems_of(data)
     assert "holds '${'" in problems[0].message or "holds '%{'" in problems[0].message
     assert problems[0].message.endswith(TEMPLATE_FIXES)
 
 
-def test_a_template_sequence_names_the_value_and_where_in_a_map():
+def test_a_template_sequence_names_the_value_and_the_key_it_is_under():
     data = example()
     worker_a(data)["labels"]["pool"] = ENVIRON
     problem = only_problem(data)
-    assert problem.message.startswith("'${file(\"/proc/self/environ\")}' under 'pool' holds '${': Terraform would "
-                                      "evaluate it as a template (reading files or the environment at apply time)")
+    assert problem.field == "clusters.prod.workers.wk-a.labels.pool"
+    assert problem.message.startswith("'${file(\"/proc/self/environ\")}' holds '${': Terraform would evaluate it as "
+                                      "a template (reading files or the environment at apply time)")
+
+
+def test_without_the_loader_the_message_says_where_in_the_field():
+    from pydantic import ValidationError
+
+    from terravixens.config.model import Node
+
+    with pytest.raises(ValidationError) as caught:
+        Node(hypervisor="pve1", vm_id=100, labels={"a": "ok", "pool": ENVIRON})
+    [error] = caught.value.errors()
+    assert error["loc"] == ("labels",)
+    assert error["msg"].startswith("at pool: '${file(")
 
 
 def test_a_template_sequence_under_a_secret_looking_key_is_not_shown():

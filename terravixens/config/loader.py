@@ -36,18 +36,20 @@ class SiteError(InputError):
 
 def _pydantic_problems(error: ValidationError, lines: Lines) -> list[Problem]:
     problems = []
-    for item in error.errors(include_url=False, include_context=False):
+    for item in error.errors(include_url=False):
         location = tuple(part for part in item["loc"] if not str(part).startswith("function-after"))
         message = item["msg"].removeprefix("Value error, ")
         kind = item["type"]
         value = shown_at(location, item.get("input"))
-        if kind == "extra_forbidden":
+        if kind == "site_text":  # name the very key or item that holds the bad text
+            location, message = (*location, *item["ctx"]["inside"]), item["ctx"]["bare"]
+        elif kind == "extra_forbidden":
             hidden = looks_secret(location[-1]) if location else False
             message = (f"unknown key{'' if hidden else f' (value {value})'}: remove it or check its spelling "
                        f"against docs/site-file.md")
         elif kind == "missing":
             message = "is required: add it"
-        elif not kind.startswith("value_error") and kind != "assertion_error":
+        elif not kind.startswith("value_error") and kind not in ("assertion_error", "site_text"):
             message = f"{message} (got {value})"
         problems.append(Problem(field_path(location), message, lines.of(location)))
     return problems

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from terravixens.inputs import looks_secret, shown
 from terravixens.roles import Role
@@ -44,30 +45,25 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 # ---------------------------------------------------------------------------------------------------------- text
-def _text_problem(value: object, field: str, inside: str = "") -> str | None:
-    """What is wrong with the site text in `value` (a string, or strings nested in lists and maps), else None."""
+def text_problem(value: object, field: str, inside: tuple = ()) -> tuple[tuple, str] | None:
+    """The first string in `value` (a string, or strings nested in lists and maps, keys included) that is not
+    site text, as (its path under the field, what is wrong with it); None when all is well."""
     if isinstance(value, str):
         found = TEMPLATE_SEQUENCE.search(value) or CONTROL_CHARACTER.search(value)
         if found is None:
             return None
         what = "(value hidden: the key looks like it holds a secret)" if looks_secret(field) else shown(value)
-        where = f" {inside}" if inside else ""
         if found.group().endswith("{"):
-            return (f"{what}{where} holds {found.group()!r}: Terraform would evaluate it as a template (reading files "
-                    f"or the environment at apply time), so terravixens refuses '${{' and '%{{' in site text "
-                    f"(docs/adr/0016-no-templates-from-site-text.md); remove it")
-        return f"{what}{where} holds a control character ({found.group()!r}): remove it"
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            problem = _text_problem(item, field, f"{inside} item {index}".strip())
-            if problem:
-                return problem
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            problem = _text_problem(key, field, f"{inside} key".strip())
-            problem = problem or _text_problem(item, field, f"{inside} under {shown(key, 40)}".strip())
-            if problem:
-                return problem
+            return inside, (f"{what} holds {found.group()!r}: Terraform would evaluate it as a template (reading "
+                            f"files or the environment at apply time), so terravixens refuses '${{' and '%{{' in site "
+                            f"text (docs/adr/0016-no-templates-from-site-text.md); remove it")
+        return inside, f"{what} holds a control character ({found.group()!r}): remove it"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        problem = (text_problem(key, field, (*inside, key)) if isinstance(value, dict) else None) \
+            or text_problem(item, field, (*inside, key))
+        if problem:
+            return problem
     return None
 
 
@@ -81,9 +77,12 @@ class Strict(BaseModel):
     def _site_text(cls, value: object, info: ValidationInfo) -> object:
         # Nested models checked their own fields already; this sees strings, and strings in lists and maps.
         if isinstance(value, (str, list, tuple, dict)):
-            problem = _text_problem(value, info.field_name or "")
+            problem = text_problem(value, info.field_name or "")
             if problem:
-                raise ValueError(problem)
+                inside, message = problem
+                where = f"at {'.'.join(map(str, inside))}: " if inside else ""
+                # The loader reads `inside` to name the exact key or item (and its line); others read `where`.
+                raise PydanticCustomError("site_text", f"{where}{message}", {"inside": inside, "bare": message})
         return value
 
 

@@ -1088,7 +1088,9 @@ def test_a_long_bad_value_is_truncated_in_the_message():
     (lambda d, v: data_api_user(d).update(user_id=v), "hypervisors.pve1.api_user.user_id"),
     (lambda d, v: d["proxmox"].update(endpoint=v), "proxmox.endpoint"),
     (lambda d, v: prod(d)["flux"].update(url=v), "clusters.prod.flux.url"),
-], ids=["address", "version", "pool", "user", "endpoint", "flux"])
+    (lambda d, v: worker_a(d).update(hypervisor=v), "clusters.prod.workers.wk-a.hypervisor"),
+    (lambda d, v: worker_a(d).update(bridge=v), "clusters.prod.workers.wk-a.bridge"),
+], ids=["address", "version", "pool", "user", "endpoint", "flux", "hypervisor", "bridge"])
 def test_every_validator_shows_the_value_bounded(where, field):
     data = example()
     where(data, "z" * 5000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from terravixens.config.model import Site
+from terravixens.inputs import shown
 from terravixens.config.site_rules.walk import (
     Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, used_addresses,
 )
@@ -52,5 +53,5 @@ def unique_vm_names(site: Site) -> Iterator[Finding]:
         first = seen.setdefault((at.node.hypervisor, at.hostname), at)
         if first is not at and first.cluster_name != at.cluster_name:
             yield _name_path(at), (
-                f"VM name {at.hostname!r} on hypervisor {at.node.hypervisor!r} is already used by "
+                f"VM name {at.hostname!r} on hypervisor {shown(at.node.hypervisor)} is already used by "
                 f"{dotted(first.path)}: Proxmox would show two VMs with one name; give one of them another hostname")

@@ -6,12 +6,13 @@ in (ties: the first node by name). An interface outside it cannot talk to its pe
 """
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter
 from collections.abc import Iterator
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules.walk import Finding, Interface, all_nodes, cluster_nodes, dotted, interfaces
+from terravixens.config.site_rules.walk import (
+    Finding, Interface, all_nodes, cluster_nodes, interfaces, parse_address,
+)
 from terravixens.roles import Role
 
 
@@ -30,7 +31,7 @@ def gateways_reachable(site: Site) -> Iterator[Finding]:
         for interface in interfaces(at):
             if interface.gateway is None:
                 continue
-            gateway = ipaddress.ip_address(interface.gateway)
+            gateway = parse_address(interface.gateway)
             subnet = interface.address.network
             if gateway not in subnet:
                 yield (*interface.path, "gateway"), (
@@ -101,7 +102,7 @@ def management_vlan_present(site: Site) -> Iterator[Finding]:
 
 def vip_in_management_subnet(site: Site) -> Iterator[Finding]:
     for cluster_name, cluster in site.clusters.items():
-        vip = ipaddress.ip_address(cluster.endpoint_vip)
+        vip = parse_address(cluster.endpoint_vip)
         subnets = sorted({interface.address.network for _, interface in _management_interfaces(site, cluster_name)
                           if interface is not None}, key=str)
         if not subnets:

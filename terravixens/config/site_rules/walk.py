@@ -5,7 +5,7 @@ import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from terravixens.config.model import Cluster, Node, Site
+from terravixens.config.model import Cluster, Node, Site, parse_address, parse_interface
 from terravixens.roles import Role
 
 Path = tuple[str | int, ...]
@@ -58,17 +58,17 @@ def interfaces(at: NodeAt) -> Iterator[Interface]:
     networks = at.node.networks
     if networks.routable is not None:
         routable = networks.routable
-        yield Interface((*at.path, "networks", "routable"), routable.vlan, ipaddress.ip_interface(routable.address),
+        yield Interface((*at.path, "networks", "routable"), routable.vlan, parse_interface(routable.address),
                         routable.gateway)
     for vlan, interface in networks.vlans.items():
-        yield Interface((*at.path, "networks", "vlans", vlan), vlan, ipaddress.ip_interface(interface.address),
+        yield Interface((*at.path, "networks", "vlans", vlan), vlan, parse_interface(interface.address),
                         interface.gateway)
 
 
 def node_addresses(at: NodeAt) -> Iterator[tuple[Path, Address]]:
     """Every address of a node with the path of the field that holds it: maintenance IP, VLANs, routable."""
     if at.node.networks.maintenance_ip:
-        yield (*at.path, "networks", "maintenance_ip"), ipaddress.ip_address(at.node.networks.maintenance_ip)
+        yield (*at.path, "networks", "maintenance_ip"), parse_address(at.node.networks.maintenance_ip)
     for interface in sorted(interfaces(at), key=lambda item: item.path[-2] != "vlans"):
         yield (*interface.path, "address"), interface.address.ip
 
@@ -76,6 +76,6 @@ def node_addresses(at: NodeAt) -> Iterator[tuple[Path, Address]]:
 def used_addresses(site: Site) -> Iterator[tuple[Path, Address]]:
     """Every address of the site (cluster VIPs first, then nodes), with the field path that holds it."""
     for cluster_name, cluster in site.clusters.items():
-        yield ("clusters", cluster_name, "endpoint_vip"), ipaddress.ip_address(cluster.endpoint_vip)
+        yield ("clusters", cluster_name, "endpoint_vip"), parse_address(cluster.endpoint_vip)
     for at in all_nodes(site):
         yield from node_addresses(at)

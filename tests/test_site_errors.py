@@ -1115,3 +1115,35 @@ def test_new_checks_are_located_in_the_file(tmp_path):
     [problem] = caught.value.problems
     line = path.read_text().splitlines().index("        hostname: wk-b") + 1
     assert str(problem).startswith(f"line {line}, clusters.prod.workers.wk-a.hostname: hostname 'wk-b' is also")
+
+
+# ---------------------------------------------------------------------------------------------- the seam (ADR 0017)
+def test_the_model_alone_does_not_run_whole_site_rules():
+    """Site rules run in the loader after the model validated: the model never imports them (no cycle)."""
+    from terravixens.config.model import Site
+
+    data = example()
+    worker_a(data)["vm_id"] = 1101  # a whole-site rule problem only
+    assert Site.model_validate(copy.deepcopy(data)).clusters["prod"].workers["wk-a"].vm_id == 1101
+    assert only_problem(data).field == "clusters.prod.workers.wk-a.vm_id"
+
+
+def test_model_problems_come_first_and_rules_run_only_on_a_valid_model():
+    data = example()
+    worker_a(data)["vm_id"] = 1101
+    data["site"] = "Bad_Name"
+    assert [p.field for p in problems_of(data)] == ["site"]
+
+
+def test_a_new_sections_rules_plug_into_one_place():
+    from terravixens.config import site_rules
+
+    def no_cluster_named_legacy(site):
+        if "prod" in site.clusters:
+            yield ("clusters", "prod"), "a test rule: rename it"
+
+    site = parse_site(example(), "site.yaml")
+    assert site_rules.check(site) == []
+    assert site_rules.check(site, (*site_rules.RULES, no_cluster_named_legacy)) == [
+        (("clusters", "prod"), "a test rule: rename it")]
+    assert len(site_rules.RULES) == len(set(site_rules.RULES)) >= 13

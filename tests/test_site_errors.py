@@ -1054,6 +1054,14 @@ def test_a_template_sequence_under_a_secret_looking_key_is_not_shown():
     assert problem.message.startswith("(value hidden: the key looks like it holds a secret) holds '${'")
 
 
+def test_a_template_sequence_under_a_secret_looking_map_key_is_not_shown():
+    data = example()
+    worker_a(data)["labels"]["api_token"] = "${file(\"/x\")} hunter2"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.labels.api_token"
+    assert "hunter2" not in problem.message and problem.message.startswith("(value hidden")
+
+
 @pytest.mark.parametrize(("text", "character"), [("a\nb", "\n"), ("tab\there", "\t"), ("nul\x00", "\x00"),
                                                 ("del\x7f", "\x7f")])
 def test_control_characters_are_refused_in_site_text(text, character):

@@ -59,7 +59,8 @@ def text_problem(value: object, field: str, inside: tuple = ()) -> tuple[tuple, 
         found = TEMPLATE_SEQUENCE.search(value) or CONTROL_CHARACTER.search(value)
         if found is None:
             return None
-        what = "(value hidden: the key looks like it holds a secret)" if looks_secret(field) else shown(value)
+        secret = looks_secret(field) or any(looks_secret(part) for part in inside)
+        what = "(value hidden: the key looks like it holds a secret)" if secret else shown(value)
         if found.group().endswith("{"):
             return inside, (f"{what} holds {found.group()!r}: Terraform would evaluate it as a template (reading "
                             f"files or the environment at apply time), so terravixens refuses '${{' and '%{{' in site "

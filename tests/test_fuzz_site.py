@@ -221,11 +221,12 @@ def check(raw: bytes) -> None:
 def _fuzz_summary(request):
     """After the module: how many validate runs, their exit codes and the slowest, on the terminal."""
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and Stats.runs:
-        reporter.write_line(f"fuzz: {Stats.runs} in-process validate runs, exits {dict(sorted(Stats.exits.items()))}, "
-                            f"slowest {Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
-                            f"{Stats.slowest_wall * 1000:.0f} ms")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if capture is not None and Stats.runs:
+        with capture.global_and_fixture_disabled():
+            print(f"\nfuzz: {Stats.runs} in-process validate runs, exits {dict(sorted(Stats.exits.items()))}, slowest "
+                  f"{Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
+                  f"{Stats.slowest_wall * 1000:.0f} ms")
 
 
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -48,3 +48,12 @@ def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert result.stdout == "" and "Traceback" not in result.stderr
         assert f"clusters.prod.workers.wk-a: appears twice in the same mapping (lines {first} and " in result.stderr
+
+
+def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
+    import os
+
+    result = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", "sites/example.yaml"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"

@@ -203,6 +203,7 @@ def check(raw: bytes) -> None:
     Stats.exits[code] = Stats.exits.get(code, 0) + 1
     if seconds > Stats.slowest:
         Stats.slowest, Stats.slowest_case = seconds, raw[:200]
+        (WORKDIR / "slowest.yaml").write_bytes(raw)  # kept for a look after the run
     Stats.slowest_wall = max(Stats.slowest_wall, wall)
     assert code in (0, 2), f"exit {code}\n{out}\n{err}"
     assert "Traceback" not in out + err
@@ -221,12 +222,14 @@ def check(raw: bytes) -> None:
 def _fuzz_summary(request):
     """After the module: how many validate runs, their exit codes and the slowest, on the terminal."""
     yield
+    for name in ("site.yaml", "process-site.yaml"):  # the slowest input stays for a look
+        (WORKDIR / name).unlink(missing_ok=True)
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if capture is not None and Stats.runs:
         with capture.global_and_fixture_disabled():
             print(f"\nfuzz: {Stats.runs} in-process validate runs, exits {dict(sorted(Stats.exits.items()))}, slowest "
                   f"{Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
-                  f"{Stats.slowest_wall * 1000:.0f} ms")
+                  f"{Stats.slowest_wall * 1000:.0f} ms; slowest input kept in {WORKDIR / 'slowest.yaml'}")
 
 
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -18,7 +18,7 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup synth test test-unit test-integration providers tools clean
+.PHONY: setup synth test test-unit test-integration test-fuzz-nightly providers tools clean
 
 # Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
 setup: node_modules/.installed .venv/.installed imports/.schema-stamp tools
@@ -58,10 +58,14 @@ test: setup
 	pipenv run pytest
 
 test-unit: setup
-	pipenv run pytest -m "not integration"
+	pipenv run pytest -m "not integration and not fuzz_nightly"
 
 test-integration: setup
 	pipenv run pytest -m integration
+
+# Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000).
+test-fuzz-nightly: setup
+	pipenv run pytest -m fuzz_nightly tests/test_fuzz_site.py
 
 clean:
 	rm -rf cdktf.out .pytest_cache

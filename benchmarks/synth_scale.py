@@ -37,6 +37,8 @@ def site_with(nodes: int):
         worker.update(vm_id=2000 + index, hypervisor=("pve1", "pve2")[index % 2])
         worker["networks"] = {"vlans": {111: {"address": f"10.11.{2 + index // 250}.{1 + index % 250}/16"}}}
         cluster["workers"][f"wk-{index:04d}"] = worker
+    for plane in cluster["control_planes"].values():  # one subnet per VLAN: the workers' /16
+        plane["networks"]["vlans"][111]["address"] = plane["networks"]["vlans"][111]["address"].replace("/24", "/16")
     cluster["cilium"]["pools"] = {"services": ["10.99.0.0/24"]}
     return support.site_from(data)
 

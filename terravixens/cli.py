@@ -207,6 +207,10 @@ def _batch(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A terminal or CI log that cannot show a character gets an escape, never a UnicodeEncodeError traceback.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = argparse.ArgumentParser(prog="terravixens", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check a site file and print every problem")

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from terravixens.config.addressing import node_address
 from terravixens.config.model import Site
+from terravixens.config.placement import placed_nodes
+from terravixens.roles import Role
 from terravixens.talos.image import installer_image
 from terravixens.talosctl import Call, Talosctl
 
@@ -36,7 +37,7 @@ Log = Callable[[str], None]
 @dataclass(frozen=True)
 class Step:
     node: str
-    role: str
+    role: Role
     address: str
     image: str
 
@@ -73,13 +74,9 @@ class Outcome:
 def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     """Control planes first, then workers, each group by name: never by position in the site file."""
     cluster = site.clusters[cluster_name]
-    steps = []
-    for role, nodes in (("controlplane", cluster.control_planes), ("worker", cluster.workers)):
-        for name in sorted(nodes):
-            node = nodes[name]
-            image = installer_image(site.hypervisors[node.hypervisor].talos_image, cluster.talos_version)
-            steps.append(Step(name, role, node_address(node.networks, cluster.management_vlan), image))
-    return steps
+    placed = placed_nodes(site, cluster_name)
+    return [Step(node.name, node.role, node.address, installer_image(node.hypervisor.talos_image, cluster.talos_version))
+            for role in Role for node in placed.values() if node.role is role]
 
 
 def release(version: str) -> tuple:
@@ -96,8 +93,8 @@ def _names(nodes: list[str]) -> str:
 
 
 def _health(talosctl: Talosctl, steps: list[Step]) -> Call:
-    return talosctl.health([s.address for s in steps if s.role == "controlplane"],
-                           [s.address for s in steps if s.role == "worker"])
+    return talosctl.health([s.address for s in steps if s.role == Role.CONTROLPLANE],
+                           [s.address for s in steps if s.role == Role.WORKER])
 
 
 def _groups(steps: list[Step], current: dict[str, str], target: str,
@@ -108,7 +105,7 @@ def _groups(steps: list[Step], current: dict[str, str], target: str,
     for step in steps:
         if current[step.node] == target:
             yield "skip", [step]
-        elif step.role == "controlplane":
+        elif step.role == Role.CONTROLPLANE:
             yield "upgrade", [step]
         else:
             batch.append(step)
@@ -207,7 +204,7 @@ def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: L
     It resumes where it stopped, so a failed run is repeated after the cause is fixed.
     """
     steps = upgrade_plan(site, cluster_name)
-    first = next(s for s in steps if s.role == "controlplane")
+    first = next(s for s in steps if s.role == Role.CONTROLPLANE)
     target = site.clusters[cluster_name].kubernetes_version.removeprefix("v")
     everyone = [s.node for s in steps]
 
@@ -253,10 +250,10 @@ def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> li
 def describe_kubernetes(site: Site, cluster_name: str) -> list[str]:
     """What `upgrade --kubernetes` does, without contacting anything."""
     steps = upgrade_plan(site, cluster_name)
-    first = next(s for s in steps if s.role == "controlplane")
+    first = next(s for s in steps if s.role == Role.CONTROLPLANE)
     target = site.clusters[cluster_name].kubernetes_version.removeprefix("v")
-    control_planes = [s.node for s in steps if s.role == "controlplane"]
-    workers = [s.node for s in steps if s.role == "worker"]
+    control_planes = [s.node for s in steps if s.role == Role.CONTROLPLANE]
+    workers = [s.node for s in steps if s.role == Role.WORKER]
     return [
         "0. talosctl health: the cluster must be healthy first",
         f"1. talosctl upgrade-k8s --to {target} through {first.node} ({first.role}, {first.address}): "

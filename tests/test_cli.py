@@ -35,3 +35,25 @@ def test_stacks_lists_layers_in_apply_order():
     result = cli("stacks", "sites/example.yaml")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["hypervisors", "platform-prod", "gitops-prod"]
+
+
+def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
+    """validate, stacks and upgrade all go through the strict, bounded loader: a duplicate key is a located problem."""
+    text = (ROOT / "sites" / "example.yaml").read_text()
+    site = tmp_path / "site.yaml"
+    site.write_text(text.replace("      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"))
+    first = text.splitlines().index("      wk-a:") + 1
+    for command in (["validate", str(site)], ["stacks", str(site)], ["upgrade", "prod", "--dry-run", "--site", str(site)]):
+        result = cli(*command)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert result.stdout == "" and "Traceback" not in result.stderr
+        assert f"clusters.prod.workers.wk-a: appears twice in the same mapping (lines {first} and " in result.stderr
+
+
+def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
+    import os
+
+    result = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", "sites/example.yaml"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"

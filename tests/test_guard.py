@@ -269,7 +269,7 @@ def test_site_roles_refuses_a_name_with_two_roles():
     lab = data["clusters"]["lab"]
     lab["endpoint_vip"] = "10.21.1.10"
     lab["control_planes"] = {"wk-a": lab["workers"].pop("wk-a")}
-    lab["control_planes"]["wk-a"].update(vm_id=2101, networks={"vlans": {111: {"address": "10.21.1.21/24"}}})
+    lab["control_planes"]["wk-a"].update(vm_id=2101, hostname="lab-wk-a", networks={"vlans": {111: {"address": "10.21.1.21/24"}}})
     lab["workers"] = {}
     lab.pop("cilium"), lab.pop("flux")
     from terravixens.guard.context import AmbiguousRoles

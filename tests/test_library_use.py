@@ -8,6 +8,7 @@ from cdktf import App, LocalBackend, TerraformStack
 from imports.proxmox.provider import ProxmoxProvider
 from imports.talos.provider import TalosProvider
 from terravixens.config.model import Cluster, Hypervisor as HypervisorSpec, Node, NodeNetworks, VlanInterface
+from terravixens.config.placement import place
 from terravixens.constructs import (
     ClusterConfig, ClusterConfigProps, ControlPlane, ControlPlaneProps, Hypervisor, HypervisorProps, TalosNode,
     TalosNodeProps,
@@ -31,8 +32,7 @@ class EdgeStack(TerraformStack):
                           control_planes={"solo": node})
         config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name="edge", cluster=cluster))
         solo = TalosNode(self, "solo", TalosNodeProps(
-            name="solo", role="controlplane", node=node, cluster=cluster, hypervisor=spec,
-            cluster_config=config))
+            placed=place("solo", "controlplane", node, cluster, spec), cluster=cluster, cluster_config=config))
         ControlPlane(self, "control_plane", ControlPlaneProps(
             cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={}, bootstrap_node="solo"))
         apply_rules(self)

@@ -6,6 +6,8 @@ import copy
 import pytest
 import yaml
 
+from terravixens.config.model import Site
+from terravixens.config.placement import placed_nodes
 from terravixens.talos.patches import cluster_patch, node_patch
 from tests import support
 
@@ -23,9 +25,7 @@ def patch_of(data: dict, name: str, cluster_name: str = "prod") -> dict:
 
 def raw_patch_of(data: dict, name: str, cluster_name: str = "prod") -> str:
     site = support.site_from(data)
-    cluster = site.clusters[cluster_name]
-    role, node = cluster.nodes()[name]
-    return node_patch(name, role, node, cluster, site.hypervisors[node.hypervisor])
+    return node_patch(placed_nodes(site, cluster_name)[name], site.clusters[cluster_name])
 
 
 def interface(patch: dict) -> dict:
@@ -70,18 +70,21 @@ def test_vip_follows_a_non_default_management_vlan():
     data = example()
     cluster = data["clusters"]["prod"]
     cluster["management_vlan"] = 120
+    cluster["endpoint_vip"] = "10.12.0.10"
     for name, address in (("cp-a", "10.12.0.11/24"), ("cp-b", "10.12.0.12/24"), ("cp-c", "10.12.0.13/24")):
         cluster["control_planes"][name]["networks"]["vlans"][120] = {"address": address}
     vlans = vlans_by_id(patch_of(data, "cp-a"))
-    assert vlans[120]["vip"] == {"ip": "10.11.1.10"}
+    assert vlans[120]["vip"] == {"ip": "10.12.0.10"}
     assert "vip" not in vlans[111]
 
 
 def test_control_plane_without_the_management_vlan_gets_no_vip():
+    """The site loader refuses such a cluster (test_site_errors); a library user's own model still gets a sane patch."""
     data = example()
     cp_a = data["clusters"]["prod"]["control_planes"]["cp-a"]
     cp_a["networks"]["vlans"] = {120: {"address": "10.12.0.11/24"}}
-    vlans = vlans_by_id(patch_of(data, "cp-a"))
+    site = Site.model_validate(data)  # the model alone: no site rules
+    vlans = vlans_by_id(yaml.safe_load(node_patch(placed_nodes(site, "prod")["cp-a"], site.clusters["prod"])))
     assert list(vlans) == [120]
     assert "vip" not in vlans[120]
 

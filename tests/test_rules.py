@@ -41,7 +41,7 @@ def platform(app, example_site) -> PlatformStack:
 
 def test_rules_have_unique_codes_and_reasons():
     codes = [rule.code for rule in ALL_RULES]
-    assert len(set(codes)) == len(codes) == 6
+    assert len(set(codes)) == len(codes) == 7
     assert all(rule.why.strip() for rule in ALL_RULES)
 
 
@@ -190,3 +190,85 @@ def test_tv005_covers_bpgs_new_storage_names(app):
     apply_rules(stack)
     errors = synth_errors(app)
     assert "[TV005 StoragePreventDestroy] proxmox_storage_nfs.nas has no lifecycle prevent_destroy" in errors
+
+
+# ---------------------------------------------------------------------------------------------------------- TV007
+ENVIRON = '${file("/proc/self/environ")}'
+
+
+def _user_stack(app, **user) -> TerraformStack:
+    stack = TerraformStack(app, "users")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", **user), "ops")
+    apply_rules(stack)
+    return stack
+
+
+def test_tv007_interpolation_in_a_literal(app):
+    _user_stack(app, comment=f"hello {ENVIRON}")
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
+            "'hello ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template; text is "
+            "copied into the JSON unchanged. Remove it, or write a literal as '$${' / '%%{'.") in errors
+    assert "Why: Terraform evaluates ${…} and %{…} in every JSON string" in errors
+
+
+def test_tv007_directive_in_a_literal_beside_a_reference(app):
+    stack = _user_stack(app)
+    user = stack.node.find_child("user")
+    pin(VirtualEnvironmentUser(stack, "second", user_id="two@pve",
+                               comment="%{ for k in [1] }x%{ endfor } " + user.user_id), "two")
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.two comment: '%{ for k in [1] }x%{ endfor } " \
+           "${TfToken[TOKEN." in errors
+    assert "holds '%{'" in errors
+
+
+def test_tv007_directive_inside_a_function_argument(app):
+    from cdktf import Fn
+
+    _user_stack(app, comment=Fn.file("/tmp/%{ if true }x%{ endif }"))
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
+            "'${file(\"/tmp/%{ if true }x%{ endif }\")}' holds '%{'") in errors
+
+
+def test_tv007_in_a_map_key(app):
+    stack = TerraformStack(app, "keys")
+    from cdktf import TerraformOutput
+
+    pin(TerraformOutput(stack, "out", value={ENVIRON: "x"}), "out")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] keys/out output.out.value.${file(" in errors
+
+
+def test_tv007_escaped_sequences_references_and_variable_defaults_pass(app, tmp_path):
+    from cdktf import Fn, TerraformVariable
+
+    stack = _user_stack(app, comment="cost $${x} and 100%%{y}", email=Fn.file("/tmp/$${not-a-template}"))
+    TerraformVariable(stack, "path", type="string", default=ENVIRON)  # Terraform reads defaults literally
+    user = stack.node.find_child("user")
+    pin(VirtualEnvironmentUser(stack, "second", user_id="two@pve", comment=user.user_id), "two")
+    app.synth()
+
+
+def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
+    """A library user builds a Node without validating it (model_construct): the label reaches the node's patch."""
+    from terravixens.config.placement import place
+    from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
+
+    stack = PlatformStack(app, example_site, "prod")
+    cluster = example_site.clusters["prod"]
+    template = cluster.workers["wk-a"]
+    node = template.model_construct(**{**dict(template), "vm_id": 1299, "labels": {"pool": ENVIRON}})
+    network = node.networks.model_construct(vlans={111: node.networks.vlans[111].model_construct(
+        address="10.11.1.29/24")})
+    node = node.model_construct(**{**dict(node), "networks": network})
+    TalosNode(stack, "wk-z", TalosNodeProps(
+        placed=place("wk-z", "worker", node, cluster, example_site.hypervisors["pve1"]), cluster=cluster,
+        cluster_config=stack.cluster_config))
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] talos_machine_configuration_apply.node_wk-z_apply config_patches.0: " in errors
+    assert "holds '${'" in errors
+    assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none

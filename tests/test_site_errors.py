@@ -131,7 +131,7 @@ def test_duplicate_maintenance_ip_between_nodes():
 
 def test_duplicate_address_across_clusters():
     data = example()
-    second_cluster(data, endpoint_vip="10.11.2.10", cp_address="10.11.1.11/24")
+    second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.11/24")
     problem = only_problem(data)
     assert problem.field == "clusters.staging.control_planes.st-cp.networks.vlans.111.address"
     assert "address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address" in problem.message
@@ -416,7 +416,7 @@ def test_talos_newer_than_supported():
     prod(data)["talos_version"] = "v1.12.0"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.talos_version"
-    assert problem.message.startswith("Talos v1.12.0 is newer than terravixens supports (up to v1.11.x)")
+    assert problem.message.startswith("Talos 'v1.12.0' is newer than terravixens supports (up to v1.11.x)")
 
 
 def test_ssh_flux_url_needs_a_git_secret():
@@ -505,22 +505,6 @@ def test_s3_backend_with_s3_settings_is_accepted():
     assert parse_site(data, "site.yaml").state.s3.bucket == "tf"
 
 
-def test_s3_endpoint_must_be_https():
-    data = example()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://minio.lab.internal:9000", "bucket": "tf"}}
-    problem = only_problem(data)
-    assert problem.field == "state.s3"
-    assert problem.message == ("endpoint 'http://minio.lab.internal:9000' is not https: state holds secrets and "
-                               "credentials, so it travels over https only; use https://…, or set allow_http: true "
-                               "for a local test emulator")
-
-
-def test_s3_http_endpoint_allowed_explicitly():
-    data = example()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "http://127.0.0.1:9000", "bucket": "tf", "allow_http": True}}
-    assert parse_site(data, "site.yaml").state.s3.allow_http is True
-
-
 def test_s3_kms_key_needs_encryption():
     data = example()
     data["state"] = {"backend": "s3", "s3": {"endpoint": "https://minio.lab.internal:9000", "bucket": "tf",
@@ -546,14 +530,18 @@ def test_unknown_state_backend():
     assert "(got 'consul')" in problem.message
 
 
-@pytest.mark.parametrize("bad", ["/var/lib/terravixens", "~/state"])
-def test_absolute_local_dir(bad):
+@pytest.mark.parametrize(("bad", "why"), [
+    ("/var/lib/terravixens", "is absolute"), ("C:\\state", "is absolute"), ("~/state", "starts with '~' (a home folder)"),
+    ("~", "starts with '~'"), ("../state", "climbs out of the project root with '..'"),
+    ("state/../../etc", "climbs out of the project root"), ("./", "names no folder"), ("", "names no folder"),
+])
+def test_local_dir_must_be_a_folder_inside_the_project(bad, why):
     data = example()
     data["state"]["local_dir"] = bad
     problem = only_problem(data)
     assert problem.field == "state.local_dir"
-    assert f"{bad!r} is absolute" in problem.message
-    assert "relative to the project root" in problem.message
+    assert problem.message.startswith(f"{bad!r} {why}")
+    assert "e.g. 'state'" in problem.message
 
 
 def test_proxmox_endpoint_not_https():
@@ -561,8 +549,9 @@ def test_proxmox_endpoint_not_https():
     data["proxmox"]["endpoint"] = "http://pve1.lab.internal:8006/"
     problem = only_problem(data)
     assert problem.field == "proxmox.endpoint"
-    assert "'http://pve1.lab.internal:8006/' is not an https URL" in problem.message
-    assert "https://HOST:8006/" in problem.message
+    assert problem.message.startswith("'http://pve1.lab.internal:8006/' is plain http: credentials and content would "
+                                      "cross the network unencrypted")
+    assert "use https (https://HOST:8006/), or keep http and say why next to it in allow_insecure_http" in problem.message
 
 
 @pytest.mark.parametrize("bad", ["git@git.lab.internal:platform/fleet.git", "platform/fleet"])
@@ -701,13 +690,14 @@ def test_load_site_reports_model_problems_with_the_file_name(tmp_path):
 
 
 # ------------------------------------------------------------------------------------- fixed after review (helper-2)
-def _second_cluster(data: dict, vip: str) -> dict:
+def _second_cluster(data: dict, vip: str, vlan: int = 111, address: str = "10.11.1.101/24") -> dict:
     staging = copy.deepcopy(prod(data))
     staging["endpoint_vip"] = vip
+    staging["management_vlan"] = vlan
     staging["cilium"]["pools"] = {}
     staging["flux"] = None
     staging["control_planes"] = {"st-a": {"hypervisor": "pve1", "vm_id": 2101,
-                                          "networks": {"vlans": {111: {"address": "10.11.1.101/24"}}}}}
+                                          "networks": {"vlans": {vlan: {"address": address}}}}}
     staging["workers"] = {}
     data["clusters"]["staging"] = staging
     return staging
@@ -723,7 +713,7 @@ def test_two_clusters_cannot_share_an_endpoint_vip():
 
 def test_pool_may_not_contain_another_clusters_vip():
     data = example()
-    _second_cluster(data, "10.12.0.200")
+    _second_cluster(data, "10.12.0.200", vlan=120, address="10.12.0.101/24")
     problem = only_problem(data)
     assert problem.field == "clusters.prod.cilium.pools.services"
     assert "LoadBalancer pool 10.12.0.192/27 contains 10.12.0.200, used by clusters.staging.endpoint_vip" in problem.message
@@ -731,6 +721,12 @@ def test_pool_may_not_contain_another_clusters_vip():
 
 def test_vip_compared_as_an_address_not_as_text():
     data = example()
+    # An IPv6 management VLAN (130) on every control plane, so that the VIP itself is in place.
+    for hypervisor in data["hypervisors"].values():
+        hypervisor["bridges"]["vmbr1"]["vlans"].append(130)
+    prod(data)["management_vlan"] = 130
+    for octet, name in enumerate(("cp-a", "cp-b", "cp-c"), 11):
+        prod(data)["control_planes"][name]["networks"]["vlans"][130] = {"address": f"fd00::{octet}/64"}
     prod(data)["endpoint_vip"] = "FD00::10"
     prod(data)["workers"]["wk-a"]["networks"]["vlans"][120] = {"address": "fd00::10/64"}
     problem = only_problem(data)
@@ -776,3 +772,402 @@ def test_duplicate_taint_key():
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.taints"
     assert problem.message == "taint key 'dedicated' appears twice: Talos nodeTaints is a map, one taint per key"
+
+
+# ------------------------------------------------------------------------------------- issue 7: accepted though wrong
+def test_endpoint_vip_outside_the_management_subnet():
+    data = example()
+    prod(data)["endpoint_vip"] = "10.99.0.10"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.endpoint_vip"
+    assert problem.message == (
+        "endpoint VIP 10.99.0.10 is outside the control planes' subnet on the management VLAN 111 (10.11.1.0/24): "
+        "Talos puts the VIP on that interface, where clients outside the subnet cannot reach it; pick a free address "
+        "in 10.11.1.0/24")
+
+
+@pytest.mark.parametrize("vip", ["10.11.1.0", "10.11.1.255"])
+def test_endpoint_vip_on_the_network_or_broadcast_address(vip):
+    data = example()
+    prod(data)["endpoint_vip"] = vip
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.endpoint_vip"
+    assert problem.message == (f"endpoint VIP {vip} is the network or broadcast address of 10.11.1.0/24: pick a free "
+                               f"host address in it")
+
+
+def test_node_address_outside_its_vlans_subnet():
+    data = example()
+    worker_a(data)["networks"]["vlans"][111] = {"address": "10.11.2.21/24"}
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.111.address"
+    assert problem.message == (
+        "address 10.11.2.21/24 is outside VLAN 111's subnet 10.11.1.0/24 (that of cp-a, cp-b, cp-c and 1 more): "
+        "nodes on one VLAN share its subnet; use an address in 10.11.1.0/24 with the same prefix length, or another VLAN")
+
+
+def test_node_address_with_another_prefix_length_on_the_vlan():
+    # Two nodes on VLAN 120, one subnet each: a tie goes to the first node by name (wk-a).
+    data = example()
+    prod(data)["workers"]["wk-b"]["networks"]["vlans"][120]["address"] = "10.12.0.22/16"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-b.networks.vlans.120.address"
+    assert "address 10.12.0.22/16 is outside VLAN 120's subnet 10.12.0.0/24 (that of wk-a)" in problem.message
+
+
+def test_routable_address_is_checked_against_its_vlan_too():
+    data = example()
+    prod(data)["control_planes"]["cp-b"]["networks"]["routable"] = {"vlan": 120, "address": "10.13.0.40/24"}
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.control_planes.cp-b.networks.routable.address"
+    assert "address 10.13.0.40/24 is outside VLAN 120's subnet 10.12.0.0/24 (that of wk-a, wk-b)" in problem.message
+
+
+def test_one_vlan_may_carry_ipv4_and_ipv6_subnets():
+    data = example()
+    worker_a(data)["networks"]["vlans"][120] = {"address": "2001:db8:120::21/64", "gateway": "2001:db8:120::1"}
+    assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].networks.vlans[120].gateway == "2001:db8:120::1"
+
+
+@pytest.mark.parametrize(("networks", "field", "message"), [
+    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.2.1"}}}, "vlans.111.gateway",
+     "gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node could not "
+     "reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length"),
+    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.1.21"}}}, "vlans.111.gateway",
+     "gateway 10.11.1.21 is the node's own address: use the router's address in 10.11.1.0/24"),
+    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "2001:db8::1"}}}, "vlans.111.gateway",
+     "gateway 2001:db8::1 is outside the interface's subnet 10.11.1.0/24"),
+    ({"vlans": {111: {"address": "10.11.1.21/24"}}, "routable": {"vlan": 120, "address": "10.12.0.21/24",
+                                                                  "gateway": "192.0.2.1"}},
+     "routable.gateway", "gateway 192.0.2.1 is outside the interface's subnet 10.12.0.0/24"),
+], ids=["other-subnet", "own-address", "other-family", "routable"])
+def test_gateway_outside_the_interfaces_subnet(networks, field, message):
+    data = example()
+    worker_a(data)["networks"] = {"maintenance_ip": "10.0.0.61", **networks}
+    problem = only_problem(data)
+    assert problem.field == f"clusters.prod.workers.wk-a.networks.{field}"
+    assert problem.message.startswith(message)
+
+
+def test_two_nodes_with_one_hostname():
+    data = example()
+    worker_a(data)["hostname"] = "wk-b"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.hostname"
+    assert problem.message == (
+        "hostname 'wk-b' is also the hostname of clusters.prod.workers.wk-b: two machines with one name become one "
+        "Kubernetes Node and clash in Talos; give each node its own hostname")
+
+
+def test_two_explicit_hostnames_alike():
+    data = example()
+    prod(data)["control_planes"]["cp-b"]["hostname"] = "node-x"
+    worker_a(data)["hostname"] = "node-x"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.hostname"
+    assert "hostname 'node-x' is also the hostname of clusters.prod.control_planes.cp-b" in problem.message
+
+
+def test_the_same_hostname_in_two_clusters_on_two_hypervisors_is_fine():
+    data = example()
+    second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.101/24")
+    data["clusters"]["staging"]["control_planes"]["st-cp"].update(hostname="cp-a", hypervisor="pve2")
+    assert parse_site(data, "site.yaml").clusters["staging"].control_planes["st-cp"].hostname == "cp-a"
+
+
+def test_two_vms_with_one_name_on_a_hypervisor():
+    data = example()
+    second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.101/24")
+    data["clusters"]["staging"]["control_planes"]["st-cp"]["hostname"] = "cp-a"  # cp-a runs on pve1 too
+    problem = only_problem(data)
+    assert problem.field == "clusters.staging.control_planes.st-cp.hostname"
+    assert problem.message == (
+        "VM name 'cp-a' on hypervisor 'pve1' is already used by clusters.prod.control_planes.cp-a: Proxmox would show "
+        "two VMs with one name; give one of them another hostname")
+
+
+def test_a_management_vlan_no_control_plane_has():
+    data = example()
+    prod(data)["management_vlan"] = 120  # only the workers have VLAN 120
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.management_vlan"
+    assert problem.message == (
+        "no control plane has an address on the management VLAN 120: the endpoint VIP 10.11.1.10 lives on that VLAN, "
+        "so no node would ever carry it; give every control plane an address on VLAN 120 (networks.vlans.120), or set "
+        "clusters.prod.management_vlan to a VLAN they all have")
+
+
+def test_a_control_plane_without_the_management_vlan():
+    data = example()
+    prod(data)["control_planes"]["cp-c"]["networks"]["vlans"] = {120: {"address": "10.12.0.13/24"}}
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.control_planes.cp-c.networks"
+    assert problem.message.startswith(
+        "control plane cp-c has no address on the management VLAN 111: the endpoint VIP 10.11.1.10 moves between the "
+        "control planes on that VLAN and could never move to this one; give every control plane an address on VLAN 111")
+
+
+def test_a_routable_address_on_the_management_vlan_counts():
+    data = example()
+    cp_c = prod(data)["control_planes"]["cp-c"]["networks"]
+    cp_c["vlans"] = {}
+    cp_c["routable"] = {"vlan": 111, "address": "10.11.1.13/24", "gateway": "10.11.1.1"}
+    assert parse_site(data, "site.yaml").clusters["prod"].control_planes["cp-c"].networks.routable.vlan == 111
+
+
+@pytest.mark.parametrize(("field", "bad", "message"), [
+    ("cpu", 513, "513 cores is more than 512 cores: Proxmox starts no VM with more vCPUs than its host has threads"),
+    ("memory_mib", 4_194_305, "4194305 MiB is more than 4,194,304 MiB: Proxmox gives a VM at most 4 TiB"),
+    ("memory_mib", 2**62, "4611686018427387904 MiB is more than 4,194,304 MiB"),
+    ("memory_mib", 1e40, "Unable to parse input string as an integer, exceeded maximum size (got 1e+40)"),
+    ("disk_gib", 16_385, "16385 GiB is more than 16,384 GiB: a Talos system disk holds the OS and /var"),
+], ids=["cpu", "memory", "memory-2^62", "memory-1e40", "disk"])
+def test_vm_sizes_have_upper_bounds(field, bad, message):
+    data = example()
+    worker_a(data)[field] = bad
+    problem = only_problem(data)
+    assert problem.field == f"clusters.prod.workers.wk-a.{field}"
+    assert problem.message.startswith(message)
+
+
+@pytest.mark.parametrize(("field", "largest"), [("cpu", 512), ("memory_mib", 4_194_304), ("disk_gib", 16_384)])
+def test_the_upper_bounds_themselves_are_accepted(field, largest):
+    data = example()
+    worker_a(data)[field] = largest
+    assert getattr(parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"], field) == largest
+
+
+# ---------------------------------------------------------------------------------------------- plain http
+def _flux_https(data: dict) -> dict:
+    flux = prod(data)["flux"]
+    flux.update(url="https://git.lab.internal/platform/fleet.git")
+    del flux["git_secret"]
+    return flux
+
+
+@pytest.mark.parametrize(("where", "field", "url"), [
+    (lambda d: d["proxmox"], "proxmox.endpoint", "http://pve1.lab.internal:8006/"),
+    (lambda d: d["hypervisors"]["pve1"]["talos_image"], "hypervisors.pve1.talos_image.factory_url",
+     "http://factory.lab.internal"),
+    (lambda d: _flux_https(d), "clusters.prod.flux.url", "http://git.lab.internal/platform/fleet.git"),
+    (lambda d: d["state"].update(backend="s3", s3={"bucket": "tf"}) or d["state"]["s3"], "state.s3.endpoint",
+     "http://minio.lab.internal:9000"),
+], ids=["proxmox", "factory", "flux", "s3"])
+def test_plain_http_urls_need_a_reason(where, field, url):
+    data = example()
+    section = where(data)
+    section[field.rsplit(".", 1)[1]] = url
+    problem = only_problem(data)
+    assert problem.field == field
+    assert problem.message.startswith(f"{url!r} is plain http: credentials and content would cross the network "
+                                      f"unencrypted and unauthenticated; use https (")
+    assert problem.message.endswith("or keep http and say why next to it in allow_insecure_http")
+    section["allow_insecure_http"] = "lab network without TLS, isolated VLAN"
+    parse_site(data, "site.yaml")  # the explicit reason makes it acceptable
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_allow_insecure_http_needs_a_reason(reason):
+    data = example()
+    data["proxmox"].update(endpoint="http://pve1.lab.internal:8006/", allow_insecure_http=reason)
+    problems = problems_of(data)
+    assert [p.field for p in problems] == ["proxmox.allow_insecure_http", "proxmox.endpoint"]
+    assert problems[0].message.startswith("is empty: say why plain http is acceptable here")
+
+
+def test_allow_insecure_http_next_to_an_https_url_is_stale():
+    data = example()
+    data["proxmox"]["allow_insecure_http"] = "old lab"
+    problem = only_problem(data)
+    assert problem.field == "proxmox"
+    assert problem.message == ("allow_insecure_http is set but endpoint is not an http:// URL: remove "
+                               "allow_insecure_http (it only permits plain http)")
+
+
+@pytest.mark.parametrize("bad", ["https://factory.talos.dev/", "https://factory.talos.dev/image", "factory.talos.dev",
+                                 "ftp://factory.talos.dev"])
+def test_factory_url_is_a_scheme_and_a_host(bad):
+    data = example()
+    data["hypervisors"]["pve1"]["talos_image"]["factory_url"] = bad
+    problem = only_problem(data)
+    assert problem.field == "hypervisors.pve1.talos_image.factory_url"
+    assert problem.message.startswith(repr(bad))
+    assert "https://factory.talos.dev" in problem.message
+
+
+# ---------------------------------------------------------------------------------------------- site text (ADR 0016)
+ENVIRON = '${file("/proc/self/environ")}'
+TEMPLATE_FIXES = "so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); remove it"
+
+TEXT_FIELDS = {
+    "label value": (lambda d, v: worker_a(d)["labels"].update(pool=v), "clusters.prod.workers.wk-a.labels.pool"),
+    "label key": (lambda d, v: worker_a(d)["labels"].update({v: "x"}), "clusters.prod.workers.wk-a.labels.<v>"),
+    "taint value": (lambda d, v: worker_a(d).update(taints=[{"key": "k", "value": v}]),
+                    "clusters.prod.workers.wk-a.taints.0.value"),
+    "tag": (lambda d, v: worker_a(d).update(tags=["ok", v]), "clusters.prod.workers.wk-a.tags.1"),
+    "bridge comment": (lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
+                       "hypervisors.pve1.bridges.vmbr1.comment"),
+    "install disk": (lambda d, v: prod(d).update(install_disk=v), "clusters.prod.install_disk"),
+    "proxmox node name": (lambda d, v: d["hypervisors"]["pve1"].update(node_name=v), "hypervisors.pve1.node_name"),
+    "flux branch": (lambda d, v: prod(d)["flux"].update(branch=v), "clusters.prod.flux.branch"),
+    "flux path": (lambda d, v: prod(d)["flux"].update(path=v), "clusters.prod.flux.path"),
+    "flux url": (lambda d, v: prod(d)["flux"].update(url="ssh://git@git.lab.internal/" + v),
+                 "clusters.prod.flux.url"),
+    "sops age key file": (lambda d, v: prod(d)["flux"].update(sops_age_key_file=v),
+                          "clusters.prod.flux.sops_age_key_file"),
+    "factory url": (lambda d, v: d["hypervisors"]["pve1"]["talos_image"].update(factory_url="https://" + v),
+                    "hypervisors.pve1.talos_image.factory_url"),
+    "proxmox endpoint": (lambda d, v: d["proxmox"].update(endpoint="https://" + v), "proxmox.endpoint"),
+    "kernel argument": (lambda d, v: d["hypervisors"]["pve2"].update(talos_image={"extra_kernel_args": [v]}),
+                        "hypervisors.pve2.talos_image.extra_kernel_args.0"),
+    "l2 interface": (lambda d, v: prod(d)["cilium"].update(l2_interfaces=[v]), "clusters.prod.cilium.l2_interfaces.0"),
+    "s3 bucket": (lambda d, v: d.update(state={"backend": "s3", "s3": {"endpoint": "https://s3.lab.internal",
+                                                                       "bucket": v}}), "state.s3.bucket"),
+    "bridge name": (lambda d, v: d["hypervisors"]["pve1"]["bridges"].update({v: {}}), "hypervisors.pve1.bridges.<v>"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_FIELDS))
+@pytest.mark.parametrize("sequence", [ENVIRON, "%{ for k in [1] }x%{ endfor }", "$${escaped}"],
+                         ids=["interpolation", "directive", "escaped"])
+def test_terraform_template_sequences_are_refused_in_every_string(name, sequence):
+    data = example()
+    change, field = TEXT_FIELDS[name]
+    change(data, sequence)
+    problems = [p for p in problems_of(data) if p.field == field.replace("<v>", sequence)]
+    assert len(problems) == 1, problems_of(data)
+    assert "holds '${'" in problems[0].message or "holds '%{'" in problems[0].message
+    assert problems[0].message.endswith(TEMPLATE_FIXES)
+
+
+def test_a_template_sequence_names_the_value_and_the_key_it_is_under():
+    data = example()
+    worker_a(data)["labels"]["pool"] = ENVIRON
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.labels.pool"
+    assert problem.message.startswith("'${file(\"/proc/self/environ\")}' holds '${': Terraform would evaluate it as "
+                                      "a template (reading files or the environment at apply time)")
+
+
+def test_without_the_loader_the_message_says_where_in_the_field():
+    from pydantic import ValidationError
+
+    from terravixens.config.model import Node
+
+    with pytest.raises(ValidationError) as caught:
+        Node(hypervisor="pve1", vm_id=100, labels={"a": "ok", "pool": ENVIRON})
+    [error] = caught.value.errors()
+    assert error["loc"] == ("labels",)
+    assert error["msg"].startswith("at pool: '${file(")
+
+
+def test_a_template_sequence_under_a_secret_looking_key_is_not_shown():
+    data = example()
+    data["hypervisors"]["pve1"]["api_user"]["token_name"] = "${file(\"/etc/shadow\")}"
+    problem = only_problem(data)
+    assert problem.field == "hypervisors.pve1.api_user.token_name"
+    assert "shadow" not in problem.message
+    assert problem.message.startswith("(value hidden: the key looks like it holds a secret) holds '${'")
+
+
+def test_a_template_sequence_under_a_secret_looking_map_key_is_not_shown():
+    data = example()
+    worker_a(data)["labels"]["api_token"] = "${file(\"/x\")} hunter2"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.labels.api_token"
+    assert "hunter2" not in problem.message and problem.message.startswith("(value hidden")
+
+
+@pytest.mark.parametrize(("text", "character"), [("a\nb", "\n"), ("tab\there", "\t"), ("nul\x00", "\x00"),
+                                                ("del\x7f", "\x7f")])
+def test_control_characters_are_refused_in_site_text(text, character):
+    data = example()
+    data["hypervisors"]["pve1"]["bridges"]["vmbr1"]["comment"] = text
+    problem = only_problem(data)
+    assert problem.field == "hypervisors.pve1.bridges.vmbr1.comment"
+    assert problem.message == f"{text!r} holds a control character ({character!r}): remove it"
+
+
+def test_dollar_and_percent_alone_are_fine():
+    data = example()
+    worker_a(data)["tags"] = ["cost-$5", "100%"]
+    data["hypervisors"]["pve1"]["bridges"]["vmbr1"]["comment"] = "50% of $budget {not a template}"
+    parse_site(data, "site.yaml")
+
+
+# ---------------------------------------------------------------------------------------------- bounded messages
+def test_a_long_bad_value_is_truncated_in_the_message():
+    data = example()
+    data["site"] = "Bad_" + "x" * 10_000
+    problem = only_problem(data)
+    assert problem.field == "site"
+    assert len(problem.message) < 400
+    assert problem.message.startswith("'Bad_xxx") and "…" in problem.message
+
+
+@pytest.mark.parametrize(("where", "field"), [
+    (lambda d, v: worker_a(d)["networks"]["vlans"][111].update(address=v), "clusters.prod.workers.wk-a.networks.vlans.111.address"),
+    (lambda d, v: prod(d).update(kubernetes_version=v), "clusters.prod.kubernetes_version"),
+    (lambda d, v: prod(d)["cilium"]["pools"].update(services=[v]), "clusters.prod.cilium.pools.services.0"),
+    (lambda d, v: data_api_user(d).update(user_id=v), "hypervisors.pve1.api_user.user_id"),
+    (lambda d, v: d["proxmox"].update(endpoint=v), "proxmox.endpoint"),
+    (lambda d, v: prod(d)["flux"].update(url=v), "clusters.prod.flux.url"),
+    (lambda d, v: worker_a(d).update(hypervisor=v), "clusters.prod.workers.wk-a.hypervisor"),
+    (lambda d, v: worker_a(d).update(bridge=v), "clusters.prod.workers.wk-a.bridge"),
+], ids=["address", "version", "pool", "user", "endpoint", "flux", "hypervisor", "bridge"])
+def test_every_validator_shows_the_value_bounded(where, field):
+    data = example()
+    where(data, "z" * 5000)
+    problem = only_problem(data)
+    assert problem.field == field
+    assert len(str(problem)) <= 400 and "z" * 100 not in problem.message and "'zzzz" in problem.message
+
+
+def data_api_user(data: dict) -> dict:
+    return data["hypervisors"]["pve1"]["api_user"]
+
+
+def test_new_checks_are_located_in_the_file(tmp_path):
+    import yaml
+
+    data = example()
+    worker_a(data)["hostname"] = "wk-b"
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(SiteError) as caught:
+        load_site(path)
+    [problem] = caught.value.problems
+    line = path.read_text().splitlines().index("        hostname: wk-b") + 1
+    assert str(problem).startswith(f"line {line}, clusters.prod.workers.wk-a.hostname: hostname 'wk-b' is also")
+
+
+# ---------------------------------------------------------------------------------------------- the seam (ADR 0017)
+def test_the_model_alone_does_not_run_whole_site_rules():
+    """Site rules run in the loader after the model validated: the model never imports them (no cycle)."""
+    from terravixens.config.model import Site
+
+    data = example()
+    worker_a(data)["vm_id"] = 1101  # a whole-site rule problem only
+    assert Site.model_validate(copy.deepcopy(data)).clusters["prod"].workers["wk-a"].vm_id == 1101
+    assert only_problem(data).field == "clusters.prod.workers.wk-a.vm_id"
+
+
+def test_model_problems_come_first_and_rules_run_only_on_a_valid_model():
+    data = example()
+    worker_a(data)["vm_id"] = 1101
+    data["site"] = "Bad_Name"
+    assert [p.field for p in problems_of(data)] == ["site"]
+
+
+def test_a_new_sections_rules_plug_into_one_place():
+    from terravixens.config import site_rules
+
+    def no_cluster_named_legacy(site):
+        if "prod" in site.clusters:
+            yield ("clusters", "prod"), "a test rule: rename it"
+
+    site = parse_site(example(), "site.yaml")
+    assert site_rules.check(site) == []
+    assert site_rules.check(site, (*site_rules.RULES, no_cluster_named_legacy)) == [
+        (("clusters", "prod"), "a test rule: rename it")]
+    assert len(site_rules.RULES) == len(set(site_rules.RULES)) >= 13

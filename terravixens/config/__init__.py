@@ -2,8 +2,9 @@
 from terravixens.config.addressing import first_contact_address, node_address
 from terravixens.config.loader import SiteError, SiteProblem, load_site, parse_site
 from terravixens.config.model import Cluster, Hypervisor, Node, Site
+from terravixens.config.placement import PlacedNode, place, placed_nodes
 
 __all__ = [
-    "Cluster", "Hypervisor", "Node", "Site", "SiteError", "SiteProblem",
-    "first_contact_address", "load_site", "node_address", "parse_site",
+    "Cluster", "Hypervisor", "Node", "PlacedNode", "Site", "SiteError", "SiteProblem",
+    "first_contact_address", "load_site", "node_address", "parse_site", "place", "placed_nodes",
 ]

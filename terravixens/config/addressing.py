@@ -1,13 +1,15 @@
-"""How terravixens reaches a node: pure functions of the site model, unit-tested branch by branch.
+"""How terravixens reaches a node: one fallback chain, pure functions of the site model, unit-tested branch by branch.
 
 The address used to manage a node follows a fallback chain, from the most to the least preferred:
 routable address -> management VLAN (111 by default) -> any other VLAN (lowest id first) -> maintenance IP.
 A new node is first contacted on its maintenance IP (the address it has in maintenance mode, before any
 configuration): that is the `endpoint` of its configuration apply, while `node` is the managed address.
+Everything else (terravixens.config.placement, the constructs, the upgrade command) asks `managed()`.
 """
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 
 from terravixens.config.model import DEFAULT_MANAGEMENT_VLAN, NodeNetworks
 
@@ -16,24 +18,41 @@ class NoAddressError(ValueError):
     pass
 
 
-def _ip(interface: str) -> str:
-    return str(ipaddress.ip_interface(interface).ip)
+@dataclass(frozen=True)
+class Managed:
+    """The managed address, and its network when it is an interface address (the maintenance IP has no prefix)."""
+
+    address: str
+    subnet: str | None
 
 
-def node_address(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str:
-    """The address terravixens manages the node at, by the fallback chain above."""
+def _interface(networks: NodeNetworks, management_vlan: int) -> str | None:
+    """The chain above without its last link: the interface (address/prefix) to manage the node on, if any."""
     if networks.routable is not None:
-        return _ip(networks.routable.address)
+        return networks.routable.address
     if management_vlan in networks.vlans:
-        return _ip(networks.vlans[management_vlan].address)
+        return networks.vlans[management_vlan].address
     if networks.vlans:
-        return _ip(networks.vlans[min(networks.vlans)].address)
+        return networks.vlans[min(networks.vlans)].address
+    return None
+
+
+def managed(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> Managed:
+    """The address terravixens manages the node at, by the fallback chain above, with its network."""
+    interface = _interface(networks, management_vlan)
+    if interface is not None:
+        parsed = ipaddress.ip_interface(interface)
+        return Managed(str(parsed.ip), str(parsed.network))
     if networks.maintenance_ip is not None:
-        return networks.maintenance_ip
+        return Managed(networks.maintenance_ip, None)
     raise NoAddressError(
         "the node has no address: give it networks.maintenance_ip, a VLAN interface under networks.vlans "
         "or networks.routable"
     )
+
+
+def node_address(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str:
+    return managed(networks, management_vlan).address
 
 
 def managed_subnet(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str | None:
@@ -42,15 +61,9 @@ def managed_subnet(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGE
     Talos pins etcd's advertised address and the kubelet's node IP to it: a node with several networks would
     otherwise advertise whichever address sorts first (often the maintenance one).
     """
-    if networks.routable is not None:
-        interface = networks.routable.address
-    elif management_vlan in networks.vlans:
-        interface = networks.vlans[management_vlan].address
-    elif networks.vlans:
-        interface = networks.vlans[min(networks.vlans)].address
-    else:
+    if _interface(networks, management_vlan) is None:
         return None
-    return str(ipaddress.ip_interface(interface).network)
+    return managed(networks, management_vlan).subnet
 
 
 def first_contact_address(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> str:

@@ -1,8 +1,11 @@
 """Loads a site file and turns every problem into a message naming the file, the line, the field, the bad value
 (truncated, never a secret) and the fix.
 
-Reading and YAML parsing are strict and bounded (terravixens.inputs): a 1 MiB cap, regular files only, duplicate
-keys refused with both lines, no unbounded alias expansion or nesting. Then the typed model (pydantic) validates.
+Three steps, each reporting every problem it finds (docs/adr/0017-site-validation-in-three-steps.md):
+1. reading and YAML parsing, strict and bounded (terravixens.inputs): a 1 MiB cap, regular files only, duplicate
+   keys refused with both lines, no unbounded alias expansion or nesting;
+2. the typed model (pydantic): types, per-field rules, and site text without Terraform templates (ADR 0016);
+3. once the model is valid, the rules that need the whole site (terravixens.config.site_rules.RULES).
 """
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from terravixens.config import site_rules
 from terravixens.config.model import Site
-from terravixens.config.site_rules import SiteRuleError
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, looks_secret, read_text, shown_at
 from terravixens.inputs.problems import field_path
 
@@ -33,18 +36,20 @@ class SiteError(InputError):
 
 def _pydantic_problems(error: ValidationError, lines: Lines) -> list[Problem]:
     problems = []
-    for item in error.errors(include_url=False, include_context=False):
+    for item in error.errors(include_url=False):
         location = tuple(part for part in item["loc"] if not str(part).startswith("function-after"))
         message = item["msg"].removeprefix("Value error, ")
         kind = item["type"]
         value = shown_at(location, item.get("input"))
-        if kind == "extra_forbidden":
+        if kind == "site_text":  # name the very key or item that holds the bad text
+            location, message = (*location, *item["ctx"]["inside"]), item["ctx"]["bare"]
+        elif kind == "extra_forbidden":
             hidden = looks_secret(location[-1]) if location else False
             message = (f"unknown key{'' if hidden else f' (value {value})'}: remove it or check its spelling "
                        f"against docs/site-file.md")
         elif kind == "missing":
             message = "is required: add it"
-        elif not kind.startswith("value_error") and kind != "assertion_error":
+        elif not kind.startswith("value_error") and kind not in ("assertion_error", "site_text"):
             message = f"{message} (got {value})"
         problems.append(Problem(field_path(location), message, lines.of(location)))
     return problems
@@ -57,12 +62,13 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
         raise SiteError(path, [Problem("(top level)", "the site file must be a YAML mapping with 'site', 'proxmox', "
                                                        "'hypervisors' and 'clusters'")])
     try:
-        return Site.model_validate(data)
+        site = Site.model_validate(data)
     except ValidationError as error:
         raise SiteError(path, _pydantic_problems(error, lines)) from None
-    except SiteRuleError as error:
-        raise SiteError(path, [Problem(field_path(loc), message, lines.of(loc))
-                               for loc, message in error.problems]) from None
+    findings = site_rules.check(site)
+    if findings:
+        raise SiteError(path, [Problem(field_path(loc), message, lines.of(loc)) for loc, message in findings])
+    return site
 
 
 def load_site(path: Path | str | None = None) -> Site:

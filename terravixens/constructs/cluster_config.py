@@ -10,9 +10,8 @@ from imports.talos.data_talos_machine_configuration import DataTalosMachineConfi
 from imports.talos.machine_secrets import MachineSecrets
 from terravixens.config.model import Cluster
 from terravixens.logical_ids import cluster_id, pin
+from terravixens.roles import Role
 from terravixens.talos.patches import cluster_patch
-
-ROLES = ("controlplane", "worker")
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class ClusterConfig(Construct):
                 self, f"machine_configuration_{role}",
                 cluster_name=props.cluster_name,
                 cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
-                machine_type=role,
+                machine_type=role.value,
                 machine_secrets=self.machine_secrets_input(),
                 talos_version=cluster.talos_version,
                 kubernetes_version=cluster.kubernetes_version,
@@ -56,7 +55,7 @@ class ClusterConfig(Construct):
                 docs=False,
                 examples=False,
             ), cluster_id(f"machine_configuration_{role}"))
-            for role in ROLES
+            for role in Role
         }
 
     def client_configuration(self) -> dict[str, str]:

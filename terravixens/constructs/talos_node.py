@@ -16,8 +16,8 @@ from imports.proxmox.virtual_environment_vm import (
     VirtualEnvironmentVmSerialDevice,
 )
 from imports.talos.machine_configuration_apply import MachineConfigurationApply
-from terravixens.config.addressing import first_contact_address, node_address
-from terravixens.config.model import Cluster, Hypervisor, Node
+from terravixens.config.model import Cluster
+from terravixens.config.placement import PlacedNode
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.logical_ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
@@ -31,13 +31,10 @@ NETWORK_DEVICE_KEYS = (
 
 @dataclass(frozen=True)
 class TalosNodeProps:
-    """name: the node's stable key in the site file; role: 'controlplane' or 'worker'."""
+    """placed: the node with its role, hypervisor and addresses (terravixens.config.placement.place / placed_nodes)."""
 
-    name: str
-    role: str
-    node: Node
+    placed: PlacedNode
     cluster: Cluster
-    hypervisor: Hypervisor
     cluster_config: ClusterConfig
     apply_mode: str = "staged_if_needing_reboot"
     reset_on_destroy: bool = True
@@ -65,12 +62,12 @@ class TalosNode(Construct):
     def __init__(self, scope: Construct, id: str, props: TalosNodeProps):
         super().__init__(scope, id)
         self.props = props
-        node, cluster, hypervisor = props.node, props.cluster, props.hypervisor
-        self.node_name = props.name
-        self.address = node_address(node.networks, cluster.management_vlan)
-        self.first_contact = first_contact_address(node.networks, cluster.management_vlan)
-        self.vm = pin(self._vm(), node_id(props.name, "vm"))
-        vm_address = f"{self.vm.terraform_resource_type}.{node_id(props.name, 'vm')}"
+        placed = props.placed
+        self.node_name = placed.name
+        self.address = placed.address
+        self.first_contact = placed.first_contact
+        self.vm = pin(self._vm(), node_id(placed.name, "vm"))
+        vm_address = f"{self.vm.terraform_resource_type}.{node_id(placed.name, 'vm')}"
         self.apply = pin(MachineConfigurationApply(
             self, "apply",
             # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
@@ -78,26 +75,26 @@ class TalosNode(Construct):
             node_attribute=self.first_contact,
             endpoint=self.first_contact,
             client_configuration=props.cluster_config.client_configuration(),
-            machine_configuration_input=props.cluster_config.machine_configurations[props.role].machine_configuration,
-            config_patches=[node_patch(props.name, props.role, node, cluster, hypervisor)],
+            machine_configuration_input=props.cluster_config.machine_configurations[placed.role].machine_configuration,
+            config_patches=[node_patch(placed, props.cluster)],
             apply_mode=props.apply_mode,
             on_destroy={"reset": props.reset_on_destroy, "graceful": props.reset_graceful,
                         "reboot": props.reboot_after_reset},
             depends_on=[self.vm],
             # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
             lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
-        ), node_id(props.name, "apply"))
+        ), node_id(placed.name, "apply"))
 
     def _vm(self) -> VirtualEnvironmentVm:
-        props = self.props
-        node, cluster, hypervisor = props.node, props.cluster, props.hypervisor
+        placed, cluster = self.props.placed, self.props.cluster
+        node, hypervisor = placed.node, placed.hypervisor
         # Proxmox stores tags lowercased and sorted; anything else diffs forever.
         tags = sorted({tag.lower() for tag in ["talos", "terravixens", *node.tags]})
         vm = VirtualEnvironmentVm(
             self, "vm",
             node_name=hypervisor.node_name,
             vm_id=node.vm_id,
-            name=node.hostname or props.name,
+            name=placed.hostname,
             description="Talos node managed by terravixens",
             tags=tags,
             on_boot=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 from terravixens.catalogue import MEMBERSHIP_NAME, MEMBERSHIP_TYPE
 from terravixens.inputs import InputError, Problem, load_json, read_text, shown
 from terravixens.logical_ids import owner_of
+from terravixens.roles import Role
 
 PLAN_LIMIT = 512 * 1024 * 1024
 ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
@@ -96,7 +97,7 @@ class Plan:
             record = resource.values.get("input")
             if not isinstance(record, dict):
                 continue
-            for key, role in (("control_planes", "controlplane"), ("workers", "worker")):
+            for key, role in (("control_planes", Role.CONTROLPLANE), ("workers", Role.WORKER)):
                 members = record.get(key)
                 if isinstance(members, dict):
                     roles.update({name: role for name in members if isinstance(name, str)})

@@ -34,6 +34,9 @@ _TAG = "tag:yaml.org,2002:"
 _MERGE = object()
 _NO_KEY = object()
 MAX_INT = 2**63 - 1
+# First characters for which the resolver has implicit types; anything else plain is a string (no wildcard resolver).
+_IMPLICIT_FIRST = frozenset(key for key in _RESOLVER.yaml_implicit_resolvers if key)
+assert None not in _RESOLVER.yaml_implicit_resolvers
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,10 @@ class _Builder:
     # ------------------------------------------------------------------------------------------------- events
     def feed(self, event: events.Event) -> None:
         line = event.start_mark.line + 1 if event.start_mark else 0
-        if isinstance(event, events.DocumentStartEvent):
+        if isinstance(event, events.ScalarEvent):  # the most frequent event first
+            self.count(line)
+            self.emit(self.scalar(event, line), line, event.anchor, 1)
+        elif isinstance(event, events.DocumentStartEvent):
             self.documents += 1
             if self.documents > 1:
                 self.stop(line, "(file)", "holds more than one YAML document ('---'): keep one document per file")
@@ -109,9 +115,6 @@ class _Builder:
             if isinstance(frame.container, dict):
                 self.apply_merges(frame)
             self.emit(frame.container, frame.line, frame.anchor, frame.size)
-        elif isinstance(event, events.ScalarEvent):
-            self.count(line)
-            self.emit(self.scalar(event, line), line, event.anchor, 1)
         elif isinstance(event, events.AliasEvent):
             if event.anchor not in self.anchors:
                 self.stop(line, self.child_label(), f"uses alias *{event.anchor} before its anchor &{event.anchor}")
@@ -200,6 +203,11 @@ class _Builder:
 
     def scalar(self, event: events.ScalarEvent, line: int) -> object:
         tag = event.tag
+        value = event.value
+        # Fast path for most scalars, as the resolver would decide: quoted text, or plain text whose first character
+        # starts no implicit type (numbers, booleans, null, dates, merge keys).
+        if tag is None and (not event.implicit[0] or (value and value[0] not in _IMPLICIT_FIRST)):
+            return value
         if tag is None or tag == "!":
             tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)

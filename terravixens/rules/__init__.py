@@ -9,6 +9,7 @@ from cdktf import Aspects, TerraformStack
 
 from terravixens.rules.bootstrap_once import BootstrapOnce
 from terravixens.rules.no_secret_literals import NoSecretLiterals
+from terravixens.rules.no_template_sequences import NoTemplateSequences
 from terravixens.rules.odd_control_planes import OddControlPlaneQuorum
 from terravixens.rules.reset_scoped_to_node import ResetScopedToNode
 from terravixens.rules.stable_logical_ids import StableLogicalIds
@@ -21,6 +22,7 @@ ALL_RULES = (
     BootstrapOnce,
     StoragePreventDestroy,
     NoSecretLiterals,
+    NoTemplateSequences,
 )
 
 

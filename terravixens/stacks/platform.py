@@ -5,6 +5,7 @@ from cdktf import TerraformOutput, TerraformStack
 from constructs import Construct
 
 from terravixens.config.model import Site
+from terravixens.config.placement import placed_nodes
 from terravixens.layers import platform_stack_name
 from terravixens.constructs.cluster_config import ClusterConfig, ClusterConfigProps
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
@@ -30,11 +31,9 @@ class PlatformStack(TerraformStack):
             release_secrets=decommission is not None and decommission.release_secrets,
         ))
         self.nodes: dict[str, TalosNode] = {}
-        for node_name, (role, node) in cluster.nodes().items():
+        for node_name, placed in placed_nodes(site, cluster_name).items():
             self.nodes[node_name] = TalosNode(self, node_name, TalosNodeProps(
-                name=node_name, role=role, node=node, cluster=cluster,
-                hypervisor=site.hypervisors[node.hypervisor],
-                cluster_config=self.cluster_config,
+                placed=placed, cluster=cluster, cluster_config=self.cluster_config,
                 **({} if decommission is None else {
                     "reboot_after_reset": decommission.reboot_after_reset,
                     "reset_graceful": node_name not in decommission.non_graceful,

@@ -11,8 +11,9 @@ import ipaddress
 
 import yaml
 
-from terravixens.config.addressing import managed_subnet
-from terravixens.config.model import Cluster, Hypervisor, Node
+from terravixens.config.model import Cluster, Node
+from terravixens.config.placement import PlacedNode
+from terravixens.roles import Role
 from terravixens.talos.image import installer_image
 
 # Talos gives DHCP routes metric 1024, like our static defaults: DHCP on the maintenance network goes below them.
@@ -31,7 +32,7 @@ def cluster_patch(cluster: Cluster) -> str:
     })
 
 
-def _vlan_entries(node: Node, role: str, cluster: Cluster) -> list[dict]:
+def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict]:
     entries: dict[int, dict] = {}
     metric = 1024
     ordered = []
@@ -45,13 +46,15 @@ def _vlan_entries(node: Node, role: str, cluster: Cluster) -> list[dict]:
             network = "0.0.0.0/0" if ipaddress.ip_interface(address).version == 4 else "::/0"
             entry.setdefault("routes", []).append({"network": network, "gateway": gateway, "metric": metric})
             metric += 1
-    if role == "controlplane" and cluster.management_vlan in entries:
+    if role is Role.CONTROLPLANE and cluster.management_vlan in entries:
         # The shared API address floats between control planes on the management VLAN.
         entries[cluster.management_vlan]["vip"] = {"ip": cluster.endpoint_vip}
     return [entries[vlan] for vlan in sorted(entries)]
 
 
-def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: Hypervisor) -> str:
+def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
+    """The patch of one placed node: only its own site entry and cluster-wide settings go in."""
+    node, role = placed.node, placed.role
     interface: dict = {"deviceSelector": {"physical": True}}
     if node.networks.maintenance_ip is not None:
         # Keeping DHCP on the untagged network keeps the maintenance path: a second way in if a VLAN is misconfigured.
@@ -61,8 +64,9 @@ def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: H
     if vlans:
         interface["vlans"] = vlans
     machine: dict = {
-        "network": {"hostname": node.hostname or name, "interfaces": [interface]},
-        "install": {"disk": cluster.install_disk, "image": installer_image(hypervisor.talos_image, cluster.talos_version)},
+        "network": {"hostname": placed.hostname, "interfaces": [interface]},
+        "install": {"disk": cluster.install_disk,
+                    "image": installer_image(placed.hypervisor.talos_image, cluster.talos_version)},
     }
     if node.labels:
         machine["nodeLabels"] = dict(sorted(node.labels.items()))
@@ -70,10 +74,10 @@ def node_patch(name: str, role: str, node: Node, cluster: Cluster, hypervisor: H
         # Talos joins key and value as key=value:Effect; an empty value stays as ":Effect".
         machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" for taint in node.taints}
     document: dict = {"machine": machine}
-    subnet = managed_subnet(node.networks, cluster.management_vlan)
+    subnet = placed.managed_subnet
     if subnet is not None:
         # Multi-homed nodes: etcd and the kubelet use the managed network, the one health checks and peers expect.
         machine["kubelet"] = {"nodeIP": {"validSubnets": [subnet]}}
-        if role == "controlplane":
+        if role is Role.CONTROLPLANE:
             document["cluster"] = {"etcd": {"advertisedSubnets": [subnet]}}
     return _dump(document)

@@ -318,7 +318,7 @@ def test_s3_backend_deploy_destroy_restore(second_fake, terraform_binary, s3_end
     endpoint, client = s3_endpoint
     data = support.loopback_data(fake.url)
     data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET, "key_prefix": "ops",
-                                             "allow_http": True}}
+                                             "allow_insecure_http": "moto on loopback, a test emulator"}}
     data["clusters"]["prod"]["control_planes"] = {"cp-a": data["clusters"]["prod"]["control_planes"]["cp-a"]}
     data["clusters"]["prod"]["workers"] = {}
     for hypervisor in data["hypervisors"].values():

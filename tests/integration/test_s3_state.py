@@ -76,7 +76,8 @@ def _tf(binary: str, workdir: Path, *args: str, wait: bool = True):
 
 def _synthesized_backends(endpoint: str) -> dict[str, dict]:
     data = support.example_data()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET, "allow_http": True}}
+    data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET,
+                                            "allow_insecure_http": "moto on loopback, a test emulator"}}
     return {name: stack["terraform"]["backend"] for name, stack in support.synth(support.site_from(data)).items()}
 
 

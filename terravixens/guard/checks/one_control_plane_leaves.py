@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from terravixens.guard.checks.base import Check
 from terravixens.guard.checks.roles import leaving_applies, role_today
+from terravixens.roles import Role
 
 
 class OneControlPlaneLeavesPerApply(Check):
@@ -15,7 +16,7 @@ class OneControlPlaneLeavesPerApply(Check):
         leaving, unknown = [], []
         for change in leaving_applies(plan):
             role = role_today(change.node, plan, context)
-            if role == "controlplane":
+            if role == Role.CONTROLPLANE:
                 leaving.append(change.address)
             elif role is None:
                 # No record and not in the site: counted as a control plane, the safe side.

@@ -4,6 +4,7 @@ from __future__ import annotations
 from terravixens.catalogue import NODE_APPLY
 from terravixens.guard.context import GuardContext
 from terravixens.guard.plan import Plan
+from terravixens.roles import Role
 
 
 def role_today(node: str | None, plan: Plan, context: GuardContext) -> str | None:
@@ -17,7 +18,7 @@ def role_today(node: str | None, plan: Plan, context: GuardContext) -> str | Non
 def prior_control_planes(plan: Plan, context: GuardContext) -> dict[str, str]:
     """Apply address -> node, for today's applies whose node is a control plane."""
     return {r.address: r.node for r in plan.prior_of(NODE_APPLY)
-            if role_today(r.node, plan, context) == "controlplane"}
+            if role_today(r.node, plan, context) == Role.CONTROLPLANE}
 
 
 def leaving_applies(plan: Plan) -> list:

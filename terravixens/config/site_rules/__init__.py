@@ -1,0 +1,41 @@
+"""Rules that need the whole site: references between sections, uniqueness, subnets and pools.
+
+The loader runs them once the model is valid (terravixens.config.loader.parse_site): each rule is a function of
+the valid `Site` that yields (field path, message) findings, so the loader can name the exact field and line, and
+all problems are reported at once. No rule raises, none imports the loader: data flows one way.
+
+A new section of the site brings its rules as a module here and adds them to `RULES`: that is the one place.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from terravixens.config.model import Site
+from terravixens.config.site_rules import pools, references, subnets, uniqueness
+from terravixens.config.site_rules.walk import Finding
+
+SiteRule = Callable[[Site], Iterable[Finding]]
+
+RULES: tuple[SiteRule, ...] = (
+    references.known_hypervisors,
+    references.bridges_exist,
+    references.vlans_allowed_on_bridges,
+    uniqueness.unique_vm_ids,
+    uniqueness.unique_hostnames,
+    uniqueness.unique_vm_names,
+    subnets.nodes_reachable,
+    subnets.gateways_reachable,
+    subnets.vlan_subnets,
+    subnets.management_vlan_present,
+    subnets.vip_in_management_subnet,
+    uniqueness.unique_addresses,
+    pools.pools_clear_of_nodes,
+)
+
+
+def check(site: Site, rules: Iterable[SiteRule] = RULES) -> list[Finding]:
+    """Every finding of every rule, in rule order."""
+    return [finding for rule in rules for finding in rule(site)]
+
+
+__all__ = ["Finding", "RULES", "SiteRule", "check"]

@@ -1,0 +1,57 @@
+"""What must be unique: VM ids in the site, addresses in the site, hostnames in a cluster, VM names per hypervisor."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from terravixens.config.model import Site
+from terravixens.inputs import shown
+from terravixens.config.site_rules.walk import (
+    Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, used_addresses,
+)
+
+
+def unique_vm_ids(site: Site) -> Iterator[Finding]:
+    # VM ids are unique per Proxmox cluster; hypervisors of one site form one Proxmox cluster.
+    seen: dict[int, Path] = {}
+    for at in all_nodes(site):
+        owner = seen.setdefault(at.node.vm_id, at.path)
+        if owner != at.path:
+            yield (*at.path, "vm_id"), f"VM id {at.node.vm_id} is already used by {dotted(owner)}: give each VM its own id"
+
+
+def unique_addresses(site: Site) -> Iterator[Finding]:
+    seen: dict[Address, Path] = {}
+    for path, address in used_addresses(site):
+        owner = seen.setdefault(address, path)
+        if owner != path:
+            yield path, f"address {address} is already used by {dotted(owner)}: give each address to one node or cluster"
+
+
+def _name_path(at: NodeAt) -> Path:
+    """Where to fix a name: the node's `hostname` when it sets one, else the node (its key is the name)."""
+    return (*at.path, "hostname") if at.node.hostname else at.path
+
+
+def unique_hostnames(site: Site) -> Iterator[Finding]:
+    for cluster_name in site.clusters:
+        seen: dict[str, NodeAt] = {}
+        for at in sorted(cluster_nodes(site, cluster_name), key=lambda a: a.name):
+            first = seen.setdefault(at.hostname, at)
+            if first is at:
+                continue
+            # Point at whichever of the two chose the name with an explicit `hostname`.
+            blamed, other = (first, at) if first.node.hostname and not at.node.hostname else (at, first)
+            yield _name_path(blamed), (
+                f"hostname {blamed.hostname!r} is also the hostname of {dotted(other.path)}: two machines with one "
+                f"name become one Kubernetes Node and clash in Talos; give each node its own hostname")
+
+
+def unique_vm_names(site: Site) -> Iterator[Finding]:
+    """Across clusters only: within one cluster, the same name is already a hostname clash (one report is enough)."""
+    seen: dict[tuple[str, str], NodeAt] = {}
+    for at in all_nodes(site):
+        first = seen.setdefault((at.node.hypervisor, at.hostname), at)
+        if first is not at and first.cluster_name != at.cluster_name:
+            yield _name_path(at), (
+                f"VM name {at.hostname!r} on hypervisor {shown(at.node.hypervisor)} is already used by "
+                f"{dotted(first.path)}: Proxmox would show two VMs with one name; give one of them another hostname")

@@ -349,6 +349,7 @@ class Site(Strict):
     proxmox: ProxmoxConfig
     hypervisors: dict[DnsName, Hypervisor]
     clusters: dict[DnsName, Cluster] = Field(default_factory=dict)
+    standalone: Standalone = Field(default_factory=lambda: Standalone())
 
     @model_validator(mode="after")
     def _cross_references(self) -> Site:
@@ -356,3 +357,9 @@ class Site(Strict):
 
         site_rules.check(self)
         return self
+
+
+# At the end: the standalone section (config/standalone.py) builds on the field types above.
+from terravixens.config.standalone import Standalone  # noqa: E402
+
+Site.model_rebuild()

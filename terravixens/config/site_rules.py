@@ -9,6 +9,8 @@ import ipaddress
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from terravixens.config import standalone_rules
+
 if TYPE_CHECKING:
     from terravixens.config.model import Site
 
@@ -31,6 +33,7 @@ def check(site: Site) -> None:
         *nodes_reachable(site),
         *unique_addresses(site),
         *pools_clear_of_nodes(site),
+        *standalone_rules.problems(site),
     ]
     if problems:
         raise SiteRuleError(problems)

@@ -98,6 +98,7 @@ def load_catalog(folder: Path | str) -> Catalog:
         spec = _load("spec", Spec, path, SPEC, catalog, errors)
         if spec is not None:
             catalog.specs[path.stem] = spec
+    errors += _unknown_postures(catalog)
     if errors:
         raise CatalogError(errors)
     return catalog
@@ -109,10 +110,24 @@ def load_spec_file(path: Path | str) -> tuple[Spec, Catalog]:
     catalog, errors = Catalog(path.parent), []
     _load_postures(catalog, errors)
     spec = _load("spec", Spec, path, SPEC, catalog, errors)
+    if spec is not None:
+        catalog.specs[path.stem] = spec
+        errors += _unknown_postures(catalog)
     if errors:
         raise CatalogError(errors)
-    catalog.specs[path.stem] = spec
     return spec, catalog
+
+
+def _unknown_postures(catalog: Catalog) -> list[InputError]:
+    errors = []
+    for name, spec in catalog.specs.items():
+        if spec.access.posture not in catalog.postures:
+            loaded = catalog.spec_file(name)
+            errors.append(InputError(loaded.path, [Problem("access.posture", (
+                f"unknown posture {shown(spec.access.posture)}: use one of {', '.join(sorted(catalog.postures))} "
+                f"or add {POSTURES_DIR}/{spec.access.posture}.yaml next to the spec"),
+                loaded.lines.of(("access", "posture")))], SPEC))
+    return errors
 
 
 def _load_postures(catalog: Catalog, errors: list[InputError]) -> None:

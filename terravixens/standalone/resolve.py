@@ -91,12 +91,6 @@ def _fqdn(name: str, spec: Spec) -> str:
 
 def check_references(site: Site, site_path: Path, site_lines: Lines, catalog: Catalog, found: _Problems) -> None:
     nodes = site.standalone.nodes
-    for spec_name, spec in catalog.specs.items():
-        loaded = catalog.spec_file(spec_name)
-        if spec.access.posture not in catalog.postures:
-            found.add(loaded.path, SPEC, ("access", "posture"), (
-                f"unknown posture {shown(spec.access.posture)}: use one of {', '.join(sorted(catalog.postures))} "
-                f"or add {catalog.folder.name}/postures/{spec.access.posture}.yaml"), loaded.lines)
     users: dict[str, list[str]] = defaultdict(list)
     for name, node in nodes.items():
         location = ("standalone", "nodes", name, "spec")

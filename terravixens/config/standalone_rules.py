@@ -96,7 +96,7 @@ def no_parent_cycles(site: Site) -> Iterator[Problem]:
         while current in nodes and current not in chain and current not in site.hypervisors:
             chain.append(current)
             current = nodes[current].parent
-        if current in chain and current not in reported:
+        if current in chain and current not in site.hypervisors and current not in reported:
             cycle = chain[chain.index(current):]
             reported.update(cycle)
             first = min(cycle)

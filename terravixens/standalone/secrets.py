@@ -81,4 +81,5 @@ def load_secrets(path: Path | str) -> tuple[Secrets, Lines]:
     problem = private_mode_problem(path, WHAT)
     if problem is not None:
         raise InputError(path, [problem], WHAT)
-    return load_model(Secrets, path, what=WHAT, reference="docs/standalone.md", limit=SECRETS_LIMIT)
+    return load_model(Secrets, path, what=WHAT, reference="docs/standalone.md", limit=SECRETS_LIMIT,
+                      secret_values=True)

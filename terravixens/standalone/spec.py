@@ -79,6 +79,13 @@ class Network(Strict):
     dns: list[PlainAddress] = Field(default_factory=list, max_length=3)
     search: list[Domain] = Field(default_factory=list, max_length=6)
 
+    @model_validator(mode="after")
+    def _gateway_with_ip(self) -> Network:
+        if self.gateway is not None and self.ip is None:
+            raise ValueError("gateway is set without ip: set both, or neither to take the node's address and "
+                             "gateway from the site file")
+        return self
+
 
 class User(Strict):
     sudo: bool = False
@@ -163,10 +170,3 @@ class Spec(Strict):
     platform: Platform = Field(default_factory=Platform)
     config: TypeConfig = Field(default_factory=TypeConfig)
     run: Run = Field(default_factory=Run)
-
-    @model_validator(mode="after")
-    def _gateway_with_ip(self) -> Spec:
-        if self.network.gateway is not None and self.network.ip is None:
-            raise ValueError("network.gateway is set without network.ip: set both, or neither to take the node's "
-                             "address and gateway from the site file")
-        return self

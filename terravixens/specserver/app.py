@@ -3,8 +3,8 @@
     GET /spec/{identity}   the identity's resolved spec (JSON), by the table in auth.py
     GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed
 
-Every request passes `Limits` first: headers over 8 KiB or 64 fields get 431 (h11 bounds headers that arrive in
-pieces; this bounds those that arrive in one read); a request carrying a body (none is accepted) gets 413 and the
+Every request passes `Limits` first: headers over 8 KiB or 64 fields get 431 (protocol.py already cut off a
+connection sending more than 8 KiB before its headers end); a request carrying a body (none is accepted) gets 413 and the
 connection is closed without reading it; a path with percent-encoding or an identity that is not a DNS label
 gets 400 before any lookup. Every response is logged as one JSON line (logs.py).
 """
@@ -104,13 +104,16 @@ class Limits:
                 outcome["bytes"] += len(message.get("body", b""))
             await send(message)
 
-        headers = dict(scope["headers"])
-        size = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b"")) + sum(
-            len(name) + len(value) for name, value in scope["headers"])
+        size, fields, has_body = len(scope.get("raw_path", b"")) + len(scope.get("query_string", b"")), 0, False
+        for name, value in scope["headers"]:
+            size += len(name) + len(value)
+            fields += 1
+            if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
+                has_body = True
         try:
-            if size > MAX_HEADER_BYTES or len(scope["headers"]) > MAX_HEADER_FIELDS:
+            if size > MAX_HEADER_BYTES or fields > MAX_HEADER_FIELDS:
                 await _error(431, {"connection": "close"})(scope, receive, logged_send)
-            elif b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
+            elif has_body:
                 await _error(413, {"connection": "close"})(scope, receive, logged_send)
             elif b"%" in scope.get("raw_path", b"") or (scope["path"].startswith(SPEC_PREFIX)
                                                         and not scope["path"].isascii()):

@@ -19,7 +19,8 @@ class JsonLog:
         self.lock = threading.Lock()
 
     def event(self, event: str, **fields) -> None:
-        record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+        now = time.time()
+        record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
                   "event": event, **fields}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         with self.lock:

@@ -19,7 +19,7 @@ from terravixens.config.loader import SiteError
 from terravixens.inputs import InputError
 from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
 from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
-from terravixens.specserver.protocol import with_header_timeout
+from terravixens.specserver.protocol import bounded_protocol
 from terravixens.specserver.specset import SpecSet, Sources, build
 from terravixens.standalone.catalog import CatalogError
 
@@ -89,11 +89,11 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket) -> None:
-    protocol = with_header_timeout(options.header_timeout,
-                                   lambda client: log.event("header_timeout", client=client))
+    protocol = bounded_protocol(options.header_timeout, MAX_HEADER_BYTES,
+                                lambda reason, client: log.event(reason, client=client))
     config = uvicorn.Config(
         create_app(lambda: reloader.current, log), http=protocol, lifespan="off", log_config=None, access_log=False,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES, timeout_keep_alive=options.keep_alive,
+        timeout_keep_alive=options.keep_alive,
         limit_concurrency=options.max_connections, server_header=False, date_header=True, **_tls(options))
     server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()

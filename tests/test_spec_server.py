@@ -272,10 +272,13 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server):
             started = time.monotonic()
             assert s.get(server, "/spec/tools").status == 200
             assert time.monotonic() - started < 0.5
+        deadline = time.monotonic() + HEADER_TIMEOUT + 5
         for thread in trickles:
-            thread.join(timeout=HEADER_TIMEOUT + 5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
     finally:
         stop.set()
+        for thread in trickles:
+            thread.join(timeout=5)
     assert len(outcomes) == 30
     for elapsed, data in outcomes:
         # trickling bytes never extends the deadline; the server answers 408 and closes

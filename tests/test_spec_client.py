@@ -110,7 +110,7 @@ def test_nothing_listening_exits_3_within_the_time_budget(tmp_path, spec_get):
     result = spec_get(write_env(tmp_path / "node.env", f"http://{HOST}:{port}", "tools"), tmp_path / "spec.json",
                       "--max-time", "1.5")
     assert result.returncode == 3
-    assert time.monotonic() - started < 1.5 + 0.5
+    assert time.monotonic() - started < 1.5 + 1.0
     assert "attempt 1 failed (ConnectionRefusedError" in result.stderr
     assert result.stderr.rstrip().endswith("did not answer within 1.5 s")
 

@@ -271,7 +271,7 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server):
         for _ in range(5):  # while 30 slow clients hold connections, a normal request is answered at once
             started = time.monotonic()
             assert s.get(server, "/spec/tools").status == 200
-            assert time.monotonic() - started < 0.5
+            assert time.monotonic() - started < 1.0   # not queued behind the slow ones (they hold on for 1.5 s)
         deadline = time.monotonic() + HEADER_TIMEOUT + 5
         for thread in trickles:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -285,6 +285,7 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server):
         assert HEADER_TIMEOUT - 0.2 < elapsed < HEADER_TIMEOUT + 2
         assert data.startswith(b"HTTP/1.1 408 ")
     assert s.healthy(server)
+    assert sum(r["event"] == "header_timeout" for r in server.log()) >= 30
 
 
 def test_a_silent_connection_is_closed_after_the_header_timeout(server):
@@ -316,10 +317,12 @@ def test_access_log_is_json_lines_without_tokens_or_raw_paths(server):
         assert token not in text
     records = server.log()  # every line parses as JSON
     access = [r for r in records if r["event"] == "access"]
-    assert len(access) > 50
+    assert len(access) >= 3
     fetched = [r for r in access if r.get("identity") == "dns1" and r["principal"] == "node:dns1"]
     assert fetched and set(fetched[-1]) == {"ts", "event", "client", "method", "route", "identity", "principal",
                                             "generation", "status", "bytes", "ms"}
     assert all(r["client"].startswith("127.") for r in access)
+    s.get(server, "/healthz", headers={"X-Forwarded-For": "203.0.113.9"})   # a forged client address is not believed
+    assert server.log()[-1]["client"] == server.host or server.log()[-1]["client"].startswith("127.")
+    assert "203.0.113.9" not in server.log_text()
     assert "/nowhere" not in text and "Basic" not in text
-    assert any(r["event"] == "header_timeout" for r in records)

@@ -17,11 +17,17 @@ class JsonLog:
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stdout
         self.lock = threading.Lock()
+        self._second, self._stamp = -1, ""
+
+    def _timestamp(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:  # strftime once per second, not once per request
+            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._stamp}.{int(now * 1000) % 1000:03d}Z"
 
     def event(self, event: str, **fields) -> None:
-        now = time.time()
-        record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z",
-                  "event": event, **fields}
+        record = {"ts": self._timestamp(), "event": event, **fields}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         with self.lock:
             self.stream.write(line)

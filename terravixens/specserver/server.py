@@ -93,7 +93,8 @@ async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: 
                                 lambda reason, client: log.event(reason, client=client))
     config = uvicorn.Config(
         create_app(lambda: reloader.current, log), http=protocol, lifespan="off", log_config=None, access_log=False,
-        timeout_keep_alive=options.keep_alive,
+        # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback, and log a forged client.
+        timeout_keep_alive=options.keep_alive, proxy_headers=False,
         limit_concurrency=options.max_connections, server_header=False, date_header=True, **_tls(options))
     server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()

@@ -175,7 +175,7 @@ def _add_spec_commands(commands) -> None:
     spec = commands.add_parser("spec", help="standalone nodes' specs: validate, serve, get")
     spec_commands = spec.add_subparsers(dest="spec_command", required=True)
     validate = spec_commands.add_parser("validate", help="check a spec file or folder, or a site's standalone setup")
-    validate.add_argument("path", nargs="?", help="a spec file or a specs folder")
+    validate.add_argument("path", nargs="?", help="a spec file, a specs folder, or a site file (same as --site)")
     validate.add_argument("--site", help="check the site's standalone nodes against its specs folder instead")
     validate.add_argument("--secrets", help="with --site: also check ssh keys and tokens in this secrets file")
     validate.set_defaults(run=_spec_validate)

@@ -306,6 +306,12 @@ def test_spec_validate_a_file_a_folder_and_a_site(lab, capsys):
     ]
 
 
+def test_spec_validate_takes_a_site_file_as_its_site(lab, capsys):
+    _, site, _ = lab
+    assert cli.main(["spec", "validate", str(site)]) == 0
+    assert capsys.readouterr().out.startswith(f"{site}: ok — 4 standalone nodes, 4 specs")
+
+
 def test_spec_validate_reports_and_exits_2(lab, capsys):
     folder, _, _ = lab
     edit_yaml(folder / "specs" / "dns.yaml", lambda d: d["access"].update(posture="prd"))

@@ -1,6 +1,7 @@
 """`terravixens spec validate`: a spec file, a specs folder, or a site's whole standalone setup.
 
-    spec validate PATH                      a spec file (with the postures of its folder) or a specs folder
+    spec validate PATH                      a spec file (with the postures of its folder) or a specs folder;
+                                            a site file (top-level `site:`) is taken as --site PATH
     spec validate --site SITE [--secrets F] the site's nodes against its specs folder (and the secrets file):
                                             exactly what `spec serve` loads
 """
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terravixens.config.loader import SiteError
-from terravixens.inputs import InputError
+from terravixens.config.loader import SITE_LIMIT, SiteError
+from terravixens.inputs import InputError, load_yaml, read_text
 from terravixens.standalone.catalog import CatalogError, load_catalog, load_spec_file
 from terravixens.standalone.resolve import load_standalone
 
@@ -18,9 +19,19 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _is_site_file(path: Path) -> bool:
+    try:
+        data, _ = load_yaml(read_text(path, limit=SITE_LIMIT, what="file"), path)
+    except InputError:
+        return False  # reported when loaded as a spec
+    return isinstance(data, dict) and "site" in data and "schema_version" not in data
+
+
 def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tuple[int, str]:
     """(exit code, what to print): 0 and a summary, or 2 and every problem."""
     try:
+        if site is None and path.is_file() and _is_site_file(path):
+            site = path
         if site is not None:
             standalone = load_standalone(site, secrets)
             auth = sorted({node.auth for node in standalone.nodes.values()})

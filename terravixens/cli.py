@@ -130,7 +130,7 @@ def _spec_validate(args: argparse.Namespace) -> int:
 
     from terravixens.standalone.validate import validate
 
-    if (args.path is None) == (args.site is None) or (args.secrets and not args.site):
+    if (args.path is None) == (args.site is None):
         print("spec validate: give a spec file or folder, or --site SITE [--secrets FILE]", file=sys.stderr)
         return 2
     code, text = validate(args.path and Path(args.path), args.site and Path(args.site),

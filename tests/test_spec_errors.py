@@ -324,6 +324,9 @@ def test_spec_validate_needs_exactly_one_target(lab, capsys):
     assert cli.main(["spec", "validate", str(folder / "specs"), "--site", str(site)]) == 2
     assert cli.main(["spec", "validate"]) == 2
     assert "give a spec file or folder, or --site SITE" in capsys.readouterr().err
+    assert cli.main(["spec", "validate", str(folder / "specs"), "--secrets", str(folder / "secrets.yaml")]) == 2
+    assert "--secrets is checked against a site's nodes" in capsys.readouterr().err
+    assert cli.main(["spec", "validate", str(site), "--secrets", str(folder / "secrets.yaml")]) == 0
 
 
 def test_validate_checks_the_specs_of_a_site_with_standalone_nodes(lab, capsys):

@@ -32,6 +32,8 @@ def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tupl
     try:
         if site is None and path.is_file() and _is_site_file(path):
             site = path
+        if secrets is not None and site is None:
+            return 2, "spec validate: --secrets is checked against a site's nodes: give --site SITE"
         if site is not None:
             standalone = load_standalone(site, secrets)
             auth = sorted({node.auth for node in standalone.nodes.values()})

@@ -8,6 +8,8 @@ against them.
     files.py      one YAML file -> one model, with located problems (strict bounded reader)
     catalog.py    a specs folder: <name>.yaml specs and postures/<name>.yaml postures
     topology.py   each standalone node placed: parent chain, tier, preset resolved, NICs (what the L2 stack builds)
-    resolve.py    each node's resolved spec (references expanded) and the checks that need specs and secrets
+    references.py the rules across files: site -> specs, everything -> secrets
+    resolve.py    load all of it, check every rule, and resolve each node's spec (references expanded)
+    validate.py   `spec validate`
     schemas.py    JSON Schemas of the site, spec and posture files
 """

@@ -170,3 +170,10 @@ class Spec(Strict):
     platform: Platform = Field(default_factory=Platform)
     config: TypeConfig = Field(default_factory=TypeConfig)
     run: Run = Field(default_factory=Run)
+
+    def hostname_for(self, node: str) -> str:
+        return self.identity.hostname or node
+
+    def fqdn_for(self, node: str) -> str:
+        hostname = self.hostname_for(node)
+        return f"{hostname}.{self.identity.domain}" if self.identity.domain else hostname

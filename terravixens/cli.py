@@ -11,6 +11,10 @@
     terravixens remove-dead-member CLUSTER NODE   remove an unreachable control plane from etcd, then its apply
     terravixens drift [LAYER…]      plan -detailed-exitcode per layer; exit 2 on drift
     terravixens review BASE         what a change does per stack and node, as Markdown for a pull request
+    terravixens schema export       JSON Schemas of the site, spec and posture files
+    terravixens spec validate PATH  check a spec file or folder (or --site: a site's standalone nodes and their specs)
+    terravixens spec serve          serve each standalone node its resolved spec (auth by posture)
+    terravixens spec get            on a node: fetch its spec from the server, verify it, write it (0600)
 
 Operations live in terravixens.operations (one module each); this file only parses and dispatches.
 """
@@ -62,8 +66,17 @@ def _with_site(command):
 @_with_site
 def _validate(args: argparse.Namespace, site) -> int:
     nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
+    standalone = ""
+    if site.standalone.nodes:
+        from terravixens.standalone.validate import validate_site_specs
+
+        problems = validate_site_specs(args.site)
+        if problems:
+            print(problems, file=sys.stderr)
+            return 2
+        standalone = f", {len(site.standalone.nodes)} standalone nodes"
     print(f"{args.site or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
-          f"{len(site.clusters)} clusters, {nodes} nodes")
+          f"{len(site.clusters)} clusters, {nodes} nodes{standalone}")
     return 0
 
 
@@ -206,6 +219,90 @@ def _batch(text: str) -> int:
     return int(text)
 
 
+def _schema_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from terravixens.standalone.schemas import export
+
+    for path in export(Path(args.out)):
+        print(path)
+    return 0
+
+
+def _spec_validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from terravixens.standalone.validate import validate
+
+    if (args.path is None) == (args.site is None):
+        print("spec validate: give a spec file or folder, or --site SITE [--secrets FILE]", file=sys.stderr)
+        return 2
+    code, text = validate(args.path and Path(args.path), args.site and Path(args.site),
+                          args.secrets and Path(args.secrets))
+    print(text, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def _spec_serve(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from terravixens.config.loader import DEFAULT_SITE, SITE_ENV
+    from terravixens.specserver.server import ServeOptions, serve
+    from terravixens.standalone.secrets import SECRETS_ENV
+
+    secrets = args.secrets or os.environ.get(SECRETS_ENV)
+    if not secrets:
+        print(f"spec serve: give the secrets file (--secrets FILE or ${SECRETS_ENV})", file=sys.stderr)
+        return 2
+    return serve(ServeOptions(
+        site=Path(args.site or os.environ.get(SITE_ENV) or DEFAULT_SITE), secrets=Path(secrets), host=args.host,
+        port=args.port, tls_cert=args.tls_cert and Path(args.tls_cert), tls_key=args.tls_key and Path(args.tls_key),
+        watch_interval=args.watch_interval, header_timeout=args.header_timeout))
+
+
+def _spec_get(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from terravixens.specclient.get import GetOptions, run
+
+    return run(GetOptions(env_file=args.env_file and Path(args.env_file), out=Path(args.out),
+                          budget=args.max_time, attempt_timeout=args.attempt_timeout))
+
+
+def _add_spec_commands(commands) -> None:
+    schema = commands.add_parser("schema", help="JSON Schemas of the files terravixens reads")
+    schema_commands = schema.add_subparsers(dest="schema_command", required=True)
+    export = schema_commands.add_parser("export", help="write site, spec and posture JSON Schemas")
+    export.add_argument("--out", default="json-schemas", help="folder to write into (default: json-schemas)")
+    export.set_defaults(run=_schema_export)
+    spec = commands.add_parser("spec", help="standalone nodes' specs: validate, serve, get")
+    spec_commands = spec.add_subparsers(dest="spec_command", required=True)
+    validate = spec_commands.add_parser("validate", help="check a spec file or folder, or a site's standalone setup")
+    validate.add_argument("path", nargs="?", help="a spec file, a specs folder, or a site file (same as --site)")
+    validate.add_argument("--site", help="check the site's standalone nodes against its specs folder instead")
+    validate.add_argument("--secrets", help="with --site: also check ssh keys and tokens in this secrets file")
+    validate.set_defaults(run=_spec_validate)
+    serve = spec_commands.add_parser("serve", help="serve each standalone node its resolved spec")
+    serve.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    serve.add_argument("--secrets", help="secrets file, mode 0600 (default: $TERRAVIXENS_SECRETS)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8443, help="port (default 8443; 0 picks a free one)")
+    serve.add_argument("--tls-cert", help="PEM certificate (chain): serve https")
+    serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    serve.add_argument("--watch-interval", type=float, default=2.0,
+                       help="seconds between checks for changed files (0: reload on SIGHUP only)")
+    serve.add_argument("--header-timeout", type=float, default=10.0,
+                       help="seconds a client has to send its request headers (default 10)")
+    serve.set_defaults(run=_spec_serve)
+    get = spec_commands.add_parser("get", help="on a node: fetch, verify and write its spec")
+    get.add_argument("--env-file", help="default: $TERRAVIXENS_NODE_ENV or /etc/terravixens/node.env")
+    get.add_argument("--out", default="/var/lib/terravixens/spec.json", help="where the spec is written (0600)")
+    get.add_argument("--max-time", type=float, default=120.0, help="give up after this many seconds (default 120)")
+    get.add_argument("--attempt-timeout", type=float, default=10.0, help="seconds per attempt (default 10)")
+    get.set_defaults(run=_spec_get)
+
+
 def main(argv: list[str] | None = None) -> int:
     # A terminal or CI log that cannot show a character gets an escape, never a UnicodeEncodeError traceback.
     for stream in (sys.stdout, sys.stderr):
@@ -301,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     review.add_argument("--output", help="also write the Markdown to this file")
     review.add_argument("--strict", action="store_true", help="exit 1 when an address of an unnamed node changes")
     review.set_defaults(run=_review)
+    _add_spec_commands(commands)
     args = parser.parse_args(argv)
     return args.run(args)
 

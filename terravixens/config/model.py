@@ -553,3 +553,12 @@ class Site(Strict):
     proxmox: ProxmoxConfig = Field(description="The Proxmox VE API.")
     hypervisors: dict[DnsName, Hypervisor] = Field(description="The Proxmox hosts by name (L0).")
     clusters: dict[DnsName, Cluster] = Field(default_factory=dict, description="The Talos clusters by name (L1).")
+    standalone: Standalone = Field(
+        default_factory=lambda: Standalone(),
+        description="Standalone VMs, containers and nested Proxmox hosts (L2), their presets and the spec server.")
+
+
+# At the end: the standalone section (config/standalone.py) builds on the field types above.
+from terravixens.config.standalone import Standalone  # noqa: E402
+
+Site.model_rebuild()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules import pools, references, subnets, uniqueness
+from terravixens.config.site_rules import pools, references, standalone, subnets, uniqueness
 from terravixens.config.site_rules.walk import Finding
 
 SiteRule = Callable[[Site], Iterable[Finding]]
@@ -30,6 +30,7 @@ RULES: tuple[SiteRule, ...] = (
     subnets.vip_in_management_subnet,
     uniqueness.unique_addresses,
     pools.pools_clear_of_nodes,
+    standalone.problems,
 )
 
 

@@ -1,0 +1,111 @@
+"""The node's environment file, written by cloud-init at create time (systemd EnvironmentFile syntax):
+
+    # /etc/terravixens/node.env  (mode 0600)
+    TERRAVIXENS_SPEC_SERVER=https://specs.lab.internal:8443
+    TERRAVIXENS_IDENTITY=dns1
+    TERRAVIXENS_TOKEN=…                     # only when the node's posture uses a token
+    TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem   # optional: the CA that signed the server's certificate
+
+Read with the strict bounded reader; unknown or repeated keys are refused (a typo must not silently drop the token),
+and a file holding a token must be readable by its owner only.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from terravixens.inputs import InputError, Problem, read_text, shown
+from terravixens.standalone.secrets import TOKEN, private_mode_problem
+
+DEFAULT_PATH = Path("/etc/terravixens/node.env")
+PATH_ENV = "TERRAVIXENS_NODE_ENV"
+WHAT = "node environment file"
+LIMIT = 16 * 1024
+KEYS = {"TERRAVIXENS_SPEC_SERVER", "TERRAVIXENS_IDENTITY", "TERRAVIXENS_TOKEN", "TERRAVIXENS_CA_FILE"}
+LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    server: str
+    identity: str
+    token: str | None
+    ca_file: Path | None
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def parse(text: str, path: Path | str) -> NodeEnv:
+    values: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    problems: list[Problem] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = LINE.match(line.strip())
+        if match is None:
+            problems.append(Problem("(file)", "is not KEY=VALUE: write one setting per line", number))
+            continue
+        key, value = match.group(1), _unquote(match.group(2))
+        if key not in KEYS:
+            problems.append(Problem(shown(key, 40).strip("'"), f"unknown key: use {', '.join(sorted(KEYS))}", number))
+        elif key in values:
+            problems.append(Problem(key, f"appears twice (lines {lines[key]} and {number}): keep one", number))
+        else:
+            values[key], lines[key] = value, number
+    for key in ("TERRAVIXENS_SPEC_SERVER", "TERRAVIXENS_IDENTITY"):
+        if key not in values and not any(p.field == key for p in problems):
+            problems.append(Problem(key, "is required: add it (cloud-init writes it at create time)"))
+    server, identity = values.get("TERRAVIXENS_SPEC_SERVER"), values.get("TERRAVIXENS_IDENTITY")
+    token = values.get("TERRAVIXENS_TOKEN") or None
+    if server is not None:
+        parts = urlsplit(server)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
+                or parts.query or parts.username:
+            problems.append(Problem("TERRAVIXENS_SPEC_SERVER", f"{shown(server)} is not a server URL: write "
+                                                               f"https://HOST[:PORT]", lines[
+                                                                   "TERRAVIXENS_SPEC_SERVER"]))
+        elif parts.scheme == "http" and token and not _loopback(parts.hostname):
+            problems.append(Problem("TERRAVIXENS_SPEC_SERVER", (
+                f"{shown(server)} is plain http and a token is set: the token would cross the network in clear "
+                f"text; use https (with TERRAVIXENS_CA_FILE for a private CA)"), lines["TERRAVIXENS_SPEC_SERVER"]))
+    if identity is not None and not IDENTITY.match(identity):
+        problems.append(Problem("TERRAVIXENS_IDENTITY", f"{shown(identity)} is not a node name (a DNS label)",
+                                lines["TERRAVIXENS_IDENTITY"]))
+    if token is not None and not TOKEN.match(token):
+        problems.append(Problem("TERRAVIXENS_TOKEN", "is not a usable token (32 to 512 printable characters "
+                                                     "without spaces)", lines["TERRAVIXENS_TOKEN"]))
+    if problems:
+        raise InputError(path, problems, WHAT)
+    ca = values.get("TERRAVIXENS_CA_FILE")
+    return NodeEnv(server.rstrip("/"), identity, token, Path(ca) if ca else None)
+
+
+def load(path: Path | str | None = None) -> NodeEnv:
+    path = Path(path or os.environ.get(PATH_ENV) or DEFAULT_PATH)
+    text = read_text(path, limit=LIMIT, what=WHAT)
+    env = parse(text, path)
+    if env.token is not None:
+        problem = private_mode_problem(path, WHAT)
+        if problem is not None:
+            raise InputError(path, [problem], WHAT)
+    return env

@@ -1,0 +1,105 @@
+"""Fetching the spec: one bounded request, and retries with exponential backoff and full jitter within a time budget.
+
+Transient failures (connection refused or reset, timeouts, 5xx, 429) are retried; a 401/403/404, a TLS
+verification failure or a malformed answer is not: retrying would not change it.
+"""
+from __future__ import annotations
+
+import http.client
+import random
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+MAX_BODY = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+
+class Transient(Exception):
+    """Worth another try."""
+
+
+class Permanent(Exception):
+    """Not worth another try: `kind` is 'tls' or 'protocol'."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Backoff:
+    base: float = 0.5
+    factor: float = 2.0
+    cap: float = 10.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Full jitter: uniform between 0 and the exponential step (AWS Architecture Blog, 'Exponential Backoff And
+        Jitter'): many nodes restarted together do not retry in lockstep."""
+        return rng.uniform(0, min(self.cap, self.base * self.factor ** attempt))
+
+
+def request_once(server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float) -> Answer:
+    parts = urlsplit(server)
+    headers = {"Accept": "application/json", "User-Agent": "terravixens-spec-get"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if parts.scheme == "https":
+        try:
+            context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+        except (OSError, ssl.SSLError) as error:
+            raise Permanent("tls", f"cannot use CA file {ca_file} ({error})") from None
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=timeout, context=context)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        connection.request("GET", f"/spec/{identity}", headers=headers)
+        response = connection.getresponse()
+        body = response.read(MAX_BODY + 1)
+        if len(body) > MAX_BODY:
+            raise Permanent("protocol", f"the answer is larger than {MAX_BODY:,} bytes")
+        return Answer(response.status, body)
+    except ssl.SSLCertVerificationError as error:
+        raise Permanent("tls", f"the server's certificate is not trusted ({error.verify_message}): give the CA "
+                               f"that signed it in TERRAVIXENS_CA_FILE") from None
+    except (ssl.SSLError, ConnectionError, socket.timeout, TimeoutError, OSError, http.client.HTTPException) as error:
+        raise Transient(f"{type(error).__name__}: {error}"[:200]) from None
+    finally:
+        connection.close()
+
+
+def with_retries(attempt: Callable[[float], Answer], *, budget: float, attempt_timeout: float,
+                 backoff: Backoff = Backoff(), rng: random.Random | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 report: Callable[[str], None] = lambda line: None) -> Answer | None:
+    """The first answer that is not transient, or None when the budget ran out. Never sleeps past the budget."""
+    rng = rng or random.Random()
+    deadline = clock() + budget
+    number = 0
+    while True:
+        remaining = deadline - clock()
+        if remaining <= 0:
+            return None
+        try:
+            answer = attempt(min(attempt_timeout, remaining))
+            if answer.status < 500 and answer.status != 429:
+                return answer
+            failure = f"HTTP {answer.status}"
+        except Transient as error:
+            failure = str(error)
+        pause = min(backoff.delay(number, rng), max(0.0, deadline - clock()))
+        number += 1
+        if deadline - clock() - pause <= 0:
+            report(f"attempt {number} failed ({failure}); time budget spent")
+            return None
+        report(f"attempt {number} failed ({failure}); retrying in {pause:.1f} s")
+        sleep(pause)

@@ -1,0 +1,112 @@
+"""`terravixens spec get`: fetch this node's spec and write it atomically, readable by its owner only.
+
+Exit codes (docs/commands.md):
+    0  the spec was fetched, verified and written
+    2  the environment file or the options are unusable (nothing was sent)
+    3  the server could not be reached, or kept failing (5xx, 429), within the time budget
+    4  the server refused the credentials (401 or 403)
+    5  the server does not know this identity (404)
+    6  the answer could not be verified: TLS certificate, not JSON, wrong schema_version or identity, other status
+    7  the spec could not be written
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from terravixens.inputs import InputError, load_json
+from terravixens.specclient import envfile
+from terravixens.specclient.fetch import Answer, Permanent, request_once, with_retries
+
+DEFAULT_OUT = Path("/var/lib/terravixens/spec.json")
+SCHEMA_VERSION = 1
+OK, USAGE, UNREACHABLE, REFUSED, UNKNOWN, UNVERIFIED, UNWRITABLE = 0, 2, 3, 4, 5, 6, 7
+
+
+@dataclass(frozen=True)
+class GetOptions:
+    env_file: Path | None = None
+    out: Path = DEFAULT_OUT
+    budget: float = 120.0
+    attempt_timeout: float = 10.0
+
+
+def verify(answer: Answer, identity: str) -> dict:
+    try:
+        document = load_json(answer.body.decode("utf-8"), "response", what="spec")
+    except (InputError, UnicodeDecodeError) as error:
+        raise Permanent("protocol", f"the answer is not a JSON spec ({str(error).splitlines()[-1].strip()})") from None
+    if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
+        got = document.get("schema_version") if isinstance(document, dict) else None
+        raise Permanent("protocol", f"the answer has schema_version {got!r}, this client reads {SCHEMA_VERSION}: "
+                                    f"update terravixens on the node or the server")
+    name = (document.get("identity") or {}).get("name") if isinstance(document.get("identity"), dict) else None
+    if name != identity:
+        raise Permanent("protocol", f"the answer is the spec of {str(name)[:64]!r}, not of {identity!r}: check the "
+                                    f"server URL")
+    return document
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Temp file in the same folder (0600 from creation), fsync, rename over the target, fsync the folder: a reader
+    sees the old spec or the new one, never a part, and never a moment when others could read it."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def run(options: GetOptions, *, request=request_once, **retry) -> int:
+    def say(line: str) -> None:
+        print(f"spec get: {line}", file=sys.stderr)
+
+    try:
+        env = envfile.load(options.env_file)
+    except InputError as error:
+        print(error, file=sys.stderr)
+        return USAGE
+    try:
+        answer = with_retries(lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout),
+                              budget=options.budget, attempt_timeout=options.attempt_timeout, report=say, **retry)
+        if answer is None:
+            say(f"gave up: {env.server} did not answer within {options.budget:g} s")
+            return UNREACHABLE
+        if answer.status in (401, 403):
+            say(f"refused ({answer.status}): check TERRAVIXENS_TOKEN against the node's posture on the server")
+            return REFUSED
+        if answer.status == 404:
+            say(f"the server does not know identity {env.identity!r}: check TERRAVIXENS_IDENTITY and the site file")
+            return UNKNOWN
+        if answer.status != 200:
+            say(f"unexpected answer HTTP {answer.status}")
+            return UNVERIFIED
+        verify(answer, env.identity)
+    except Permanent as error:
+        say(str(error))
+        return UNVERIFIED
+    try:
+        write_atomically(options.out, answer.body)
+    except OSError as error:
+        say(f"cannot write {options.out} ({error.strerror})")
+        return UNWRITABLE
+    print(f"{options.out}: spec of {env.identity!r} written ({len(answer.body):,} bytes)")
+    return OK

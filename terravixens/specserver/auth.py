@@ -1,0 +1,85 @@
+"""Who is asking, and may they read this identity: the server's whole access policy, as pure functions.
+
+A bearer token names a principal: the site (the site token) or one node (its node token). Tokens are compared as
+SHA-256 digests with hmac.compare_digest. The decision table (ADR 0019):
+
+    identity        principal                 status
+    unknown         anonymous                 401   an unauthenticated caller cannot tell unknown from protected
+    unknown         site                      404
+    unknown         node X                    403   a node cannot probe for others
+    network         anonymous, site, node     200
+    site_token      site                      200
+    node_token      node X (X = identity)     200
+    site_token / node_token, anonymous        401
+    any other authenticated principal         403
+    any             invalid or malformed token 401  (checked first: a broken client is told so)
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+
+BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] ([\x21-\x7e]{1,512})$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: str                 # "anonymous", "invalid", "site" or "node"
+    node: str | None = None
+
+    def __str__(self) -> str:
+        return f"node:{self.node}" if self.kind == "node" else self.kind
+
+
+ANONYMOUS = Principal("anonymous")
+INVALID = Principal("invalid")
+SITE = Principal("site")
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class Tokens:
+    """The tokens of one snapshot, kept only as SHA-256 digests."""
+
+    def __init__(self, site_token: str | None, node_tokens: dict[str, str]):
+        self._site = _digest(site_token) if site_token is not None else None
+        self._by_name = {name: _digest(token) for name, token in node_tokens.items()}
+        self._by_digest = {digest: name for name, digest in self._by_name.items()}
+
+    def identify(self, authorization: list[str], identity: str) -> Principal:
+        """The principal of a request for `identity`, from its Authorization header values (none: anonymous).
+
+        The site token and the identity's own token are compared in constant time; the index only tells another
+        node's token (403) from no token at all (401): a digest lookup reveals nothing about a token."""
+        if not authorization:
+            return ANONYMOUS
+        match = BEARER.match(authorization[0]) if len(authorization) == 1 else None
+        if match is None:
+            return INVALID
+        digest = _digest(match.group(1))
+        if self._site is not None and hmac.compare_digest(digest, self._site):
+            return SITE
+        own = self._by_name.get(identity)
+        if own is not None and hmac.compare_digest(digest, own):
+            return Principal("node", identity)
+        other = self._by_digest.get(digest)
+        return Principal("node", other) if other is not None else INVALID
+
+
+def decide(auth: str | None, identity: str, principal: Principal) -> int:
+    """The HTTP status for `principal` asking for `identity`, whose posture's auth method is `auth` (None: unknown)."""
+    if principal.kind == "invalid":
+        return 401
+    if auth is None:
+        return {"anonymous": 401, "site": 404}.get(principal.kind, 403)
+    if auth == "network":
+        return 200
+    if principal.kind == "anonymous":
+        return 401
+    if auth == "site_token":
+        return 200 if principal.kind == "site" else 403
+    return 200 if principal.kind == "node" and principal.node == identity else 403

@@ -1,0 +1,139 @@
+"""The `terravixens spec serve` process: load, bind, serve, reload.
+
+Starts only when every file is valid (exit 2 with every problem otherwise). Reloads on SIGHUP and, every
+`watch_interval` seconds, when a watched file changes; a reload that fails keeps the running set and logs why.
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import ssl
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from terravixens.config.loader import SiteError
+from terravixens.inputs import InputError
+from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
+from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
+from terravixens.specserver.protocol import bounded_protocol
+from terravixens.specserver.specset import SpecSet, Sources, build
+from terravixens.standalone.catalog import CatalogError
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    site: Path
+    secrets: Path
+    host: str = "127.0.0.1"
+    port: int = 8443
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    watch_interval: float = 2.0
+    header_timeout: float = 10.0
+    keep_alive: int = 5
+    max_connections: int = 1000
+
+
+def _problems(error: Exception) -> list[str]:
+    return str(error).splitlines()
+
+
+class Reloader:
+    """Holds the current snapshot; `reload` builds a new one off the event loop and swaps it in only if valid."""
+
+    def __init__(self, sources: Sources, log: JsonLog, first: SpecSet, specs_dir: Path):
+        self.sources, self.log = sources, log
+        self.current, self.specs_dir = first, specs_dir
+        self.seen = sources.fingerprint(specs_dir)
+        self.lock = asyncio.Lock()
+
+    async def reload(self, reason: str) -> None:
+        async with self.lock:
+            seen = self.sources.fingerprint(self.specs_dir)
+            try:
+                snapshot, specs_dir = await asyncio.to_thread(build, self.sources, self.current.generation + 1)
+            except (SiteError, CatalogError, InputError) as error:
+                self.seen = seen
+                self.log.event("reload_failed", reason=reason, kept_generation=self.current.generation,
+                               problems=_problems(error))
+                return
+            self.current, self.specs_dir, self.seen = snapshot, specs_dir, seen
+            self.log.event("reloaded", reason=reason, generation=snapshot.generation, specs=len(snapshot.entries))
+
+    async def watch(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if self.sources.fingerprint(self.specs_dir) != self.seen:
+                await self.reload("file_change")
+
+
+def _tls(options: ServeOptions) -> dict:
+    if options.tls_cert is None:
+        return {}
+    return {"ssl_certfile": str(options.tls_cert), "ssl_keyfile": str(options.tls_key),
+            "ssl_version": ssl.PROTOCOL_TLS_SERVER}
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket) -> None:
+    protocol = bounded_protocol(options.header_timeout, MAX_HEADER_BYTES,
+                                lambda reason, client: log.event(reason, client=client))
+    config = uvicorn.Config(
+        create_app(lambda: reloader.current, log), http=protocol, lifespan="off", log_config=None, access_log=False,
+        # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback, and log a forged client.
+        timeout_keep_alive=options.keep_alive, proxy_headers=False,
+        limit_concurrency=options.max_connections, server_header=False, date_header=True, **_tls(options))
+    server = uvicorn.Server(config)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(reloader.reload("sighup")))
+    watcher = asyncio.ensure_future(reloader.watch(options.watch_interval)) if options.watch_interval > 0 else None
+    host, port = sock.getsockname()[:2]
+    log.event("listening", address=host, port=port, tls=options.tls_cert is not None,
+              generation=reloader.current.generation, specs=len(reloader.current.entries))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        log.event("stopped")
+
+
+def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
+    log = log or JsonLog(sys.stdout)
+    if (options.tls_cert is None) != (options.tls_key is None):
+        print("spec serve: give both --tls-cert and --tls-key, or neither", file=sys.stderr)
+        return 2
+    sources = Sources(options.site, options.secrets)
+    try:
+        first, specs_dir = build(sources, 1)
+    except (SiteError, CatalogError, InputError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    if options.tls_cert is not None:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(options.tls_cert, options.tls_key)
+        except (OSError, ssl.SSLError) as error:
+            print(f"spec serve: cannot use the TLS certificate/key ({error}): give PEM files that match",
+                  file=sys.stderr)
+            return 2
+    try:
+        sock = _bind(options.host, options.port)
+    except OSError as error:
+        print(f"spec serve: cannot listen on {options.host}:{options.port} ({error.strerror})", file=sys.stderr)
+        return 2
+    route_uvicorn_logs(log)
+    asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock))
+    return 0

@@ -1,0 +1,62 @@
+"""One immutable snapshot of what the server serves: each identity's auth method and resolved spec (as bytes),
+and the tokens. Built whole from the site file, its specs folder and the secrets file; a reload builds a new one
+and swaps it in only when every file is valid, so a broken edit never takes the served set down."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from terravixens.specserver.auth import Tokens
+from terravixens.standalone.resolve import load_standalone, specs_folder
+
+
+@dataclass(frozen=True)
+class Entry:
+    auth: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    entries: dict[str, Entry]
+    tokens: Tokens
+    generation: int
+    loaded_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class Sources:
+    site: Path
+    secrets: Path
+
+    def fingerprint(self, specs_dir: Path | None) -> tuple:
+        """What a file-change reload watches: the site, secrets, and every file of the specs and postures folders."""
+        paths = [self.site, self.secrets]
+        if specs_dir is not None:
+            for folder in (specs_dir, specs_dir / "postures"):
+                try:
+                    paths += sorted(Path(entry.path) for entry in os.scandir(folder))
+                except OSError:
+                    paths.append(folder)
+        marks = []
+        for path in paths:
+            try:
+                info = os.stat(path)
+                marks.append((str(path), info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode))
+            except OSError:
+                marks.append((str(path), None))
+        return tuple(marks)
+
+
+def build(sources: Sources, generation: int) -> tuple[SpecSet, Path]:
+    """A snapshot of the sources; raises SiteError or CatalogError (every problem, secret-safe) when one is bad."""
+    standalone = load_standalone(sources.site, sources.secrets)
+    secrets = standalone.secrets
+    entries = {identity: Entry(standalone.nodes[identity].auth,
+                               json.dumps(document, separators=(",", ":")).encode())
+               for identity, document in standalone.documents.items()}
+    tokens = Tokens(secrets.site_token, secrets.node_tokens)
+    return SpecSet(entries, tokens, generation), specs_folder(standalone.site, sources.site)

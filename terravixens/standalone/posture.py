@@ -1,0 +1,44 @@
+"""A posture: how far a standalone node is trusted, and so how it authenticates to the spec server (ADR 0019).
+
+    auth: network      no token: the network boundary is the trust (a lab, a host-only bridge)
+    auth: site_token   one token shared by the site's nodes: any node (or operator) holding it reads any spec
+    auth: node_token   one token per node identity: a node reads only its own spec
+
+The shipped postures are `dev` (the default), `local`, `stage` and `prod`; `<specs_dir>/postures/<name>.yaml`
+overrides one of them or adds another.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from terravixens.config.model import Strict
+
+AuthMethod = Literal["network", "site_token", "node_token"]
+DEFAULT_POSTURE = "dev"
+
+
+class SshPolicy(Strict):
+    password_authentication: bool = False
+    permit_root_login: bool = False
+
+
+class Posture(Strict):
+    schema_version: Literal[1]
+    auth: AuthMethod
+    description: str = Field("", max_length=500)
+    ssh: SshPolicy = Field(default_factory=SshPolicy)
+    automatic_updates: bool = Field(True, description="Unattended security updates on the node.")
+
+
+SHIPPED_POSTURES: dict[str, Posture] = {
+    "dev": Posture(schema_version=1, auth="network", automatic_updates=False,
+                   description="Development: the network boundary is the trust; no token."),
+    "local": Posture(schema_version=1, auth="network", automatic_updates=False,
+                     description="One machine or a host-only bridge: no token."),
+    "stage": Posture(schema_version=1, auth="site_token",
+                     description="Staging: one token shared by the site's nodes."),
+    "prod": Posture(schema_version=1, auth="node_token",
+                    description="Production: one token per node; a node reads only its own spec."),
+}

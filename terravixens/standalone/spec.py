@@ -1,0 +1,179 @@
+"""A spec: what a standalone node converges to in `config` — "platform ready", not applications (ADR 0018).
+
+One file per spec, `<specs_dir>/<name>.yaml`, shared by any number of nodes; what differs per node (its name, its
+address) comes from the site file, so a spec names only what the nodes using it have in common.
+
+    schema_version: 1
+    identity: {hostname: …, domain: lab.internal}      # hostname defaults to the node's name
+    network:  {ip: …, gateway: …, dns: [10.11.1.1], search: [lab.internal]}   # ip/gateway default to the node's
+    access:   {posture: prod, users: {ops: {sudo: true, ssh_keys: [alice]}}}   # key names from the secrets file
+    platform: {packages: [unbound], services: {enable: [unbound], disable: [systemd-resolved]}}
+    config:   {ct: {regenerate_host_keys: true}}        # settings of one node type
+    run:      {trigger: interval, interval: 30m}
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from terravixens.config.model import DnsName, InterfaceAddress, PlainAddress, Strict
+
+SCHEMA_VERSION = 1
+USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,127}$")
+SERVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$")
+DOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+DURATION = re.compile(r"^([1-9][0-9]{0,5})(s|m|h)$")
+SECONDS = {"s": 1, "m": 60, "h": 3600}
+RESERVED_USERS = {"root", "daemon", "bin", "sys", "nobody"}
+
+
+def _matching(pattern: re.Pattern, what: str, example: str):
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{value[:64]!r} is not a valid {what}, e.g. {example!r}")
+        return value
+    return check
+
+
+def _username(value: str) -> str:
+    _matching(USERNAME, "user name (lowercase, up to 32 characters, starting with a letter or '_')", "ops")(value)
+    if value in RESERVED_USERS:
+        raise ValueError(f"{value!r} is a system account: terravixens manages its own users; pick another name")
+    return value
+
+
+def duration_seconds(value: str) -> int:
+    match = DURATION.match(value)
+    return int(match.group(1)) * SECONDS[match.group(2)]
+
+
+def _duration(value: str) -> str:
+    if not DURATION.match(value):
+        raise ValueError(f"{value[:32]!r} is not a duration: write a number and s, m or h, e.g. '30m'")
+    if not 60 <= duration_seconds(value) <= 86_400:
+        raise ValueError(f"{value!r} is out of range: converge between every minute (1m) and once a day (24h)")
+    return value
+
+
+Domain = Annotated[str, AfterValidator(_matching(DOMAIN, "DNS domain", "lab.internal"))]
+Username = Annotated[str, AfterValidator(_username)]
+KeyName = Annotated[str, AfterValidator(_matching(KEY_NAME, "ssh key name (a key of ssh_keys in the secrets file)",
+                                                  "alice"))]
+Package = Annotated[str, AfterValidator(_matching(PACKAGE, "package name", "unbound"))]
+Service = Annotated[str, AfterValidator(_matching(SERVICE, "systemd unit name", "unbound.service"))]
+Duration = Annotated[str, AfterValidator(_duration)]
+
+
+class Identity(Strict):
+    hostname: DnsName | None = Field(None, description="Default: the node's name. Set only in a spec of one node.")
+    domain: Domain | None = None
+
+
+class Network(Strict):
+    ip: InterfaceAddress | None = Field(None, description="Default: the node's first address in the site file.")
+    gateway: PlainAddress | None = Field(None, description="Default: the gateway of that address.")
+    dns: list[PlainAddress] = Field(default_factory=list, max_length=3)
+    search: list[Domain] = Field(default_factory=list, max_length=6)
+
+    @model_validator(mode="after")
+    def _gateway_with_ip(self) -> Network:
+        if self.gateway is not None and self.ip is None:
+            raise ValueError("gateway is set without ip: set both, or neither to take the node's address and "
+                             "gateway from the site file")
+        return self
+
+
+class User(Strict):
+    sudo: bool = False
+    ssh_keys: list[KeyName] = Field(default_factory=list, description="Names of public keys in the secrets file.")
+    shell: str = "/bin/bash"
+    groups: list[Annotated[str, AfterValidator(_matching(USERNAME, "group name", "adm"))]] = Field(default_factory=list)
+
+    @field_validator("shell")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not re.match(r"^/[A-Za-z0-9_/.-]{1,127}$", value):
+            raise ValueError(f"{value[:64]!r} is not a shell path: give an absolute path, e.g. '/bin/bash'")
+        return value
+
+
+class Access(Strict):
+    posture: DnsName = Field("dev", description="A shipped posture (dev, stage, prod, local) or postures/<name>.yaml.")
+    users: dict[Username, User] = Field(default_factory=dict)
+
+
+class Services(Strict):
+    enable: list[Service] = Field(default_factory=list)
+    disable: list[Service] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _not_both(self) -> Services:
+        both = sorted(set(self.enable) & set(self.disable))
+        if both:
+            raise ValueError(f"service {both[0]!r} is both enabled and disabled: keep it in one list")
+        return self
+
+
+class Platform(Strict):
+    packages: list[Package] = Field(default_factory=list)
+    services: Services = Field(default_factory=Services)
+
+
+class PveConfig(Strict):
+    repository: Literal["no-subscription", "enterprise", "none"] = "no-subscription"
+
+
+class VmConfig(Strict):
+    guest_agent: bool = Field(True, description="Install and run qemu-guest-agent (Proxmox reads addresses from it).")
+
+
+class CtConfig(Strict):
+    regenerate_host_keys: bool = Field(
+        True, description="Containers from one template share ssh host keys: make new ones on the first run.")
+
+
+class TypeConfig(Strict):
+    pve: PveConfig | None = None
+    vm: VmConfig | None = None
+    ct: CtConfig | None = None
+
+    def types(self) -> list[str]:
+        return [name for name in ("pve", "vm", "ct") if getattr(self, name) is not None]
+
+
+class Run(Strict):
+    trigger: Literal["boot", "interval", "manual"] = "interval"
+    interval: Duration | None = Field(None, description="With trigger interval: how often to converge (default 30m).")
+
+    @model_validator(mode="after")
+    def _interval_with_its_trigger(self) -> Run:
+        if self.interval is not None and self.trigger != "interval":
+            raise ValueError(f"interval {self.interval!r} applies to trigger 'interval' only: remove it or set "
+                             f"trigger: interval")
+        return self
+
+    @property
+    def every(self) -> str | None:
+        return (self.interval or "30m") if self.trigger == "interval" else None
+
+
+class Spec(Strict):
+    schema_version: Literal[1]
+    description: str = Field("", max_length=500)
+    identity: Identity = Field(default_factory=Identity)
+    network: Network = Field(default_factory=Network)
+    access: Access = Field(default_factory=Access)
+    platform: Platform = Field(default_factory=Platform)
+    config: TypeConfig = Field(default_factory=TypeConfig)
+    run: Run = Field(default_factory=Run)
+
+    def hostname_for(self, node: str) -> str:
+        return self.identity.hostname or node
+
+    def fqdn_for(self, node: str) -> str:
+        hostname = self.hostname_for(node)
+        return f"{hostname}.{self.identity.domain}" if self.identity.domain else hostname

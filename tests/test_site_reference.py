@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from terravixens.config import model
+from terravixens.config import model, standalone
 from terravixens.config.reference import render, sections, undocumented, updated
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "site-file.md"
@@ -34,7 +34,7 @@ def test_every_model_is_reached_once_with_all_its_paths():
     found = dict(sections())
     assert found[model.Node] == ["clusters.<name>.control_planes.<name>", "clusters.<name>.workers.<name>"]
     assert found[model.VlanInterface] == ["clusters.<name>.control_planes.<name>.networks.vlans.<id>"]
-    assert set(found) == {cls for cls in vars(model).values()
+    assert set(found) == {cls for module in (model, standalone) for cls in vars(module).values()
                           if isinstance(cls, type) and issubclass(cls, model.Strict) and cls is not model.Strict}
 
 
@@ -49,13 +49,13 @@ def test_a_new_undocumented_field_is_caught():
 
 
 def test_a_new_documented_section_appears_in_the_reference():
-    class Standalone(model.Strict):
+    class Observatory(model.Strict):
         note: str = Field("x", description="A note.")
 
     class Documented(model.Site):
-        standalone: Standalone | None = Field(None, description="A new section.")
+        observatory: Observatory | None = Field(None, description="A new section.")
 
     reference = render(Documented)
-    assert "| `standalone` | [standalone](#standalone) | none | A new section. |" in reference
-    assert '### <a id="standalone"></a>`standalone`' in reference and "| `note` | text | `x` | A note. |" in reference
-    assert "standalone" not in render()
+    assert "| `observatory` | [observatory](#observatory) | none | A new section. |" in reference
+    assert '### <a id="observatory"></a>`observatory`' in reference and "| `note` | text | `x` | A note. |" in reference
+    assert "observatory" not in render()

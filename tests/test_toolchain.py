@@ -19,7 +19,7 @@ def providers():
 def test_cdktf_json_agrees_with_the_pins(providers):
     providers.check_pins()
     assert json.loads((ROOT / "cdktf.json").read_text())["terraformProviders"] == [
-        "bpg/proxmox@=0.111.1", "siderolabs/talos@=0.11.0"]
+        "bpg/proxmox@=0.111.1", "siderolabs/talos@=0.11.0", "hashicorp/helm@=3.1.1", "hashicorp/kubernetes@=2.38.0"]
 
 
 def test_disagreeing_pins_stop_the_toolchain(providers, monkeypatch):

@@ -1,6 +1,6 @@
 # terravixens: two commands on a fresh machine (see README.md)
-#   make synth   set everything up, then synthesize the example site into cdktf.out/
-#   make test    set everything up, then run the whole test suite
+#   make synth   set up what synth needs (no provider binary, no Terraform CLI), then synthesize the example site
+#   make test    set up what the tests need (also the offline provider mirror), then run the whole test suite
 SHELL := /bin/bash
 .DEFAULT_GOAL := synth
 
@@ -11,30 +11,47 @@ export PIPENV_YES := 1
 export PIPENV_NOSPIN := 1
 export PIPENV_VERBOSITY := -1
 export TERRAVIXENS_CACHE ?= $(HOME)/.cache/terravixens
-export TF_CLI_CONFIG_FILE := $(TERRAVIXENS_CACHE)/terraform.rc
+# Provider installation (docs/adr/0013-provider-installation-modes.md): `registry` (default) leaves Terraform's own
+# installation alone; `mirror` also builds the offline mirror. Nothing here exports a CLI config: see `provider-env`.
+export TERRAVIXENS_PROVIDERS ?= registry
 export CHECKPOINT_DISABLE := 1
 export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # jsii's runtime still calls util.isArray, deprecated in Node 22: this one warning is noise in every synth.
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup synth test test-unit test-integration providers clean
+.PHONY: setup synth test test-unit test-integration mirror providers provider-env clean
 
 # Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
-setup: node_modules/.installed .venv/.installed imports/.schema-stamp
+setup: node_modules/.installed .venv/.installed imports/.schema-stamp $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	node --version
 	touch $@
 
-# Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into terravixens/schemas/,
-# and regenerates the bindings in imports/ when terravixens/schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
-providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
-	python3 scripts/providers.py
+# Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
+imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
+	python3 scripts/providers.py bindings
 
+# The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
+# also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.
+mirror:
+	python3 scripts/providers.py mirror
+
+providers: mirror imports/.schema-stamp
+
+# Prints the exports of the selected mode: eval "$$(make -s provider-env TERRAVIXENS_PROVIDERS=mirror)"
+provider-env:
+	@python3 scripts/providers.py env
+
+# Runtime packages only: synth needs no test tools.
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
+	pipenv sync
+	touch $@
+
+.venv/.installed-dev: .venv/.installed
 	pipenv sync --dev
 	touch $@
 
@@ -42,13 +59,14 @@ synth: setup
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
-test: setup
+# The mirror comes first: when a provider pin changed, it rewrites a schema that the bindings are made from.
+test: mirror setup .venv/.installed-dev
 	pipenv run pytest
 
-test-unit: setup
+test-unit: setup .venv/.installed-dev
 	pipenv run pytest -m "not integration"
 
-test-integration: setup
+test-integration: mirror setup .venv/.installed-dev
 	pipenv run pytest -m integration
 
 clean:

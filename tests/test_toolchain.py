@@ -46,3 +46,14 @@ def test_schema_comparison_ignores_write_only(providers):
     without = {"block": {"attributes": {"token": {"type": "string"}}}}
     assert providers.comparable(with_flag) == providers.comparable(without)
     assert providers.comparable(with_flag) != providers.comparable({"block": {"attributes": {}}})
+
+
+def test_an_unknown_command_is_refused(providers):
+    with pytest.raises(SystemExit) as raised:
+        providers.main(["build"])
+    assert str(raised.value) == "[providers] unknown command 'build': use bindings, mirror, env or nothing (both)"
+
+
+def test_the_mirror_cli_config_lives_in_the_cache(providers):
+    assert providers.CLI_CONFIG == providers.CACHE / "mirror.tfrc"
+    assert providers.tf_env()["TF_CLI_CONFIG_FILE"] == str(providers.CLI_CONFIG)

@@ -21,6 +21,7 @@ See docs/adr/0003-offline-provider-toolchain.md, 0012-bindings-from-schemas.md a
 """
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -43,6 +44,7 @@ CLI_CONFIG = provider_install.mirror_cli_config()
 SCHEMAS = ROOT / "terravixens" / "schemas"
 IMPORTS = ROOT / "imports"
 STAMP = IMPORTS / ".schema-stamp"
+STAGING = ROOT / ".gen" / "bindings"
 PLATFORM = "linux_amd64"
 
 
@@ -218,25 +220,79 @@ def schema_stamp() -> str:
     return digest.hexdigest()
 
 
-def generate_bindings() -> None:
+# A schema this large (proxmox: 644 KB) gets a `cdktf get` of its own; the small ones share one (see below).
+LARGE_SCHEMA_BYTES = 100_000
+
+
+def binding_groups(providers: dict[str, dict]) -> list[list[str]]:
+    """Providers grouped for `cdktf get`, largest group first.
+
+    One `cdktf get` compiles the generated TypeScript of all its providers once per provider (each binding's jsii
+    assembly holds the code of all of them): with proxmox among four providers that is four compiles of proxmox.
+    Each large schema alone, the small ones together: each large one compiled once, and two runs share the cores.
+    """
+    large = [[name] for name in providers if providers[name]["schema"].stat().st_size >= LARGE_SCHEMA_BYTES]
+    small = [name for name in providers if providers[name]["schema"].stat().st_size < LARGE_SCHEMA_BYTES]
+    return large + ([small] if small else [])
+
+
+def generate_bindings(started: float) -> None:
     stamp = schema_stamp()
     if STAMP.exists() and STAMP.read_text().strip() == stamp:
         STAMP.touch()  # newer than terravixens/schemas/ again, so make stops asking
         print("[providers] bindings in imports/ are up to date with terravixens/schemas/")
         return
+    providers = generated_providers()
+    groups = binding_groups(providers)
+    shutil.rmtree(STAGING, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="tv-schema-cache-") as cache:
-        for name, item in generated_providers().items():
+        for name, item in providers.items():
             schema = json.loads(item["schema"].read_text())
             version = PINS["providers"][name]["version"]
             schema["provider_versions"] = {f"registry.terraform.io/{item['source']}": version}
             Path(cache, cache_file_name(name, item["constraint"])).write_text(json.dumps(schema))
-        # No Terraform CLI is involved: every schema comes from the cache folder, never from `terraform init`.
-        env = dict(os.environ)
-        env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
-        env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
-        env["CHECKPOINT_DISABLE"] = "1"
-        run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=ROOT, env=env)
+        workers = max(1, min(len(groups), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda group: cdktf_get(group, providers, Path(cache), started), groups))
+    IMPORTS.mkdir(exist_ok=True)
+    for stale in IMPORTS.iterdir():
+        if stale.is_dir() and stale.name not in providers:
+            shutil.rmtree(stale)
+    for group in groups:
+        for name in group:
+            shutil.rmtree(IMPORTS / name, ignore_errors=True)
+            (STAGING / group[0] / "imports" / name).rename(IMPORTS / name)
+    # What one `cdktf get` of all providers writes beside them (it reads constraints.json to skip unchanged ones).
+    cdktf_version = json.loads((STAGING / groups[0][0] / "imports" / "constraints.json").read_text())["cdktf"]
+    (IMPORTS / "constraints.json").write_text(json.dumps({
+        "cdktf": cdktf_version, "providers": {name: providers[name]["constraint"] for name in sorted(providers)},
+    }, indent=2) + "\n")
+    (IMPORTS / "versions.json").write_text(json.dumps({
+        f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"] for name, item in providers.items()
+    }, indent=2) + "\n")
+    shutil.rmtree(STAGING, ignore_errors=True)
     STAMP.write_text(stamp + "\n")
+
+
+def cdktf_get(group: list[str], providers: dict[str, dict], cache: Path, started: float) -> None:
+    """`cdktf get` of `group` in its own project under .gen/ (inside the repository, so that cdktf's
+    `pipenv run pip show cdktf` finds this project's environment)."""
+    project = STAGING / group[0]
+    project.mkdir(parents=True)
+    (project / "cdktf.json").write_text(json.dumps({
+        "language": "python", "app": "true", "sendCrashReports": "false", "codeMakerOutput": "imports",
+        "terraformProviders": [f"{providers[n]['source']}@{providers[n]['constraint']}" for n in group],
+        "terraformModules": [], "context": {},
+    }))
+    # No Terraform CLI is involved: every schema comes from the cache folder, never from `terraform init`.
+    env = dict(os.environ)
+    env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
+    env["PIPENV_PIPFILE"] = str(ROOT / "Pipfile")
+    env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
+    env["CHECKPOINT_DISABLE"] = "1"
+    run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=project, env=env,
+        capture=True)
+    log(f"bindings of {', '.join(providers[n]['source'] for n in group)} generated", started)
 
 
 def mirror(started: float) -> None:
@@ -250,7 +306,7 @@ def mirror(started: float) -> None:
 
 
 def bindings(started: float) -> None:
-    generate_bindings()
+    generate_bindings(started)
     log("bindings in imports/", started)
 
 

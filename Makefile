@@ -20,10 +20,23 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup synth test test-unit test-integration mirror providers provider-env clean
+.PHONY: setup setup-test synth test test-unit test-integration mirror providers provider-env clean
 
-# Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
-setup: node_modules/.installed .venv/.installed imports/.schema-stamp $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
+ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
+# npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
+# both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
+# that the mirror step may refresh. Each target's output is printed when it is done.
+PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=target
+
+setup:
+	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
+	@$(MAKE) --no-print-directory imports/.schema-stamp
+
+# The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
+TEST_MIRROR := mirror
+setup-test:
+	@$(PARALLEL) node_modules/.installed .venv/.installed-dev $(TEST_MIRROR)
+	@$(MAKE) --no-print-directory imports/.schema-stamp
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -51,22 +64,24 @@ provider-env:
 	pipenv sync
 	touch $@
 
-.venv/.installed-dev: .venv/.installed
+# Runtime and test packages in one pass (the runtime stamp too).
+.venv/.installed-dev: Pipfile Pipfile.lock pyproject.toml
+	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
 	pipenv sync --dev
-	touch $@
+	touch .venv/.installed $@
 
 synth: setup
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
-# The mirror comes first: when a provider pin changed, it rewrites a schema that the bindings are made from.
-test: mirror setup .venv/.installed-dev
+test: setup-test
 	pipenv run pytest
 
-test-unit: setup .venv/.installed-dev
+test-unit: TEST_MIRROR := $(ASKED_MIRROR)
+test-unit: setup-test
 	pipenv run pytest -m "not integration"
 
-test-integration: mirror setup .venv/.installed-dev
+test-integration: setup-test
 	pipenv run pytest -m integration
 
 clean:

@@ -11,6 +11,8 @@ export PIPENV_YES := 1
 export PIPENV_NOSPIN := 1
 export PIPENV_VERBOSITY := -1
 export TERRAVIXENS_CACHE ?= $(HOME)/.cache/terravixens
+# OpenTofu, when `make mirror` had to build it (no terraform >= 1.5 on PATH), is found after everything else.
+export PATH := $(PATH):$(TERRAVIXENS_CACHE)/bin
 # Provider installation (docs/adr/0013-provider-installation-modes.md): `registry` (default) leaves Terraform's own
 # installation alone; `mirror` also builds the offline mirror. Nothing here exports a CLI config: see `provider-env`.
 export TERRAVIXENS_PROVIDERS ?= registry
@@ -25,8 +27,8 @@ export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
 # both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
-# that the mirror step may refresh. Each target's output is printed when it is done.
-PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=target
+# that the mirror step may refresh. Lines of the parallel steps interleave (each line whole).
+PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
@@ -70,7 +72,10 @@ provider-env:
 	pipenv sync --dev
 	touch .venv/.installed $@
 
+# cdktf's own validation runs `$${TERRAFORM_BINARY_NAME:-terraform} version` during synth (the built-in terraform_data
+# resource needs Terraform >= 1.4): synth needs a Terraform CLI, though no provider. Say so before cdktf does.
 synth: setup
+	@command -v "$${TERRAFORM_BINARY_NAME:-terraform}" >/dev/null || { echo "make synth: no '$${TERRAFORM_BINARY_NAME:-terraform}' on PATH: cdktf runs it to check its version during synth. Install Terraform >= 1.5, or build OpenTofu with 'make mirror' and set TERRAFORM_BINARY_NAME=tofu." >&2; exit 2; }
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 

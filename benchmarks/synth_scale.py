@@ -8,7 +8,8 @@ Every measurement is a fresh process of the same interpreter (this venv), timed 
 - each size: what `cdktf synth` runs (main.py) for a site file of 3 control planes and N-3 workers
   (tests/scale.py): import, load and validate the site file, build every stack (rules on), synth, write JSON.
 Reported per size: median wall (and min-max) over --runs, the ratio of the median to the floor's median, and the
-peak resident memory (ru_maxrss from wait4: the larger of the Python process and its jsii node process).
+peak resident memory (ru_maxrss from wait4: the largest single process of the tree — Python, or one of the two
+node processes of its jsii runtime — not their sum), and the cost per node between consecutive sizes (ms/node).
 --phases adds, per size, the median seconds of each phase measured inside the process (import, site, build,
 synth) and what is left (interpreter start and exit, the jsii runtime's shutdown).
 """
@@ -75,7 +76,7 @@ def child_env() -> dict[str, str]:
 
 def run_child(program: str, site_file: Path | None) -> dict:
     """Wall seconds, peak RSS (MiB) and phase seconds of one fresh process, reaped with wait4 so that its own
-    rusage is read (ru_maxrss then covers the child and its waited-for jsii node process, as a maximum)."""
+    rusage is read (ru_maxrss then covers the child and its waited-for jsii node processes, as a maximum)."""
     with tempfile.TemporaryDirectory(prefix="tv-bench-") as outdir:
         args = [sys.executable, "-c", program, outdir] + ([str(site_file)] if site_file else [])
         errors = Path(outdir, "stderr.txt")
@@ -150,15 +151,17 @@ def main() -> None:
         results = [measure("floor", FLOOR, None, args.runs)]
         floor = results[0]["median"]
         print(f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'peak MiB':>9} {'ms/node':>8}"
-              "   (ms/node: median above the floor / nodes)")
+              "   (ms/node: slope from the previous size)")
         print(f"{'floor':>6} {floor:>9.2f} {results[0]['min']:>5.2f}-{results[0]['max']:<6.2f} {1.0:>6.1f} "
               f"{results[0]['rss']:>9.0f} {'':>8}", flush=True)
+        previous = None
         for size in sizes:
             result = measure(str(size), SITE, write_site(size, Path(folder)), args.runs)
             results.append(result)
+            slope = "" if previous is None else f"{1000 * (result['median'] - previous[1]) / (size - previous[0]):.1f}"
             print(f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
-                  f"{result['median'] / floor:>6.1f} {result['rss']:>9.0f} "
-                  f"{1000 * (result['median'] - floor) / size:>8.1f}", flush=True)
+                  f"{result['median'] / floor:>6.1f} {result['rss']:>9.0f} {slope:>8}", flush=True)
+            previous = (size, result["median"])
     if args.phases:
         print("phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "
               "seconds of the Python process until then, interpreter start included); site = load and validate the "

@@ -1,5 +1,5 @@
 # terravixens: two commands on a fresh machine (see README.md)
-#   make synth   set up what synth needs (no provider binary, no Terraform CLI), then synthesize the example site
+#   make synth   set up what synth needs (bindings; no provider binary, no Go), then synthesize the example site
 #   make test    set up what the tests need (also the offline provider mirror), then run the whole test suite
 SHELL := /bin/bash
 .DEFAULT_GOAL := synth

@@ -1,6 +1,6 @@
 # terravixens: two commands on a fresh machine (see README.md)
-#   make synth   set everything up, then synthesize the example site into cdktf.out/
-#   make test    set everything up, then run the whole test suite
+#   make synth   set up what synth needs (bindings; no provider binary, no Go), then synthesize the example site
+#   make test    set up what the tests need (also the offline provider mirror), then run the whole test suite
 SHELL := /bin/bash
 .DEFAULT_GOAL := synth
 
@@ -11,27 +11,44 @@ export PIPENV_YES := 1
 export PIPENV_NOSPIN := 1
 export PIPENV_VERBOSITY := -1
 export TERRAVIXENS_CACHE ?= $(HOME)/.cache/terravixens
-export TF_CLI_CONFIG_FILE := $(TERRAVIXENS_CACHE)/terraform.rc
+# OpenTofu, when `make mirror` had to build it (no terraform >= 1.5 on PATH), is found after everything else.
+export PATH := $(PATH):$(TERRAVIXENS_CACHE)/bin
+# Provider installation (docs/adr/0013-provider-installation-modes.md): `registry` (default) leaves Terraform's own
+# installation alone; `mirror` also builds the offline mirror. Nothing here exports a CLI config: see `provider-env`.
+export TERRAVIXENS_PROVIDERS ?= registry
 export CHECKPOINT_DISABLE := 1
 export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # jsii's runtime still calls util.isArray, deprecated in Node 22: this one warning is noise in every synth.
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup synth test test-unit test-integration test-fuzz-nightly providers tools clean
+.PHONY: setup setup-test synth test test-unit test-integration test-fuzz-nightly mirror providers provider-env tools clean
 
-# Order matters: `cdktf get` looks up the cdktf Python package in the pipenv environment.
-setup: node_modules/.installed .venv/.installed imports/.schema-stamp tools
+ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
+# npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
+# both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
+# that the mirror step may refresh. Lines of the parallel steps interleave (each line whole).
+PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
+
+setup:
+	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
+	@$(MAKE) --no-print-directory imports/.schema-stamp
+
+# The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
+# The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
+TEST_MIRROR := mirror
+setup-test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
+	@$(MAKE) --no-print-directory imports/.schema-stamp
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	node --version
 	touch $@
 
-# Builds the providers the Go module proxy serves into a filesystem mirror, dumps their schemas into terravixens/schemas/,
-# and regenerates the bindings in imports/ when terravixens/schemas/ changed (docs/adr/0003-offline-provider-toolchain.md).
-providers imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
-	python3 scripts/providers.py
+# Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
+imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
+	python3 scripts/providers.py bindings
 
 # Talos' own config generator, patcher and validator, one binary per supported Talos minor (one go.v1.NN.mod and
 # go.v1.NN.sum each), built from the Go module proxy; rebuilt only when the source or a module file changes
@@ -45,26 +62,48 @@ $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALID
 	cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
 		-o bin/.talos-validate-v$*.tmp . && mv bin/.talos-validate-v$*.tmp bin/talos-validate-v$*
 
+# The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
+# also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.
+mirror:
+	python3 scripts/providers.py mirror
+
+providers: mirror imports/.schema-stamp
+
+# Prints the exports of the selected mode: eval "$$(make -s provider-env TERRAVIXENS_PROVIDERS=mirror)"
+provider-env:
+	@python3 scripts/providers.py env
+
+# Runtime packages only: synth needs no test tools.
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
-	pipenv sync --dev
+	pipenv sync
 	touch $@
 
+# Runtime and test packages in one pass (the runtime stamp too).
+.venv/.installed-dev: Pipfile Pipfile.lock pyproject.toml
+	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
+	pipenv sync --dev
+	touch .venv/.installed $@
+
+# cdktf's own validation runs `$${TERRAFORM_BINARY_NAME:-terraform} version` during synth (the built-in terraform_data
+# resource needs Terraform >= 1.4): synth needs a Terraform CLI, though no provider. Say so before cdktf does.
 synth: setup
+	@command -v "$${TERRAFORM_BINARY_NAME:-terraform}" >/dev/null || { echo "make synth: no '$${TERRAFORM_BINARY_NAME:-terraform}' on PATH: cdktf runs it to check its version during synth. Install Terraform >= 1.5, or build OpenTofu with 'make mirror' and set TERRAFORM_BINARY_NAME=tofu." >&2; exit 2; }
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
-test: setup
+test: setup-test
 	pipenv run pytest
 
-test-unit: setup
+test-unit: TEST_MIRROR := $(ASKED_MIRROR)
+test-unit: setup-test
 	pipenv run pytest -m "not integration and not fuzz_nightly"
 
-test-integration: setup
+test-integration: setup-test
 	pipenv run pytest -m integration
 
 # Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000).
-test-fuzz-nightly: setup
+test-fuzz-nightly: setup-test
 	pipenv run pytest -m fuzz_nightly tests/test_fuzz_site.py
 
 clean:

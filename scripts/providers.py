@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""Offline provider toolchain (`make providers`). Idempotent; stdlib only.
+"""Provider toolchain: bindings for synth, and the offline provider mirror when asked. Idempotent; stdlib only.
 
-1. Finds a Terraform CLI (`terraform` >= 1.5 on PATH, or `$TERRAFORM_BINARY_NAME`), otherwise builds OpenTofu
-   from the Go module proxy into the cache.
-2. Builds every provider that the Go module proxy serves (see providers.json) into a Terraform filesystem mirror in
-   the cache (outside the repository), and writes a CLI config that installs providers from that mirror only.
-3. Dumps `providers schema -json` of each built provider into terravixens/schemas/<name>.json (committed).
-4. Regenerates the typed Python bindings in imports/ with `cdktf get`, fed from the committed schemas through the
-   provider schema cache (no registry access), only when the schemas or the cdktf version changed.
+    python3 scripts/providers.py bindings   # what synth needs (make setup): typed bindings in imports/, no Go, no CLI
+    python3 scripts/providers.py mirror     # what offline Terraform needs (make mirror; tests, TERRAVIXENS_PROVIDERS=mirror)
+    python3 scripts/providers.py env [MODE] # shell exports of a provider installation mode (make -s provider-env)
+    python3 scripts/providers.py            # mirror, then bindings (make providers)
+
+`bindings` regenerates the typed Python bindings in imports/ with `cdktf get`, fed from the committed schemas
+(terravixens/schemas/) through the provider schema cache: no registry, no provider binary, no Terraform CLI; only
+when the schemas, cdktf.json or the cdktf version changed (a stamp).
+
+`mirror` 1. finds a Terraform CLI (`terraform` >= 1.5 on PATH, or `$TERRAFORM_BINARY_NAME`), otherwise builds OpenTofu
+from the Go module proxy into the cache; 2. builds every provider that the Go module proxy serves (providers.json)
+into a Terraform filesystem mirror in the cache (outside the repository) and writes a CLI config that installs from
+that mirror only (used only in the mirror mode: terravixens/provider_install.py); 3. dumps `providers schema -json`
+of each built provider into terravixens/schemas/<name>.json (committed), rewriting only on a real change.
 
 Prints one line per step with its wall time, so cold and warm runs can be compared.
-See docs/adr/0003-offline-provider-toolchain.md.
+See docs/adr/0003-offline-provider-toolchain.md, 0012-bindings-from-schemas.md and 0013-provider-installation-modes.md.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -26,13 +34,17 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from terravixens import provider_install  # noqa: E402  (standard library only)
+
 PINS = json.loads((ROOT / "providers.json").read_text())
-CACHE = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache" / "terravixens"))
-MIRROR = CACHE / "mirror"
-CLI_CONFIG = CACHE / "terraform.rc"
+CACHE = provider_install.cache_dir()
+MIRROR = provider_install.mirror_dir()
+CLI_CONFIG = provider_install.mirror_cli_config()
 SCHEMAS = ROOT / "terravixens" / "schemas"
 IMPORTS = ROOT / "imports"
 STAMP = IMPORTS / ".schema-stamp"
+STAGING = ROOT / ".gen" / "bindings"
 PLATFORM = "linux_amd64"
 
 
@@ -130,21 +142,15 @@ def build_providers() -> None:
 
 
 def write_cli_config() -> None:
-    """Providers come from the mirror only: any provider not in it fails `init` at once, never reaches a network."""
+    """The mirror mode's CLI config, in the cache. Nothing points Terraform at it unless the mirror mode is asked for."""
     CLI_CONFIG.parent.mkdir(parents=True, exist_ok=True)
-    CLI_CONFIG.write_text(
-        "# Written by scripts/providers.py: install providers from the local filesystem mirror only.\n"
-        "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = \"{MIRROR}\"\n"
-        "    include = [\"registry.terraform.io/*/*\", \"registry.opentofu.org/*/*\"]\n  }\n"
-        "}\n"
-    )
+    text = provider_install.mirror_cli_config_text(MIRROR)
+    if not CLI_CONFIG.exists() or CLI_CONFIG.read_text() != text:
+        CLI_CONFIG.write_text(text)
 
 
 def tf_env() -> dict:
-    env = dict(os.environ)
-    env["TF_CLI_CONFIG_FILE"] = str(CLI_CONFIG)
-    env["CHECKPOINT_DISABLE"] = "1"
+    env = provider_install.terraform_env("mirror")
     env["TF_IN_AUTOMATION"] = "1"
     return env
 
@@ -214,29 +220,82 @@ def schema_stamp() -> str:
     return digest.hexdigest()
 
 
-def generate_bindings() -> None:
+# A schema this large (proxmox: 644 KB) gets a `cdktf get` of its own; the small ones share one (see below).
+LARGE_SCHEMA_BYTES = 100_000
+
+
+def binding_groups(providers: dict[str, dict]) -> list[list[str]]:
+    """Providers grouped for `cdktf get`, largest group first.
+
+    One `cdktf get` compiles the generated TypeScript of all its providers once per provider (each binding's jsii
+    assembly holds the code of all of them): with proxmox among four providers that is four compiles of proxmox.
+    Each large schema alone, the small ones together: each large one compiled once, and two runs share the cores.
+    """
+    large = [[name] for name in providers if providers[name]["schema"].stat().st_size >= LARGE_SCHEMA_BYTES]
+    small = [name for name in providers if providers[name]["schema"].stat().st_size < LARGE_SCHEMA_BYTES]
+    return large + ([small] if small else [])
+
+
+def generate_bindings(started: float) -> None:
     stamp = schema_stamp()
     if STAMP.exists() and STAMP.read_text().strip() == stamp:
         STAMP.touch()  # newer than terravixens/schemas/ again, so make stops asking
         print("[providers] bindings in imports/ are up to date with terravixens/schemas/")
         return
+    providers = generated_providers()
+    groups = binding_groups(providers)
+    shutil.rmtree(STAGING, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="tv-schema-cache-") as cache:
-        for name, item in generated_providers().items():
+        for name, item in providers.items():
             schema = json.loads(item["schema"].read_text())
             version = PINS["providers"][name]["version"]
             schema["provider_versions"] = {f"registry.terraform.io/{item['source']}": version}
             Path(cache, cache_file_name(name, item["constraint"])).write_text(json.dumps(schema))
-        env = tf_env()
-        env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
-        env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
-        env["CHECKPOINT_DISABLE"] = "1"
-        run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=ROOT, env=env)
+        workers = max(1, min(len(groups), os.cpu_count() or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda group: cdktf_get(group, providers, Path(cache), started), groups))
+    IMPORTS.mkdir(exist_ok=True)
+    for stale in IMPORTS.iterdir():
+        if stale.is_dir() and stale.name not in providers:
+            shutil.rmtree(stale)
+    for group in groups:
+        for name in group:
+            shutil.rmtree(IMPORTS / name, ignore_errors=True)
+            (STAGING / group[0] / "imports" / name).rename(IMPORTS / name)
+    # What one `cdktf get` of all providers writes beside them (it reads constraints.json to skip unchanged ones).
+    cdktf_version = json.loads((STAGING / groups[0][0] / "imports" / "constraints.json").read_text())["cdktf"]
+    (IMPORTS / "constraints.json").write_text(json.dumps({
+        "cdktf": cdktf_version, "providers": {name: providers[name]["constraint"] for name in sorted(providers)},
+    }, indent=2) + "\n")
+    (IMPORTS / "versions.json").write_text(json.dumps({
+        f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"] for name, item in providers.items()
+    }, indent=2) + "\n")
+    shutil.rmtree(STAGING, ignore_errors=True)
     STAMP.write_text(stamp + "\n")
 
 
-def main() -> None:
-    started = time.monotonic()
-    check_pins()
+def cdktf_get(group: list[str], providers: dict[str, dict], cache: Path, started: float) -> None:
+    """`cdktf get` of `group` in its own project under .gen/ (inside the repository, so that cdktf's
+    `pipenv run pip show cdktf` finds this project's environment)."""
+    project = STAGING / group[0]
+    project.mkdir(parents=True)
+    (project / "cdktf.json").write_text(json.dumps({
+        "language": "python", "app": "true", "sendCrashReports": "false", "codeMakerOutput": "imports",
+        "terraformProviders": [f"{providers[n]['source']}@{providers[n]['constraint']}" for n in group],
+        "terraformModules": [], "context": {},
+    }))
+    # No Terraform CLI is involved: every schema comes from the cache folder, never from `terraform init`.
+    env = dict(os.environ)
+    env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
+    env["PIPENV_PIPFILE"] = str(ROOT / "Pipfile")
+    env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
+    env["CHECKPOINT_DISABLE"] = "1"
+    run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=project, env=env,
+        capture=True)
+    log(f"bindings of {', '.join(providers[n]['source'] for n in group)} generated", started)
+
+
+def mirror(started: float) -> None:
     terraform = terraform_binary()
     log(f"terraform CLI: {terraform}", started)
     build_providers()
@@ -244,10 +303,31 @@ def main() -> None:
     write_cli_config()
     dump_schemas(terraform)
     log("schemas dumped to terravixens/schemas/", started)
-    if "--no-bindings" not in sys.argv:
-        generate_bindings()
-        log("bindings in imports/", started)
+
+
+def bindings(started: float) -> None:
+    generate_bindings(started)
+    log("bindings in imports/", started)
+
+
+def main(argv: list[str]) -> None:
+    started = time.monotonic()
+    command = argv[0] if argv else "all"
+    if command == "env":
+        try:
+            selected = argv[1] if len(argv) > 1 else provider_install.mode()
+            sys.stdout.write(provider_install.shell_exports(selected))
+        except provider_install.ProviderModeError as error:
+            raise SystemExit(f"[providers] {error}")
+        return
+    if command not in ("all", "mirror", "bindings"):
+        raise SystemExit(f"[providers] unknown command {command!r}: use bindings, mirror, env or nothing (both)")
+    check_pins()
+    if command in ("all", "mirror"):
+        mirror(started)
+    if command in ("all", "bindings"):
+        bindings(started)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

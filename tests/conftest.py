@@ -45,14 +45,16 @@ def variant_stacks(tmp_path_factory):
 @pytest.fixture(scope="session")
 def terraform_binary():
     """The CLI scripts/providers.py chose: $TERRAFORM_BINARY_NAME, else terraform, else the OpenTofu it built."""
-    cache_bin = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache/terravixens")) / "bin"
+    from terravixens.provider_install import cache_dir
+
+    cache_bin = cache_dir() / "bin"
     wanted = os.environ.get("TERRAFORM_BINARY_NAME")
     candidates = [wanted] if wanted else ["terraform", "tofu"]
     for name in candidates:
         found = shutil.which(name) or (str(cache_bin / name) if (cache_bin / name).exists() else None)
         if found:
             return found
-    pytest.fail(f"no {' or '.join(candidates)} CLI: run `make providers` (it builds OpenTofu when terraform is missing)")
+    pytest.fail(f"no {' or '.join(candidates)} CLI: run `make mirror` (it builds OpenTofu when terraform is missing)")
 
 
 def pytest_terminal_summary(terminalreporter):

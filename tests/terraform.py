@@ -1,14 +1,15 @@
-"""Running the real Terraform CLI in tests: offline mirror only, and stacks projected onto the mirrored providers."""
+"""Running the real Terraform CLI in tests: offline mirror only (the tests opt in to the mirror mode of
+terravixens.provider_install), and stacks projected onto the mirrored providers."""
 from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 from pathlib import Path
 
-CACHE = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache" / "terravixens"))
-MIRROR = CACHE / "mirror" / "registry.terraform.io"
+from terravixens import provider_install
+
+MIRROR = provider_install.mirror_dir() / "registry.terraform.io"
 BUILTIN_TYPES = {"terraform_remote_state", "terraform_data"}
 
 
@@ -55,8 +56,7 @@ def projection(stack: dict, available: set[str]) -> tuple[dict, set[str]]:
 
 
 def terraform_env(**extra: str) -> dict:
-    return dict(os.environ, TF_CLI_CONFIG_FILE=str(CACHE / "terraform.rc"), CHECKPOINT_DISABLE="1",
-                TF_IN_AUTOMATION="1", **extra)
+    return dict(provider_install.terraform_env("mirror"), CHECKPOINT_DISABLE="1", TF_IN_AUTOMATION="1", **extra)
 
 
 def terraform(binary: str, workdir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

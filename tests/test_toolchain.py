@@ -19,7 +19,7 @@ def providers():
 def test_cdktf_json_agrees_with_the_pins(providers):
     providers.check_pins()
     assert json.loads((ROOT / "cdktf.json").read_text())["terraformProviders"] == [
-        "bpg/proxmox@=0.111.1", "siderolabs/talos@=0.11.0"]
+        "bpg/proxmox@=0.111.1", "siderolabs/talos@=0.11.0", "hashicorp/helm@=3.1.1", "hashicorp/kubernetes@=2.38.0"]
 
 
 def test_disagreeing_pins_stop_the_toolchain(providers, monkeypatch):
@@ -46,3 +46,14 @@ def test_schema_comparison_ignores_write_only(providers):
     without = {"block": {"attributes": {"token": {"type": "string"}}}}
     assert providers.comparable(with_flag) == providers.comparable(without)
     assert providers.comparable(with_flag) != providers.comparable({"block": {"attributes": {}}})
+
+
+def test_an_unknown_command_is_refused(providers):
+    with pytest.raises(SystemExit) as raised:
+        providers.main(["build"])
+    assert str(raised.value) == "[providers] unknown command 'build': use bindings, mirror, env or nothing (both)"
+
+
+def test_the_mirror_cli_config_lives_in_the_cache(providers):
+    assert providers.CLI_CONFIG == providers.CACHE / "mirror.tfrc"
+    assert providers.tf_env()["TF_CLI_CONFIG_FILE"] == str(providers.CLI_CONFIG)

@@ -8,7 +8,7 @@ import yaml
 from cdktf import AssetType, TerraformAsset
 from constructs import Construct
 
-from cdktf_cdktf_provider_helm.release import Release
+from imports.helm.release import Release
 from terravixens.config.model import CiliumConfig
 from terravixens.logical_ids import cluster_id, pin
 

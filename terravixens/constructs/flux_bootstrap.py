@@ -8,9 +8,9 @@ import yaml
 from cdktf import AssetType, Fn, TerraformAsset, TerraformVariable
 from constructs import Construct
 
-from cdktf_cdktf_provider_helm.release import Release
-from cdktf_cdktf_provider_kubernetes.namespace_v1 import NamespaceV1
-from cdktf_cdktf_provider_kubernetes.secret_v1 import SecretV1
+from imports.helm.release import Release
+from imports.kubernetes.namespace_v1 import NamespaceV1
+from imports.kubernetes.secret_v1 import SecretV1
 from terravixens.config.model import FluxConfig
 from terravixens.constructs.cilium import Cilium
 from terravixens.logical_ids import cluster_id, pin

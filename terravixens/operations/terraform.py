@@ -1,6 +1,6 @@
 """Running Terraform in cdktf.out/stacks/<stack>/: the binary is $TERRAFORM_BINARY_NAME (else `terraform`), and the
-user's environment is passed through untouched (their TF_CLI_CONFIG_FILE: the registry by default, the offline
-mirror when they opted in). Machine-readable output (`-json`) is read line by line, so progress is shown as it
+user's environment is passed through, plus what the provider installation mode asks for (nothing for the registry,
+the default; the offline mirror's CLI config with TERRAVIXENS_PROVIDERS=mirror — terravixens.provider_install). Machine-readable output (`-json`) is read line by line, so progress is shown as it
 happens and the plan's diagnostics are kept for the guard.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from terravixens import provider_install
 from terravixens.operations.outcome import ExitCode, OperationError
 
 TAIL_LINES = 25
@@ -48,8 +49,10 @@ class Terraform:
     timeout: float = 6 * 3600
 
     def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.setdefault("CHECKPOINT_DISABLE", "1")
+        try:
+            env = provider_install.terraform_env()
+        except provider_install.ProviderModeError as error:
+            raise OperationError(str(error), ExitCode.BAD_INPUT) from None
         env["TF_IN_AUTOMATION"] = "1"
         env.update(self.env)
         return env

@@ -9,8 +9,8 @@ from __future__ import annotations
 from cdktf import Fn, TerraformStack
 from constructs import Construct
 
-from cdktf_cdktf_provider_helm.provider import HelmProvider
-from cdktf_cdktf_provider_kubernetes.provider import KubernetesProvider
+from imports.helm.provider import HelmProvider
+from imports.kubernetes.provider import KubernetesProvider
 from terravixens.config.model import Site
 from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.constructs.cilium import Cilium, CiliumProps

@@ -35,7 +35,8 @@ from tests.fakepve_ext import FakePveServer
 from tests.fixtures.plans.capture import capture, capture_state, capturing
 from tests.integration.test_fakepve import _free_port, assert_only_loopback
 from tests.integration.test_s3_state import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
-from tests.terraform import CACHE, mirrored_providers, projection
+from terravixens import provider_install
+from tests.terraform import mirrored_providers, projection
 
 pytestmark = pytest.mark.integration
 
@@ -68,8 +69,7 @@ def umask():
 
 def terraform_for(fake: FakePveServer, binary: str, **extra: str) -> Terraform:
     # The tests opt into the offline mirror (operators keep their own TF_CLI_CONFIG_FILE: the registry by default).
-    return Terraform(binary=binary, env={**fake.provider_env(), "TF_CLI_CONFIG_FILE": str(CACHE / "terraform.rc"),
-                                         **extra})
+    return Terraform(binary=binary, env={**fake.provider_env(), **provider_install.environment_for("mirror"), **extra})
 
 
 def workspace(root: Path, data: dict) -> Workspace:

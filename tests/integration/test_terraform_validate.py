@@ -45,7 +45,7 @@ EXPECTED_DROPPED = {
 def test_mirror_has_the_buildable_providers():
     pins = json.loads((ROOT / "providers.json").read_text())["providers"]
     buildable = {name for name, pin in pins.items() if pin["binary"].startswith("built")}
-    assert buildable <= mirrored_providers(), "run `make providers`"
+    assert buildable <= mirrored_providers(), "run `make mirror`"
 
 
 @pytest.mark.parametrize("stack", ["hypervisors", "platform-prod", "gitops-prod"])

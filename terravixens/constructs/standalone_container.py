@@ -27,6 +27,20 @@ from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.topology import Nic, PlacedNode
 
 
+# Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
+# (`debian-12-standard_…`, `ubuntu-24.04-standard_…`, `rockylinux-9-default_…`). bpg's default, `unmanaged`,
+# makes PVE skip setting up the hostname and network inside the container, and PVE would report another type.
+OS_TYPES = (("debian", "debian"), ("devuan", "devuan"), ("ubuntu", "ubuntu"), ("centos", "centos"),
+            ("rockylinux", "centos"), ("almalinux", "centos"), ("fedora", "fedora"), ("opensuse", "opensuse"),
+            ("archlinux", "archlinux"), ("alpine", "alpine"), ("gentoo", "gentoo"), ("nixos", "nixos"))
+
+
+def os_type_of(template: str) -> str:
+    """The OS type of a template volume id (`local:vztmpl/debian-12-…`), `unmanaged` when not recognised."""
+    name = template.rsplit("/", 1)[-1].lower()
+    return next((kind for prefix, kind in OS_TYPES if name.startswith(prefix)), "unmanaged")
+
+
 @dataclass(frozen=True)
 class StandaloneContainerProps:
     """placed: the node from terravixens.standalone.topology; proxmox_node: the Proxmox node it runs on;
@@ -40,6 +54,8 @@ class StandaloneContainerProps:
     # systemd in an unprivileged container needs nesting (its own namespaces); a privileged one does not.
     nesting: bool | None = None
     swap_mib: int = 512
+    # None: from the template's file name (os_type_of).
+    os_type: str | None = None
 
 
 def ip_config(nic: Nic) -> VirtualEnvironmentContainerInitializationIpConfig:
@@ -84,12 +100,13 @@ class StandaloneContainer(Construct):
             self, "ct",
             node_name=props.proxmox_node,
             vm_id=placed.vm_id,
-            description=f"terravixens standalone ct {placed.name} (spec {placed.spec})",
+            # No description: PVE returns a container's description with a newline added, a diff on every plan.
             tags=sorted({"terravixens", "standalone", "ct", *placed.tags}),
             unprivileged=unprivileged,
             start_on_boot=True,
             started=True,
-            operating_system=VirtualEnvironmentContainerOperatingSystem(template_file_id=placed.template),
+            operating_system=VirtualEnvironmentContainerOperatingSystem(
+                template_file_id=placed.template, type=props.os_type or os_type_of(placed.template)),
             cpu=VirtualEnvironmentContainerCpu(cores=placed.cores),
             memory=VirtualEnvironmentContainerMemory(dedicated=placed.memory_mib, swap=props.swap_mib),
             disk=VirtualEnvironmentContainerDisk(datastore_id=props.datastores.vm, size=placed.disk_gib),

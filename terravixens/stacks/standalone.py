@@ -9,7 +9,7 @@ environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) — never a 
 """
 from __future__ import annotations
 
-from cdktf import TerraformStack, TerraformVariable, TerraformVariableValidationConfig
+from cdktf import TerraformStack, TerraformVariable, TerraformVariableValidationConfig, Token
 from constructs import Construct
 
 from imports.proxmox.provider import ProxmoxProvider, ProxmoxProviderSsh, ProxmoxProviderSshNode
@@ -57,10 +57,11 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
 def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
     """The nested host's own API, from the topology; its SSH (snippet uploads) at the host's address."""
     token = pin(TerraformVariable(
-        scope, API_TOKEN_VARIABLE, type="string", sensitive=True, nullable=True, default=None,
+        scope, API_TOKEN_VARIABLE, type="string", sensitive=True, nullable=True,
         description=f"API token of the nested Proxmox VE host {layer.host.host} (USER@REALM!NAME=SECRET); null: "
                     f"the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).",
     ), API_TOKEN_VARIABLE)
+    token.add_override("default", Token.null_value())  # optional: cdktf drops a None default (= required)
     return ProxmoxProvider(
         scope, "proxmox",
         endpoint=layer.host.endpoint,

@@ -184,7 +184,7 @@ def node_env_of(world: World, node: str) -> str:
 
 
 def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):
-    order = [line.split(":")[0] for line in deployed.splitlines() if line.endswith(": done")]
+    order = re.findall(r"\] (\S+): done$", deployed, re.M)
     assert order == [L0, S, N]
     assert "standalone: summary — 4 to create" in deployed and "standalone-nest1: summary — 4 to create" in deployed
     assert "  standalone dns1:\n    + proxmox_virtual_environment_container.sa_dns1_ct" in deployed

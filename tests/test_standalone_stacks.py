@@ -236,3 +236,12 @@ def test_tv003_a_standalone_resource_named_after_another_node_is_refused(tmp_pat
     stack = app.node.find_child("standalone")
     stack.nodes["tools"].vm.override_logical_id("sa_nest1_vm2")
     assert "'sa_nest1_vm2' belongs to standalone 'tools' but is not named sa_tools_<part>." in synth_errors(app)
+
+
+def test_the_l2_stacks_conform_to_the_committed_proxmox_schema(synthesized):
+    from terravixens.conformance import check_stack, load_schemas
+
+    schemas = load_schemas()
+    for name in L2:
+        findings, unchecked = check_stack(name, synthesized[0][name], schemas)
+        assert ([str(f) for f in findings], unchecked) == ([], set())

@@ -98,18 +98,30 @@ def _plan_guard(args: argparse.Namespace, site) -> int:
     ), sys.stderr, sys.stdout)
 
 
+def _selected_layers(args: argparse.Namespace) -> list[str] | None:
+    """The layers an operation was asked for (None: all of them)."""
+    if getattr(args, "layer", None):
+        return [args.layer]
+    return getattr(args, "layers", None) or None
+
+
 def _operation(command):
-    """Loads the site, sets umask 077, runs the operation; an OperationError prints its message and exits with its code."""
+    """Loads the site, sets umask 077, runs the operation; an OperationError prints its message and exits with its code.
+
+    When the operation touches an L2 layer, each such layer's apply-time tokens come from the secrets file
+    (--secrets or $TERRAVIXENS_SECRETS) and the specs' postures (terravixens.operations.standalone_env)."""
     @_with_site
     def run(args: argparse.Namespace, site) -> int:
         from terravixens.operations import OperationError
         from terravixens.operations.files import private_process
+        from terravixens.operations.standalone_env import standalone_layer_env
         from terravixens.operations.terraform import Terraform
         from terravixens.operations.workspace import Workspace
 
         private_process()
         try:
-            return command(args, Workspace(site), Terraform())
+            layer_env = standalone_layer_env(site, args.site, getattr(args, "secrets", None), _selected_layers(args))
+            return command(args, Workspace(site), Terraform(layer_env=layer_env))
         except OperationError as error:
             print(f"terravixens {args.command}: {error}", file=sys.stderr)
             return error.code
@@ -270,6 +282,11 @@ def _spec_get(args: argparse.Namespace) -> int:
                           budget=args.max_time, attempt_timeout=args.attempt_timeout))
 
 
+def _secrets_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--secrets", help="standalone (L2) layers: the secrets file their nodes' tokens come from "
+                                           "(default: $TERRAVIXENS_SECRETS)")
+
+
 def _add_spec_commands(commands) -> None:
     schema = commands.add_parser("schema", help="JSON Schemas of the files terravixens reads")
     schema_commands = schema.add_subparsers(dest="schema_command", required=True)
@@ -361,10 +378,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="let NODE's configuration change reboot it (repeatable)")
     deploy.add_argument("--save-plan-json", metavar="PATH", help="also write the plan's JSON (0600; it holds secrets)")
     deploy.add_argument("--lock-timeout", default="0s", help="wait this long for a state lock (e.g. 60s)")
+    _secrets_option(deploy)
     deploy.set_defaults(run=_deploy)
     destroy = with_site(commands.add_parser("destroy", help="destroy one layer, after a verified state backup"))
     destroy.add_argument("layer")
     destroy.add_argument("--confirm", metavar="SITE/LAYER", help="the typed confirmation, for unattended runs")
+    _secrets_option(destroy)
     destroy.set_defaults(run=_destroy)
     restore = with_site(commands.add_parser("restore", help="put a state backup back (the current state is backed up)"))
     restore.add_argument("layer")
@@ -389,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     dead.set_defaults(run=_remove_dead_member)
     drift = with_site(commands.add_parser("drift", help="plan each layer; exit 2 when something drifted"))
     drift.add_argument("layers", nargs="*", metavar="LAYER")
+    _secrets_option(drift)
     drift.set_defaults(run=_drift)
     review = commands.add_parser("review", help="per stack and node, what a change does (Markdown for a PR)")
     review.add_argument("base", nargs="?", help="git ref to compare the working tree with (e.g. origin/main)")

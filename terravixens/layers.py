@@ -15,8 +15,12 @@ def gitops_stack_name(cluster_name: str) -> str:
 
 
 def stack_names(site: Site) -> list[str]:
-    """L0 first, then per cluster its platform stack and its GitOps stack (which reads the platform state)."""
+    """L0 first, then per cluster its platform stack and its GitOps stack (which reads the platform state), then the
+    L2 stacks when the site has standalone nodes: `standalone`, then one `standalone-<host>` per nested pve host
+    with guests, each after the stack that creates its host (terravixens.standalone.layout)."""
+    from terravixens.standalone.layout import standalone_layers
+
     names = [HYPERVISORS]
     for cluster in sorted(site.clusters):
         names += [platform_stack_name(cluster), gitops_stack_name(cluster)]
-    return names
+    return names + list(standalone_layers(site))

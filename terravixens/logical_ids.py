@@ -7,6 +7,7 @@ a list position, a role or cdktf's path hash. See docs/adr/0006-logical-ids.md.
 - node-owned:       node_<node>_<part>            e.g. node_cp-a_vm, node_cp-a_apply
 - cluster-level:    cluster_<part>                e.g. cluster_secrets, cluster_bootstrap
 - hypervisor-owned: hv_<hypervisor>_<part>        e.g. hv_pve1_bridge_vmbr1, hv_pve1_image_v1-11-5_ce4c980550dd
+- standalone-owned: sa_<node>_<part>              e.g. sa_dns1_ct, sa_jump1_vm, sa_jump1_node_env (L2, ADR 0025)
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ T = TypeVar("T", bound="TerraformElement")
 NODE_PREFIX = "node_"
 CLUSTER_PREFIX = "cluster_"
 HYPERVISOR_PREFIX = "hv_"
+STANDALONE_PREFIX = "sa_"
 
 
 def _clean(part: str) -> str:
@@ -37,6 +39,17 @@ def cluster_id(part: str) -> str:
 
 def hypervisor_id(hypervisor: str, *parts: str) -> str:
     return "_".join([f"{HYPERVISOR_PREFIX}{hypervisor}", *(_clean(part) for part in parts)])
+
+
+def standalone_id(node: str, part: str) -> str:
+    return f"{STANDALONE_PREFIX}{node}_{part}"
+
+
+def standalone_owner_of(logical_id: str) -> str | None:
+    """The standalone node that owns a logical id (`sa_<node>_<part>`), else None."""
+    if not logical_id.startswith(STANDALONE_PREFIX):
+        return None
+    return logical_id[len(STANDALONE_PREFIX):].split("_", 1)[0]
 
 
 def owner_of(logical_id: str) -> str | None:

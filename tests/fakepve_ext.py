@@ -342,6 +342,26 @@ class TvFakePve(FakePve):
         return ok(await self.task(vm.node, 'qmconfig', vm.vmid, user, body))
 
 
+    # ----------------------------------------------------- cloud-init drive
+    # PVE names a VM's cloud-init drive `<storage>:vm-<vmid>-cloudinit` (.qcow2 on file storages); fakepve 0.5.0
+    # allocates it as an ordinary disk (vm-<vmid>-disk-<n>), and bpg, which finds the cloud-init drive by that
+    # name, then reads no `initialization.datastore_id`/`interface` back and plans a change for ever.
+
+    def _qm_new_drive(self, vmid, key, value, default):
+        from fakepve.qemu import join_drive, split_drive, volume_ref
+        result, made = super()._qm_new_drive(vmid, key, value, default)
+        volume, _ = split_drive(value)
+        if not volume.endswith(':cloudinit') or len(made) != 1:
+            return result, made
+        sid, old = volume_ref(made[0])
+        store = self.storages[sid]
+        suffix = '.' + old.rsplit('.', 1)[1] if '.' in old else ''
+        name = 'vm-{0}-cloudinit{1}'.format(vmid, suffix)
+        store['volumes'][name] = store['volumes'].pop(old)
+        _, props = split_drive(result)
+        return join_drive('{0}:{1}'.format(sid, name), props), ['{0}:{1}'.format(sid, name)]
+
+
 class FakePveServer:
     """TvFakePve on `host:port` (loopback only) in a background thread; `call(fn, *args)` runs fn in its loop."""
 

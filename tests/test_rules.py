@@ -64,8 +64,8 @@ def test_tv001_even_control_plane_count(app, example_site, tmp_path):
 def test_tv002_reset_capable_resource_outside_a_node(app, platform):
     pin(VirtualEnvironmentVm(platform, "stray_vm", node_name="pve1"), "stray_vm")
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode: "
-            "create it through TalosNode") in errors
+    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode, "
+            "StandaloneVm or StandaloneContainer: create it through one of them") in errors
 
 
 def test_tv002_node_reads_another_nodes_attributes(app, platform):
@@ -178,7 +178,7 @@ def test_tv002_covers_bpgs_other_vm_names(app, platform):
 
     pin(Vm(platform, "framework_vm", node_name="pve1"), "framework_vm")
     errors = synth_errors(app)
-    assert "[TV002 ResetScopedToNode] proxmox_vm.framework_vm is not inside a TalosNode" in errors
+    assert "[TV002 ResetScopedToNode] proxmox_vm.framework_vm is not inside a TalosNode, StandaloneVm" in errors
 
 
 def test_tv005_covers_bpgs_new_storage_names(app):

@@ -226,7 +226,7 @@ def test_an_address_shared_with_another_node():
 
 def test_an_address_shared_with_a_cluster_vip():
     data = support.example_data()
-    data["standalone"] = {"specs_dir": "specs", "nodes": {"tools": {
+    data["standalone"] = {"specs_dir": "specs", "spec_server": lab()["standalone"]["spec_server"], "nodes": {"tools": {
         **lab()["standalone"]["nodes"]["tools"], "networks": {"vlans": {111: {"address": "10.11.1.10/24"}}}}}}
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.networks.vlans.111.address"
@@ -235,7 +235,7 @@ def test_an_address_shared_with_a_cluster_vip():
 
 def test_an_address_inside_a_load_balancer_pool():
     data = support.example_data()
-    data["standalone"] = {"nodes": {"tools": {
+    data["standalone"] = {"spec_server": lab()["standalone"]["spec_server"], "nodes": {"tools": {
         **lab()["standalone"]["nodes"]["tools"], "networks": {"vlans": {120: {"address": "10.12.0.200/24"}}}}}}
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.networks.vlans.120.address"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from terravixens.catalogue import VMS
+from terravixens.catalogue import CONTAINERS, VMS
 from terravixens.config.model import Site
 from terravixens.layers import platform_stack_name
 from terravixens.talos.image import disk_image_file_name
@@ -48,6 +48,10 @@ def site_usage(site: Site, usage: Usage | None = None) -> Usage:
             usage.add_bridge(hypervisor.node_name, node.bridge or cluster.bridge, who)
             usage.add_image(hypervisor.node_name, hypervisor.datastores.images,
                             disk_image_file_name(hypervisor.talos_image, cluster.talos_version), who)
+    for name, node in sorted(site.standalone.nodes.items()):
+        hypervisor = site.hypervisors.get(node.parent)
+        if hypervisor is not None:  # a guest of a hypervisor (L2 `standalone`); nested hosts' guests are not L0's
+            usage.add_bridge(hypervisor.node_name, node.bridge, f"standalone {node.type} {name} (site file)")
     return usage
 
 
@@ -73,16 +77,18 @@ def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
 
 
 def deployed_usage(states: Mapping[str, Mapping], usage: Usage | None = None) -> Usage:
-    """What the deployed VMs use, from the platform stacks' states (layer name -> state JSON)."""
+    """What the deployed VMs and containers use, from the platform stacks' and the `standalone` stack's states
+    (layer name -> state JSON)."""
     usage = usage or Usage()
     for layer, state in sorted(states.items()):
         for kind, name, attributes in _state_resources(state):
-            if kind not in VMS:
+            if kind not in VMS and kind not in CONTAINERS:
                 continue
             node_name = attributes.get("node_name")
-            who = f"VM {attributes.get('name') or name} in {layer} (deployed)"
+            what = "VM" if kind in VMS else "CT"
+            who = f"{what} {attributes.get('name') or name} in {layer} (deployed)"
             usage.api_user.add(who)
-            for device in attributes.get("network_device") or []:
+            for device in (attributes.get("network_device") or []) + (attributes.get("network_interface") or []):
                 if isinstance(device, dict) and device.get("bridge") and node_name:
                     usage.add_bridge(node_name, device["bridge"], who)
     return usage

@@ -19,6 +19,7 @@ from terravixens.guard import (GuardContext, RebootChecks, check_plan, deployed_
 from terravixens.guard.plan import NotAPlan, Plan, parse_plan_text
 from terravixens.inputs import InputError
 from terravixens.layers import HYPERVISORS
+from terravixens.standalone.layout import STANDALONE
 from terravixens.operations import summary
 from terravixens.operations.backup import Backup, backup_state, pull_state
 from terravixens.operations.console import Console
@@ -92,9 +93,10 @@ def make_plan(ws: Workspace, tf: Terraform, console: Console, layer: str, *extra
 
 
 def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str, dict]:
-    """Each platform layer's deployed state (what its VMs use), initialising the layer's directory if needed."""
+    """Each platform layer's deployed state (what its VMs use), and the `standalone` layer's (guests of the
+    hypervisors), initialising the layer's directory if needed."""
     states = {}
-    for layer in ws.platform_layers():
+    for layer in ws.platform_layers() + ([STANDALONE] if STANDALONE in ws.layers() else []):
         workdir = ws.stack_dir(layer)
         if not (workdir / ".terraform").exists():
             console.step(layer, "init", "to read what its VMs use")

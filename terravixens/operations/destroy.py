@@ -5,14 +5,16 @@
 
 Refused: a plan that destroys protected storage (PG009) or the machine secrets (PG004; Terraform itself stops on
 their prevent_destroy), a platform layer whose cluster runs (PG002/PG003: that is `terravixens decommission`), and
-L0 while platform layers still have VMs on it (PG008, judged on the deployed states, not on the site file).
+L0 while platform layers (or the `standalone` layer) still have guests on it (PG008, judged on the deployed states,
+not on the site file), and an L2 layer while the layer of a nested host it creates still has guests: children are
+destroyed before their parents (ADR 0025).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from terravixens.operations import summary
-from terravixens.operations.backup import backup_state
+from terravixens.operations.backup import backup_state, pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import apply_saved, guard_context, judge, make_plan
 from terravixens.operations.files import remove_quietly
@@ -38,6 +40,26 @@ def typed_confirmation(console: Console, expected: str, given: str | None, what:
                              ExitCode.DECLINED)
 
 
+def managed_count(state: dict | None) -> int:
+    return sum(len(r.get("instances") or []) for r in (state or {}).get("resources") or []
+               if isinstance(r, dict) and r.get("mode", "managed") == "managed")
+
+
+def children_first(ws: Workspace, tf: Terraform, console: Console, layer: str) -> None:
+    """Refuses to destroy an L2 layer while a nested host it creates still has guests in their own layer."""
+    from terravixens.standalone.layout import standalone_layers
+
+    for child in [name for name, found in standalone_layers(ws.site).items() if found.after == layer]:
+        workdir = ws.stack_dir(child)
+        console.step(child, "init", "to see whether its guests are gone")
+        tf.init(workdir, child)
+        count = managed_count(pull_state(tf, workdir, child)[1])
+        if count:
+            raise OperationError(
+                f"{layer}: layer {child} still has {count} resources on a host that {layer} creates: destroy "
+                f"{child} first (children before parents); nothing was destroyed", ExitCode.REFUSED)
+
+
 def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, console: Console | None = None) -> int:
     console = console or Console()
     [layer] = ws.layers([layer])
@@ -46,6 +68,7 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
     if options.synth:
         console.step("site", "synth", ws.site.site)
         ws.synth()
+    children_first(ws, tf, console, layer)
     workdir = ws.stack_dir(layer)
     console.step(layer, "init")
     tf.init(workdir, layer)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from terravixens.guard.plan import Change, Plan
-from terravixens.logical_ids import CLUSTER_PREFIX, HYPERVISOR_PREFIX, owner_of
+from terravixens.logical_ids import CLUSTER_PREFIX, HYPERVISOR_PREFIX, owner_of, standalone_owner_of
 
 SYMBOLS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "forget": "forget", "read": "<="}
 
@@ -21,10 +21,14 @@ def verb(change: Change) -> str:
 
 
 def owner(name: str) -> str:
-    """'node cp-a', 'hypervisor pve1', 'cluster' or 'other', from the logical id (ADR 0006)."""
+    """'node cp-a', 'standalone dns1', 'hypervisor pve1', 'cluster' or 'other', from the logical id (ADR 0006,
+    ADR 0025)."""
     node = owner_of(name)
     if node is not None:
         return f"node {node}"
+    standalone = standalone_owner_of(name)
+    if standalone is not None:
+        return f"standalone {standalone}"
     if name.startswith(HYPERVISOR_PREFIX):
         return f"hypervisor {name[len(HYPERVISOR_PREFIX):].split('_', 1)[0]}"
     if name.startswith(CLUSTER_PREFIX):

@@ -42,19 +42,24 @@ class Result:
 
 @dataclass
 class Terraform:
-    """`env` is added to the process environment (tests point it at a fake Proxmox VE); nothing is removed."""
+    """`env` is added to the process environment (tests point it at a fake Proxmox VE); nothing is removed.
+    `layer_env` adds more for one layer only (keyed by the layer, the name of its working directory): the L2
+    layers' apply-time tokens (terravixens.standalone.tokens), so no layer ever sees another layer's."""
 
     binary: str = field(default_factory=terraform_binary)
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 6 * 3600
+    layer_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, workdir: Path | None = None) -> dict[str, str]:
         try:
             env = provider_install.terraform_env()
         except provider_install.ProviderModeError as error:
             raise OperationError(str(error), ExitCode.BAD_INPUT) from None
         env["TF_IN_AUTOMATION"] = "1"
         env.update(self.env)
+        if workdir is not None:
+            env.update(self.layer_env.get(Path(workdir).name, {}))
         return env
 
     def _command(self, args: Sequence[str]) -> list[str]:
@@ -62,7 +67,7 @@ class Terraform:
 
     def run(self, workdir: Path, *args: str) -> Result:
         try:
-            done = subprocess.run(self._command(args), cwd=workdir, env=self.environment(), capture_output=True,
+            done = subprocess.run(self._command(args), cwd=workdir, env=self.environment(workdir), capture_output=True,
                                   text=True, timeout=self.timeout, stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise OperationError(f"{self.binary}: not found; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
@@ -72,7 +77,7 @@ class Terraform:
     def run_json(self, workdir: Path, *args: str, on_message: Callable[[dict], None] | None = None) -> Result:
         """Runs with `-json` and hands each UI message to `on_message` as it arrives."""
         try:
-            process = subprocess.Popen(self._command([args[0], "-json", *args[1:]]), cwd=workdir, env=self.environment(),
+            process = subprocess.Popen(self._command([args[0], "-json", *args[1:]]), cwd=workdir, env=self.environment(workdir),
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        stdin=subprocess.DEVNULL)
         except FileNotFoundError:

@@ -1,11 +1,43 @@
-"""TV002 ResetScopedToNode: every reset-capable resource belongs to exactly one node and reads no other node."""
+"""TV002 ResetScopedToNode: every reset-capable resource belongs to exactly one node and reads no other node.
+
+A node is a Talos node (TalosNode, ids `node_<name>_<part>`) or a standalone node (StandaloneVm or
+StandaloneContainer, ids `sa_<name>_<part>`, ADR 0025); the two kinds are told apart, so a standalone node and a
+cluster node of the same name are still two nodes.
+"""
 from __future__ import annotations
 
 from constructs import IConstruct
 
 from terravixens.catalogue import RESET_CAPABLE
-from terravixens.logical_ids import owner_of
+from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id, references, resolved
+
+OWNERS = "a TalosNode, StandaloneVm or StandaloneContainer"
+
+
+def node_owner(node: IConstruct) -> tuple[str, str] | None:
+    """('node', name) inside a TalosNode, ('standalone', name) inside a standalone construct, else None."""
+    from terravixens.constructs.standalone_container import StandaloneContainer
+    from terravixens.constructs.standalone_vm import StandaloneVm
+    from terravixens.constructs.talos_node import TalosNode
+
+    talos = enclosing(node, TalosNode)
+    if talos is not None:
+        return "node", talos.node_name
+    standalone = enclosing(node, StandaloneVm) or enclosing(node, StandaloneContainer)
+    if standalone is not None:
+        return "standalone", standalone.node_name
+    return None
+
+
+def id_owner(logical: str) -> tuple[str, str] | None:
+    """The node a logical id names (ADR 0006, ADR 0025), else None."""
+    talos, standalone = owner_of(logical), standalone_owner_of(logical)
+    if talos is not None:
+        return "node", talos
+    if standalone is not None:
+        return "standalone", standalone
+    return None
 
 
 class ResetScopedToNode(Rule):
@@ -15,23 +47,21 @@ class ResetScopedToNode(Rule):
            "node's attributes: otherwise a change to node Y could reset or replace node X.")
 
     def visit(self, node: IConstruct) -> None:
-        from terravixens.constructs.talos_node import TalosNode
-
         if not is_terraform_block(node):
             return
-        owner = enclosing(node, TalosNode)
+        owner = node_owner(node)
         kind = getattr(node, "terraform_resource_type", "")
         if owner is None:
             if kind in RESET_CAPABLE:
-                self.fail(node, f"{kind}.{logical_id(node)} is not inside a TalosNode: create it through TalosNode "
+                self.fail(node, f"{kind}.{logical_id(node)} is not inside {OWNERS}: create it through one of them "
                                 f"so that it belongs to exactly one node.")
             return
-        own = owner.node_name
         config = resolved(node)
         body = next(iter(next(iter(config.values())).values()))[logical_id(node)]
         targets = references(body) | {tuple(item.split(".", 1)) for item in body.get("depends_on", [])}
         for target_type, target_id in sorted(targets):
-            other = owner_of(target_id)
-            if other is not None and other != own:
-                self.fail(node, f"{kind}.{logical_id(node)} of node {own!r} reads {target_type}.{target_id} of node "
-                                f"{other!r}: give it only cluster-level inputs and its own node's attributes.")
+            other = id_owner(target_id)
+            if other is not None and other != owner:
+                self.fail(node, f"{kind}.{logical_id(node)} of {owner[0]} {owner[1]!r} reads {target_type}.{target_id} "
+                                f"of {other[0]} {other[1]!r}: give it only cluster-level inputs and its own node's "
+                                f"attributes.")

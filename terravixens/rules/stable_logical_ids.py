@@ -1,16 +1,22 @@
-"""TV003 StableLogicalIds: logical ids derive from stable node names, never from positions, roles or path hashes."""
+"""TV003 StableLogicalIds: logical ids derive from stable node names, never from positions, roles or path hashes.
+
+Inside a TalosNode an id is `node_<name>_<part>`; inside a StandaloneVm or StandaloneContainer it is
+`sa_<name>_<part>` (ADR 0006, ADR 0025).
+"""
 from __future__ import annotations
 
 import re
 
 from constructs import IConstruct
 
-from terravixens.logical_ids import node_id, owner_of
-from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id
+from terravixens.logical_ids import node_id, owner_of, standalone_id, standalone_owner_of
+from terravixens.rules.base import Rule, is_terraform_block, logical_id
+from terravixens.rules.reset_scoped_to_node import node_owner
 
 PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
 ROLE_WORDS = re.compile(r"control[-_]?plane|worker|(?:^|_)cp(?:_|$)|(?:^|_)wk(?:_|$)")
 POSITION = re.compile(r"_\d+(?:_|$)")
+ID_OF = {"node": (node_id, owner_of), "standalone": (standalone_id, standalone_owner_of)}
 
 
 class StableLogicalIds(Rule):
@@ -20,21 +26,20 @@ class StableLogicalIds(Rule):
            "Ids from list positions or roles change when a node is added, removed or promoted.")
 
     def visit(self, node: IConstruct) -> None:
-        from terravixens.constructs.talos_node import TalosNode
-
         if not is_terraform_block(node):
             return
         current = logical_id(node)
         if PATH_HASH.search(current):
             self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.logical_ids.pin().")
             return
-        owner = enclosing(node, TalosNode)
+        owner = node_owner(node)
         if owner is None:
             return
-        name = owner.node_name
-        expected_prefix = node_id(name, "")
-        if owner_of(current) != name or not current.startswith(expected_prefix):
-            self.fail(node, f"{current!r} belongs to node {name!r} but is not named {expected_prefix}<part>.")
+        kind, name = owner
+        make_id, owner_from_id = ID_OF[kind]
+        expected_prefix = make_id(name, "")
+        if owner_from_id(current) != name or not current.startswith(expected_prefix):
+            self.fail(node, f"{current!r} belongs to {kind} {name!r} but is not named {expected_prefix}<part>.")
             return
         part = current[len(expected_prefix):]
         if ROLE_WORDS.search(part) or POSITION.search("_" + part):

@@ -3,5 +3,6 @@ from terravixens.stacks.app import build_app, stack_names
 from terravixens.stacks.gitops import GitopsStack
 from terravixens.stacks.hypervisors import HypervisorsStack
 from terravixens.stacks.platform import PlatformStack
+from terravixens.stacks.standalone import StandaloneStack
 
-__all__ = ["GitopsStack", "HypervisorsStack", "PlatformStack", "build_app", "stack_names"]
+__all__ = ["GitopsStack", "HypervisorsStack", "PlatformStack", "StandaloneStack", "build_app", "stack_names"]

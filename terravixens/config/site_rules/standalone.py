@@ -33,6 +33,7 @@ def problems(site: Site) -> Iterator[Problem]:
     yield from unique_vm_ids(site)
     yield from unique_addresses(site)
     yield from clear_of_pools(site)
+    yield from spec_server_given(site)
 
 
 def _nodes(site: Site) -> Iterator[tuple[tuple, str, StandaloneNode]]:
@@ -225,3 +226,10 @@ def clear_of_pools(site: Site) -> Iterator[Problem]:
                         yield path, (f"address {address} is inside LoadBalancer pool {pool} of "
                                      f"clusters.{cluster_name}.cilium.pools.{pool_name}: Cilium would hand it to a "
                                      f"Service; move the node or shrink the pool")
+
+
+def spec_server_given(site: Site) -> Iterator[Problem]:
+    """Cloud-init tells every node where to pull its spec from at create time (ADR 0026): no URL, no L2 stack."""
+    if site.standalone.nodes and site.standalone.spec_server is None:
+        yield ("standalone", "spec_server"), ("is missing: the standalone nodes are told at create time where to pull "
+                                              "their spec from; add spec_server: {url: https://specs.lab.internal:8443}")

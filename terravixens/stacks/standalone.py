@@ -1,0 +1,94 @@
+"""L2: the standalone nodes of one Proxmox API — the site's hypervisors (`standalone`) or one nested pve host
+(`standalone-<host>`) — see docs/adr/0025-standalone-stack-layout.md.
+
+Every node is a construct named by its stable name, directly under the stack. The only apply-time input is the
+sensitive `node_tokens` variable (node -> token, for the nodes whose posture asks for one; `terravixens deploy`
+fills it from the secrets file): a node's posture is not in the synthesized JSON at all, so changing it changes
+no address (ADR 0026). A nested host's credentials are apply-time too: `proxmox_api_token`, else the provider's
+environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) — never a literal.
+"""
+from __future__ import annotations
+
+from cdktf import TerraformStack, TerraformVariable, TerraformVariableValidationConfig, Token
+from constructs import Construct
+
+from imports.proxmox.provider import ProxmoxProvider, ProxmoxProviderSsh, ProxmoxProviderSshNode
+from terravixens.config.model import Site
+from terravixens.constructs.standalone_container import StandaloneContainer, StandaloneContainerProps
+from terravixens.constructs.standalone_vm import StandaloneVm, StandaloneVmProps
+from terravixens.logical_ids import pin
+from terravixens.rules import apply_rules
+from terravixens.stacks import providers
+from terravixens.stacks.backend import declare_backend
+from terravixens.standalone.layout import StandaloneLayer
+from terravixens.standalone.node_env import NODE_TOKEN_PATTERN
+
+TOKENS_VARIABLE = "node_tokens"
+API_TOKEN_VARIABLE = "proxmox_api_token"
+
+
+def _spec_server(site: Site) -> str:
+    if site.standalone.spec_server is None:  # the site rules refuse this; a library user may build stacks directly
+        raise ValueError("the site has standalone nodes but no standalone.spec_server: nodes are told where to pull "
+                         "their spec from at create time; add standalone.spec_server.url, e.g. "
+                         "https://specs.lab.internal:8443")
+    return site.standalone.spec_server.url
+
+
+def node_tokens_variable(scope: Construct) -> TerraformVariable:
+    """node -> token, sensitive, required: a plan without it fails instead of creating nodes without their token."""
+    return pin(TerraformVariable(
+        scope, TOKENS_VARIABLE,
+        type="map(string)",
+        sensitive=True,
+        nullable=False,
+        description="Standalone node -> the token its posture asks for (site token or its node token); nodes with a "
+                    "`network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
+        validation=[TerraformVariableValidationConfig(
+            # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
+            condition=f'${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : '
+                      f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
+            error_message="Every token is 32 to 512 printable ASCII characters without spaces (as in the secrets "
+                          "file).",
+        )],
+    ), TOKENS_VARIABLE)
+
+
+def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
+    """The nested host's own API, from the topology; its SSH (snippet uploads) at the host's address."""
+    token = pin(TerraformVariable(
+        scope, API_TOKEN_VARIABLE, type="string", sensitive=True, nullable=True,
+        description=f"API token of the nested Proxmox VE host {layer.host.host} (USER@REALM!NAME=SECRET); null: "
+                    f"the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).",
+    ), API_TOKEN_VARIABLE)
+    token.add_override("default", Token.null_value())  # optional: cdktf drops a None default (= required)
+    return ProxmoxProvider(
+        scope, "proxmox",
+        endpoint=layer.host.endpoint,
+        api_token=token.string_value,
+        ssh=ProxmoxProviderSsh(node_attribute=[ProxmoxProviderSshNode(name=layer.host.host, address=layer.host.address)]),
+    )
+
+
+class StandaloneStack(TerraformStack):
+    """One L2 layer: a StandaloneVm or StandaloneContainer per node, keyed by the node's name."""
+
+    def __init__(self, scope: Construct, site: Site, layer: StandaloneLayer):
+        super().__init__(scope, layer.name)
+        self.layer = layer
+        declare_backend(self, site.state, site.site, layer.name)
+        if layer.host.host is None:
+            providers.proxmox(self, site.proxmox)
+        else:
+            nested_proxmox(self, layer)
+        spec_server = _spec_server(site)
+        tokens = node_tokens_variable(self)
+        self.nodes: dict[str, StandaloneVm | StandaloneContainer] = {}
+        for placed in layer.nodes:
+            common = dict(placed=placed, proxmox_node=layer.proxmox_node_name(site, placed),
+                          datastores=layer.datastores(site, placed), spec_server=spec_server, tokens=tokens)
+            if placed.type == "ct":
+                self.nodes[placed.name] = StandaloneContainer(self, placed.name, StandaloneContainerProps(**common))
+            else:
+                self.nodes[placed.name] = StandaloneVm(self, placed.name, StandaloneVmProps(**common))
+        apply_rules(self)

@@ -1,0 +1,66 @@
+"""What a standalone node is given at create time: the environment file `terravixens spec get` reads.
+
+    /etc/terravixens/node.env (0600, root)
+    TERRAVIXENS_SPEC_SERVER=https://specs.lab.internal:8443
+    TERRAVIXENS_IDENTITY=dns1
+    TERRAVIXENS_TOKEN='…'          # '' for a `network` posture: the client then sends no token
+
+The token is known at apply time only, so the L2 stacks render these texts with Terraform's `format()`: the
+templates here are format strings whose `%s` are the server URL, the identity and the token, in that order. The
+token is always written single-quoted (the client strips one pair of outer quotes and nothing else, so any token
+of printable characters survives); a token never holds a newline or a quote-breaking character that matters to
+the heredoc (NODE_TOKEN_PATTERN, checked by the stacks' variable validation before anything is written).
+
+Two carriers, one content (ADR 0026):
+- a VM (or nested pve) gets it from cloud-init **vendor data** (`write_files`), so Proxmox still generates the
+  user data and network configuration from the VM's `initialization` block;
+- a container (no cloud-init) gets it from a Proxmox **hookscript** that writes it into the container after each
+  start (`pct exec`), so a new token reaches a container at its next start.
+Pure: no cdktf import.
+"""
+from __future__ import annotations
+
+ENV_PATH = "/etc/terravixens/node.env"
+# What the spec server and the client accept as a token (terravixens.standalone.secrets.TOKEN), as a Terraform regex.
+NODE_TOKEN_PATTERN = "^[!-~]{32,512}$"
+
+# format(ENV_FORMAT, server, identity, token)
+ENV_FORMAT = (
+    "# terravixens: written at create time; `terravixens spec get` reads it (docs/standalone.md)\n"
+    "TERRAVIXENS_SPEC_SERVER=%s\n"
+    "TERRAVIXENS_IDENTITY=%s\n"
+    "TERRAVIXENS_TOKEN='%s'\n"
+)
+
+# format(CLOUD_CONFIG_FORMAT, jsonencode(env)): a JSON string is a YAML double-quoted scalar.
+CLOUD_CONFIG_FORMAT = (
+    "#cloud-config\n"
+    "# terravixens vendor data: the spec server, this node's identity and its token (ADR 0026)\n"
+    "write_files:\n"
+    f"  - path: {ENV_PATH}\n"
+    "    owner: root:root\n"
+    "    permissions: '0600'\n"
+    "    content: %s\n"
+)
+
+HEREDOC_END = "TERRAVIXENS_NODE_ENV"
+# format(HOOKSCRIPT_FORMAT, env): PVE runs `<script> <vmid> <phase>` on the host at each phase of the container.
+HOOKSCRIPT_FORMAT = (
+    "#!/bin/sh\n"
+    "# terravixens hookscript: writes the container's node.env after each start (ADR 0026)\n"
+    "[ \"$2\" = post-start ] || exit 0\n"
+    "pct exec \"$1\" -- /bin/sh -c 'umask 077 && mkdir -p /etc/terravixens && "
+    f"cat > {ENV_PATH}.new && mv {ENV_PATH}.new {ENV_PATH}' <<'{HEREDOC_END}'\n"
+    "%s"
+    f"{HEREDOC_END}\n"
+)
+
+
+def render_env(server: str, identity: str, token: str | None) -> str:
+    """The file as Terraform's format() renders it (for tests and docs; the stacks render it at apply time)."""
+    return ENV_FORMAT.replace("%s", "{}").format(server, identity, token or "")
+
+
+def snippet_name(node: str, kind: str) -> str:
+    """The snippet's file name on the parent: stable per node, so its volume id never changes (ADR 0026)."""
+    return f"terravixens-{node}.{'yaml' if kind == 'cloud-init' else 'sh'}"

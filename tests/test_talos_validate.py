@@ -151,6 +151,18 @@ def test_dropping_the_hostname_is_valid_but_gives_every_node_a_generated_name(mi
         node["name"]: (True, [], "", "stable") for node in nodes}
 
 
+@pytest.mark.parametrize("minor", ["1.12", "1.13"])
+def test_the_hostname_config_needs_auto_off(minor, site_requests):
+    """Why the patch says `auto: "off"`: without it, Talos' merge keeps the generated `auto: stable` beside our
+    hostname, and the configuration is refused (talos#12891)."""
+    nodes = copy.deepcopy(site_requests[f"talos-{minor}"])
+    for node in nodes:
+        node["config_patches"] = [node["config_patches"][0].replace("auto: 'off'\n", "")]
+    verdicts = talos_tool.validate(minor, nodes).verdicts
+    assert {v.name: (v.ok, v.errors) for v in verdicts} == {node["name"]: (False, [
+        "validate: HostnameConfig: 'auto' and 'hostname' cannot be set at the same time"]) for node in nodes}
+
+
 @pytest.mark.parametrize("variant", ["talos-1.12", "talos-1.13"])
 def test_a_node_refuses_a_contract_newer_than_the_talos_it_runs(variant, site_requests):
     """Why config_contract may not be ahead of talos_version, and why a minor bump whose contract follows it is

@@ -96,6 +96,22 @@ def test_every_node_validates_with_the_tool_of_its_talos_version(variant, site_r
         for name, (_, hostname, contract) in expected.items()}
 
 
+@pytest.mark.parametrize("minor", ["1.12", "1.13"])
+def test_every_site_is_valid_on_a_newer_talos_too(minor, site_requests):
+    """The state between `terravixens upgrade` and the next deploy: nodes already run the newer Talos, their
+    configurations are still the site's (its contract, its installer). Every node of every site whose contract the
+    newer Talos can read must validate there, with no warning and its own static hostname."""
+    nodes = [node for variant in sorted(site_requests) for node in site_requests[variant]
+             if versions.minor_of(node["machine_configuration"]["talos_version"]) <= versions.minor_of(minor)
+             and versions.minor_of(talos_tool.running_version(node)) <= versions.minor_of(minor)]
+    assert len(nodes) >= 70
+    report = talos_tool.validate(minor, nodes)
+    assert report.machinery == MINORS[minor]
+    hostnames = {name: hostname for variant in VARIANTS for name, (_, hostname, _) in _expected_nodes(variant).items()}
+    assert {v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off")) for v in report.verdicts} == {
+        node["name"]: (True, [], [], hostnames[node["name"]], True) for node in nodes}
+
+
 def test_the_sites_cover_every_talos_minor_and_contract(site_requests):
     """Every supported minor and every contract is judged, including a 1.13 site on its newest Kubernetes."""
     pairs = {(minor, contract) for variant in VARIANTS for (minor, _, contract) in _expected_nodes(variant).values()}

@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         "upgrade", help="rolling Talos upgrade, one node at a time, gated on health",
         epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, or the "
                "cluster is unhealthy: the last line says where, what is done and what is not touched; run it again "
-               "once fixed); 2 bad input; 3 refused (a downgrade without --force)")
+               "once fixed); 2 bad input; 3 refused (a downgrade or a skipped Talos minor, without --force)")
     upgrade.add_argument("cluster")
     upgrade.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
     upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
@@ -363,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                          help="upgrade workers N at a time, each batch gated on health (control planes: always one)")
     upgrade.add_argument("--timeout", type=_duration, default="15m",
                          help="deadline of each talosctl call, e.g. 90s, 15m, 1h (default 15m)")
-    upgrade.add_argument("--force", action="store_true", help="allow a downgrade (a node newer than talos_version)")
+    upgrade.add_argument("--force", action="store_true",
+                         help="allow a downgrade (a node newer than talos_version) or skipping a Talos minor")
     upgrade.set_defaults(run=_upgrade)
 
     def with_site(command: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ already in every node's configuration, no VM was replaced) the operating system 
 1. `talosctl health` over the whole cluster must pass before anything is touched: a cluster that is already
    unhealthy never gets one more node rebooted;
 2. every node's running version is read first: an unreachable node stops the run, and a node newer than the
-   target (a downgrade) refuses it unless forced — before any node is touched;
+   target (a downgrade) or more than one minor behind it (1.11 -> 1.13: Talos upgrades one minor at a time,
+   ADR 0023) refuses it unless forced — before any node is touched;
 3. control planes one at a time (by name), then workers in batches of `worker_batch` (by name, default 1), each
    with `talosctl upgrade --wait`; after each node or batch the health gate must pass again. Nodes already on the
    target are skipped, and a health check follows skipped nodes before the next upgrade (and at the end), so a
@@ -88,6 +89,12 @@ def release(version: str) -> tuple:
     return int(major), int(minor), int(patch), (1, "") if pre is None else (0, pre)
 
 
+def skips_a_minor(running: str, target: str) -> bool:
+    """v1.11.6 -> v1.13.0 skips 1.12; v1.11.6 -> v1.12.7 and v1.12.0-beta.1 -> v1.13.0 do not."""
+    (major, minor), (to_major, to_minor) = release(running)[:2], release(target)[:2]
+    return (to_major, to_minor) > (major, minor + 1) if to_major == major else to_major > major
+
+
 def _names(nodes: list[str]) -> str:
     return ", ".join(nodes) or "none"
 
@@ -149,6 +156,15 @@ def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker
         running = ", ".join(f"{s.node} runs {current[s.node]}" for s in newer)
         outcome = Outcome([], [], None, f"{running}, newer than the target {target}: that is a downgrade. Set "
                                         f"talos_version to the version the nodes run, or pass --force to downgrade",
+                          [], [s.node for s in steps], refused=True)
+        log(outcome.summary())
+        return outcome
+    behind = [s for s in steps if skips_a_minor(current[s.node], target)]
+    if behind and not force:
+        running = ", ".join(f"{s.node} runs {current[s.node]}" for s in behind)
+        outcome = Outcome([], [], None, f"{running}, more than one minor behind the target {target}: Talos upgrades "
+                                        f"one minor at a time. Set talos_version to the newest patch of the next "
+                                        f"minor, run the upgrade, then go on; or pass --force",
                           [], [s.node for s in steps], refused=True)
         log(outcome.summary())
         return outcome
@@ -243,7 +259,7 @@ def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> li
         lines += [f"   {entry}" for entry in entries[1:]]
         lines[-1] += (", together" if len(group) > 1 else "") + ", then talosctl health"
     lines.append(f"nodes already on {target} are skipped (talosctl health follows them); a node newer than "
-                 f"{target} refuses the run unless --force")
+                 f"{target}, or more than one minor behind it, refuses the run unless --force")
     return lines
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import threading
 import uuid
 from pathlib import Path
@@ -318,6 +319,16 @@ class TvFakePve(FakePve):
         raw = await params(request)
         checked = self._verify(request, raw)
         return dict((k, checked.get(k, x)) for k, x in raw.items())
+
+    async def _apply_config(self, vm, user, p):
+        await super()._apply_config(vm, user, p)
+        # PVE hot-plugs the network devices of a running VM (`hotplug` defaults to network,disk,usb) and writes
+        # the value as `model=MAC,...`; fakepve 0.5.0 keeps every change of a running VM pending until a reboot,
+        # which no NIC change triggers (bpg: "network devices can be hotplugged").
+        if 'network' in str(vm.config.get('hotplug', 'network,disk,usb')).split(','):
+            from fakepve.qemu import with_mac
+            for key in [k for k, v in vm.pending.items() if re.fullmatch(r'net\d+', k) and v is not None]:
+                vm.config[key] = with_mac(vm.pending.pop(key))
 
     async def _config_put(self, request):
         from fakepve.server import USER, ok

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / "tools" / "talos-validate"
 BIN_DIR = TOOL_DIR / "bin"
@@ -23,7 +25,8 @@ DATA_SOURCE_KEYS = ("cluster_name", "cluster_endpoint", "machine_type", "talos_v
                     "config_patches", "docs", "examples")
 INPUT_REFERENCE = re.compile(r"^\$\{data\.talos_machine_configuration\.([A-Za-z0-9_-]+)\.machine_configuration\}$")
 INTERPOLATION = re.compile(r"(?<!\$)\$\{|(?<!%)%\{")
-VERSION = re.compile(r"^v?(\d+)\.(\d+)\.")
+VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.|$)")
+INSTALLER_TAG = re.compile(r":(v\d+\.\d+\.\d+\S*)$")
 # Configurations judged in this process, per machinery version (reported at the end of a pytest run).
 VALIDATED: Counter = Counter()
 
@@ -118,11 +121,32 @@ def validate(minor: str, nodes: list[dict], mode: str = "metal", emit_input: boo
     return Report(answer["machinery"], answer["mode"], [Verdict(**item) for item in answer["results"]])
 
 
+def running_version(node: dict) -> str:
+    """The Talos a node runs: the tag of the installer its patches name (`machine.install.image`). The data
+    source's talos_version is the configuration contract, which may be older (docs/adr/0023)."""
+    images = [document["machine"]["install"]["image"]
+              for patch in node["config_patches"] for document in yaml.safe_load_all(patch)
+              if isinstance(document, dict) and "image" in (document.get("machine") or {}).get("install", {})]
+    if not images:
+        raise ValueError(f"{node['name']}: no machine.install.image in its patches: which Talos does it run?")
+    return INSTALLER_TAG.search(images[-1]).group(1)
+
+
+def kubernetes_verdict(minor: str, kubernetes: str) -> dict:
+    """Talos' compatibility table, asked through the minor's tool: {talos, kubernetes, supported, reason}."""
+    result = subprocess.run([str(binary(minor)), "-kubernetes", kubernetes], capture_output=True, text=True,
+                            timeout=30)
+    if result.returncode != 0:
+        raise RuntimeError(f"talos-validate-v{minor} -kubernetes failed: {result.stderr.strip()[:500]}")
+    return json.loads(result.stdout)
+
+
 def by_minor(nodes: list[dict]) -> dict[str, list[dict]]:
-    """Requests grouped by the Talos minor their data source names: each goes to that minor's tool."""
+    """Requests grouped by the Talos minor the node runs: each goes to that minor's tool, as the node itself would
+    judge its configuration."""
     grouped: dict[str, list[dict]] = {}
     for node in nodes:
-        grouped.setdefault(minor_of(node["machine_configuration"]["talos_version"]), []).append(node)
+        grouped.setdefault(minor_of(running_version(node)), []).append(node)
     return grouped
 
 

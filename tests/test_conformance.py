@@ -48,6 +48,19 @@ def _routable_and_taints(d):
     worker["tags"] = ["GPU", "rack-2"]
 
 
+def _talos(version: str, kubernetes: str, contract: str | None = None):
+    def change(d):
+        cluster(d).update(talos_version=version, kubernetes_version=kubernetes)
+        if contract:
+            cluster(d)["config_contract"] = contract
+    return change
+
+
+def _static_macs(d):
+    for number, (_, node_entry) in enumerate(sorted({**cluster(d)["control_planes"], **cluster(d)["workers"]}.items())):
+        node_entry["mac_address"] = f"02:00:0a:0b:01:{number + 11:02x}"
+
+
 VARIANTS = {
     "example": lambda d: None,
     "add-worker": lambda d: cluster(d)["workers"].update({"wk-c": node(1203, 23)}),
@@ -62,6 +75,13 @@ VARIANTS = {
     "s3-state": _s3,
     "routable-taints-tags": _routable_and_taints,
     "no-api-user": lambda d: d["hypervisors"]["pve1"].pop("api_user"),
+    # The Talos upgrade path (ADR 0023): each state a cluster passes through from 1.11, and a new cluster on 1.13
+    # with its newest Kubernetes.
+    "talos-1.12-contract-1.11": _talos("v1.12.7", "v1.34.2", "v1.11"),
+    "talos-1.13-contract-1.11": _talos("v1.13.0", "v1.34.2", "v1.11"),
+    "talos-1.12": _talos("v1.12.7", "v1.35.4"),
+    "talos-1.13": _talos("v1.13.0", "v1.36.0"),
+    "static-macs": _static_macs,
 }
 
 

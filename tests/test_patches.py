@@ -49,6 +49,57 @@ def test_hostname_can_be_overridden():
     assert patch_of(data, "wk-a")["machine"]["network"]["hostname"] == "worker-one"
 
 
+# ---------------------------------------------------------------------------------------------------------- contracts
+def on(talos_version: str, kubernetes_version: str = "v1.34.2", contract: str | None = None) -> dict:
+    data = example()
+    data["clusters"]["prod"].update(talos_version=talos_version, kubernetes_version=kubernetes_version)
+    if contract:
+        data["clusters"]["prod"]["config_contract"] = contract
+    return data
+
+
+def documents_of(data: dict, name: str) -> list[dict]:
+    return list(yaml.safe_load_all(raw_patch_of(data, name)))
+
+
+@pytest.mark.parametrize("name", ["cp-a", "wk-a"])
+@pytest.mark.parametrize(("talos_version", "contract"), [("v1.12.7", None), ("v1.13.0", None), ("v1.13.0", "v1.12")])
+def test_from_contract_1_12_the_hostname_is_a_static_hostname_config(name, talos_version, contract):
+    """Talos >= 1.12 generates `HostnameConfig {auto: stable}` and refuses machine.network.hostname beside it; the
+    hostname goes into that document, with auto off: never a generated name (terraform-provider-talos#296)."""
+    machine, hostname = documents_of(on(talos_version, contract=contract), name)
+    assert "hostname" not in machine["machine"]["network"]
+    assert hostname == {"apiVersion": "v1alpha1", "kind": "HostnameConfig", "hostname": name, "auto": "off"}
+
+
+def test_auto_off_is_written_as_a_string():
+    """A bare `off` is the boolean false to YAML 1.1 readers: it must be quoted."""
+    assert raw_patch_of(on("v1.13.0"), "cp-a").endswith(
+        "---\napiVersion: v1alpha1\nauto: 'off'\nhostname: cp-a\nkind: HostnameConfig\n")
+
+
+def test_an_overridden_hostname_goes_into_the_hostname_config():
+    data = on("v1.13.0")
+    data["clusters"]["prod"]["workers"]["wk-a"]["hostname"] = "worker-one"
+    assert documents_of(data, "wk-a")[1]["hostname"] == "worker-one"
+
+
+@pytest.mark.parametrize("talos_version", ["v1.11.6", "v1.12.7", "v1.13.0"])
+def test_contract_1_11_keeps_the_hostname_in_machine_network_on_any_talos(talos_version):
+    [machine] = documents_of(on(talos_version, contract="v1.11"), "wk-b")
+    assert machine["machine"]["network"]["hostname"] == "wk-b"
+
+
+@pytest.mark.parametrize("name", ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"])
+def test_moving_the_contract_moves_only_the_hostname(name):
+    """Network, install, labels and pins stay as they are: moving the contract changes where the hostname is
+    written, nothing else of the node (ADR 0023: the network stays in machine.network.interfaces)."""
+    [before] = documents_of(on("v1.13.0", contract="v1.11"), name)
+    after, hostname = documents_of(on("v1.13.0", contract="v1.13"), name)
+    assert before["machine"]["network"].pop("hostname") == hostname["hostname"] == name
+    assert before == after
+
+
 # ---------------------------------------------------------------------------------------------------------- interfaces
 def test_interface_selects_the_physical_nic():
     assert interface(patch_of(example(), "cp-a"))["deviceSelector"] == {"physical": True}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from terravixens.stackdiff import Changes, diff
 from tests import support
@@ -142,12 +143,12 @@ def test_talos_version_bump_replaces_no_vm_and_keeps_secrets(base):
     result = run(base, lambda d: cluster(d).update(talos_version="v1.11.6"))
     old = {f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2")}
     new = {f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2")}
-    configs = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}" for role in ("controlplane", "worker")}
     nodes = ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")
     assert_changes(result, {
         H: {"added": new, "removed": old},
         # New install image in every node's patch: staged, applied in place; the OS upgrade is a rolling command.
-        P: {"changed": {*configs, *(apply(n) for n in nodes)}},
+        # The configurations' contract (v1.11) did not move, so the data sources stay as they are (ADR 0023).
+        P: {"changed": {apply(n) for n in nodes}},
     })
 
 
@@ -193,3 +194,167 @@ def test_diff_sees_a_changed_vm(base):
     """The diff itself must be able to fail: a CPU change is a change of that VM."""
     result = run(base, lambda d: cluster(d)["workers"]["wk-a"].update(cpu=12))
     assert_changes(result, {P: {"changed": {vm("wk-a")}}})
+
+
+# ---------------------------------------------------------------------------------------------------------- Talos path
+# The supported path from 1.11 (ADR 0023): the contract pinned at v1.11, talos_version one minor at a time
+# (1.11.6 -> 1.12.7 -> 1.13.0, `terravixens upgrade` after each), then the contract moved deliberately. Every step
+# must keep each node's identity: its hostname (in machine.network or the HostnameConfig document), its VM and the
+# cluster's secrets; a Talos step only downloads images and re-applies each node in place.
+NODES = ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")
+SECRETS = "talos_machine_secrets.cluster_secrets"
+CONFIGS = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}"
+           for role in ("controlplane", "worker")}
+
+
+def images(version: str) -> set[str]:
+    return {f"proxmox_download_file.hv_{hv}_image_{version.replace('.', '-')}_ce4c980550dd" for hv in ("pve1", "pve2")}
+
+
+def on_talos(data: dict, version: str, contract: str | None = "v1.11") -> dict:
+    changed = copy.deepcopy(data)
+    cluster(changed)["talos_version"] = version
+    if contract is None:
+        cluster(changed).pop("config_contract", None)
+    else:
+        cluster(changed)["config_contract"] = contract
+    return changed
+
+
+def rendered_hostname(patch: str) -> str:
+    """The hostname a node's patch gives it, whichever contract wrote it; a generated (auto) one fails here."""
+    documents = list(yaml.safe_load_all(patch))
+    [machine] = [d for d in documents if "machine" in d]
+    configs = [d for d in documents if d.get("kind") == "HostnameConfig"]
+    if configs:
+        [config] = configs
+        assert config["auto"] == "off" and "hostname" not in machine["machine"]["network"]
+        return config["hostname"]
+    return machine["machine"]["network"]["hostname"]
+
+
+def identity(stacks: dict[str, dict]) -> dict:
+    """What makes each node the same machine to Proxmox, Talos and Kubernetes, and the cluster the same cluster."""
+    resources = stacks[P]["resource"]
+    vms, applies = resources["proxmox_virtual_environment_vm"], resources["talos_machine_configuration_apply"]
+    return {
+        "nodes": {name: {"hostname": rendered_hostname(applies[f"node_{name}_apply"]["config_patches"][0]),
+                         **{key: vms[f"node_{name}_vm"][key] for key in ("name", "vm_id", "node_name", "network_device")}}
+                  for name in NODES},
+        "secrets": resources["talos_machine_secrets"]["cluster_secrets"],
+    }
+
+
+def installers(stacks: dict[str, dict]) -> dict[str, str]:
+    applies = stacks[P]["resource"]["talos_machine_configuration_apply"]
+    return {name: yaml.safe_load_all(applies[f"node_{name}_apply"]["config_patches"][0]).__next__()[
+        "machine"]["install"]["image"].rsplit(":", 1)[1] for name in NODES}
+
+
+def step(before: dict, after: dict) -> tuple[dict[str, Changes], dict, dict]:
+    old, new = support.synth(support.site_from(before)), support.synth(support.site_from(after))
+    return diff(old, new), old, new
+
+
+def assert_identity_kept(old: dict, new: dict) -> None:
+    assert identity(old) == identity(new)
+    assert {name: identity(new)["nodes"][name]["hostname"] for name in NODES} == {name: name for name in NODES}
+
+
+def assert_only_installers_changed(old: dict, new: dict) -> None:
+    """Each apply differs in its patch only, and the patch in the installer's tag only."""
+    before, after = (s[P]["resource"]["talos_machine_configuration_apply"] for s in (old, new))
+    for name in NODES:
+        apply_before, apply_after = before[f"node_{name}_apply"], after[f"node_{name}_apply"]
+        assert {k: v for k, v in apply_before.items() if k != "config_patches"} == {
+            k: v for k, v in apply_after.items() if k != "config_patches"}
+        tag_before, tag_after = installers(old)[name], installers(new)[name]
+        assert apply_before["config_patches"][0].replace(f":{tag_before}\n", f":{tag_after}\n") == \
+            apply_after["config_patches"][0]
+
+
+@pytest.fixture()
+def on_1_11_6(base):
+    """An existing cluster on 1.11.6 that pinned its contract (what docs/commands.md asks before a minor bump)."""
+    return on_talos(base, "v1.11.6")
+
+
+def test_pinning_the_contract_of_a_1_11_cluster_changes_nothing(base):
+    before = on_talos(base, "v1.11.6", contract=None)
+    result, old, new = step(before, on_talos(base, "v1.11.6"))
+    assert_changes(result, {})
+    assert old[P]["data"] == new[P]["data"]
+
+
+def test_talos_1_11_to_1_12_keeps_every_node(on_1_11_6):
+    result, old, new = step(on_1_11_6, on_talos(on_1_11_6, "v1.12.7"))
+    assert_changes(result, {H: {"added": images("v1.12.7"), "removed": images("v1.11.6")},
+                            P: {"changed": {apply(n) for n in NODES}}})
+    assert_identity_kept(old, new)
+    assert_only_installers_changed(old, new)
+    assert set(installers(new).values()) == {"v1.12.7"}
+
+
+def test_talos_1_12_to_1_13_keeps_every_node(on_1_11_6):
+    on_1_12 = on_talos(on_1_11_6, "v1.12.7")
+    result, old, new = step(on_1_12, on_talos(on_1_12, "v1.13.0"))
+    assert_changes(result, {H: {"added": images("v1.13.0"), "removed": images("v1.12.7")},
+                            P: {"changed": {apply(n) for n in NODES}}})
+    assert_identity_kept(old, new)
+    assert_only_installers_changed(old, new)
+
+
+@pytest.mark.parametrize(("talos_version", "moves"), [
+    ("v1.12.7", ("v1.11", "v1.12")), ("v1.13.0", ("v1.12", "v1.13")), ("v1.13.0", ("v1.11", "v1.13"))])
+def test_moving_the_contract_regenerates_configurations_and_keeps_every_node(on_1_11_6, talos_version, moves):
+    """A deliberate step of its own: the data sources generate under the new contract and every node gets its
+    hostname in a static HostnameConfig instead of machine.network; no image, VM or secret moves."""
+    old_contract, new_contract = moves
+    result, old, new = step(on_talos(on_1_11_6, talos_version, old_contract),
+                            on_talos(on_1_11_6, talos_version, new_contract))
+    assert_changes(result, {P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}}})
+    assert_identity_kept(old, new)
+    assert {s[P]["data"]["talos_machine_configuration"]["cluster_machine_configuration_worker"]["talos_version"]
+            for s in (old, new)} == {old_contract, new_contract}
+    assert installers(old) == installers(new) == dict.fromkeys(NODES, talos_version)
+
+
+def test_a_minor_bump_without_a_pinned_contract_moves_it_too_and_keeps_every_node(base):
+    """The default contract follows talos_version: the same deploy also regenerates the configurations (after
+    `terravixens upgrade`, as docs/commands.md orders it; a 1.11 node would refuse a HostnameConfig document)."""
+    before = on_talos(base, "v1.11.6", contract=None)
+    result, old, new = step(before, on_talos(before, "v1.12.7", contract=None))
+    assert_changes(result, {H: {"added": images("v1.12.7"), "removed": images("v1.11.6")},
+                            P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}}})
+    assert_identity_kept(old, new)
+
+
+def test_kubernetes_to_the_newest_minor_of_talos_1_13(on_1_11_6):
+    """Done with the path: Kubernetes 1.36 (1.13's newest) reconfigures every node in place, nothing else."""
+    on_1_13 = on_talos(on_1_11_6, "v1.13.0", contract="v1.13")
+    later = copy.deepcopy(on_1_13)
+    cluster(later)["kubernetes_version"] = "v1.36.0"
+    result, old, new = step(on_1_13, later)
+    assert_changes(result, {P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}}})
+    assert_identity_kept(old, new)
+
+
+# ---------------------------------------------------------------------------------------------------------- MACs
+def test_a_static_mac_touches_only_that_vm(base):
+    """Setting and changing a MAC: the NIC of that VM, in place (bpg updates network devices without a new VM;
+    tests/integration/test_fakepve.py has Terraform say "update"). Its Talos configuration does not name the MAC."""
+    with_mac = copy.deepcopy(base)
+    cluster(with_mac)["workers"]["wk-a"]["mac_address"] = "02:00:0a:0b:01:15"
+    assert_changes(run(base, lambda d: d.update(with_mac)), {P: {"changed": {vm("wk-a")}}})
+    result = run(with_mac, lambda d: cluster(d)["workers"]["wk-a"].update(mac_address="02:00:0A:0B:01:16"))
+    assert_changes(result, {P: {"changed": {vm("wk-a")}}})
+    stacks = support.synth(support.site_from(with_mac))
+    [device] = stacks[P]["resource"]["proxmox_virtual_environment_vm"]["node_wk-a_vm"]["network_device"]
+    assert device["mac_address"] == "02:00:0A:0B:01:15"
+    [other] = stacks[P]["resource"]["proxmox_virtual_environment_vm"]["node_wk-b_vm"]["network_device"]
+    assert other["mac_address"] is None  # Proxmox chooses, and keeps, the MAC of a node without one
+
+
+def test_the_same_mac_spelled_differently_changes_nothing(base):
+    cluster(base)["workers"]["wk-a"]["mac_address"] = "02:00:0A:0B:01:15"
+    assert_changes(run(base, lambda d: cluster(d)["workers"]["wk-a"].update(mac_address="02-00-0a-0b-01-15")), {})

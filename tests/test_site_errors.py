@@ -396,11 +396,11 @@ def test_malformed_chart_version():
 
 def test_versions_without_v_are_normalized():
     data = example()
-    prod(data)["talos_version"] = "1.2.3"
+    prod(data)["talos_version"] = "1.11.6"
     prod(data)["kubernetes_version"] = "1.34.2"
     prod(data)["cilium"]["chart_version"] = "1.18.4"
     cluster = parse_site(data, "site.yaml").clusters["prod"]
-    assert cluster.talos_version == "v1.2.3"
+    assert cluster.talos_version == "v1.11.6"
     assert cluster.kubernetes_version == "v1.34.2"
     assert cluster.cilium.chart_version == "v1.18.4"
 
@@ -411,12 +411,99 @@ def test_versions_with_v_and_prerelease_are_kept():
     assert parse_site(data, "site.yaml").clusters["prod"].talos_version == "v1.11.6-beta.1"
 
 
-def test_talos_newer_than_supported():
+@pytest.mark.parametrize("version", ["v1.14.0", "v1.14.0-rc.1", "v2.0.0"])
+def test_talos_newer_than_supported(version):
     data = example()
-    prod(data)["talos_version"] = "v1.12.0"
+    prod(data)["talos_version"] = version
     problem = only_problem(data)
     assert problem.field == "clusters.prod.talos_version"
-    assert problem.message.startswith("Talos 'v1.12.0' is newer than terravixens supports (up to v1.11.x)")
+    assert problem.message == (
+        f"Talos {version!r} is newer than terravixens supports (up to v1.13.x): its configuration documents and "
+        f"Kubernetes range are not checked yet; stay on v1.13.x")
+
+
+def test_talos_older_than_supported():
+    data = example()
+    prod(data)["talos_version"] = "v1.10.7"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.talos_version"
+    assert problem.message == ("Talos 'v1.10.7' is older than terravixens supports (v1.11.x to v1.13.x): upgrade "
+                               "the cluster to v1.11.x with talosctl first")
+
+
+# Talos' compatibility table (pkg/machinery/compatibility/talos11x): each minor's oldest and newest Kubernetes.
+KUBERNETES_EDGES = {"v1.11.6": ("v1.29.0", "v1.34.9", "1.29.0 to v1.34.x"),
+                    "v1.12.7": ("v1.30.0", "v1.35.4", "1.30.0 to v1.35.x"),
+                    "v1.13.0": ("v1.31.0", "v1.36.0", "1.31.0 to v1.36.x")}
+
+
+@pytest.mark.parametrize("talos", sorted(KUBERNETES_EDGES))
+def test_kubernetes_at_the_edges_of_what_talos_runs(talos):
+    oldest, newest, _ = KUBERNETES_EDGES[talos]
+    for kubernetes in (oldest, newest):
+        data = example()
+        prod(data).update(talos_version=talos, kubernetes_version=kubernetes)
+        assert parse_site(data, "site.yaml").clusters["prod"].kubernetes_version == kubernetes
+
+
+@pytest.mark.parametrize("talos", sorted(KUBERNETES_EDGES))
+@pytest.mark.parametrize("side", ["older", "newer"])
+def test_kubernetes_outside_what_talos_runs(talos, side):
+    oldest, newest, allowed = KUBERNETES_EDGES[talos]
+    major, minor = (int(part) for part in (oldest if side == "older" else newest)[1:].split(".")[:2])
+    kubernetes = f"v{major}.{minor - 1}.9" if side == "older" else f"v{major}.{minor + 1}.0"
+    data = example()
+    prod(data).update(talos_version=talos, kubernetes_version=kubernetes)
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.kubernetes_version"
+    assert problem.message == (
+        f"Kubernetes {kubernetes!r} does not run on Talos {talos}: Talos {talos[:5]} runs Kubernetes v{allowed} "
+        f"(Talos' compatibility table); pick a version in that range")
+
+
+def test_kubernetes_is_not_judged_against_a_refused_talos():
+    data = example()
+    prod(data).update(talos_version="v1.14.0", kubernetes_version="v1.37.0")
+    assert only_problem(data).field == "clusters.prod.talos_version"
+
+
+@pytest.mark.parametrize(("written", "kept"), [("v1.11", "v1.11"), ("1.12", "v1.12"), ("v1.11.5", "v1.11")])
+def test_config_contract_is_a_minor(written, kept):
+    data = example()
+    prod(data).update(talos_version="v1.13.0", config_contract=written)
+    cluster = parse_site(data, "site.yaml").clusters["prod"]
+    assert (cluster.config_contract, cluster.contract) == (kept, kept)
+
+
+def test_config_contract_defaults_to_the_talos_minor():
+    data = example()
+    prod(data).update(talos_version="v1.12.7", kubernetes_version="v1.35.4")
+    cluster = parse_site(data, "site.yaml").clusters["prod"]
+    assert (cluster.config_contract, cluster.contract) == (None, "v1.12")
+
+
+@pytest.mark.parametrize(("contract", "message"), [
+    ("latest", "'latest' is not a configuration contract like v1.11: write the Talos minor the machine "
+               "configurations are generated for"),
+    ("v1.10", "contract 'v1.10' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
+    ("v1.14", "contract 'v1.14' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
+])
+def test_config_contract_refused(contract, message):
+    data = example()
+    prod(data)["config_contract"] = contract
+    problem = only_problem(data)
+    assert (problem.field, problem.message) == ("clusters.prod.config_contract", message)
+
+
+def test_config_contract_ahead_of_the_nodes():
+    data = example()
+    prod(data).update(talos_version="v1.11.6", config_contract="v1.12")
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.config_contract"
+    assert problem.message == (
+        "contract v1.12 is ahead of talos_version v1.11.6: nodes cannot read configuration documents of a newer "
+        "Talos (1.11 does not know HostnameConfig); bump talos_version to v1.12.x and run `terravixens upgrade` "
+        "first, or keep the contract at v1.11 or below")
 
 
 def test_ssh_flux_url_needs_a_git_secret():
@@ -847,6 +934,54 @@ def test_gateway_outside_the_interfaces_subnet(networks, field, message):
     problem = only_problem(data)
     assert problem.field == f"clusters.prod.workers.wk-a.networks.{field}"
     assert problem.message.startswith(message)
+
+
+# ---------------------------------------------------------------------------------------------------------- MACs
+@pytest.mark.parametrize(("written", "stored"), [("bc:24:11:4f:2a:01", "BC:24:11:4F:2A:01"),
+                                                 ("02-00-0a-0b-01-0b", "02:00:0A:0B:01:0B"),
+                                                 ("02:00:0A:0B:01:0B", "02:00:0A:0B:01:0B")])
+def test_mac_address_is_stored_as_proxmox_writes_it(written, stored):
+    data = example()
+    worker_a(data)["mac_address"] = written
+    assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].mac_address == stored
+
+
+@pytest.mark.parametrize(("mac", "message"), [
+    ("bc:24:11:4f:2a", "'bc:24:11:4f:2a' is not a MAC address: write six hexadecimal pairs separated by ':', "
+                       "e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)"),
+    ("bc:24-11:4f:2a:01", "'bc:24-11:4f:2a:01' is not a MAC address: write six hexadecimal pairs separated by ':'"),
+    ("bc:24:11:4f:2a:0g", "'bc:24:11:4f:2a:0g' is not a MAC address"),
+    ("01:00:5e:00:00:fb", "'01:00:5e:00:00:fb' is a multicast address (the first byte is odd): a network card needs "
+                          "a unicast MAC, e.g. 02:00:0A:0B:01:0B"),
+    ("ff:ff:ff:ff:ff:ff", "'ff:ff:ff:ff:ff:ff' is a multicast address"),
+    ("00:00:00:00:00:00", "'00:00:00:00:00:00' is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B"),
+])
+def test_mac_address_refused(mac, message):
+    data = example()
+    worker_a(data)["mac_address"] = mac
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.mac_address"
+    assert problem.message.startswith(message)
+
+
+def test_two_nodes_with_one_mac_whatever_its_spelling():
+    data = example()
+    prod(data)["control_planes"]["cp-b"]["mac_address"] = "02:00:0a:0b:01:0b"
+    worker_a(data)["mac_address"] = "02-00-0A-0B-01-0B"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.mac_address"
+    assert problem.message == ("MAC 02:00:0A:0B:01:0B is already the MAC of clusters.prod.control_planes.cp-b: give "
+                               "each VM its own (e.g. change the last byte)")
+
+
+def test_one_mac_in_two_clusters():
+    data = example()
+    worker_a(data)["mac_address"] = "02:00:0A:0B:01:0B"
+    staging = second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.101/24")
+    staging["control_planes"]["st-cp"]["mac_address"] = "02:00:0A:0B:01:0B"
+    problem = only_problem(data)
+    assert problem.field == "clusters.staging.control_planes.st-cp.mac_address"
+    assert "is already the MAC of clusters.prod.workers.wk-a" in problem.message
 
 
 def test_two_nodes_with_one_hostname():

@@ -18,6 +18,7 @@ import yaml
 
 from terravixens.config.loader import SiteError
 from terravixens.config.model import NEWEST_SUPPORTED_TALOS
+from terravixens.talos import versions
 from tests import support, talos_tool
 from tests.test_conformance import VARIANTS, _variant
 
@@ -53,12 +54,16 @@ def site_verdicts(site_requests):
     return _run_by_minor([node for nodes in site_requests.values() for node in nodes])
 
 
-def _expected_nodes(variant: str) -> dict[str, tuple[str, str]]:
-    """name -> (Talos minor, hostname) for every node of the variant's site model."""
+def _expected_nodes(variant: str) -> dict[str, tuple[str, str, str]]:
+    """name -> (Talos minor it runs, hostname, configuration contract) for every node of the variant's model."""
     site = support.site_from(_variant(VARIANTS[variant]))
     return {f"{variant}:platform-{cluster_name}/node_{name}_apply":
-            (talos_tool.minor_of(cluster.talos_version), node.hostname or name)
+            (talos_tool.minor_of(cluster.talos_version), node.hostname or name, cluster.contract)
             for cluster_name, cluster in site.clusters.items() for name, (_, node) in cluster.nodes().items()}
+
+
+def _contract_1_11(variant: str) -> bool:
+    return all(cluster.contract == "v1.11" for cluster in support.site_from(_variant(VARIANTS[variant])).clusters.values())
 
 
 # ---------------------------------------------------------------------------------------------------------- tools
@@ -81,13 +86,38 @@ def test_every_node_validates_with_the_tool_of_its_talos_version(variant, site_r
     assert sorted(node["name"] for node in site_requests[variant]) == sorted(expected)
     judged = {name: site_verdicts[name] for name in expected}
     assert {name: machinery for name, (machinery, _) in judged.items()} == {
-        name: MINORS[minor] for name, (minor, _) in expected.items()}
+        name: MINORS[minor] for name, (minor, _, _) in expected.items()}
     assert {name: (v.ok, v.errors, v.warnings) for name, (_, v) in judged.items()} == dict.fromkeys(
         expected, (True, [], []))
-    # The node keeps the name it has in the site file: a static hostname, nothing generated.
-    assert {name: (v.hostname, v.hostname_auto) for name, (_, v) in judged.items()} == {
-        name: (hostname, "") for name, (_, hostname) in expected.items()}
-    assert {name: v.documents for name, (_, v) in judged.items()} == dict.fromkeys(expected, ["v1alpha1"])
+    # The node keeps the name it has in the site file: a static hostname, nothing generated. From contract v1.12
+    # it is in a HostnameConfig document, with auto off (ADR 0023).
+    assert {name: (v.hostname, v.hostname_auto, v.documents) for name, (_, v) in judged.items()} == {
+        name: (hostname, "", ["v1alpha1"]) if contract == "v1.11" else (hostname, "off", ["v1alpha1", "HostnameConfig"])
+        for name, (_, hostname, contract) in expected.items()}
+
+
+@pytest.mark.parametrize("minor", ["1.12", "1.13"])
+def test_every_site_is_valid_on_a_newer_talos_too(minor, site_requests):
+    """The state between `terravixens upgrade` and the next deploy: nodes already run the newer Talos, their
+    configurations are still the site's (its contract, its installer). Every node of every site whose contract the
+    newer Talos can read must validate there, with no warning and its own static hostname."""
+    nodes = [node for variant in sorted(site_requests) for node in site_requests[variant]
+             if versions.minor_of(node["machine_configuration"]["talos_version"]) <= versions.minor_of(minor)
+             and versions.minor_of(talos_tool.running_version(node)) <= versions.minor_of(minor)]
+    assert len(nodes) >= 70
+    report = talos_tool.validate(minor, nodes)
+    assert report.machinery == MINORS[minor]
+    hostnames = {name: hostname for variant in VARIANTS for name, (_, hostname, _) in _expected_nodes(variant).items()}
+    assert {v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off")) for v in report.verdicts} == {
+        node["name"]: (True, [], [], hostnames[node["name"]], True) for node in nodes}
+
+
+def test_the_sites_cover_every_talos_minor_and_contract(site_requests):
+    """Every supported minor and every contract is judged, including a 1.13 site on its newest Kubernetes."""
+    pairs = {(minor, contract) for variant in VARIANTS for (minor, _, contract) in _expected_nodes(variant).values()}
+    assert pairs == {("1.11", "v1.11"), ("1.12", "v1.11"), ("1.12", "v1.12"), ("1.13", "v1.11"), ("1.13", "v1.13")}
+    [newest] = [node["machine_configuration"] for node in site_requests["talos-1.13"]][:1]
+    assert (newest["talos_version"], newest["kubernetes_version"]) == ("v1.13", "v1.36.0")
 
 
 def test_what_the_provider_generates_loads_and_validates_on_the_nodes_own_version(site_requests):
@@ -102,16 +132,17 @@ def test_what_the_provider_generates_loads_and_validates_on_the_nodes_own_versio
     verdicts = _run_by_minor(fed)
     assert len(verdicts) == len(nodes) > 0
     assert {name: (machinery, v.ok, v.errors, v.warnings) for name, (machinery, v) in verdicts.items()} == {
-        node["name"]: (MINORS[talos_tool.minor_of(node["machine_configuration"]["talos_version"])], True, [], [])
+        node["name"]: (MINORS[talos_tool.minor_of(talos_tool.running_version(node))], True, [], [])
         for node in nodes}
 
 
 # ---------------------------------------------------------------------------------------------------------- 1.12+
 @pytest.mark.parametrize("minor", ["1.12", "1.13"])
-def test_todays_patches_under_a_newer_contract_conflict_on_the_hostname(minor, site_requests):
-    """What must change for Talos >= 1.12, as Talos says it: the generated HostnameConfig document and our
+def test_contract_1_11_patches_under_a_newer_contract_conflict_on_the_hostname(minor, site_requests):
+    """Why a patch follows its contract, as Talos says it: under >= v1.12 the generated HostnameConfig document and
     machine.network.hostname cannot both be there (siderolabs/talos#12624). Nothing else is refused."""
-    nodes = copy.deepcopy([node for variant in sorted(site_requests) for node in site_requests[variant]])
+    nodes = copy.deepcopy([node for variant in sorted(site_requests) if _contract_1_11(variant)
+                           for node in site_requests[variant]])
     for node in nodes:
         node["machine_configuration"]["talos_version"] = MINORS[minor]
     report = talos_tool.validate(minor, nodes)
@@ -134,6 +165,58 @@ def test_dropping_the_hostname_is_valid_but_gives_every_node_a_generated_name(mi
     report = talos_tool.validate(minor, nodes)
     assert {v.name: (v.ok, v.errors, v.hostname, v.hostname_auto) for v in report.verdicts} == {
         node["name"]: (True, [], "", "stable") for node in nodes}
+
+
+@pytest.mark.parametrize("minor", ["1.12", "1.13"])
+def test_the_hostname_config_needs_auto_off(minor, site_requests):
+    """Why the patch says `auto: "off"`: without it, Talos' merge keeps the generated `auto: stable` beside our
+    hostname, and the configuration is refused (talos#12891)."""
+    nodes = copy.deepcopy(site_requests[f"talos-{minor}"])
+    for node in nodes:
+        node["config_patches"] = [node["config_patches"][0].replace("auto: 'off'\n", "")]
+    verdicts = talos_tool.validate(minor, nodes).verdicts
+    assert {v.name: (v.ok, v.errors) for v in verdicts} == {node["name"]: (False, [
+        "validate: HostnameConfig: 'auto' and 'hostname' cannot be set at the same time"]) for node in nodes}
+
+
+@pytest.mark.parametrize("variant", ["talos-1.12", "talos-1.13"])
+def test_a_node_refuses_a_contract_newer_than_the_talos_it_runs(variant, site_requests):
+    """Why config_contract may not be ahead of talos_version, and why a minor bump whose contract follows it is
+    deployed after `terravixens upgrade`: the provider (v1.13.0) generates under the new contract, and a node still
+    on 1.11 cannot read the result, with or without our patches."""
+    nodes = site_requests[variant]
+    rendered = talos_tool.validate(PROVIDER_MINOR, nodes, emit_input=True)
+    fed = [{**node, "machine_configuration_input": verdict.machine_configuration_input}
+           for node, verdict in zip(nodes, rendered.verdicts)]
+    ours = talos_tool.validate("1.11", fed).verdicts
+    assert {v.name: v.errors for v in ours} == dict.fromkeys(
+        [node["name"] for node in nodes],
+        ['talos_machine_configuration_apply: error loading config patches: "HostnameConfig" "v1alpha1": not registered'])
+    bare = talos_tool.validate("1.11", [{**node, "config_patches": []} for node in fed]).verdicts
+    assert {v.name: v.errors for v in bare} == dict.fromkeys(
+        [node["name"] for node in nodes],
+        ["load: unknown keys found during decoding:\nmachine:\n    install:\n        grubUseUKICmdline: true"])
+
+
+# Kubernetes versions around every edge of the table, as written in site files.
+KUBERNETES_PROBES = ["v1.28.9", "v1.29.0", "v1.29.5", "v1.30.0", "v1.30.14", "v1.31.0", "v1.33.4", "v1.34.0",
+                     "v1.34.9", "v1.35.0", "v1.35.4", "v1.36.0", "v1.36.3", "v1.37.0", "v1.37.1", "v2.0.0"]
+
+
+@pytest.mark.parametrize("minor", sorted(MINORS))
+def test_the_kubernetes_table_is_talos_own(minor):
+    """terravixens.talos.versions holds what Talos' compatibility package says, minor by minor."""
+    said = {kubernetes: talos_tool.kubernetes_verdict(minor, kubernetes) for kubernetes in KUBERNETES_PROBES}
+    assert {verdict["talos"] for verdict in said.values()} == {MINORS[minor]}
+    talos_minor = versions.minor_of(minor)
+    assert {kubernetes: verdict["supported"] for kubernetes, verdict in said.items()} == {
+        kubernetes: versions.kubernetes_supported(talos_minor, versions.minor_of(kubernetes))
+        for kubernetes in KUBERNETES_PROBES}
+    assert sum(verdict["supported"] for verdict in said.values()) >= 6  # the probes straddle the range
+
+
+def test_the_supported_minors_are_the_tools_minors():
+    assert ["%d.%d" % minor for minor in versions.KUBERNETES] == talos_tool.supported_minors()
 
 
 # ---------------------------------------------------------------------------------------------------------- broken
@@ -299,7 +382,7 @@ def test_requests_take_patches_as_terraform_sends_them(example_synth):
     assert cp_a["config_patches"][0] == apply["config_patches"][0]
     assert cp_a["machine_configuration"] == {
         "cluster_name": "prod", "cluster_endpoint": "https://10.11.1.10:6443", "machine_type": "controlplane",
-        "talos_version": "v1.11.5", "kubernetes_version": "v1.34.2", "docs": False, "examples": False,
+        "talos_version": "v1.11", "kubernetes_version": "v1.34.2", "docs": False, "examples": False,
         "config_patches": stacks["platform-prod"]["data"]["talos_machine_configuration"][
             "cluster_machine_configuration_controlplane"]["config_patches"]}
 

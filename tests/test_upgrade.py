@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from terravixens.talosctl import Talosctl, parse_duration
-from terravixens.upgrade import describe_kubernetes, kubernetes_upgrade, release, rolling_upgrade, upgrade_plan
+from terravixens.upgrade import (
+    describe_kubernetes, kubernetes_upgrade, release, rolling_upgrade, skips_a_minor, upgrade_plan,
+)
 from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +27,9 @@ IMAGE = "127.0.0.1:9/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eaf
 FIVE = ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
 
 
-def site_data(workers: int = 2) -> dict:
+def site_data(workers: int = 2, talos_version: str = "v1.11.6") -> dict:
     data = support.loopback_data()
-    data["clusters"]["prod"]["talos_version"] = "v1.11.6"
+    data["clusters"]["prod"]["talos_version"] = talos_version
     if workers == 3:
         data["clusters"]["prod"]["workers"]["wk-c"] = {
             "hypervisor": "pve2", "vm_id": 1203,
@@ -272,6 +274,49 @@ def test_force_downgrades(tmp_path):
     assert fake.state()["versions"]["127.11.1.22"] == "v1.11.6"
 
 
+# ---------------------------------------------------------------------------------------------------------- minors
+def test_skipping_a_talos_minor_is_refused_before_anything_is_touched(tmp_path):
+    """1.11 -> 1.13 in one run: Talos upgrades one minor at a time (ADR 0023); nodes already on 1.12 may go on."""
+    site = support.site_from(site_data(talos_version="v1.13.0"))
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.12.7"), "cp-b": "v1.11.6", "wk-a": "v1.11.5"})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.exit_code == 3 and outcome.refused
+    assert outcome.summary() == (
+        "refused: cp-b runs v1.11.6, wk-a runs v1.11.5, more than one minor behind the target v1.13.0: Talos "
+        "upgrades one minor at a time. Set talos_version to the newest patch of the next minor, run the upgrade, "
+        "then go on; or pass --force; nothing touched")
+    assert fake.upgraded() == [] and fake.kinds() == ["health"] + ["version"] * 5
+
+
+def test_one_minor_at_a_time_goes_through(tmp_path):
+    site = support.site_from(site_data(talos_version="v1.13.0"))
+    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.12.7"), "cp-a": "v1.13.0"})
+    outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
+    assert outcome.ok and outcome.upgraded == ["cp-b", "cp-c", "wk-a", "wk-b"] and outcome.skipped == ["cp-a"]
+    assert set(fake.state()["versions"].values()) == {"v1.13.0"}
+
+
+def test_force_skips_a_minor(tmp_path):
+    fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(json.dumps(site_data(talos_version="v1.13.0")))
+    command = [sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file), "--talosctl",
+               str(fake.path)]
+    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 3 and fake.upgraded() == []
+    assert refused.stdout.splitlines()[-1].startswith("refused: cp-a runs v1.11.6, cp-b runs v1.11.6")
+    forced = subprocess.run([*command, "--force"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert forced.returncode == 0 and fake.upgraded() == FIVE
+    assert "cp-a (controlplane, 127.11.1.11): v1.11.6 -> v1.13.0" in forced.stdout.splitlines()
+
+
+def test_what_skips_a_minor():
+    assert [skips_a_minor(running, target) for running, target in [
+        ("v1.11.6", "v1.13.0"), ("v1.11.6", "v1.12.7"), ("v1.12.0-beta.1", "v1.13.0"), ("v1.13.0", "v1.13.0"),
+        ("v1.13.0", "v1.11.6"), ("v1.10.7", "v1.12.0"), ("v1.13.0", "v2.0.0"),
+    ]] == [True, False, False, False, False, True, True]
+
+
 def test_versions_are_ordered_as_releases():
     assert release("v1.12.0-beta.1") < release("v1.12.0") < release("v1.12.1") < release("1.13.0")
     assert release("v1.11.10") > release("v1.11.9")
@@ -361,7 +406,7 @@ def test_cli_dry_run_touches_nothing_and_shows_batches(tmp_path):
                           f"   wk-b (worker, 127.11.1.22) -> {IMAGE}, together, then talosctl health",
                           f"5. wk-c (worker, 127.11.1.23) -> {IMAGE}, then talosctl health"]
     assert lines[-1] == ("nodes already on v1.11.6 are skipped (talosctl health follows them); a node newer than "
-                         "v1.11.6 refuses the run unless --force")
+                         "v1.11.6, or more than one minor behind it, refuses the run unless --force")
 
 
 def test_cli_dry_run_honours_kubernetes(site, tmp_path):

@@ -25,9 +25,11 @@ from pydantic_core import PydanticCustomError
 
 from terravixens.inputs import looks_secret, shown
 from terravixens.roles import Role
+from terravixens.talos import versions
 
 DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$")
+MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}$")  # one separator throughout
 # etcd needs a majority of members: an even count adds a member without adding fault tolerance (4 tolerates one
 # failure, like 3), and more than 7 members slows every write. See docs/adr/0005-synth-time-safety-rules.md.
 ALLOWED_CONTROL_PLANE_COUNTS = (1, 3, 5, 7)
@@ -154,6 +156,21 @@ def network(value: str) -> str:
         raise ValueError(f"{shown(value)} is not a valid CIDR network ({shown(str(error), 60).strip(chr(39))}); "
                          f"write the network address, e.g. 10.0.120.0/28") from None
     return value
+
+
+def unicast_mac(value: str) -> str:
+    """A unicast MAC, normalized to what Proxmox writes (BC:24:11:4F:2A:01): bpg/proxmox compares the text, so
+    another spelling of the same MAC would show a change on every plan (docs/adr/0024)."""
+    if not MAC.match(value):
+        raise ValueError(f"{shown(value)} is not a MAC address: write six hexadecimal pairs separated by ':', "
+                         f"e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)")
+    normalized = value.replace("-", ":").upper()
+    if int(normalized[:2], 16) & 1:
+        raise ValueError(f"{shown(value)} is a multicast address (the first byte is odd): a network card needs a "
+                         f"unicast MAC, e.g. 02:00:0A:0B:01:0B")
+    if normalized == "00:00:00:00:00:00":
+        raise ValueError(f"{shown(value)} is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B")
+    return normalized
 
 
 def at_most(limit: int, unit: str, why: str):
@@ -407,6 +424,12 @@ class Node(Strict):
         MAX_DISK_GIB, "GiB", "a Talos system disk holds the OS and /var; write the size in GiB, e.g. 100"))] = Field(
         32, ge=10, description=f"System disk in GiB, 10-{MAX_DISK_GIB} (16 TiB).")
     bridge: str | None = Field(None, description="Bridge of the VM NIC; defaults to the cluster's `bridge`.")
+    mac_address: Annotated[str | None, AfterValidator(unicast_mac)] = Field(
+        None, description="MAC of the VM NIC, e.g. `02:00:0A:0B:01:0B` (unicast; locally administered or a vendor's, "
+                          "e.g. Proxmox' `BC:24:11`), stored uppercase with ':' as Proxmox writes it. The maintenance "
+                          "IP's DHCP reservation can then exist before the VM and outlive a VM replacement. Unique in "
+                          "the site; a change re-plugs the NIC in place (no new VM); removing it keeps the VM's "
+                          "current MAC (ADR 0024).")
     labels: dict[str, str] = Field(default_factory=dict, description="Kubernetes node labels.")
     taints: list[Taint] = Field(default_factory=list, description="Kubernetes node taints, one per key.")
     tags: list[str] = Field(default_factory=list, description="Extra Proxmox tags (stored lowercased and sorted).")
@@ -471,19 +494,35 @@ class FluxConfig(Strict):
         return self
 
 
-# terravixens' node patches write machine.network.hostname; Talos 1.12 configurations move it to a HostnameConfig
-# document and refuse the old key. Until patches are emitted per contract, newer versions are refused here.
-NEWEST_SUPPORTED_TALOS = (1, 11)
+NEWEST_SUPPORTED_TALOS = versions.NEWEST_SUPPORTED_TALOS
 
 
 def supported_talos(value: str) -> str:
-    major, minor = (int(part) for part in VERSION.match(value).groups()[:2])
-    if (major, minor) > NEWEST_SUPPORTED_TALOS:
+    """A Talos version terravixens writes configurations for (docs/adr/0023)."""
+    found = versions.minor_of(value)
+    if found > versions.NEWEST_SUPPORTED_TALOS:
         raise ValueError(
-            f"Talos {shown(value)} is newer than terravixens supports (up to v1.11.x): its configuration moves the "
-            f"hostname to a HostnameConfig document that terravixens does not write yet; stay on v1.11.x"
-        )
+            f"Talos {shown(value)} is newer than terravixens supports (up to "
+            f"{versions.text(versions.NEWEST_SUPPORTED_TALOS)}.x): its configuration documents and Kubernetes range "
+            f"are not checked yet; stay on {versions.text(versions.NEWEST_SUPPORTED_TALOS)}.x")
+    if found < versions.OLDEST_SUPPORTED_TALOS:
+        raise ValueError(
+            f"Talos {shown(value)} is older than terravixens supports ({versions.supported_range()}): upgrade the "
+            f"cluster to {versions.text(versions.OLDEST_SUPPORTED_TALOS)}.x with talosctl first")
     return value
+
+
+def contract_version(value: str) -> str:
+    """`v1.11` (also written 1.11 or v1.11.5): only the minor names a contract."""
+    try:
+        found = versions.minor_of(value)
+    except ValueError:
+        raise ValueError(f"{shown(value)} is not a configuration contract like v1.11: write the Talos minor the "
+                         f"machine configurations are generated for") from None
+    if not versions.OLDEST_SUPPORTED_TALOS <= found <= versions.NEWEST_SUPPORTED_TALOS:
+        raise ValueError(f"contract {shown(value)} is not one terravixens writes ({versions.supported_range()}): use "
+                         f"one of {', '.join(versions.text(minor) for minor in versions.KUBERNETES)}")
+    return versions.text(found)
 
 
 class Cluster(Strict):
@@ -491,8 +530,16 @@ class Cluster(Strict):
         description="The shared Kubernetes API address: a Talos VIP on the control planes' management VLAN, inside "
                     "their subnet on it.")
     talos_version: Annotated[Version, AfterValidator(supported_talos)] = Field(
-        description="e.g. `v1.11.5` (`1.11.5` is accepted); up to v1.11.x (ADR 0009).")
-    kubernetes_version: Version = Field(description="e.g. `v1.34.2`.")
+        description="What the nodes run (images, installer): e.g. `v1.13.0` (`1.13.0` is accepted); v1.11.x to "
+                    "v1.13.x (ADR 0023). Across minors: one minor at a time, `terravixens upgrade` first.")
+    kubernetes_version: Version = Field(
+        description="e.g. `v1.36.0`; inside what the Talos minor runs: 1.29-1.34 on Talos 1.11, 1.30-1.35 on 1.12, "
+                    "1.31-1.36 on 1.13.")
+    config_contract: Annotated[str | None, AfterValidator(contract_version)] = Field(
+        None, description="The Talos minor the machine configurations are generated for (the provider's contract), "
+                          "e.g. `v1.11`; defaults to `talos_version`'s minor. An existing cluster keeps the one it "
+                          "was created with: set it before bumping `talos_version` to a new minor, move it "
+                          "deliberately, never ahead of `talos_version` (ADR 0023).")
     install_disk: str = Field("/dev/sda", description="Disk Talos installs to.")
     management_vlan: VlanId = Field(
         DEFAULT_MANAGEMENT_VLAN, description="The VLAN preferred to reach nodes and carrying the VIP; every control "
@@ -506,6 +553,35 @@ class Cluster(Strict):
     workers: dict[DnsName, Node] = Field(default_factory=dict, description="Map of stable node name → node.")
     cilium: CiliumConfig = Field(default_factory=CiliumConfig, description="The CNI and LoadBalancer pools.")
     flux: FluxConfig | None = Field(None, description="GitOps with Flux; none: no Flux.")
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _kubernetes_runs_on_talos(cls, value: str, info: ValidationInfo) -> str:
+        talos = info.data.get("talos_version")
+        if talos is None:  # refused already: one problem is enough
+            return value
+        talos_minor = versions.minor_of(talos)
+        oldest, newest = versions.kubernetes_range(talos_minor)
+        if not versions.kubernetes_supported(talos_minor, versions.minor_of(value)):
+            raise ValueError(
+                f"Kubernetes {shown(value)} does not run on Talos {talos}: Talos {versions.text(talos_minor)} runs "
+                f"Kubernetes {versions.text(oldest)}.0 to {versions.text(newest)}.x (Talos' compatibility table); "
+                f"pick a version in that range")
+        return value
+
+    @field_validator("config_contract")
+    @classmethod
+    def _contract_not_ahead(cls, value: str | None, info: ValidationInfo) -> str | None:
+        talos = info.data.get("talos_version")
+        if value is None or talos is None:
+            return value
+        if versions.minor_of(value) > versions.minor_of(talos):
+            raise ValueError(
+                f"contract {value} is ahead of talos_version {talos}: nodes cannot read configuration documents of "
+                f"a newer Talos (1.11 does not know HostnameConfig); bump talos_version to {value}.x and run "
+                f"`terravixens upgrade` first, or keep the contract at {versions.text(versions.minor_of(talos))} or "
+                f"below")
+        return value
 
     @field_validator("control_planes")
     @classmethod
@@ -533,6 +609,11 @@ class Cluster(Strict):
                 f"{', '.join(sorted(self.control_planes))} (bootstrap runs once; changing it later does nothing)"
             )
         return self
+
+    @property
+    def contract(self) -> str:
+        """The configuration contract, `v1.NN`: config_contract, else talos_version's minor."""
+        return self.config_contract or versions.text(versions.minor_of(self.talos_version))
 
     @property
     def bootstrap(self) -> str:

@@ -26,7 +26,8 @@ END = "<!-- END GENERATED -->"
 VALIDATED = {
     m.dns_name: "DNS label", m.semver: "version", m.vlan_id: "VLAN id", m.interface_address: "address/prefix",
     m.plain_address: "IP address", m.network: "CIDR network", m.safe_relative_path: "relative path",
-    m.insecure_http_reason: "text", m.supported_talos: "version",
+    m.insecure_http_reason: "text", m.supported_talos: "version", m.contract_version: "version contract",
+    m.unicast_mac: "MAC address",
 }
 
 

@@ -49,7 +49,9 @@ class ClusterConfig(Construct):
                 cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
                 machine_type=role.value,
                 machine_secrets=self.machine_secrets_input(),
-                talos_version=cluster.talos_version,
+                # The configuration contract (v1.11), not the version nodes run: the provider generates for it,
+                # and moving it is a decision of its own (ADR 0023).
+                talos_version=cluster.contract,
                 kubernetes_version=cluster.kubernetes_version,
                 config_patches=[cluster_patch(cluster)],
                 docs=False,

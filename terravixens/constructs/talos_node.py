@@ -131,5 +131,8 @@ class TalosNode(Construct):
         # (the binding would drop them, and `terraform validate` refuses the result).
         device = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
         device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
+        if node.mac_address is not None:
+            # bpg updates the NIC in place (no new VM); null lets Proxmox choose, and keeps what it chose (ADR 0024).
+            device["mac_address"] = node.mac_address
         vm.add_override("network_device", [device])
         return vm

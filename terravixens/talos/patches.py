@@ -4,6 +4,12 @@ A node's patch depends only on that node's entry in the site file and on cluster
 node: this is what keeps a change to one node from touching another node's configuration apply.
 Addresses and hostnames live here, in the Talos configuration, not in Proxmox cloud-init snippets (a changed
 snippet file id forces the VM to be replaced).
+
+What a patch holds follows the cluster's configuration contract (docs/adr/0023): up to v1.11 the hostname is
+`machine.network.hostname`; from v1.12 Talos generates a `HostnameConfig` document that refuses that key, so the
+hostname goes into that document, static (`auto: "off"`), never generated. The network stays in
+`machine.network.interfaces` under every contract: deprecated from 1.12 but accepted without a warning, and moving a
+live node to the new link documents would rename its VLAN links (ADR 0023 says what a migration needs).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import yaml
 from terravixens.config.model import Cluster, Node
 from terravixens.config.placement import PlacedNode
 from terravixens.roles import Role
+from terravixens.talos import versions
 from terravixens.talos.image import installer_image
 
 # Talos gives DHCP routes metric 1024, like our static defaults: DHCP on the maintenance network goes below them.
@@ -22,6 +29,13 @@ DHCP_ROUTE_METRIC = 2048
 
 def _dump(document: dict) -> str:
     return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+
+
+def hostname_config(hostname: str) -> dict:
+    """The HostnameConfig document of contracts >= v1.12. `auto` must be "off": Talos' patcher keeps the generated
+    `auto: stable` beside our hostname otherwise (and refuses both); yaml writes it quoted, so no YAML 1.1 reader
+    turns it into the boolean false."""
+    return {"apiVersion": "v1alpha1", "kind": "HostnameConfig", "hostname": hostname, "auto": "off"}
 
 
 def cluster_patch(cluster: Cluster) -> str:
@@ -63,8 +77,11 @@ def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
     vlans = _vlan_entries(node, role, cluster)
     if vlans:
         interface["vlans"] = vlans
+    hostname_document = versions.writes_hostname_config(versions.minor_of(cluster.contract))
+    network: dict = {"interfaces": [interface]} if hostname_document else {
+        "hostname": placed.hostname, "interfaces": [interface]}
     machine: dict = {
-        "network": {"hostname": placed.hostname, "interfaces": [interface]},
+        "network": network,
         "install": {"disk": cluster.install_disk,
                     "image": installer_image(placed.hypervisor.talos_image, cluster.talos_version)},
     }
@@ -80,4 +97,6 @@ def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
         machine["kubelet"] = {"nodeIP": {"validSubnets": [subnet]}}
         if role is Role.CONTROLPLANE:
             document["cluster"] = {"etcd": {"advertisedSubnets": [subnet]}}
+    if hostname_document:
+        return _dump(document) + "---\n" + _dump(hostname_config(placed.hostname))
     return _dump(document)

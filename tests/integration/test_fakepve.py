@@ -155,6 +155,14 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
     workers["wk-a"]["hostname"] = "wk-a-renamed"
     deployment.change(data, {"platform-prod": {VM.format("wk-a"): ["update"]}})
 
+    # A static MAC (ADR 0024): that VM's NIC only, updated in place (never a new VM), stored as written.
+    workers["wk-a"]["mac_address"] = "02:00:7f:0b:01:15"
+    deployment.change(data, {"platform-prod": {VM.format("wk-a"): ["update"]}})
+    workers["wk-a"]["mac_address"] = "02-00-7F-0B-01-16"
+    deployment.change(data, {"platform-prod": {VM.format("wk-a"): ["update"]}})
+    net0 = deployment.fake.call(lambda: deployment.fake.pve.vm(1201).config.get("net0"))
+    assert "virtio=02:00:7F:0B:01:16" in net0 and "bridge=vmbr1" in net0
+
     # A Talos bump downloads new images and replaces no VM (their boot image is ignored after creation).
     data["clusters"]["prod"]["talos_version"] = "v1.11.6"
     old = [f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2")]

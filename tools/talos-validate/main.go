@@ -35,6 +35,8 @@ import (
 
 	"github.com/ghodss/yaml"
 	"github.com/hashicorp/go-multierror"
+	machineapi "github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/compatibility"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/bundle"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
@@ -118,10 +120,20 @@ func main() {
 	emitInput := flag.Bool("emit-input", false, "add each node's generated machine_configuration (holds secrets) to its result")
 	writeSecrets := flag.String("write-secrets", "", "generate a secrets bundle into this new file (0600) and exit")
 	version := flag.Bool("version", false, "print the machinery version and exit")
+	kubernetes := flag.String("kubernetes", "", "say whether this Kubernetes version runs on the tool's Talos (Talos' compatibility table) and exit")
 	flag.Parse()
 
 	if *version {
 		fmt.Println(machineryVersion())
+
+		return
+	}
+
+	if *kubernetes != "" {
+		if err := checkKubernetes(os.Stdout, *kubernetes); err != nil {
+			fmt.Fprintf(os.Stderr, "talos-validate: %v\n", err)
+			os.Exit(2)
+		}
 
 		return
 	}
@@ -281,6 +293,35 @@ func check(node Node, source generation, opts options) Result {
 	result.OK = true
 
 	return result
+}
+
+// Compatibility is Talos' verdict on one Kubernetes version for the tool's own Talos version.
+type Compatibility struct {
+	Talos      string `json:"talos"`
+	Kubernetes string `json:"kubernetes"`
+	Supported  bool   `json:"supported"`
+	Reason     string `json:"reason"`
+}
+
+// checkKubernetes asks Talos' compatibility table (what a node and `talosctl upgrade-k8s` enforce) whether the
+// Kubernetes version runs on the Talos version this tool was built from.
+func checkKubernetes(out io.Writer, kubernetesVersion string) error {
+	talos, err := compatibility.ParseTalosVersion(&machineapi.VersionInfo{Tag: machineryVersion()})
+	if err != nil {
+		return fmt.Errorf("the tool's own Talos version: %w", err)
+	}
+
+	kubernetes, err := compatibility.ParseKubernetesVersion(kubernetesVersion)
+	if err != nil {
+		return fmt.Errorf("-kubernetes %q: %w", kubernetesVersion, err)
+	}
+
+	verdict := Compatibility{Talos: machineryVersion(), Kubernetes: kubernetes.String(), Supported: true}
+	if err = kubernetes.SupportedWith(talos); err != nil {
+		verdict.Supported, verdict.Reason = false, err.Error()
+	}
+
+	return json.NewEncoder(out).Encode(verdict)
 }
 
 // writeSecretsBundle writes a new bundle as `talosctl gen secrets` does (YAML, mode 0600), never over a file.

@@ -23,6 +23,7 @@ RULES: tuple[SiteRule, ...] = (
     uniqueness.unique_vm_ids,
     uniqueness.unique_hostnames,
     uniqueness.unique_vm_names,
+    uniqueness.unique_mac_addresses,
     subnets.nodes_reachable,
     subnets.gateways_reachable,
     subnets.vlan_subnets,

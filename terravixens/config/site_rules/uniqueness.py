@@ -1,4 +1,4 @@
-"""What must be unique: VM ids in the site, addresses in the site, hostnames in a cluster, VM names per hypervisor."""
+"""What must be unique: VM ids, addresses and MACs in the site, hostnames in a cluster, VM names per hypervisor."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -55,3 +55,19 @@ def unique_vm_names(site: Site) -> Iterator[Finding]:
             yield _name_path(at), (
                 f"VM name {at.hostname!r} on hypervisor {shown(at.node.hypervisor)} is already used by "
                 f"{dotted(first.path)}: Proxmox would show two VMs with one name; give one of them another hostname")
+
+
+def unique_mac_addresses(site: Site) -> Iterator[Finding]:
+    """A MAC is unique in the site: two VMs with one MAC on one bridge steal each other's frames, and the maintenance
+    IP's DHCP reservation would answer both. Standalone nodes join the check once they carry a `mac_address`."""
+    seen: dict[str, Path] = {}
+    owners: list[tuple[Path, str | None]] = [(at.path, at.node.mac_address) for at in all_nodes(site)]
+    owners += [(("standalone", "nodes", name), getattr(node, "mac_address", None))
+               for name, node in site.standalone.nodes.items()]
+    for path, mac in owners:
+        if mac is None:
+            continue
+        owner = seen.setdefault(mac, path)
+        if owner != path:
+            yield (*path, "mac_address"), (f"MAC {mac} is already the MAC of {dotted(owner)}: give each VM its own "
+                                           f"(e.g. change the last byte)")

@@ -278,7 +278,8 @@ def test_a_private_key_in_the_secrets_file_is_never_echoed(lab):
     assert "b3BlbnNz" not in text and "BEGIN" not in text
 
 
-@pytest.mark.parametrize("token", ["short", "has spaces in it but is long enough to pass", "ü" * 40])
+@pytest.mark.parametrize("token", ["short", "has spaces in it but is long enough to pass", "ü" * 40,
+                                   "quote'breaks-a-shell-that-sources-node.env-0123", "dollar$HOME-expands-in-a-shell-0123456789"])
 def test_a_bad_token_is_never_echoed(lab, token):
     _, site, secrets = lab
     s.write_secrets(secrets, s.secrets_data(site_token=token))

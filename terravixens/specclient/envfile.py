@@ -92,8 +92,8 @@ def parse(text: str, path: Path | str) -> NodeEnv:
         problems.append(Problem("TERRAVIXENS_IDENTITY", f"{shown(identity)} is not a node name (a DNS label)",
                                 lines["TERRAVIXENS_IDENTITY"]))
     if token is not None and not TOKEN.match(token):
-        problems.append(Problem("TERRAVIXENS_TOKEN", "is not a usable token (32 to 512 printable characters "
-                                                     "without spaces)", lines["TERRAVIXENS_TOKEN"]))
+        problems.append(Problem("TERRAVIXENS_TOKEN", "is not a usable token (32 to 512 letters, digits "
+                                                     "and + / = . _ ~ -)", lines["TERRAVIXENS_TOKEN"]))
     if problems:
         raise InputError(path, problems, WHAT)
     ca = values.get("TERRAVIXENS_CA_FILE")

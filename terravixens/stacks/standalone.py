@@ -48,8 +48,7 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
             # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
             condition=f'${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : '
                       f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
-            error_message="Every token is 32 to 512 printable ASCII characters without spaces (as in the secrets "
-                          "file).",
+            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - (as in the secrets file).",
         )],
     ), TOKENS_VARIABLE)
 

@@ -7,9 +7,9 @@
 
 The token is known at apply time only, so the L2 stacks render these texts with Terraform's `format()`: the
 templates here are format strings whose `%s` are the server URL, the identity and the token, in that order. The
-token is always written single-quoted (the client strips one pair of outer quotes and nothing else, so any token
-of printable characters survives); a token never holds a newline or a quote-breaking character that matters to
-the heredoc (NODE_TOKEN_PATTERN, checked by the stacks' variable validation before anything is written).
+token is always written single-quoted (the client strips one pair of outer quotes and nothing else); a token holds
+only letters, digits and + / = . _ ~ - (NODE_TOKEN_PATTERN, checked by the stacks' variable validation before
+anything is written), so no quote, newline or `$` can break the file, the heredoc or a shell that sources it.
 
 Two carriers, one content (ADR 0026):
 - a VM (or nested pve) gets it from cloud-init **vendor data** (`write_files`), so Proxmox still generates the
@@ -20,9 +20,11 @@ Pure: no cdktf import.
 """
 from __future__ import annotations
 
+from terravixens.standalone.secrets import TOKEN_PATTERN
+
 ENV_PATH = "/etc/terravixens/node.env"
-# What the spec server and the client accept as a token (terravixens.standalone.secrets.TOKEN), as a Terraform regex.
-NODE_TOKEN_PATTERN = "^[!-~]{32,512}$"
+# What the spec server and the client accept as a token, checked again by Terraform's variable validation.
+NODE_TOKEN_PATTERN = TOKEN_PATTERN
 
 # format(ENV_FORMAT, server, identity, token)
 ENV_FORMAT = (

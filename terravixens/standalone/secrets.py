@@ -29,7 +29,10 @@ SECRETS_ENV = "TERRAVIXENS_SECRETS"
 SECRETS_LIMIT = 1024 * 1024
 SSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
                      r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]{0,200})?$")
-TOKEN = re.compile(r"^[\x21-\x7e]{32,512}$")
+# Tokens are what `openssl rand -base64 32` or `-hex 32` print (base64url too): no quote, `$`, backslash or space, so
+# node.env stays safe to read by any shell or systemd EnvironmentFile, not only by `terravixens spec get`.
+TOKEN_PATTERN = "^[A-Za-z0-9+/=._~-]{32,512}$"
+TOKEN = re.compile(TOKEN_PATTERN)
 
 
 def _public_key(value: str) -> str:
@@ -45,7 +48,7 @@ def _public_key(value: str) -> str:
 
 def _token(value: str) -> str:
     if not TOKEN.match(value):
-        raise ValueError("is not a usable token: give 32 to 512 printable ASCII characters without spaces "
+        raise ValueError("is not a usable token: give 32 to 512 characters of letters, digits and + / = . _ ~ - "
                          "(make one with: openssl rand -base64 32)")
     return value
 

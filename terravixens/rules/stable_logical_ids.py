@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import re
 
-from constructs import IConstruct
-
 from terravixens.logical_ids import node_id, owner_of
-from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id
+from terravixens.rules.base import Rule
+from terravixens.rules.view import StackView
 
 PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
 ROLE_WORDS = re.compile(r"control[-_]?plane|worker|(?:^|_)cp(?:_|$)|(?:^|_)wk(?:_|$)")
@@ -19,23 +18,25 @@ class StableLogicalIds(Rule):
     why = ("a logical id is a Terraform address: when it changes, Terraform destroys and re-creates the resource. "
            "Ids from list positions or roles change when a node is added, removed or promoted.")
 
-    def visit(self, node: IConstruct) -> None:
+    def check(self, view: StackView) -> None:
         from terravixens.constructs.talos_node import TalosNode
 
-        if not is_terraform_block(node):
-            return
-        current = logical_id(node)
-        if PATH_HASH.search(current):
-            self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.logical_ids.pin().")
-            return
-        owner = enclosing(node, TalosNode)
-        if owner is None:
-            return
-        name = owner.node_name
-        expected_prefix = node_id(name, "")
-        if owner_of(current) != name or not current.startswith(expected_prefix):
-            self.fail(node, f"{current!r} belongs to node {name!r} but is not named {expected_prefix}<part>.")
-            return
-        part = current[len(expected_prefix):]
-        if ROLE_WORDS.search(part) or POSITION.search("_" + part):
-            self.fail(node, f"{current!r} carries a role or a position ({part!r}): name it by what it is.")
+        for block in view.blocks:
+            current = block.logical_id
+            if PATH_HASH.search(current):
+                self.fail_block(view, block, f"{current!r} is cdktf's path-derived id: pin it with "
+                                             f"terravixens.logical_ids.pin().")
+                continue
+            owner = view.owner(block, TalosNode)
+            if owner is None:
+                continue
+            name = owner.node_name
+            expected_prefix = node_id(name, "")
+            if owner_of(current) != name or not current.startswith(expected_prefix):
+                self.fail_block(view, block, f"{current!r} belongs to node {name!r} but is not named "
+                                             f"{expected_prefix}<part>.")
+                continue
+            part = current[len(expected_prefix):]
+            if ROLE_WORDS.search(part) or POSITION.search("_" + part):
+                self.fail_block(view, block, f"{current!r} carries a role or a position ({part!r}): name it by what "
+                                             f"it is.")

@@ -102,15 +102,19 @@ synth: setup
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
+# One worker per core, each taking whole test files (module fixtures such as the fake Proxmox stay in one worker).
+# `make test PYTEST_PARALLEL=` runs in one process.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
+
 test: setup-test
-	pipenv run pytest
+	pipenv run pytest $(PYTEST_PARALLEL)
 
 test-unit: TEST_MIRROR := $(ASKED_MIRROR)
 test-unit: setup-test
-	pipenv run pytest -m "not integration and not fuzz_nightly"
+	pipenv run pytest $(PYTEST_PARALLEL) -m "not integration and not fuzz_nightly"
 
 test-integration: setup-test
-	pipenv run pytest -m integration
+	pipenv run pytest $(PYTEST_PARALLEL) -m integration
 
 # Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000).
 test-fuzz-nightly: setup-test

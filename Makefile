@@ -32,14 +32,14 @@ PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
-	@$(MAKE) --no-print-directory imports/.schema-stamp
+	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.bytecode
 
 # The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
 TEST_MIRROR := mirror
 setup-test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
-	@$(MAKE) --no-print-directory imports/.schema-stamp
+	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.bytecode
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -49,6 +49,16 @@ node_modules/.installed: package.json package-lock.json
 # Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
 imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
 	python3 scripts/providers.py bindings
+
+# Bytecode of everything a synth imports, at both optimization levels (cdktf.json runs the app as `python -O`; the
+# CLI and the tests run without -O), written once here as pip does at install. `pipenv run` sets
+# PYTHONDONTWRITEBYTECODE for what it runs, so without this every synth would compile the bindings (and, under -O,
+# cdktf itself) again (docs/adr/0027-synth-speed.md).
+BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravixens.stacks, terravixens.cli
+.venv/.bytecode: .venv/.installed imports/.schema-stamp $(shell find terravixens -name '*.py')
+	pipenv run python -c "$(BYTECODE_IMPORTS)"
+	pipenv run python -O -c "$(BYTECODE_IMPORTS)"
+	touch $@
 
 # Talos' own config generator, patcher and validator, one binary per supported Talos minor (one go.v1.NN.mod and
 # go.v1.NN.sum each), built from the Go module proxy; rebuilt only when the source or a module file changes
@@ -92,15 +102,19 @@ synth: setup
 	cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
+# One worker per core, each taking whole test files (module fixtures such as the fake Proxmox stay in one worker).
+# `make test PYTEST_PARALLEL=` runs in one process.
+PYTEST_PARALLEL ?= -n auto --dist loadfile
+
 test: setup-test
-	pipenv run pytest
+	pipenv run pytest $(PYTEST_PARALLEL)
 
 test-unit: TEST_MIRROR := $(ASKED_MIRROR)
 test-unit: setup-test
-	pipenv run pytest -m "not integration and not fuzz_nightly"
+	pipenv run pytest $(PYTEST_PARALLEL) -m "not integration and not fuzz_nightly"
 
 test-integration: setup-test
-	pipenv run pytest -m integration
+	pipenv run pytest $(PYTEST_PARALLEL) -m integration
 
 # Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000).
 test-fuzz-nightly: setup-test

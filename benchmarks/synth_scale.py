@@ -3,11 +3,13 @@
 
     pipenv run python benchmarks/synth_scale.py [--sizes 5,103,303,1000] [--runs 5] [--phases]
 
-Every measurement is a fresh process of the same interpreter (this venv), timed from spawn to exit:
+Every measurement is a fresh process of the same interpreter (this venv), with the flags cdktf.json's "app" gives
+it (`python -O main.py`: -O), timed from spawn to exit:
 - the floor: an empty cdktf app (import cdktf, one empty stack, app.synth());
 - each size: what `cdktf synth` runs (main.py) for a site file of 3 control planes and N-3 workers
   (tests/scale.py): import, load and validate the site file, build every stack (rules on), synth, write JSON.
-Reported per size: median wall (and min-max) over --runs, the ratio of the median to the floor's median, and the
+Reported per size: median wall (and min-max) over --runs, the ratio of the median to the floor's median, the median
+CPU seconds of the process tree (Python and its jsii Node.js process: steadier than wall on a shared machine), the
 peak resident memory (ru_maxrss from wait4: the largest single process of the tree — Python, or one of the two
 node processes of its jsii runtime — not their sum), and the cost per node between consecutive sizes (ms/node).
 --phases adds, per size, the median seconds of each phase measured inside the process (import, site, build,
@@ -64,6 +66,15 @@ PHASES = ("import", "site", "build", "synth")
 IMPORT_CPU = "import_cpu"  # CPU seconds of the Python process up to the end of the imports (startup included)
 
 
+def app_flags() -> list[str]:
+    """The interpreter flags of cdktf.json's "app" (e.g. `pipenv run python -O main.py` -> ["-O"])."""
+    words = json.loads((ROOT / "cdktf.json").read_text())["app"].split()
+    start = next((index for index, word in enumerate(words) if Path(word).name.startswith("python")), None)
+    if start is None:
+        return []
+    return [word for word in words[start + 1:] if word.startswith("-")]
+
+
 def child_env() -> dict[str, str]:
     env = dict(os.environ)
     node = ROOT / "node_modules" / ".bin" / "node"
@@ -78,7 +89,7 @@ def run_child(program: str, site_file: Path | None) -> dict:
     """Wall seconds, peak RSS (MiB) and phase seconds of one fresh process, reaped with wait4 so that its own
     rusage is read (ru_maxrss then covers the child and its waited-for jsii node processes, as a maximum)."""
     with tempfile.TemporaryDirectory(prefix="tv-bench-") as outdir:
-        args = [sys.executable, "-c", program, outdir] + ([str(site_file)] if site_file else [])
+        args = [sys.executable, *app_flags(), "-c", program, outdir] + ([str(site_file)] if site_file else [])
         errors = Path(outdir, "stderr.txt")
         read_fd, write_fd = os.pipe()
         started = time.perf_counter()
@@ -93,7 +104,8 @@ def run_child(program: str, site_file: Path | None) -> dict:
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             raise SystemExit(f"benchmark child failed with exit code {code}:\n{errors.read_text()[-3000:]}")
-    return {"wall": wall, "rss": usage.ru_maxrss / 1024, "phases": json.loads(output.strip().splitlines()[-1])}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
+            "phases": json.loads(output.strip().splitlines()[-1])}
 
 
 def machine() -> str:
@@ -129,6 +141,7 @@ def measure(label: str, program: str, site_file: Path | None, runs: int) -> dict
     return {
         "label": label,
         "median": statistics.median(walls), "min": min(walls), "max": max(walls),
+        "cpu": statistics.median(s["cpu"] for s in samples),
         "rss": statistics.median(s["rss"] for s in samples),
         "phases": {p: statistics.median(s["phases"][p] for s in samples) for p in PHASES},
         "import_cpu": statistics.median(s["phases"][IMPORT_CPU] for s in samples),
@@ -146,21 +159,22 @@ def main() -> None:
     sizes = [int(size) for size in args.sizes.split(",")]
     sys.path.insert(0, str(ROOT))
     print(machine(), flush=True)
-    print(f"runs per size: {args.runs}; wall = fresh process, spawn to exit; ratio = median / floor median", flush=True)
+    print(f"runs per size: {args.runs}; wall = fresh process ({' '.join(['python', *app_flags()])}), spawn to exit; "
+          f"ratio = median / floor median; cpu = CPU s of the process tree", flush=True)
     with tempfile.TemporaryDirectory(prefix="tv-bench-sites-") as folder:
         results = [measure("floor", FLOOR, None, args.runs)]
         floor = results[0]["median"]
-        print(f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'peak MiB':>9} {'ms/node':>8}"
+        print(f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'peak MiB':>9} {'ms/node':>8}"
               "   (ms/node: slope from the previous size)")
         print(f"{'floor':>6} {floor:>9.2f} {results[0]['min']:>5.2f}-{results[0]['max']:<6.2f} {1.0:>6.1f} "
-              f"{results[0]['rss']:>9.0f} {'':>8}", flush=True)
+              f"{results[0]['cpu']:>6.2f} {results[0]['rss']:>9.0f} {'':>8}", flush=True)
         previous = None
         for size in sizes:
             result = measure(str(size), SITE, write_site(size, Path(folder)), args.runs)
             results.append(result)
             slope = "" if previous is None else f"{1000 * (result['median'] - previous[1]) / (size - previous[0]):.1f}"
             print(f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
-                  f"{result['median'] / floor:>6.1f} {result['rss']:>9.0f} {slope:>8}", flush=True)
+                  f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}", flush=True)
             previous = (size, result["median"])
     if args.phases:
         print("phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "

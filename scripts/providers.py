@@ -210,9 +210,14 @@ def cache_file_name(name: str, constraint: str) -> str:
     return f"{name}@{urllib.parse.quote(constraint, safe='')}.json"
 
 
+BINDING_SETTINGS = ("language", "codeMakerOutput", "terraformProviders", "terraformModules")
+
+
 def schema_stamp() -> str:
     digest = hashlib.sha256()
-    digest.update((ROOT / "cdktf.json").read_bytes())
+    # What shapes the generated code; the app command ("app") and the context do not.
+    project = json.loads((ROOT / "cdktf.json").read_text())
+    digest.update(json.dumps({key: project.get(key) for key in BINDING_SETTINGS}, sort_keys=True).encode())
     digest.update((ROOT / "package-lock.json").read_bytes())
     for name, item in sorted(generated_providers().items()):
         digest.update(name.encode())

@@ -57,11 +57,41 @@ def terraform_binary():
     pytest.fail(f"no {' or '.join(candidates)} CLI: run `make mirror` (it builds OpenTofu when terraform is missing)")
 
 
+# Lines for the end of the run (the fuzz module's summary); with pytest-xdist (`make test`) each worker hands its
+# lines and its count of validated configurations to the controller, which prints them.
+SUMMARY_LINES: list[str] = []
+_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": []}
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker
+        from tests.talos_tool import VALIDATED
+
+        workeroutput["terravixens_lines"] = list(SUMMARY_LINES)
+        workeroutput["terravixens_validated"] = dict(VALIDATED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    output = getattr(node, "workeroutput", {})
+    _FROM_WORKERS["lines"] += output.get("terravixens_lines", [])
+    _FROM_WORKERS["validated"].append(output.get("terravixens_validated", {}))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """How many machine configurations Talos' own library judged in this run (tests/test_talos_validate.py)."""
+    """The fuzz summary, and how many machine configurations Talos' own library judged in this run
+    (tests/test_talos_validate.py)."""
+    from collections import Counter
+
     from tests.talos_tool import VALIDATED
 
-    if VALIDATED:
-        by_version = ", ".join(f"{version}: {count}" for version, count in sorted(VALIDATED.items()))
-        terminalreporter.write_line(f"talos-validate: {sum(VALIDATED.values())} machine configurations validated "
+    for line in SUMMARY_LINES + _FROM_WORKERS["lines"]:
+        terminalreporter.write_line(line)
+    validated = Counter(VALIDATED)
+    for counts in _FROM_WORKERS["validated"]:
+        validated.update(counts)
+    if validated:
+        by_version = ", ".join(f"{version}: {count}" for version, count in sorted(validated.items()))
+        terminalreporter.write_line(f"talos-validate: {sum(validated.values())} machine configurations validated "
                                     f"({by_version})")

@@ -219,17 +219,18 @@ def check(raw: bytes) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _fuzz_summary(request):
-    """After the module: how many validate runs, their exit codes and the slowest, on the terminal."""
+def _fuzz_summary():
+    """After the module: how many validate runs, their exit codes and the slowest, in the run's summary."""
+    from tests.conftest import SUMMARY_LINES
+
     yield
     for name in ("site.yaml", "process-site.yaml"):  # the slowest input stays for a look
         (WORKDIR / name).unlink(missing_ok=True)
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if capture is not None and Stats.runs:
-        with capture.global_and_fixture_disabled():
-            print(f"\nfuzz: {Stats.runs} in-process validate runs, exits {dict(sorted(Stats.exits.items()))}, slowest "
-                  f"{Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
-                  f"{Stats.slowest_wall * 1000:.0f} ms; slowest input kept in {WORKDIR / 'slowest.yaml'}")
+    if Stats.runs:
+        SUMMARY_LINES.append(
+            f"fuzz: {Stats.runs} in-process validate runs, exits {dict(sorted(Stats.exits.items()))}, slowest "
+            f"{Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
+            f"{Stats.slowest_wall * 1000:.0f} ms; slowest input kept in {WORKDIR / 'slowest.yaml'}")
 
 
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,

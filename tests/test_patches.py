@@ -341,3 +341,58 @@ def test_cluster_patch_disables_cni_and_kube_proxy(example_site):
 def test_cluster_patch_enables_kubeprism(example_site):
     patch = yaml.safe_load(cluster_patch(example_site.clusters["prod"]))
     assert patch["machine"]["features"]["kubePrism"] == {"enabled": True, "port": 7445}
+
+
+# ----------------------------------------------------------------------------------- the YAML text (yaml_text.py)
+SIMPLE_TEXT = "abcXYZ019._/:@=+-"
+TRICKY = ["yes", "no", "on", "off", "null", "true", "False", "1.0", "0x1F", "1e3", "-", "---", "...", ":", "0o17",
+          "1_000", ".inf", "=", "2001-12-14", "12:30:00", "::/0", "0.0.0.0/0", "-a", ":a", "a:", "@x", "+1", "00"]
+
+
+def _documents():
+    from hypothesis import strategies as st
+
+    text = st.one_of(st.sampled_from(TRICKY), st.text(SIMPLE_TEXT, min_size=1, max_size=150))
+    scalars = st.one_of(text, st.integers(-10, 10**7), st.booleans(), st.none())
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(text, inner, max_size=4)), max_leaves=30)
+
+
+def test_libyaml_writes_what_pyyaml_writes_for_simple_documents():
+    """The fast path is taken only where both emitters agree: checked on generated documents of its domain."""
+    from hypothesis import given, settings
+
+    from terravixens.talos import yaml_text
+
+    @settings(max_examples=600, deadline=None, derandomize=True, database=None)
+    @given(_documents())
+    def agree(value):
+        document = {"machine": value}
+        assert yaml_text.is_simple(document)
+        assert yaml.dump(document, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False) == \
+            yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+
+    agree()
+
+
+def test_every_patch_of_the_example_takes_the_fast_path_and_reads_back_the_same():
+    from terravixens.talos import yaml_text
+
+    data = example()
+    site = support.site_from(data)
+    for name in ("cp-a", "wk-a"):
+        text = raw_patch_of(data, name)
+        document = yaml.safe_load(text)
+        assert yaml_text.is_simple(document)
+        assert text == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+    assert yaml_text.is_simple(yaml.safe_load(cluster_patch(site.clusters["prod"])))
+
+
+@pytest.mark.parametrize("value", ["two words", "", "é", "x" * 200 + " y", "line\nbreak", "tab\there", "q'uote"])
+def test_other_text_goes_through_pyyamls_emitter(value):
+    """A label value the model would refuse, from a library user: PyYAML's own text, folding and escapes included."""
+    from terravixens.talos import yaml_text
+
+    document = {"machine": {"nodeLabels": {"k": value}, "list": [value] * 3}}
+    assert not yaml_text.is_simple(document)
+    assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)

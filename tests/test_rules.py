@@ -272,3 +272,86 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     assert "[TV007 NoTemplateSequences] talos_machine_configuration_apply.node_wk-z_apply config_patches.0: " in errors
     assert "holds '${'" in errors
     assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none
+
+
+# ------------------------------------------------------------------------------------------- how the rules run
+def test_rules_run_after_every_aspect(app, platform):
+    """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run
+    as a stack validation, after all Aspects, on the tree as it will be synthesized."""
+    from cdktf import Aspects, IAspect
+    import jsii
+
+    @jsii.implements(IAspect)
+    class LiftPreventDestroy:
+        def visit(self, node):
+            if getattr(node, "friendly_unique_id", None) == "cluster_secrets":
+                node.add_override("lifecycle.prevent_destroy", False)
+
+    Aspects.of(platform).add(LiftPreventDestroy())
+    errors = synth_errors(app)
+    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" in errors
+
+
+def test_a_rule_alone_is_an_aspect(app):
+    """Library users may attach one rule as an Aspect instead of all of them with apply_rules."""
+    from cdktf import Aspects
+
+    from terravixens.rules import StableLogicalIds
+
+    from constructs import Construct
+
+    stack = TerraformStack(app, "one_rule")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    VirtualEnvironmentUser(Construct(stack, "team"), "user", user_id="ops@pve")
+    Aspects.of(stack).add(StableLogicalIds())
+    errors = synth_errors(app)
+    assert "[TV003 StableLogicalIds] 'team_user_" in errors and "is cdktf's path-derived id" in errors
+
+
+def test_tv007_two_elements_under_one_address_are_each_judged(app):
+    """cdktf merges two resources pinned to one logical id into one block: the text of either is still found."""
+    stack = _user_stack(app)
+    pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve", comment=f"twin {ENVIRON}"), "ops")
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'twin ${file(" in errors
+
+
+def test_rules_do_not_rely_on_assert():
+    """cdktf.json runs the app under `python -O`, which drops assert statements: no code of terravixens uses one."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "terravixens"
+    found = [f"{path.relative_to(root.parent)}:{node.lineno}" for path in sorted(root.rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
+    assert found == []
+
+
+def test_a_rule_fails_synth_under_python_O(tmp_path):
+    """What `cdktf synth` runs (python -O, cdktf.json): a broken rule still stops synth with its message."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    app_command = json.loads((root / "cdktf.json").read_text())["app"].split()
+    assert "-O" in app_command
+    program = (
+        "from cdktf import App, TerraformStack\n"
+        "from imports.talos.machine_secrets import MachineSecrets\n"
+        "from imports.talos.provider import TalosProvider\n"
+        "from terravixens.logical_ids import pin\n"
+        "from terravixens.rules import apply_rules\n"
+        f"app = App(outdir={str(tmp_path)!r})\n"
+        "stack = TerraformStack(app, 'bare')\n"
+        "TalosProvider(stack, 'talos')\n"
+        "pin(MachineSecrets(stack, 'secrets'), 'cluster_secrets')\n"
+        "apply_rules(stack)\n"
+        "app.synth()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-O", "-c", program], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode != 0
+    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" \
+        in result.stderr

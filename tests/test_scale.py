@@ -17,3 +17,32 @@ def test_scaled_site_has_three_control_planes_and_the_rest_workers(nodes):
 def test_a_scaled_site_needs_a_worker():
     with pytest.raises(ValueError, match="at least one worker: got 3 nodes"):
         scaled_site_data(3)
+
+
+def _round_trips(nodes: int, tmp_path, monkeypatch) -> int:
+    """Requests from Python to cdktf's Node.js process while building and synthesizing a scaled site."""
+    from jsii._kernel.providers import process
+
+    site = support.site_from(scaled_site_data(nodes))
+    count = 0
+    send = process._NodeProcess.send
+
+    def counted(self, request, response_type):
+        nonlocal count
+        count += 1
+        return send(self, request, response_type)
+
+    monkeypatch.setattr(process._NodeProcess, "send", counted)
+    support.synth(site, tmp_path / str(nodes))
+    monkeypatch.setattr(process._NodeProcess, "send", send)
+    return count
+
+
+def test_round_trips_per_node_stay_few(tmp_path, monkeypatch):
+    """Each call into cdktf is a round trip to its Node.js process: what a synth costs per node is mostly how many
+    a node takes (docs/adr/0028-synth-speed.md). Today 7: the node's construct, its VM and apply (create, pin each),
+    the VM's network device override; the rules read the whole stack at once and one raw configuration per node.
+    A new per-node read of a cdktf attribute fails this test: read it once per cluster (terravixens/constructs/build.py)."""
+    small, large = _round_trips(4, tmp_path, monkeypatch), _round_trips(14, tmp_path, monkeypatch)
+    per_node = (large - small) / 10
+    assert per_node <= 7, f"{per_node:.1f} round trips per node ({small} for 4 nodes, {large} for 14)"

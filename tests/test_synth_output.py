@@ -70,14 +70,19 @@ def test_gitops_stack_reads_cluster_credentials_from_platform_state(example_synt
         "path": "../../../state/platform-prod.tfstate"}
 
 
-def test_main_synthesizes_the_example_site_like_cdktf_synth(tmp_path):
-    """main.py is what `cdktf synth` runs: with CDKTF_OUTDIR set it writes every stack there."""
+def test_main_synthesizes_the_example_site_like_cdktf_synth(tmp_path, example_synth):
+    """main.py is what `cdktf synth` runs, with the interpreter flags cdktf.json gives it (`python -O`): with
+    CDKTF_OUTDIR set it writes every stack there, the same JSON as a synth without -O."""
+    words = json.loads((ROOT / "cdktf.json").read_text())["app"].split()
+    flags = [word for word in words[words.index("python") + 1:] if word.startswith("-")]
     env = dict(os.environ, CDKTF_OUTDIR=str(tmp_path), TERRAVIXENS_SITE=str(ROOT / "sites" / "example.yaml"))
-    result = subprocess.run([sys.executable, "main.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, *flags, "main.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "stacks").iterdir()) == ["gitops-prod", "hypervisors", "platform-prod"]
     for stack in (tmp_path / "stacks").iterdir():
         assert ABSOLUTE.findall((stack / "cdk.tf.json").read_text()) == []
+        assert json.loads((stack / "cdk.tf.json").read_text()) == example_synth[stack.name]
 
 
 def test_main_prints_site_errors_without_traceback(tmp_path):

@@ -9,6 +9,7 @@ from constructs import Construct
 from imports.talos.data_talos_machine_configuration import DataTalosMachineConfiguration
 from imports.talos.machine_secrets import MachineSecrets
 from terravixens.config.model import Cluster
+from terravixens.constructs.build import locate
 from terravixens.logical_ids import cluster_id, pin
 from terravixens.roles import Role
 from terravixens.talos.patches import cluster_patch
@@ -35,20 +36,24 @@ class ClusterConfig(Construct):
 
     def __init__(self, scope: Construct, id: str, props: ClusterConfigProps):
         super().__init__(scope, id)
+        locate(self, scope, id)
         self.props = props
+        self._client_configuration: dict[str, str] | None = None
+        self._machine_configuration: dict[Role, str] = {}
         cluster = props.cluster
         self.secrets = pin(MachineSecrets(
             self, "secrets",
             lifecycle=TerraformResourceLifecycle(prevent_destroy=not props.release_secrets,
                                                  ignore_changes=["talos_version"]),
         ), cluster_id("secrets"))
+        machine_secrets = self.machine_secrets_input()  # read once: the same references for every role
         self.machine_configurations = {
             role: pin(DataTalosMachineConfiguration(
                 self, f"machine_configuration_{role}",
                 cluster_name=props.cluster_name,
                 cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
                 machine_type=role.value,
-                machine_secrets=self.machine_secrets_input(),
+                machine_secrets=machine_secrets,
                 # The configuration contract (v1.11), not the version nodes run: the provider generates for it,
                 # and moving it is a decision of its own (ADR 0023).
                 talos_version=cluster.contract,
@@ -61,13 +66,24 @@ class ClusterConfig(Construct):
         }
 
     def client_configuration(self) -> dict[str, str]:
-        """The talosctl client credentials, as references (never values) for any Talos resource."""
-        client = self.secrets.client_configuration
-        return {
-            "ca_certificate": client.ca_certificate,
-            "client_certificate": client.client_certificate,
-            "client_key": client.client_key,
-        }
+        """The talosctl client credentials, as references (never values) for any Talos resource.
+
+        The references are read from cdktf once per cluster (each read is a round trip to its Node.js process) and
+        shared by every node: a reference renders the same wherever it is used."""
+        if self._client_configuration is None:
+            client = self.secrets.client_configuration
+            self._client_configuration = {
+                "ca_certificate": client.ca_certificate,
+                "client_certificate": client.client_certificate,
+                "client_key": client.client_key,
+            }
+        return dict(self._client_configuration)
+
+    def machine_configuration(self, role: Role) -> str:
+        """The reference to one role's rendered machine configuration, read once per role (see above)."""
+        if role not in self._machine_configuration:
+            self._machine_configuration[role] = self.machine_configurations[role].machine_configuration
+        return self._machine_configuration[role]
 
     def machine_secrets_input(self) -> dict:
         secrets = self.secrets.machine_secrets

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import TerraformResourceLifecycle, Token
+from cdktf import TerraformResourceLifecycle
 from constructs import Construct
 
 from imports.proxmox.virtual_environment_vm import (
@@ -18,6 +18,7 @@ from imports.proxmox.virtual_environment_vm import (
 from imports.talos.machine_configuration_apply import MachineConfigurationApply
 from terravixens.config.model import Cluster
 from terravixens.config.placement import PlacedNode
+from terravixens.constructs.build import address, locate, null
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.logical_ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
@@ -61,13 +62,14 @@ class TalosNode(Construct):
 
     def __init__(self, scope: Construct, id: str, props: TalosNodeProps):
         super().__init__(scope, id)
+        locate(self, scope, id)
         self.props = props
         placed = props.placed
         self.node_name = placed.name
         self.address = placed.address
         self.first_contact = placed.first_contact
         self.vm = pin(self._vm(), node_id(placed.name, "vm"))
-        vm_address = f"{self.vm.terraform_resource_type}.{node_id(placed.name, 'vm')}"
+        vm_address = address(type(self.vm), node_id(placed.name, "vm"))
         self.apply = pin(MachineConfigurationApply(
             self, "apply",
             # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
@@ -75,7 +77,7 @@ class TalosNode(Construct):
             node_attribute=self.first_contact,
             endpoint=self.first_contact,
             client_configuration=props.cluster_config.client_configuration(),
-            machine_configuration_input=props.cluster_config.machine_configurations[placed.role].machine_configuration,
+            machine_configuration_input=props.cluster_config.machine_configuration(placed.role),
             config_patches=[node_patch(placed, props.cluster)],
             apply_mode=props.apply_mode,
             on_destroy={"reset": props.reset_on_destroy, "graceful": props.reset_graceful,
@@ -129,7 +131,7 @@ class TalosNode(Construct):
         # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
         # bpg types network_device as a list of objects: Terraform wants every key, so unset ones are null
         # (the binding would drop them, and `terraform validate` refuses the result).
-        device = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
+        device = dict.fromkeys(NETWORK_DEVICE_KEYS, null())
         device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
         if node.mac_address is not None:
             # bpg updates the NIC in place (no new VM); null lets Proxmox choose, and keeps what it chose (ADR 0024).

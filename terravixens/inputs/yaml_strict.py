@@ -36,7 +36,8 @@ _NO_KEY = object()
 MAX_INT = 2**63 - 1
 # First characters for which the resolver has implicit types; anything else plain is a string (no wildcard resolver).
 _IMPLICIT_FIRST = frozenset(key for key in _RESOLVER.yaml_implicit_resolvers if key)
-assert None not in _RESOLVER.yaml_implicit_resolvers
+if None in _RESOLVER.yaml_implicit_resolvers:  # an explicit check: the app runs under `python -O` (cdktf.json)
+    raise ImportError("PyYAML has a wildcard implicit resolver: the first-character shortcut of yaml_strict is wrong")
 
 
 @dataclass(frozen=True)

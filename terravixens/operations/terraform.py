@@ -84,8 +84,7 @@ class Terraform:
             raise OperationError(f"{self.binary}: not found; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
                                  ExitCode.TERRAFORM_FAILED) from None
         messages, other = [], []
-        assert process.stdout is not None
-        for line in process.stdout:
+        for line in process.stdout or ():  # stdout=PIPE: never None
             try:
                 message = json.loads(line)
             except ValueError:

@@ -1,12 +1,18 @@
-"""Synth-time safety rules: the reason terravixens exists. Each rule is an Aspect in its own module.
+"""Synth-time safety rules: the reason terravixens exists. Each rule is a named class in its own module.
 
-`apply_rules(stack)` attaches all of them; a violation is an error annotation that fails `cdktf synth` with the
-rule's code, name, the offending address, the fix and the reason. See docs/adr/0005-synth-time-safety-rules.md.
+`apply_rules(stack)` runs all of them once over the whole stack, after every Aspect (a stack validation, see
+RuleSet); a violation is an error annotation that fails `cdktf synth` with the rule's code, name, the offending
+address, the fix and the reason. See docs/adr/0005-synth-time-safety-rules.md and docs/adr/0027-synth-speed.md.
 """
 from __future__ import annotations
 
-from cdktf import Aspects, TerraformStack
+from collections.abc import Sequence
 
+import jsii
+from cdktf import TerraformStack
+from constructs import IValidation
+
+from terravixens.rules.base import Rule
 from terravixens.rules.bootstrap_once import BootstrapOnce
 from terravixens.rules.no_secret_literals import NoSecretLiterals
 from terravixens.rules.no_template_sequences import NoTemplateSequences
@@ -14,6 +20,7 @@ from terravixens.rules.odd_control_planes import OddControlPlaneQuorum
 from terravixens.rules.reset_scoped_to_node import ResetScopedToNode
 from terravixens.rules.stable_logical_ids import StableLogicalIds
 from terravixens.rules.storage_prevent_destroy import StoragePreventDestroy
+from terravixens.rules.view import StackView
 
 ALL_RULES = (
     OddControlPlaneQuorum,
@@ -26,9 +33,26 @@ ALL_RULES = (
 )
 
 
+@jsii.implements(IValidation)
+class RuleSet:
+    """Every rule over one stack, in one pass: a validation of the stack, so cdktf calls it once per synth (after
+    every Aspect, on the finished tree) instead of once per rule and construct as Aspects are. Violations are error
+    annotations on the offending construct; the list returned to cdktf stays empty, so synth fails with the rules'
+    messages ("Encountered Annotations with level ERROR") as before."""
+
+    def __init__(self, stack: TerraformStack, rules: Sequence[Rule]):
+        self.stack = stack
+        self.rules = tuple(rules)
+
+    def validate(self) -> list[str]:
+        view = StackView(self.stack)
+        for rule in self.rules:
+            rule.check(view)
+        return []
+
+
 def apply_rules(stack: TerraformStack) -> None:
-    for rule in ALL_RULES:
-        Aspects.of(stack).add(rule())
+    stack.node.add_validation(RuleSet(stack, [rule() for rule in ALL_RULES]))
 
 
-__all__ = ["ALL_RULES", "apply_rules", *(rule.__name__ for rule in ALL_RULES)]
+__all__ = ["ALL_RULES", "RuleSet", "apply_rules", *(rule.__name__ for rule in ALL_RULES)]

@@ -1,35 +1,35 @@
-"""Shared plumbing of the safety rules: naming, messages, and reading what a construct will synthesize."""
+"""Shared plumbing of the safety rules: naming, messages, and reading what a stack will synthesize."""
 from __future__ import annotations
 
 import re
 
 import jsii
-from cdktf import (
-    Annotations,
-    DefaultTokenResolver,
-    IAspect,
-    StringConcat,
-    TerraformDataSource,
-    TerraformElement,
-    TerraformResource,
-    TerraformStack,
-    Tokenization,
-)
+from cdktf import Annotations, IAspect, TerraformElement, TerraformStack
 from constructs import IConstruct
+
+from terravixens.rules.view import Block, StackView
 
 REFERENCE = re.compile(r"\$\{(?:data\.)?([a-z0-9_]+)\.([A-Za-z0-9_-]+)")
 
 
 @jsii.implements(IAspect)
 class Rule:
-    """A named synth-time rule. Subclasses set `code`, `name` and `why`, and implement `visit`."""
+    """A named synth-time rule. Subclasses set `code`, `name` and `why`, and implement `check(view)` over one stack.
+
+    `terravixens.rules.apply_rules` runs every rule once per stack, after all Aspects (a stack validation). A rule
+    is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack when it is visited.
+    """
 
     code = "TV000"
     name = "Rule"
     why = ""
 
-    def visit(self, node: IConstruct) -> None:  # pragma: no cover - abstract
+    def check(self, view: StackView) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, TerraformStack):
+            self.check(StackView(node))
 
     def message(self, detail: str) -> str:
         return f"[{self.code} {self.name}] {detail} Why: {self.why}"
@@ -37,20 +37,14 @@ class Rule:
     def fail(self, node: IConstruct, detail: str) -> None:
         Annotations.of(node).add_error(self.message(detail))
 
+    def fail_block(self, view: StackView, block: Block, detail: str) -> None:
+        """The error is attached to the construct that wrote the block (cdktf prints its path before the message)."""
+        self.fail(view.construct_at(block.path), detail)
+
 
 def logical_id(element: TerraformElement) -> str:
     """The id the element is synthesized under, overrides included (Stack.get_logical_id ignores overrides)."""
     return element.friendly_unique_id
-
-
-def is_terraform_block(node: IConstruct) -> bool:
-    return isinstance(node, (TerraformResource, TerraformDataSource))
-
-
-def resolved(element: TerraformElement) -> dict:
-    """The element's JSON as it will be synthesized, references rendered as ${type.name...}."""
-    return Tokenization.resolve(element.to_terraform(), scope=TerraformStack.of(element), preparing=False,
-                                resolver=DefaultTokenResolver(StringConcat()))
 
 
 def strings_in(value) -> list[str]:
@@ -69,11 +63,3 @@ def references(value) -> set[tuple[str, str]]:
     for text in strings_in(value):
         found.update(REFERENCE.findall(text))
     return found
-
-
-def enclosing(node: IConstruct, kind: type):
-    """The nearest ancestor (or the node itself) of class `kind`, else None."""
-    for scope in reversed(node.node.scopes):
-        if isinstance(scope, kind):
-            return scope
-    return None

@@ -4,10 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from cdktf import TerraformStack
-from constructs import IConstruct
-
 from terravixens.rules.base import Rule, strings_in
+from terravixens.rules.view import StackView
 
 PATTERNS = {
     "a PEM private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
@@ -17,6 +15,8 @@ PATTERNS = {
     "a base64-encoded PEM block": re.compile(r"LS0tLS1CRUdJTi"),
     "a Kubernetes bootstrap token": re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"),
 }
+# One pass over each string finds whether any pattern is there; only those strings are searched pattern by pattern.
+ANY_PATTERN = re.compile("|".join(f"(?:{pattern.pattern})" for pattern in PATTERNS.values()))
 # Attributes that hold secrets: any literal (anything but a reference or an expression) is a leak.
 SECRET_ATTRIBUTES = re.compile(r"^(password|token|api_token|client_key|private_key|secret|secret_key|access_key)$")
 
@@ -39,15 +39,15 @@ class NoSecretLiterals(Rule):
     why = ("synthesized JSON is committed, reviewed and snapshotted: secrets are read at apply time from files, "
            "variables or the environment.")
 
-    def visit(self, node: IConstruct) -> None:
-        if not isinstance(node, TerraformStack):
-            return
-        document = node.to_terraform()
+    def check(self, view: StackView) -> None:
+        document = view.document
         for text in strings_in(document):
+            if not ANY_PATTERN.search(text):
+                continue
             for what, pattern in PATTERNS.items():
                 if pattern.search(text):
-                    self.fail(node, f"stack {node.node.id!r} contains {what} in {json.dumps(text[:60])}…: read it at "
-                                    f"apply time (file(), a variable or an environment variable) instead.")
+                    self.fail(view.stack, f"stack {view.name!r} contains {what} in {json.dumps(text[:60])}…: read it "
+                                          f"at apply time (file(), a variable or an environment variable) instead.")
         for path in _literal_secrets(document):
-            self.fail(node, f"stack {node.node.id!r} sets secret attribute {path} to a literal: pass a reference or "
-                            f"a variable instead.")
+            self.fail(view.stack, f"stack {view.name!r} sets secret attribute {path} to a literal: pass a reference "
+                                  f"or a variable instead.")

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
-from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, TerraformResource, TerraformStack, \
-    TerraformVariable
-from constructs import IConstruct
+from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, TerraformResource, TerraformVariable
 
 from terravixens.inputs import shown_at
-from terravixens.rules.base import Rule, logical_id, resolved
+from terravixens.rules.base import Rule
+from terravixens.rules.view import Block, StackView
 
 # Left to right, as Terraform scans a template: an escape is consumed whole, so `$$${` is an escape too.
 SEQUENCE = re.compile(r"\$\$\{|%%\{|([$%]\{)")
@@ -48,11 +48,13 @@ def _strings(value, path: tuple = ()):
             yield from _strings(item, (*path, index))
 
 
-def _label(element: TerraformElement) -> str:
+def _label(element: TerraformElement, block: Block | None) -> str:
+    if block is not None:
+        return block.address
     if isinstance(element, TerraformResource):
-        return f"{element.terraform_resource_type}.{logical_id(element)}"
+        return f"{element.terraform_resource_type}.{element.friendly_unique_id}"
     if isinstance(element, TerraformDataSource):
-        return f"data.{element.terraform_resource_type}.{logical_id(element)}"
+        return f"data.{element.terraform_resource_type}.{element.friendly_unique_id}"
     return element.node.path
 
 
@@ -70,42 +72,48 @@ class NoTemplateSequences(Rule):
            "one would run at plan or apply time (read files, or the environment that holds the Proxmox token and S3 "
            "keys during a deploy).")
 
-    def visit(self, node: IConstruct) -> None:
-        if not isinstance(node, TerraformStack):
-            return
-        document = node.to_terraform()  # resolved once: most elements carry no sequence at all and are skipped
-        for element in node.node.find_all():
-            if isinstance(element, TerraformElement) and not isinstance(element, LITERAL_ELEMENTS):
-                self._check(element, self._resolved_body(document, element))
+    def check(self, view: StackView) -> None:
+        # Resource and data blocks from the stack's JSON (most carry no sequence at all and are skipped); an
+        # element's raw configuration is read only when its block holds one.
+        for block in view.blocks:
+            self._check(block.wrapped(), lambda block=block: view.element_of(block), block)
+        others = [element for element in view.of_class(TerraformElement)
+                  if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
+        for element in [*others, *self._without_block(view)]:
+            self._check(view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
 
     @staticmethod
-    def _resolved_body(document: dict, element: TerraformElement) -> dict:
-        """The element's resolved block, taken from the stack's document when it is a resource or data source."""
-        if isinstance(element, (TerraformResource, TerraformDataSource)):
-            kind = "resource" if isinstance(element, TerraformResource) else "data"
-            kind_type = element.terraform_resource_type
-            found = document.get(kind, {}).get(kind_type, {}).get(logical_id(element))
-            if found is not None:
-                return {kind: {kind_type: {logical_id(element): found}}}
-        return resolved(element)
+    def _without_block(view: StackView) -> list:
+        """Resource and data elements that do not write a block of their own (moved ones, or two under one address,
+        which cdktf merges into one block): judged by their own resolved configuration, as every other element.
+        Only when the counts of elements and blocks differ, so rarely, is each element's address asked for."""
+        if len(view.block_elements) == len(view.blocks):
+            return []
+        written = {(block.kind, block.type, block.logical_id) for block in view.blocks}
+        addresses = [("resource" if isinstance(element, TerraformResource) else "data",
+                      element.terraform_resource_type, element.friendly_unique_id) for element in view.block_elements]
+        shared = Counter(addresses)
+        return [element for element, address in zip(view.block_elements, addresses)
+                if address not in written or shared[address] > 1]
 
-    def _check(self, element: TerraformElement, body: dict) -> None:
+    def _check(self, body: dict, raw_configuration, block: Block | None) -> None:
         text = json.dumps(body)
         if "${" not in text and "%{" not in text:
             return
+        element, raw = raw_configuration()
         reported = False
-        for path, value in _strings(element.to_terraform()):
+        for path, value in _strings(raw):
             found = unescaped(TOKEN.sub("", value))
             if found:
                 reported = True
-                self._fail(element, path, value, found[0])
+                self._fail(element, block, path, value, found[0])
         if reported:
             return
         for path, value in _strings(body):
             if "%{" in unescaped(value):
-                self._fail(element, path, value, "%{")
+                self._fail(element, block, path, value, "%{")
 
-    def _fail(self, element: TerraformElement, path: tuple, value: str, sequence: str) -> None:
-        self.fail(element, f"{_label(element)} {_where(path, element)}: {shown_at(path, value)} holds {sequence!r}, which Terraform "
+    def _fail(self, element: TerraformElement, block: Block | None, path: tuple, value: str, sequence: str) -> None:
+        self.fail(element, f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds {sequence!r}, which Terraform "
                            f"would evaluate as a template; text is copied into the JSON unchanged. Remove it, or write "
                            f"a literal as '$${{' / '%%{{'.")

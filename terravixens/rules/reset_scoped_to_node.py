@@ -6,25 +6,24 @@ cluster node of the same name are still two nodes.
 """
 from __future__ import annotations
 
-from constructs import IConstruct
-
 from terravixens.catalogue import RESET_CAPABLE
 from terravixens.logical_ids import owner_of, standalone_owner_of
-from terravixens.rules.base import Rule, enclosing, is_terraform_block, logical_id, references, resolved
+from terravixens.rules.base import Rule, references
+from terravixens.rules.view import Block, StackView
 
 OWNERS = "a TalosNode, StandaloneVm or StandaloneContainer"
 
 
-def node_owner(node: IConstruct) -> tuple[str, str] | None:
-    """('node', name) inside a TalosNode, ('standalone', name) inside a standalone construct, else None."""
+def node_owner(view: StackView, block: Block) -> tuple[str, str] | None:
+    """('node', name) for a block inside a TalosNode, ('standalone', name) inside a standalone construct, else None."""
     from terravixens.constructs.standalone_container import StandaloneContainer
     from terravixens.constructs.standalone_vm import StandaloneVm
     from terravixens.constructs.talos_node import TalosNode
 
-    talos = enclosing(node, TalosNode)
+    talos = view.owner(block, TalosNode)
     if talos is not None:
         return "node", talos.node_name
-    standalone = enclosing(node, StandaloneVm) or enclosing(node, StandaloneContainer)
+    standalone = view.owner(block, StandaloneVm) or view.owner(block, StandaloneContainer)
     if standalone is not None:
         return "standalone", standalone.node_name
     return None
@@ -46,22 +45,18 @@ class ResetScopedToNode(Rule):
     why = ("a resource that resets or deletes a machine must belong to one node, and must not read another "
            "node's attributes: otherwise a change to node Y could reset or replace node X.")
 
-    def visit(self, node: IConstruct) -> None:
-        if not is_terraform_block(node):
-            return
-        owner = node_owner(node)
-        kind = getattr(node, "terraform_resource_type", "")
-        if owner is None:
-            if kind in RESET_CAPABLE:
-                self.fail(node, f"{kind}.{logical_id(node)} is not inside {OWNERS}: create it through one of them "
-                                f"so that it belongs to exactly one node.")
-            return
-        config = resolved(node)
-        body = next(iter(next(iter(config.values())).values()))[logical_id(node)]
-        targets = references(body) | {tuple(item.split(".", 1)) for item in body.get("depends_on", [])}
-        for target_type, target_id in sorted(targets):
-            other = id_owner(target_id)
-            if other is not None and other != owner:
-                self.fail(node, f"{kind}.{logical_id(node)} of {owner[0]} {owner[1]!r} reads {target_type}.{target_id} "
-                                f"of {other[0]} {other[1]!r}: give it only cluster-level inputs and its own node's "
-                                f"attributes.")
+    def check(self, view: StackView) -> None:
+        for block in view.blocks:
+            owner = node_owner(view, block)
+            if owner is None:
+                if block.type in RESET_CAPABLE:
+                    self.fail_block(view, block, f"{block.type}.{block.logical_id} is not inside {OWNERS}: create "
+                                                 f"it through one of them so that it belongs to exactly one node.")
+                continue
+            targets = references(block.body) | {tuple(item.split(".", 1)) for item in block.body.get("depends_on", [])}
+            for target_type, target_id in sorted(targets):
+                other = id_owner(target_id)
+                if other is not None and other != owner:
+                    self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} reads "
+                                                 f"{target_type}.{target_id} of {other[0]} {other[1]!r}: give it "
+                                                 f"only cluster-level inputs and its own node's attributes.")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import re
 
-from constructs import IConstruct
-
 from terravixens.logical_ids import node_id, owner_of, standalone_id, standalone_owner_of
-from terravixens.rules.base import Rule, is_terraform_block, logical_id
+from terravixens.rules.base import Rule
 from terravixens.rules.reset_scoped_to_node import node_owner
+from terravixens.rules.view import StackView
 
 PATH_HASH = re.compile(r"_[0-9A-F]{8}$")
 ROLE_WORDS = re.compile(r"control[-_]?plane|worker|(?:^|_)cp(?:_|$)|(?:^|_)wk(?:_|$)")
@@ -25,22 +24,24 @@ class StableLogicalIds(Rule):
     why = ("a logical id is a Terraform address: when it changes, Terraform destroys and re-creates the resource. "
            "Ids from list positions or roles change when a node is added, removed or promoted.")
 
-    def visit(self, node: IConstruct) -> None:
-        if not is_terraform_block(node):
-            return
-        current = logical_id(node)
-        if PATH_HASH.search(current):
-            self.fail(node, f"{current!r} is cdktf's path-derived id: pin it with terravixens.logical_ids.pin().")
-            return
-        owner = node_owner(node)
-        if owner is None:
-            return
-        kind, name = owner
-        make_id, owner_from_id = ID_OF[kind]
-        expected_prefix = make_id(name, "")
-        if owner_from_id(current) != name or not current.startswith(expected_prefix):
-            self.fail(node, f"{current!r} belongs to {kind} {name!r} but is not named {expected_prefix}<part>.")
-            return
-        part = current[len(expected_prefix):]
-        if ROLE_WORDS.search(part) or POSITION.search("_" + part):
-            self.fail(node, f"{current!r} carries a role or a position ({part!r}): name it by what it is.")
+    def check(self, view: StackView) -> None:
+        for block in view.blocks:
+            current = block.logical_id
+            if PATH_HASH.search(current):
+                self.fail_block(view, block, f"{current!r} is cdktf's path-derived id: pin it with "
+                                             f"terravixens.logical_ids.pin().")
+                continue
+            owner = node_owner(view, block)
+            if owner is None:
+                continue
+            kind, name = owner
+            make_id, owner_from_id = ID_OF[kind]
+            expected_prefix = make_id(name, "")
+            if owner_from_id(current) != name or not current.startswith(expected_prefix):
+                self.fail_block(view, block, f"{current!r} belongs to {kind} {name!r} but is not named "
+                                             f"{expected_prefix}<part>.")
+                continue
+            part = current[len(expected_prefix):]
+            if ROLE_WORDS.search(part) or POSITION.search("_" + part):
+                self.fail_block(view, block, f"{current!r} carries a role or a position ({part!r}): name it by what "
+                                             f"it is.")

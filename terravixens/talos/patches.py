@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import ipaddress
 
-import yaml
-
 from terravixens.config.model import Cluster, Node
 from terravixens.config.placement import PlacedNode
 from terravixens.roles import Role
-from terravixens.talos import versions
+from terravixens.talos import versions, yaml_text
 from terravixens.talos.image import installer_image
 
 # Talos gives DHCP routes metric 1024, like our static defaults: DHCP on the maintenance network goes below them.
@@ -28,7 +26,7 @@ DHCP_ROUTE_METRIC = 2048
 
 
 def _dump(document: dict) -> str:
-    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+    return yaml_text.dump(document)  # yaml.safe_dump(document, sort_keys=True, default_flow_style=False), faster
 
 
 def hostname_config(hostname: str) -> dict:

@@ -1,0 +1,63 @@
+"""Building resources with few round trips to cdktf's Node.js process: the conventions every construct follows.
+
+Every call on a cdktf object (create, get, method) is a jsii round trip from Python to Node.js and back: a fraction
+of a millisecond, paid per node when a construct makes it per node. A construct of terravixens therefore:
+
+- creates each resource with all its arguments in the constructor call (one round trip), nested blocks included;
+- reads a value that is the same for every node once, and keeps it (references render the same wherever they are
+  used): `ClusterConfig.client_configuration()` and `ClusterConfig.machine_configuration(role)` do;
+- names a binding's Terraform type with `resource_type(Binding)` and an address with `address(Binding, id)`, read
+  once per process instead of once per resource (`resource.terraform_resource_type` is a round trip each time);
+- writes a JSON null with `null()`, one token for the whole process, where a nested object needs every key;
+- records where it sits with `locate(self, scope, id)` when the safety rules attribute blocks to it (TalosNode,
+  ClusterConfig): the rules then know its construct path without asking cdktf for it.
+
+Logical ids are still pinned one by one (`terravixens.logical_ids.pin`): they are public API. See
+docs/adr/0027-synth-speed.md for what each round trip costs and where the time of a synth goes.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+from cdktf import IResolvable, Token
+from constructs import IConstruct
+
+_LOCATION = "_terravixens_location"
+
+
+@cache
+def resource_type(binding: type) -> str:
+    """The Terraform type a generated binding class writes, e.g. "proxmox_virtual_environment_vm"."""
+    return binding.TF_RESOURCE_TYPE
+
+
+@cache
+def declared_type(cls: type) -> str | None:
+    """The Terraform type a class declares (generated bindings, cdktf's DataResource), else None (a plain
+    TerraformResource, whose type is per instance)."""
+    try:
+        return cls.TF_RESOURCE_TYPE
+    except AttributeError:
+        return None
+
+
+def address(binding: type, logical_id: str) -> str:
+    """The resource address Terraform knows it by (`replace_triggered_by`, `depends_on` overrides, messages)."""
+    return f"{resource_type(binding)}.{logical_id}"
+
+
+@cache
+def null() -> IResolvable:
+    """A token that renders as JSON null (cdktf's Token.null_value()), shared: it carries no state."""
+    return Token.null_value()
+
+
+def locate(construct: IConstruct, scope: IConstruct, id: str) -> None:
+    """Remembers the scope and id a construct was created with (call it right after `super().__init__`)."""
+    setattr(construct, _LOCATION, (scope, id))
+
+
+def location_of(construct: IConstruct) -> tuple[IConstruct, str] | None:
+    """(scope, id) recorded by `locate`, else None. A construct's path is its scope's path, "/" and its id (with
+    "/" written "--", as the constructs library does); the root's path is empty."""
+    return getattr(construct, _LOCATION, None)

@@ -1,0 +1,186 @@
+"""One look at a whole stack, shared by every rule: its resolved JSON, its constructs, and who owns each block.
+
+Each call into cdktf crosses to its Node.js process and back (a jsii round trip, a fraction of a millisecond), so the
+rules read a stack in bulk instead of asking each construct: the stack's JSON once (`to_terraform()`, references
+rendered as `${type.name...}`), its constructs once (`find_all()`), and the path of a construct only for the few
+classes a rule asks about (TalosNode, ClusterConfig). Resource and data blocks are taken from the JSON, where cdktf
+writes each block's construct path (`"//": {"metadata": {"path": …}}`); a block belongs to the nearest enclosing
+construct of a class when that construct's path is a prefix of the block's path. What a rule reads is what
+Terraform will read: overrides, stack-level overrides and Aspects included.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+
+from cdktf import DefaultTokenResolver, StringConcat, TerraformDataSource, TerraformResource, TerraformStack, \
+    Tokenization
+from constructs import IConstruct
+
+BLOCK_KINDS = ("resource", "data")
+PATH_SEP = "/"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A resource or data block as synthesized: kind ("resource" or "data"), type, logical id, resolved body, and
+    the path of the construct that wrote it."""
+
+    kind: str
+    type: str
+    logical_id: str
+    body: dict
+    path: str
+
+    @property
+    def address(self) -> str:
+        prefix = "data." if self.kind == "data" else ""
+        return f"{prefix}{self.type}.{self.logical_id}"
+
+    def wrapped(self) -> dict:
+        """The block as its element's `to_terraform()` nests it: {kind: {type: {logical id: body}}}."""
+        return {self.kind: {self.type: {self.logical_id: self.body}}}
+
+
+class StackView:
+    """A stack as the rules read it; built once per stack when the rules run (terravixens.rules.RuleSet)."""
+
+    def __init__(self, stack: TerraformStack):
+        self.stack = stack
+        self._node = stack.node
+        self.name: str = self._node.id
+        self.document: dict = stack.to_terraform()
+        self.constructs: list[IConstruct] = list(self._node.find_all())
+        self._paths: dict[int, str] = {}
+        self._nodes: dict[int, object] = {}
+        self._by_path: dict[str, IConstruct] = {}
+        self._owners: dict[type, dict[str, IConstruct]] = {}
+        self._remember(stack, self._node)
+
+    # ------------------------------------------------------------------------------------------------ the JSON
+    @cached_property
+    def blocks(self) -> list[Block]:
+        found = []
+        for kind in BLOCK_KINDS:
+            for kind_type, items in (self.document.get(kind) or {}).items():
+                for logical_id, body in (items or {}).items():
+                    path = ((body.get("//") or {}).get("metadata") or {}).get("path") if isinstance(body, dict) else None
+                    if path is not None:
+                        found.append(Block(kind, kind_type, logical_id, body, path))
+        return found
+
+    def blocks_of(self, types) -> list[Block]:
+        return [block for block in self.blocks if block.type in types]
+
+    # ------------------------------------------------------------------------------------------ the constructs
+    def of_class(self, kind: type) -> list:
+        return [construct for construct in self.constructs if isinstance(construct, kind)]
+
+    @cached_property
+    def block_elements(self) -> list:
+        """The resource and data source constructs (each writes one block, unless moved)."""
+        return self.of_class((TerraformResource, TerraformDataSource))
+
+    def _remember(self, construct: IConstruct, node=None) -> str:
+        key = id(construct)
+        if key not in self._paths:
+            node = node or construct.node
+            self._nodes[key] = node
+            self._paths[key] = node.path
+            self._by_path[self._paths[key]] = construct
+        return self._paths[key]
+
+    def path_of(self, construct: IConstruct) -> str:
+        """The construct's path: computed from the scope and id it recorded (terravixens.constructs.build.locate),
+        or asked of cdktf (two round trips) for any other construct."""
+        from terravixens.constructs.build import location_of
+
+        key = id(construct)
+        if key in self._paths:
+            return self._paths[key]
+        location = location_of(construct)
+        if location is None:
+            return self._remember(construct)
+        scope, child_id = location
+        parent = self.path_of(scope)
+        child = child_id.replace(PATH_SEP, "--")
+        path = f"{parent}{PATH_SEP}{child}" if parent else child
+        self._paths[key] = path
+        self._by_path[path] = construct
+        return path
+
+    def owner(self, block: Block, kind: type):
+        """The nearest construct of class `kind` that encloses the block, else None."""
+        if kind not in self._owners:
+            self._owners[kind] = {self.path_of(construct): construct for construct in self.of_class(kind)}
+        owners = self._owners[kind]
+        if not owners:
+            return None
+        path = block.path
+        while path:
+            if path in owners:
+                return owners[path]
+            path = path.rpartition(PATH_SEP)[0]
+        return None
+
+    @cached_property
+    def _writers(self) -> dict[tuple[str, str, str], IConstruct]:
+        """(kind, type, logical id) of a block -> the element that wrote it, as far as order tells: cdktf merges
+        elements into the stack's JSON in tree order, so the n-th element of a kind and type wrote the n-th block of
+        that kind and type. A guess to be verified (`element_of`); kinds and types whose counts differ (a moved
+        resource) are left out."""
+        from terravixens.constructs.build import declared_type
+
+        elements: dict[tuple[str, str], list] = defaultdict(list)
+        for element in self.block_elements:
+            kind = "resource" if isinstance(element, TerraformResource) else "data"
+            kind_type = declared_type(type(element)) or element.terraform_resource_type
+            elements[(kind, kind_type)].append(element)
+        blocks: dict[tuple[str, str], list[Block]] = defaultdict(list)
+        for block in self.blocks:
+            blocks[(block.kind, block.type)].append(block)
+        writers = {}
+        for key, written in blocks.items():
+            if len(elements.get(key, ())) == len(written):
+                writers.update({(block.kind, block.type, block.logical_id): element
+                                for block, element in zip(written, elements[key])})
+        return writers
+
+    def element_of(self, block: Block) -> tuple[IConstruct, dict]:
+        """The element that wrote a block and its own (unresolved) configuration, which names the block it writes:
+        the guess by order is checked against it, and the construct at the block's path is taken otherwise."""
+        element = self._writers.get((block.kind, block.type, block.logical_id))
+        if element is not None:
+            raw = element.to_terraform()
+            if block.logical_id in ((raw.get(block.kind) or {}).get(block.type) or {}):
+                return element, raw
+        element = self.construct_at(block.path)
+        return element, element.to_terraform()
+
+    def construct_at(self, path: str) -> IConstruct:
+        """The construct at a path of this stack, found from the nearest construct whose path is known."""
+        ancestor = path
+        while ancestor not in self._by_path:
+            ancestor = ancestor.rpartition(PATH_SEP)[0]
+            if not ancestor:
+                raise LookupError(f"{path!r} is not a construct path of stack {self.name!r}")
+        construct = self._by_path[ancestor]
+        for part in path[len(ancestor):].strip(PATH_SEP).split(PATH_SEP) if path != ancestor else ():
+            node = self._nodes.get(id(construct))
+            if node is None:
+                node = self._nodes[id(construct)] = construct.node
+            construct = node.find_child(part)
+            ancestor = f"{ancestor}{PATH_SEP}{part}"  # a child's path is its parent's, a separator and its id
+            self._paths[id(construct)] = ancestor
+            self._by_path[ancestor] = construct
+        return construct
+
+    # -------------------------------------------------------------------------------------------- resolution
+    @cached_property
+    def _resolver(self):
+        return DefaultTokenResolver(StringConcat())
+
+    def resolved(self, element) -> dict:
+        """An element's JSON resolved as the stack's (for elements that are not resource or data blocks)."""
+        return Tokenization.resolve(element.to_terraform(), scope=self.stack, preparing=False, resolver=self._resolver)

@@ -1,0 +1,63 @@
+"""The rules' view of a stack (terravixens/rules/view.py): what it reads in bulk must equal what cdktf says one by
+one — the path of a construct, the element that wrote a block — or a rule would judge the wrong thing."""
+from __future__ import annotations
+
+import pytest
+from cdktf import App
+
+from terravixens.constructs import ClusterConfig, TalosNode
+from terravixens.rules.view import StackView
+from terravixens.stacks import build_app
+
+
+@pytest.fixture()
+def views(example_site, tmp_path) -> dict[str, StackView]:
+    app = build_app(example_site, str(tmp_path))
+    stacks = {stack.node.id: stack for stack in app.node.children}
+    for stack in stacks.values():
+        stack.prepare_stack()
+    return {name: StackView(stack) for name, stack in stacks.items()}
+
+
+def test_every_block_is_read_with_its_construct_path(views):
+    platform = views["platform-prod"]
+    paths = {block.address: block.path for block in platform.blocks}
+    assert paths["proxmox_virtual_environment_vm.node_cp-a_vm"] == "platform-prod/cp-a/vm"
+    assert paths["data.talos_machine_configuration.cluster_machine_configuration_worker"] == \
+        "platform-prod/cluster_config/machine_configuration_worker"
+    assert len(platform.blocks) == len(platform.block_elements)
+
+
+@pytest.mark.parametrize("stack", ["hypervisors", "platform-prod", "gitops-prod"])
+def test_the_writer_of_each_block_is_the_construct_at_its_path(views, stack):
+    """The guess by order (no round trip) is the construct cdktf finds at the block's path (one per level)."""
+    view = views[stack]
+    for block in view.blocks:
+        element, raw = view.element_of(block)
+        assert element is view.construct_at(block.path), block.address
+        assert block.logical_id in raw[block.kind][block.type]
+
+
+def test_recorded_locations_give_cdktfs_paths(views):
+    view = views["platform-prod"]
+    owners = view.of_class((TalosNode, ClusterConfig))
+    assert len(owners) == 6
+    for owner in owners:
+        assert view.path_of(owner) == owner.node.path
+
+
+def test_a_slash_in_an_id_is_written_as_cdktf_writes_it(example_site, tmp_path):
+    from terravixens.constructs import ClusterConfigProps
+    from terravixens.stacks.platform import PlatformStack
+
+    app = App(outdir=str(tmp_path))
+    stack = PlatformStack(app, example_site, "prod")
+    odd = ClusterConfig(stack, "odd/config", ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"]))
+    assert StackView(stack).path_of(odd) == odd.node.path == "platform-prod/odd--config"
+
+
+def test_owners_are_the_nearest_enclosing_construct(views):
+    view = views["platform-prod"]
+    owner = {block.address: view.owner(block, TalosNode) for block in view.blocks}
+    assert owner["talos_machine_configuration_apply.node_wk-a_apply"].node_name == "wk-a"
+    assert owner["talos_machine_bootstrap.cluster_bootstrap"] is None

@@ -54,7 +54,7 @@ imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json c
 # CLI and the tests run without -O), written once here as pip does at install. `pipenv run` sets
 # PYTHONDONTWRITEBYTECODE for what it runs, so without this every synth would compile the bindings (and, under -O,
 # cdktf itself) again (docs/adr/0027-synth-speed.md).
-BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravixens.stacks, terravixens.cli
+BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravixens.stacks, terravixens.synth, terravixens.cli
 .venv/.bytecode: .venv/.installed imports/.schema-stamp $(shell find terravixens -name '*.py')
 	pipenv run python -c "$(BYTECODE_IMPORTS)"
 	pipenv run python -O -c "$(BYTECODE_IMPORTS)"

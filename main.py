@@ -6,7 +6,7 @@ the field, the bad value and the fix, and synth stops with exit code 2; a broken
 """
 import sys
 
-from terravixens.cli import synth_main
+from terravixens.synth import synth_main
 
 if __name__ == "__main__":
     sys.exit(synth_main())

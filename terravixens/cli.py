@@ -27,29 +27,6 @@ from pathlib import Path
 
 from terravixens.config.loader import SITE_ENV, SiteError, load_site
 
-RULE_FAILURE_MARK = "Encountered Annotations with level \"ERROR\""
-
-
-def synth_main(outdir: str | None = None) -> int:
-    """Used by main.py (cdktf synth). Returns a process exit code; prints problems without a traceback."""
-    try:
-        site = load_site()
-    except SiteError as error:
-        print(error, file=sys.stderr)
-        return 2
-    from terravixens.stacks import build_app
-
-    try:
-        build_app(site, outdir).synth()
-    except RuntimeError as error:
-        text = str(error)
-        if RULE_FAILURE_MARK not in text:
-            raise
-        print("terravixens: synth stopped by safety rules:\n" + text.split(RULE_FAILURE_MARK, 1)[1].strip(": \n"),
-              file=sys.stderr)
-        return 1
-    return 0
-
 
 def _with_site(command):
     """Loads the site named on the command line; a bad site prints its problems and exits 2."""
@@ -65,19 +42,9 @@ def _with_site(command):
 
 @_with_site
 def _validate(args: argparse.Namespace, site) -> int:
-    nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
-    standalone = ""
-    if site.standalone.nodes:
-        from terravixens.standalone.validate import validate_site_specs
+    from terravixens.operations.validate import validate
 
-        problems = validate_site_specs(args.site)
-        if problems:
-            print(problems, file=sys.stderr)
-            return 2
-        standalone = f", {len(site.standalone.nodes)} standalone nodes"
-    print(f"{args.site or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
-          f"{len(site.clusters)} clusters, {nodes} nodes{standalone}")
-    return 0
+    return validate(site, args.site, sys.stdout, sys.stderr)
 
 
 @_with_site

@@ -1,7 +1,7 @@
 """YAML text of machine configuration patches: PyYAML's output, byte for byte, at libyaml's speed where that is safe.
 
 PyYAML's pure-Python emitter takes about a millisecond per node patch, the largest share of what building a node
-costs in Python (docs/adr/0028-synth-speed.md). libyaml's emitter (yaml.CSafeDumper) is several times faster but
+costs in Python (docs/adr/0027-synth-speed.md). libyaml's emitter (yaml.CSafeDumper) is several times faster but
 does not always write the same bytes: it folds long double-quoted strings and writes empty keys differently. For a
 document made only of mappings with non-empty string keys, lists, integers, booleans, nulls and strings drawn from
 `[A-Za-z0-9._/:@=+-]` there is nothing to fold, escape or quote differently (no space, no quote, nothing

@@ -99,7 +99,7 @@ def test_a_site_carrying_it_is_refused_before_any_json(tmp_path, canary, name):
     assert f"  - line {line}, {field}: " in validate.stderr
     assert "holds '${': Terraform would evaluate it as a template" in validate.stderr
     outdir = tmp_path / "cdktf.out"
-    synth = subprocess.run([sys.executable, "-c", f"import sys; from terravixens.cli import synth_main; "
+    synth = subprocess.run([sys.executable, "-c", f"import sys; from terravixens.synth import synth_main; "
                                                   f"sys.exit(synth_main({str(outdir)!r}))"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert synth.returncode == 2, synth.stdout + synth.stderr

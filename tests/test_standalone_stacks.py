@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cdktf import App, TerraformStack, Testing
+from cdktf import App, TerraformStack
+from cdktf import Testing as CdktfTesting  # aliased: pytest would try to collect a class named Test*
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from imports.proxmox.virtual_environment_container import VirtualEnvironmentContainer
@@ -175,7 +176,7 @@ def test_standalone_nodes_without_a_spec_server_are_refused():
 
 
 def _stack_with_tokens():
-    app = Testing.app()
+    app = CdktfTesting.app()
     stack = TerraformStack(app, "l2")
     return stack, node_tokens_variable(stack)
 
@@ -206,7 +207,7 @@ def test_a_spec_server_missing_from_a_site_built_by_hand_is_refused_by_the_stack
     site = support.site_from(standalone_data())
     broken = site.model_copy(update={"standalone": site.standalone.model_copy(update={"spec_server": None})})
     with pytest.raises(ValueError, match="no standalone.spec_server: nodes are told where to pull their spec from"):
-        StandaloneStack(Testing.app(), broken, standalone_layers(broken)["standalone"])
+        StandaloneStack(CdktfTesting.app(), broken, standalone_layers(broken)["standalone"])
 
 
 def synth_errors(app: App) -> str:

@@ -48,7 +48,7 @@ def build_site(folder: Path, identities: int) -> tuple[Path, Path, list[tuple[st
         plan.append((name, {"dev": None, "stage": SITE_TOKEN, "prod": node_token(name)}[posture]))
     site = {"site": "bench", "proxmox": {"endpoint": "https://pve1.bench.internal:8006/"},
             "hypervisors": {"pve1": {"node_name": "pve1", "bridges": {"vmbr1": {"vlans": [111]}}}},
-            "standalone": {"nodes": nodes}}
+            "standalone": {"spec_server": {"url": "https://specs.bench.internal:8443"}, "nodes": nodes}}
     (folder / "site.yaml").write_text(yaml.safe_dump(site))
     (folder / "specs").mkdir()
     for posture in POSTURES:

@@ -32,7 +32,11 @@ def test_every_block_is_read_with_its_construct_path(views):
 def test_the_writer_of_each_block_is_the_construct_at_its_path(views, stack):
     """The guess by order (no round trip) is the construct cdktf finds at the block's path (one per level)."""
     view = views[stack]
+    pathless = {block.address for block in view.blocks if block.pathless}
+    assert all(address.startswith("data.terraform_remote_state.") for address in pathless), pathless
     for block in view.blocks:
+        if block.pathless:
+            continue
         element, raw = view.element_of(block)
         assert element is view.construct_at(block.path), block.address
         assert block.logical_id in raw[block.kind][block.type]
@@ -61,3 +65,22 @@ def test_owners_are_the_nearest_enclosing_construct(views):
     owner = {block.address: view.owner(block, TalosNode) for block in view.blocks}
     assert owner["talos_machine_configuration_apply.node_wk-a_apply"].node_name == "wk-a"
     assert owner["talos_machine_bootstrap.cluster_bootstrap"] is None
+
+
+def test_a_block_no_construct_wrote_belongs_to_the_stack(example_site, tmp_path):
+    """A stack-level override can add a whole block: it has the stack's path, and the other blocks of its type are
+    still attributed to the elements that wrote them."""
+    app = build_app(example_site, str(tmp_path))
+    stack = app.node.find_child("platform-prod")
+    stack.add_override("resource.proxmox_virtual_environment_vm.stray", {"node_name": "pve1"})
+    stack.prepare_stack()
+    view = StackView(stack)
+    stray = next(block for block in view.blocks if block.logical_id == "stray")
+    assert (stray.pathless, stray.path) == (True, "platform-prod")
+    assert view.construct_at(stray.path) is stack
+    with pytest.raises(LookupError, match="has no construct path"):
+        view.element_of(stray)
+    for block in view.blocks_of({"proxmox_virtual_environment_vm"}):
+        if not block.pathless:
+            element, _ = view.element_of(block)
+            assert element is view.construct_at(block.path), block.address

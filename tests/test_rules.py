@@ -274,6 +274,35 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none
 
 
+def test_tv007_text_in_a_stack_level_override(app, platform):
+    """A stack-level override is merged into the JSON after every element wrote its block: its text is judged as
+    recorded when it was added, on an existing block as on a block it adds whole."""
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_cp-a_vm.description", ENVIRON)
+    platform.add_override("data.talos_client_configuration.extra", {"cluster_name": f"x {ENVIRON}"})
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] stack 'platform-prod' override "
+            "resource.proxmox_virtual_environment_vm.node_cp-a_vm.description: "
+            "'${file(\"/proc/self/environ\")}' holds '${'") in errors
+    assert "override data.talos_client_configuration.extra.cluster_name: 'x ${file(" in errors
+    assert errors.count("[TV007") == 2
+
+
+def test_tv007_a_reference_or_an_escape_in_a_stack_level_override_passes(app):
+    stack = _user_stack(app)
+    user = stack.node.find_child("user")
+    stack.add_override("resource.proxmox_virtual_environment_user.ops.comment", user.user_id)
+    stack.add_override("resource.proxmox_virtual_environment_user.ops.email", "cost $${x} and 100%%{y}")
+    app.synth()
+
+
+def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):
+    platform.add_override("resource.proxmox_virtual_environment_vm.stray", {"node_name": "pve1"})
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
+            "or StandaloneContainer (it has no construct path: a stack-level override wrote it): create it through "
+            "one of them") in errors
+
+
 # ------------------------------------------------------------------------------------------- how the rules run
 def test_rules_run_after_every_aspect(app, platform):
     """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run

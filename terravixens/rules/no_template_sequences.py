@@ -9,7 +9,8 @@ function call) as `${TfToken[TOKEN.n]}`. So in an element's raw configuration, a
 text. Inside a token, cdktf escapes `${` in a function's string arguments (`$${`) but not `%{`, and cdktf itself
 never writes a directive: an unescaped `%{` anywhere in the resolved JSON is text too. `$${` and `%%{` are escapes
 (Terraform reads them as a literal `${` and `%{`) and pass. Variable defaults and the `terraform` block (backend)
-are read literally by Terraform, so they are not checked.
+are read literally by Terraform, so they are not checked. A stack-level override belongs to no element: its value is
+judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, Terra
 
 from terravixens.inputs import shown_at
 from terravixens.rules.base import Rule
+from terravixens.rules.overrides import stack_overrides
 from terravixens.rules.view import Block, StackView
 
 # Left to right, as Terraform scans a template: an escape is consumed whole, so `$$${` is an escape too.
@@ -76,7 +78,18 @@ class NoTemplateSequences(Rule):
         # Resource and data blocks from the stack's JSON (most carry no sequence at all and are skipped); an
         # element's raw configuration is read only when its block holds one.
         for block in view.blocks:
-            self._check(block.wrapped(), lambda block=block: view.element_of(block), block)
+            if not block.pathless:  # a remote state is judged with the other elements, an override's block below
+                self._check(block.wrapped(), lambda block=block: view.element_of(block), block)
+        for path, value in stack_overrides(view.stack):
+            for where, text in _strings(value):
+                found = unescaped(TOKEN.sub("", text))
+                if found:
+                    at = (*path.split("."), *where)
+                    shown_path = ".".join(str(part) for part in at)
+                    self.fail(view.stack, f"stack {view.name!r} override {shown_path}: {shown_at(at, text)} holds "
+                                          f"{found[0]!r}, which Terraform would evaluate as a template; an override is "
+                                          f"copied into the JSON unchanged. Remove it, or write a literal as '$${{' / "
+                                          f"'%%{{'.")
         others = [element for element in view.of_class(TerraformElement)
                   if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
         for element in [*others, *self._without_block(view)]:

@@ -50,8 +50,10 @@ class ResetScopedToNode(Rule):
             owner = node_owner(view, block)
             if owner is None:
                 if block.type in RESET_CAPABLE:
-                    self.fail_block(view, block, f"{block.type}.{block.logical_id} is not inside {OWNERS}: create "
-                                                 f"it through one of them so that it belongs to exactly one node.")
+                    written = " (it has no construct path: a stack-level override wrote it)" if block.pathless else ""
+                    self.fail_block(view, block, f"{block.type}.{block.logical_id} is not inside {OWNERS}{written}: "
+                                                 f"create it through one of them so that it belongs to exactly one "
+                                                 f"node.")
                 continue
             targets = references(block.body) | {tuple(item.split(".", 1)) for item in block.body.get("depends_on", [])}
             for target_type, target_id in sorted(targets):

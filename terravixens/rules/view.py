@@ -25,13 +25,16 @@ PATH_SEP = "/"
 @dataclass(frozen=True)
 class Block:
     """A resource or data block as synthesized: kind ("resource" or "data"), type, logical id, resolved body, and
-    the path of the construct that wrote it."""
+    the path of the construct that wrote it. A block without a construct path in the JSON — one a stack-level
+    `add_override` added whole, or a remote state (cdktf writes no path for those) — has the stack's path and
+    `pathless` set."""
 
     kind: str
     type: str
     logical_id: str
     body: dict
     path: str
+    pathless: bool = False
 
     @property
     def address(self) -> str:
@@ -65,8 +68,13 @@ class StackView:
         for kind in BLOCK_KINDS:
             for kind_type, items in (self.document.get(kind) or {}).items():
                 for logical_id, body in (items or {}).items():
-                    path = ((body.get("//") or {}).get("metadata") or {}).get("path") if isinstance(body, dict) else None
-                    if path is not None:
+                    if not isinstance(body, dict):
+                        continue
+                    path = ((body.get("//") or {}).get("metadata") or {}).get("path")
+                    if path is None:  # a stack-level override, or a remote state
+                        found.append(Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)],
+                                           pathless=True))
+                    else:
                         found.append(Block(kind, kind_type, logical_id, body, path))
         return found
 
@@ -139,7 +147,8 @@ class StackView:
             elements[(kind, kind_type)].append(element)
         blocks: dict[tuple[str, str], list[Block]] = defaultdict(list)
         for block in self.blocks:
-            blocks[(block.kind, block.type)].append(block)
+            if not block.pathless:
+                blocks[(block.kind, block.type)].append(block)
         writers = {}
         for key, written in blocks.items():
             if len(elements.get(key, ())) == len(written):
@@ -149,7 +158,10 @@ class StackView:
 
     def element_of(self, block: Block) -> tuple[IConstruct, dict]:
         """The element that wrote a block and its own (unresolved) configuration, which names the block it writes:
-        the guess by order is checked against it, and the construct at the block's path is taken otherwise."""
+        the guess by order is checked against it, and the construct at the block's path is taken otherwise. Not for
+        a `pathless` block: its writer, if any, is not among the stack's constructs by path."""
+        if block.pathless:
+            raise LookupError(f"{block.address} has no construct path (a stack-level override or a remote state)")
         element = self._writers.get((block.kind, block.type, block.logical_id))
         if element is not None:
             raw = element.to_terraform()

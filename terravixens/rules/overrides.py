@@ -1,0 +1,40 @@
+"""Stack-level overrides as Python added them: cdktf merges them into the stack's JSON but keeps them where no binding
+can read them back.
+
+`TerraformStack.add_override(path, value)` is merged into the stack's JSON after every element wrote its block, so
+what it writes belongs to no construct: the rules see its text in the JSON, but not that it is text (an element's
+references are told from text by its raw configuration, where cdktf still writes them as tokens). Each call is
+recorded here, tokens unresolved, when it is made — `TerraformStack.add_override` is wrapped once, when
+terravixens.rules is first imported — and TV007 judges the recorded values as it judges raw configurations.
+"""
+from __future__ import annotations
+
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from cdktf import TerraformStack
+
+_RECORDED: WeakKeyDictionary = WeakKeyDictionary()
+_MARK = "_terravixens_records_overrides"
+
+
+def stack_overrides(stack: TerraformStack) -> list[tuple[str, Any]]:
+    """(path, value) of every stack-level override added to `stack` from Python, in order."""
+    return list(_RECORDED.get(stack, ()))
+
+
+def _record_overrides() -> None:
+    original = TerraformStack.add_override
+    if getattr(original, _MARK, False):
+        return
+
+    def add_override(self, path: str, value: Any) -> None:
+        _RECORDED.setdefault(self, []).append((path, value))
+        original(self, path, value)
+
+    setattr(add_override, _MARK, True)
+    add_override.__doc__ = original.__doc__
+    TerraformStack.add_override = add_override
+
+
+_record_overrides()

@@ -135,10 +135,21 @@ def _remove_dead_member(args: argparse.Namespace, ws, tf) -> int:
 
 
 @_operation
-def _drift(args: argparse.Namespace, ws, tf) -> int:
+def _drift_layers(args: argparse.Namespace, ws, tf) -> int:
     from terravixens.operations.drift import drift
 
-    return drift(ws, args.layers, tf)
+    args.drift_result = drift(ws, args.layers, tf)
+    return args.drift_result
+
+
+def _drift(args: argparse.Namespace) -> int:
+    """Exit 0 in sync, 2 drift, 1 anything else: a bad site or an unknown layer (2 for the other operations) or a
+    Terraform failure (4) must not read as drift to a monitor that alerts on 2."""
+    from terravixens.operations.drift import ERROR
+
+    args.drift_result = None
+    code = _drift_layers(args)
+    return code if args.drift_result is not None else ERROR
 
 
 def _review(args: argparse.Namespace) -> int:

@@ -43,3 +43,15 @@ def test_review_needs_a_base_or_two_directories(tmp_path):
     assert cli("review", cwd=tmp_path).returncode == 2
     result = cli("review", "--before", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2 and "give BASE, or both --before and --after" in result.stderr
+
+
+def test_drift_exits_1_on_any_error_so_that_2_always_means_drift(tmp_path):
+    unknown = cli("drift", "platform-nowhere", "--site", SITE, cwd=tmp_path)
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.strip() == ("terravixens drift: unknown layer 'platform-nowhere': use one of hypervisors, "
+                                      "platform-prod, gitops-prod")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("site: Not A Name\n")
+    bad = cli("drift", "--site", str(broken), cwd=tmp_path)
+    assert bad.returncode == 1 and bad.stderr.startswith(f"{broken}: ") and "Traceback" not in bad.stderr
+    assert not (tmp_path / "cdktf.out").exists()

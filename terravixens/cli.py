@@ -28,14 +28,14 @@ from pathlib import Path
 from terravixens.config.loader import SITE_ENV, SiteError, load_site
 
 
-def _with_site(command):
-    """Loads the site named on the command line; a bad site prints its problems and exits 2."""
+def _with_site(command, bad_site: int = 2):
+    """Loads the site named on the command line; a bad site prints its problems and exits `bad_site`."""
     def run(args: argparse.Namespace) -> int:
         try:
             site = load_site(args.site)
         except SiteError as error:
             print(error, file=sys.stderr)
-            return 2
+            return bad_site
         return command(args, site)
     return run
 
@@ -72,12 +72,12 @@ def _selected_layers(args: argparse.Namespace) -> list[str] | None:
     return getattr(args, "layers", None) or None
 
 
-def _operation(command):
-    """Loads the site, sets umask 077, runs the operation; an OperationError prints its message and exits with its code.
+def _operation(command, stopped: int | None = None):
+    """Loads the site, sets umask 077, runs the operation; an OperationError prints its message and exits with its code
+    (or with `stopped`, for every stop and a bad site, when the operation's exit codes say so).
 
     When the operation touches an L2 layer, each such layer's apply-time tokens come from the secrets file
     (--secrets or $TERRAVIXENS_SECRETS) and the specs' postures (terravixens.operations.standalone_env)."""
-    @_with_site
     def run(args: argparse.Namespace, site) -> int:
         from terravixens.operations import OperationError
         from terravixens.operations.files import private_process
@@ -91,8 +91,8 @@ def _operation(command):
             return command(args, Workspace(site), Terraform(layer_env=layer_env))
         except OperationError as error:
             print(f"terravixens {args.command}: {error}", file=sys.stderr)
-            return error.code
-    return run
+            return error.code if stopped is None else stopped
+    return _with_site(run, bad_site=2 if stopped is None else stopped)
 
 
 @_operation
@@ -134,22 +134,15 @@ def _remove_dead_member(args: argparse.Namespace, ws, tf) -> int:
                               force=args.force)
 
 
-@_operation
 def _drift_layers(args: argparse.Namespace, ws, tf) -> int:
     from terravixens.operations.drift import drift
 
-    args.drift_result = drift(ws, args.layers, tf)
-    return args.drift_result
+    return drift(ws, args.layers, tf)
 
 
-def _drift(args: argparse.Namespace) -> int:
-    """Exit 0 in sync, 2 drift, 1 anything else: a bad site or an unknown layer (2 for the other operations) or a
-    Terraform failure (4) must not read as drift to a monitor that alerts on 2."""
-    from terravixens.operations.drift import ERROR
-
-    args.drift_result = None
-    code = _drift_layers(args)
-    return code if args.drift_result is not None else ERROR
+# Exit 0 in sync, 2 drift, 1 anything else (terravixens.operations.drift.ERROR): a bad site or an unknown layer (2 for
+# the other operations) or a Terraform failure (4) must not read as drift to a monitor that alerts on 2.
+_drift = _operation(_drift_layers, stopped=1)
 
 
 def _review(args: argparse.Namespace) -> int:

@@ -345,6 +345,29 @@ def test_tv007_two_elements_under_one_address_are_each_judged(app):
     assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'twin ${file(" in errors
 
 
+def test_tv007_two_elements_under_one_address_in_a_stack_with_a_remote_state(app):
+    """A remote state writes a block no element of the stack's resources wrote (gitops stacks hold one): the twins
+    cdktf merges are still each judged, the first one's text included (the merged block names the second)."""
+    from cdktf import DataTerraformRemoteStateLocal
+
+    stack = TerraformStack(app, "users")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    DataTerraformRemoteStateLocal(stack, "platform", path="platform.tfstate")
+    pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", comment=f"first {ENVIRON}"), "ops")
+    pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve"), "ops")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'first ${file(" in errors
+
+
+def test_tv007_two_elements_under_one_address_beside_a_block_a_stack_override_added(app):
+    stack = _user_stack(app, comment=f"first {ENVIRON}")
+    pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve"), "ops")
+    stack.add_override("resource.proxmox_virtual_environment_user.other", {"user_id": "other@pve"})
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'first ${file(" in errors
+
+
 def test_rules_do_not_rely_on_assert():
     """cdktf.json runs the app under `python -O`, which drops assert statements: no code of terravixens uses one."""
     import ast

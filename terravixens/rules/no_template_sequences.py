@@ -99,10 +99,13 @@ class NoTemplateSequences(Rule):
     def _without_block(view: StackView) -> list:
         """Resource and data elements that do not write a block of their own (moved ones, or two under one address,
         which cdktf merges into one block): judged by their own resolved configuration, as every other element.
-        Only when the counts of elements and blocks differ, so rarely, is each element's address asked for."""
-        if len(view.block_elements) == len(view.blocks):
+        Only when the counts of elements and of the blocks they wrote differ, so rarely, is each element's address
+        asked for. Pathless blocks (a remote state, a block a stack-level override added) are not counted: no
+        resource or data element wrote them, and one would hide a merged pair from the count."""
+        written_blocks = [block for block in view.blocks if not block.pathless]
+        if len(view.block_elements) == len(written_blocks):
             return []
-        written = {(block.kind, block.type, block.logical_id) for block in view.blocks}
+        written = {(block.kind, block.type, block.logical_id) for block in written_blocks}
         addresses = [("resource" if isinstance(element, TerraformResource) else "data",
                       element.terraform_resource_type, element.friendly_unique_id) for element in view.block_elements]
         shared = Counter(addresses)

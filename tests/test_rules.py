@@ -337,6 +337,35 @@ def test_a_rule_alone_is_an_aspect(app):
     assert "[TV003 StableLogicalIds] 'team_user_" in errors and "is cdktf's path-derived id" in errors
 
 
+def test_a_rule_alone_judges_what_other_aspects_did(app):
+    """An Aspect visits the stack before any construct in it: a rule attached alone still judges the finished tree,
+    after the Aspects that change elements (lift prevent_destroy) or add them (a stray VM) below the stack."""
+    from cdktf import Aspects, IAspect, TerraformResourceLifecycle
+    import jsii
+
+    from terravixens.rules import ResetScopedToNode, StoragePreventDestroy
+
+    @jsii.implements(IAspect)
+    class LiftPreventDestroyAndAddAVm:
+        def visit(self, node):
+            if getattr(node, "friendly_unique_id", None) == "cluster_secrets":
+                node.add_override("lifecycle.prevent_destroy", False)
+                pin(VirtualEnvironmentVm(node, "stray", node_name="pve1"), "stray_vm")
+
+    stack = TerraformStack(app, "bare")
+    TalosProvider(stack, "talos")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(MachineSecrets(stack, "secrets", lifecycle=TerraformResourceLifecycle(prevent_destroy=True)),
+        "cluster_secrets")
+    Aspects.of(stack).add(StoragePreventDestroy())
+    Aspects.of(stack).add(ResetScopedToNode())
+    Aspects.of(stack).add(LiftPreventDestroyAndAddAVm())
+    errors = synth_errors(app)
+    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
+            "set it, or keep this resource outside terravixens' stacks.") in errors
+    assert "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode" in errors
+
+
 def test_tv007_two_elements_under_one_address_are_each_judged(app):
     """cdktf merges two resources pinned to one logical id into one block: the text of either is still found."""
     stack = _user_stack(app)

@@ -17,7 +17,9 @@ class Rule:
     """A named synth-time rule. Subclasses set `code`, `name` and `why`, and implement `check(view)` over one stack.
 
     `terravixens.rules.apply_rules` runs every rule once per stack, after all Aspects (a stack validation). A rule
-    is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack when it is visited.
+    is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack too, and also after
+    all Aspects: cdktf visits a stack before anything in it, so a check at the visit would miss what the other
+    Aspects change or add below it; the visit adds the rule as a validation of the stack instead.
     """
 
     code = "TV000"
@@ -29,7 +31,9 @@ class Rule:
 
     def visit(self, node: IConstruct) -> None:
         if isinstance(node, TerraformStack):
-            self.check(StackView(node))
+            from terravixens.rules import RuleSet
+
+            node.node.add_validation(RuleSet(node, [self]))
 
     def message(self, detail: str) -> str:
         return f"[{self.code} {self.name}] {detail} Why: {self.why}"

@@ -295,6 +295,20 @@ def test_tv007_a_reference_or_an_escape_in_a_stack_level_override_passes(app):
     app.synth()
 
 
+def test_tv007_a_stack_level_override_it_did_not_see_being_added(app):
+    """An override added where terravixens.rules cannot record it (from a construct library written in TypeScript,
+    or in Python before terravixens.rules was imported) cannot be judged: the rule says so instead of passing it."""
+    import jsii
+
+    stack = _user_stack(app)
+    jsii.invoke(stack, "addOverride", ["resource.proxmox_virtual_environment_user.ops.comment", ENVIRON])
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] stack 'users' has stack-level overrides under 'resource' that were not "
+            "added through TerraformStack.add_override after terravixens.rules was imported: their text cannot be "
+            "told from references. Import terravixens.rules before adding them, or set them on the element "
+            "(element.add_override).") in errors
+
+
 def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):
     platform.add_override("resource.proxmox_virtual_environment_vm.stray", {"node_name": "pve1"})
     errors = synth_errors(app)

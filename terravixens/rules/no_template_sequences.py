@@ -10,7 +10,9 @@ text. Inside a token, cdktf escapes `${` in a function's string arguments (`$${`
 never writes a directive: an unescaped `%{` anywhere in the resolved JSON is text too. `$${` and `%%{` are escapes
 (Terraform reads them as a literal `${` and `%{`) and pass. Variable defaults and the `terraform` block (backend)
 are read literally by Terraform, so they are not checked. A stack-level override belongs to no element: its value is
-judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration.
+judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration; a
+stack-level override that was not recorded (added from Node.js, or before terravixens.rules was imported) cannot be
+judged, and fails the rule.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, Terra
 
 from terravixens.inputs import shown_at
 from terravixens.rules.base import Rule
-from terravixens.rules.overrides import stack_overrides
+from terravixens.rules.overrides import stack_overrides, unrecorded_keys
 from terravixens.rules.view import Block, StackView
 
 # Left to right, as Terraform scans a template: an escape is consumed whole, so `$$${` is an escape too.
@@ -90,6 +92,13 @@ class NoTemplateSequences(Rule):
                                           f"{found[0]!r}, which Terraform would evaluate as a template; an override is "
                                           f"copied into the JSON unchanged. Remove it, or write a literal as '$${{' / "
                                           f"'%%{{'.")
+        unread = unrecorded_keys(view.stack, view.document)
+        if unread:
+            self.fail(view.stack, f"stack {view.name!r} has stack-level overrides under "
+                                  f"{', '.join(map(repr, unread))} that were not added through "
+                                  f"TerraformStack.add_override after terravixens.rules was imported: their text "
+                                  f"cannot be told from references. Import terravixens.rules before adding them, or "
+                                  f"set them on the element (element.add_override).")
         others = [element for element in view.of_class(TerraformElement)
                   if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
         for element in [*others, *self._without_block(view)]:

@@ -23,6 +23,15 @@ def stack_overrides(stack: TerraformStack) -> list[tuple[str, Any]]:
     return list(_RECORDED.get(stack, ()))
 
 
+def unrecorded_keys(stack: TerraformStack, document: dict) -> list[str]:
+    """Top-level keys of the stack's JSON that hold stack-level overrides none of the recorded ones explains: added
+    from outside Python (a construct library written in TypeScript calls the method in Node.js) or before this
+    module was imported. cdktf lists the top-level key of every stack-level override in the JSON's metadata."""
+    listed = (((document.get("//") or {}).get("metadata") or {}).get("overrides") or {}).get("stack") or []
+    recorded = {path.split(".", 1)[0] for path, _ in stack_overrides(stack)}
+    return [key for key in listed if key not in recorded]
+
+
 def _record_overrides() -> None:
     original = TerraformStack.add_override
     if getattr(original, _MARK, False):

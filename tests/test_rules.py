@@ -274,6 +274,40 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none
 
 
+def test_tv007_text_in_an_import_id(app):
+    """An import block's id is an expression: Terraform evaluates a template in it at plan time, so text there is
+    judged although the resource's own block carries no sequence."""
+    stack = _user_stack(app)
+    stack.node.find_child("user").import_from(f"ops@pve {ENVIRON}")
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops import.0.id: "
+            "'ops@pve ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") \
+        in errors
+
+
+def test_tv007_text_in_a_variable_validation_message(app):
+    """A variable's default is read literally, but its validation's error_message is a template Terraform evaluates
+    when the condition fails (file() included)."""
+    from cdktf import TerraformVariable, TerraformVariableValidationConfig
+
+    stack = _user_stack(app)
+    pin(TerraformVariable(stack, "size", type="string", default="small", validation=[
+        TerraformVariableValidationConfig(condition='${var.size != ""}', error_message=f"size {ENVIRON}")]), "size")
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] users/size variable.size.validation.0.error_message: "
+            "'size ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") in errors
+
+
+def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
+    from cdktf import TerraformVariable, TerraformVariableValidationConfig
+
+    stack = _user_stack(app)
+    size = pin(TerraformVariable(stack, "size", type="string", default="small"), "size")
+    size.add_override("validation", [{"condition": '${var.size != ""}',
+                                      "error_message": f"size {size.string_value} is empty; 100%%{{ok}}"}])
+    app.synth()
+
+
 def test_tv007_text_in_a_stack_level_override(app, platform):
     """A stack-level override is merged into the JSON after every element wrote its block: its text is judged as
     recorded when it was added, on an existing block as on a block it adds whole."""

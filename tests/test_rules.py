@@ -121,6 +121,28 @@ def test_tv004_one_bootstrap_per_stack(app, platform):
     assert "stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per cluster." in errors
 
 
+def test_tv004_one_bootstrap_block_for_several_bootstraps(app, platform):
+    """count or for_each makes one block several bootstraps: the count of blocks alone would pass it."""
+    platform.control_plane.bootstrap.count = 2
+    errors = synth_errors(app)
+    assert ("[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets count to 2: a bootstrap block "
+            "must be one bootstrap; decide in Python whether the stack holds it.") in errors
+
+
+def test_tv004_a_bootstrap_for_each(app, platform):
+    from cdktf import TerraformIterator
+
+    platform.control_plane.bootstrap.for_each = TerraformIterator.from_list(["cp-a", "cp-b"])
+    errors = synth_errors(app)
+    assert "[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets for_each to \"${toset([" in errors
+    assert errors.count("[TV007") == 0
+
+
+def test_tv004_a_bootstrap_counted_once_passes(app, platform):
+    platform.control_plane.bootstrap.count = 1
+    app.synth()
+
+
 def test_tv005_secrets_without_prevent_destroy(app):
     stack = TerraformStack(app, "bare")
     TalosProvider(stack, "talos")

@@ -373,6 +373,21 @@ def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platfo
             "one of them") in errors
 
 
+def test_tv002_a_construct_path_written_by_a_stack_level_override(app, platform):
+    """The construct path the rules attribute a block by is JSON metadata: a stack-level override can write it (a
+    block copied from a cdk.tf.json carries one). It does not make a stray VM part of a node."""
+    pin(VirtualEnvironmentVm(platform, "stray_vm", node_name="pve1"), "node_wk-a_extra")
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-a_extra.//.metadata.path",
+                          "platform-prod/wk-a/vm")
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-b_copy", {
+        "//": {"metadata": {"path": "platform-prod/wk-b/vm", "uniqueId": "node_wk-b_copy"}}, "node_name": "pve1"})
+    errors = synth_errors(app)
+    for logical in ("node_wk-a_extra", "node_wk-b_copy"):
+        assert (f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.{logical} is not inside a TalosNode, "
+                f"StandaloneVm or StandaloneContainer (it has no construct path: a stack-level override wrote it): "
+                f"create it through one of them") in errors
+
+
 # ------------------------------------------------------------------------------------------- how the rules run
 def test_rules_run_after_every_aspect(app, platform):
     """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run

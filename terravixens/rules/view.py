@@ -26,8 +26,8 @@ PATH_SEP = "/"
 class Block:
     """A resource or data block as synthesized: kind ("resource" or "data"), type, logical id, resolved body, and
     the path of the construct that wrote it. A block without a construct path in the JSON — one a stack-level
-    `add_override` added whole, or a remote state (cdktf writes no path for those) — has the stack's path and
-    `pathless` set."""
+    `add_override` added whole, or a remote state (cdktf writes no path for those) — or whose path a stack-level
+    override wrote (terravixens.rules.overrides.metadata_written) has the stack's path and `pathless` set."""
 
     kind: str
     type: str
@@ -64,14 +64,18 @@ class StackView:
     # ------------------------------------------------------------------------------------------------ the JSON
     @cached_property
     def blocks(self) -> list[Block]:
+        from terravixens.rules.overrides import metadata_written
+
         found = []
+        overridden = metadata_written(self.stack)
         for kind in BLOCK_KINDS:
             for kind_type, items in (self.document.get(kind) or {}).items():
                 for logical_id, body in (items or {}).items():
                     if not isinstance(body, dict):
                         continue
                     path = ((body.get("//") or {}).get("metadata") or {}).get("path")
-                    if path is None:  # a stack-level override, or a remote state
+                    if path is None or (kind, kind_type, logical_id) in overridden:
+                        # a stack-level override wrote the block or its path, or a remote state (cdktf writes none)
                         found.append(Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)],
                                            pathless=True))
                     else:

@@ -451,6 +451,25 @@ def test_a_rule_alone_judges_what_other_aspects_did(app):
     assert "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode" in errors
 
 
+def test_a_rule_alone_below_a_stack_is_refused(app):
+    """A rule judges a whole stack: attached to a construct below one, it would judge nothing (cdktf never shows it
+    the stack), so synth fails and says where to attach it."""
+    from cdktf import Aspects
+    from constructs import Construct
+
+    from terravixens.rules import StableLogicalIds
+
+    stack = TerraformStack(app, "one_rule")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    team = Construct(stack, "team")
+    VirtualEnvironmentUser(team, "user", user_id="ops@pve")
+    Aspects.of(team).add(StableLogicalIds())
+    errors = synth_errors(app)
+    assert ("[TV003 StableLogicalIds] the rule is attached as an Aspect to 'one_rule/team', below its stack, where it "
+            "judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+            "terravixens.rules.apply_rules(stack).") in errors
+
+
 def test_tv007_two_elements_under_one_address_are_each_judged(app):
     """cdktf merges two resources pinned to one logical id into one block: the text of either is still found."""
     stack = _user_stack(app)

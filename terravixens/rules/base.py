@@ -19,7 +19,8 @@ class Rule:
     `terravixens.rules.apply_rules` runs every rule once per stack, after all Aspects (a stack validation). A rule
     is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack too, and also after
     all Aspects: cdktf visits a stack before anything in it, so a check at the visit would miss what the other
-    Aspects change or add below it; the visit adds the rule as a validation of the stack instead.
+    Aspects change or add below it; the visit adds the rule as a validation of the stack instead. Attached to a
+    construct below a stack, a rule would see no stack: it fails synth and says where to attach it.
     """
 
     code = "TV000"
@@ -30,10 +31,19 @@ class Rule:
         raise NotImplementedError
 
     def visit(self, node: IConstruct) -> None:
+        state = self.__dict__.setdefault("_aspect", {"stacks": set(), "refused": False})
         if isinstance(node, TerraformStack):
             from terravixens.rules import RuleSet
 
-            node.node.add_validation(RuleSet(node, [self]))
+            if id(node) not in state["stacks"]:
+                state["stacks"].add(id(node))
+                node.node.add_validation(RuleSet(node, [self]))
+        elif not state["stacks"] and not state["refused"]:
+            # cdktf visits the construct an Aspect is attached to first: no stack before it, so it is below one.
+            state["refused"] = True
+            self.fail(node, f"the rule is attached as an Aspect to {node.node.path!r}, below its stack, where it "
+                            f"judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+                            f"terravixens.rules.apply_rules(stack).")
 
     def message(self, detail: str) -> str:
         return f"[{self.code} {self.name}] {detail} Why: {self.why}"

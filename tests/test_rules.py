@@ -82,6 +82,14 @@ def test_tv002_node_depends_on_another_node(app, platform):
     assert "node_cp-b_apply of node 'cp-b' reads proxmox_virtual_environment_vm.node_cp-a_vm of node 'cp-a'" in errors
 
 
+def test_tv002_node_depends_on_another_nodes_data_source(app, platform):
+    """depends_on names a data source as data.<type>.<id>: its id is read past the `data.` prefix, as in a reference."""
+    platform.nodes["cp-b"].apply.add_override("depends_on", ["data.talos_machine_configuration.node_cp-a_config"])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_cp-b_apply of node 'cp-b' reads "
+            "talos_machine_configuration.node_cp-a_config of node 'cp-a'") in errors
+
+
 def test_tv003_unpinned_logical_id(app, platform):
     VirtualEnvironmentVm(platform.nodes["wk-a"], "extra", node_name="pve1")
     errors = synth_errors(app)

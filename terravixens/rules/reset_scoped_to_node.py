@@ -55,7 +55,9 @@ class ResetScopedToNode(Rule):
                                                  f"create it through one of them so that it belongs to exactly one "
                                                  f"node.")
                 continue
-            targets = references(block.body) | {tuple(item.split(".", 1)) for item in block.body.get("depends_on", [])}
+            # depends_on holds bare addresses (type.id, data.type.id): read as the references they name.
+            targets = references(block.body) | references([f"${{{item}}}" for item in block.body.get("depends_on", [])
+                                                           if isinstance(item, str)])
             for target_type, target_id in sorted(targets):
                 other = id_owner(target_id)
                 if other is not None and other != owner:

@@ -90,6 +90,16 @@ def test_tv002_node_depends_on_another_nodes_data_source(app, platform):
             "talos_machine_configuration.node_cp-a_config of node 'cp-a'") in errors
 
 
+def test_tv002_node_replaced_when_another_node_changes(app, platform):
+    """replace_triggered_by names addresses bare (as TalosNode's own apply does for its VM): one naming another
+    node's VM replaces, so resets, this node whenever that VM changes."""
+    platform.nodes["wk-a"].apply.lifecycle = TerraformResourceLifecycle(
+        replace_triggered_by=["proxmox_virtual_environment_vm.node_wk-b_vm.id"])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+
+
 def test_tv003_unpinned_logical_id(app, platform):
     VirtualEnvironmentVm(platform.nodes["wk-a"], "extra", node_name="pve1")
     errors = synth_errors(app)

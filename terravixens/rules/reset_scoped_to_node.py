@@ -39,6 +39,19 @@ def id_owner(logical: str) -> tuple[str, str] | None:
     return None
 
 
+def _listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _bare_addresses(body: dict) -> list[str]:
+    """The addresses a block names without `${…}`: depends_on and lifecycle.replace_triggered_by (type.id[.attr],
+    data.type.id) — read as the references they are. A replace_triggered_by on another node's resource replaces
+    this one whenever that resource changes."""
+    lifecycle = body.get("lifecycle") if isinstance(body.get("lifecycle"), dict) else {}
+    named = [*_listed(body.get("depends_on")), *_listed(lifecycle.get("replace_triggered_by"))]
+    return [item for item in named if isinstance(item, str) and "${" not in item]
+
+
 class ResetScopedToNode(Rule):
     code = "TV002"
     name = "ResetScopedToNode"
@@ -55,9 +68,7 @@ class ResetScopedToNode(Rule):
                                                  f"create it through one of them so that it belongs to exactly one "
                                                  f"node.")
                 continue
-            # depends_on holds bare addresses (type.id, data.type.id): read as the references they name.
-            targets = references(block.body) | references([f"${{{item}}}" for item in block.body.get("depends_on", [])
-                                                           if isinstance(item, str)])
+            targets = references(block.body) | references([f"${{{item}}}" for item in _bare_addresses(block.body)])
             for target_type, target_id in sorted(targets):
                 other = id_owner(target_id)
                 if other is not None and other != owner:

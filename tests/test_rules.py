@@ -424,6 +424,19 @@ def test_rules_run_after_every_aspect(app, platform):
     assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" in errors
 
 
+def test_rules_in_an_app_that_skips_validations(tmp_path):
+    """The rules run as a stack validation: an App built with skip_validation=True would skip them all, silently.
+    Synth fails instead (error annotations stop synth whether validations run or not)."""
+    app = App(outdir=str(tmp_path), skip_validation=True)
+    stack = TerraformStack(app, "bare")
+    TalosProvider(stack, "talos")
+    pin(MachineSecrets(stack, "secrets"), "cluster_secrets")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert ("[bare] terravixens' safety rules (TV001-TV007) run as a validation of stack 'bare', and its App skips "
+            "validations (skip_validation=True), so none would run: build the App without skip_validation.") in errors
+
+
 def test_a_rule_alone_is_an_aspect(app):
     """Library users may attach one rule as an Aspect instead of all of them with apply_rules."""
     from cdktf import Aspects

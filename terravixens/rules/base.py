@@ -33,11 +33,12 @@ class Rule:
     def visit(self, node: IConstruct) -> None:
         state = self.__dict__.setdefault("_aspect", {"stacks": set(), "refused": False})
         if isinstance(node, TerraformStack):
-            from terravixens.rules import RuleSet
+            from terravixens.rules import RuleSet, refuse_skipped_validations
 
             if id(node) not in state["stacks"]:
                 state["stacks"].add(id(node))
                 node.node.add_validation(RuleSet(node, [self]))
+                refuse_skipped_validations(node, f"rule {self.code} {self.name}", "it would not run")
         elif not state["stacks"] and not state["refused"]:
             # cdktf visits the construct an Aspect is attached to first: no stack before it, so it is below one.
             state["refused"] = True

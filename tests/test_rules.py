@@ -406,6 +406,18 @@ def test_tv002_a_construct_path_written_by_a_stack_level_override(app, platform)
                 f"create it through one of them") in errors
 
 
+def test_blocks_written_as_lists_by_a_stack_level_override(app, platform):
+    """Terraform's JSON takes a block as a list of objects too (hcl2json writes blocks so): a block written so is
+    read like any other, not skipped."""
+    platform.add_override("resource.proxmox_virtual_environment_vm.stray", [{"node_name": "pve1"}])
+    platform.add_override("resource.talos_machine_bootstrap.again", [{"node": "127.0.0.1"}])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
+            "or StandaloneContainer (it has no construct path: a stack-level override wrote it)") in errors
+    assert "stack 'platform-prod' has 2 bootstraps (again, cluster_bootstrap): keep one per cluster." in errors
+    assert "talos_machine_bootstrap.again does not ignore all changes" in errors
+
+
 # ------------------------------------------------------------------------------------------- how the rules run
 def test_rules_run_after_every_aspect(app, platform):
     """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run

@@ -27,7 +27,8 @@ class Block:
     """A resource or data block as synthesized: kind ("resource" or "data"), type, logical id, resolved body, and
     the path of the construct that wrote it. A block without a construct path in the JSON — one a stack-level
     `add_override` added whole, or a remote state (cdktf writes no path for those) — or whose path a stack-level
-    override wrote (terravixens.rules.overrides.metadata_written) has the stack's path and `pathless` set."""
+    override wrote (terravixens.rules.overrides.metadata_written), or one written as a list of objects (Terraform
+    reads it as a block; only an override writes one) has the stack's path and `pathless` set."""
 
     kind: str
     type: str
@@ -44,6 +45,19 @@ class Block:
     def wrapped(self) -> dict:
         """The block as its element's `to_terraform()` nests it: {kind: {type: {logical id: body}}}."""
         return {self.kind: {self.type: {self.logical_id: self.body}}}
+
+
+def _entries(value):
+    """(key, object, listed) of each entry of a JSON object, as Terraform reads it: an object, or a list of objects
+    (its JSON syntax takes a block as a list of objects too; cdktf never writes one, a stack-level override may).
+    `listed` is True for entries that came from a list."""
+    for item in value if isinstance(value, list) else [value]:
+        if not isinstance(item, dict):
+            continue
+        for key, entry in item.items():
+            for part in (entry if isinstance(entry, list) else [entry]):
+                if isinstance(part, dict):
+                    yield key, part, isinstance(value, list) or isinstance(entry, list)
 
 
 class StackView:
@@ -69,12 +83,10 @@ class StackView:
         found = []
         overridden = metadata_written(self.stack)
         for kind in BLOCK_KINDS:
-            for kind_type, items in (self.document.get(kind) or {}).items():
-                for logical_id, body in (items or {}).items():
-                    if not isinstance(body, dict):
-                        continue
+            for kind_type, items, listed in _entries(self.document.get(kind)):
+                for logical_id, body, in_list in _entries(items):
                     path = ((body.get("//") or {}).get("metadata") or {}).get("path")
-                    if path is None or (kind, kind_type, logical_id) in overridden:
+                    if path is None or listed or in_list or (kind, kind_type, logical_id) in overridden:
                         # a stack-level override wrote the block or its path, or a remote state (cdktf writes none)
                         found.append(Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)],
                                            pathless=True))

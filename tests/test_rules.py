@@ -418,6 +418,20 @@ def test_blocks_written_as_lists_by_a_stack_level_override(app, platform):
     assert "talos_machine_bootstrap.again does not ignore all changes" in errors
 
 
+def test_a_lifecycle_written_as_a_list_is_read(app, platform):
+    """A nested block may be a list of objects in Terraform's JSON too: the rules read lifecycle so as well."""
+    platform.nodes["wk-a"].apply.add_override("lifecycle", [
+        {"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}])
+    platform.cluster_config.secrets.add_override("lifecycle", [{"prevent_destroy": False}])
+    platform.control_plane.bootstrap.add_override("lifecycle", [{"ignore_changes": "all"}])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" \
+        in errors
+    assert "[TV004" not in errors
+
+
 # ------------------------------------------------------------------------------------------- how the rules run
 def test_rules_run_after_every_aspect(app, platform):
     """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run

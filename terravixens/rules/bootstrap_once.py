@@ -28,6 +28,6 @@ class BootstrapOnce(Rule):
                                                  f"{json.dumps(value)[:60]}: a bootstrap block must be one bootstrap; "
                                                  f"decide in Python whether the stack holds it.")
             # As Terraform reads it: the JSON, so an override of the lifecycle counts too.
-            if (block.body.get("lifecycle") or {}).get("ignore_changes") != "all":
+            if block.nested("lifecycle").get("ignore_changes") != "all":
                 self.fail_block(view, block, f"{BOOTSTRAP}.{block.logical_id} does not ignore all changes: set "
                                              f"lifecycle ignore_changes='all'.")

@@ -43,12 +43,11 @@ def _listed(value) -> list:
     return value if isinstance(value, list) else []
 
 
-def _bare_addresses(body: dict) -> list[str]:
+def _bare_addresses(block: Block) -> list[str]:
     """The addresses a block names without `${…}`: depends_on and lifecycle.replace_triggered_by (type.id[.attr],
     data.type.id) — read as the references they are. A replace_triggered_by on another node's resource replaces
     this one whenever that resource changes."""
-    lifecycle = body.get("lifecycle") if isinstance(body.get("lifecycle"), dict) else {}
-    named = [*_listed(body.get("depends_on")), *_listed(lifecycle.get("replace_triggered_by"))]
+    named = [*_listed(block.body.get("depends_on")), *_listed(block.nested("lifecycle").get("replace_triggered_by"))]
     return [item for item in named if isinstance(item, str) and "${" not in item]
 
 
@@ -68,7 +67,7 @@ class ResetScopedToNode(Rule):
                                                  f"create it through one of them so that it belongs to exactly one "
                                                  f"node.")
                 continue
-            targets = references(block.body) | references([f"${{{item}}}" for item in _bare_addresses(block.body)])
+            targets = references(block.body) | references([f"${{{item}}}" for item in _bare_addresses(block)])
             for target_type, target_id in sorted(targets):
                 other = id_owner(target_id)
                 if other is not None and other != owner:

@@ -42,6 +42,16 @@ class Block:
         prefix = "data." if self.kind == "data" else ""
         return f"{prefix}{self.type}.{self.logical_id}"
 
+    def nested(self, key: str) -> dict:
+        """A nested block of the body (lifecycle) as one object: Terraform's JSON takes it as an object or as a list
+        of objects (an override may write either)."""
+        value = self.body.get(key)
+        merged: dict = {}
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, dict):
+                merged.update(part)
+        return merged
+
     def wrapped(self) -> dict:
         """The block as its element's `to_terraform()` nests it: {kind: {type: {logical id: body}}}."""
         return {self.kind: {self.type: {self.logical_id: self.body}}}

@@ -76,6 +76,16 @@ def test_tv002_node_reads_another_nodes_attributes(app, platform):
             "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
 
 
+def test_tv002_node_reads_another_node_inside_an_expression(app, platform):
+    """A reference inside a function call or a conditional renders without its own `${`: still a read."""
+    from cdktf import Fn
+
+    platform.nodes["wk-a"].apply.node_attribute = Fn.lower(platform.nodes["wk-b"].vm.name)
+    errors = synth_errors(app)
+    assert ("talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+
+
 def test_tv002_node_depends_on_another_node(app, platform):
     platform.nodes["cp-b"].apply.add_override("depends_on", ["proxmox_virtual_environment_vm.node_cp-a_vm"])
     errors = synth_errors(app)

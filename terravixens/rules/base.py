@@ -10,6 +10,9 @@ from constructs import IConstruct
 from terravixens.rules.view import Block, StackView
 
 REFERENCE = re.compile(r"\$\{(?:data\.)?([a-z0-9_]+)\.([A-Za-z0-9_-]+)")
+# A traversal anywhere inside an expression (`${lower(type.id.attr)}`, `${a ? type.id.x : ""}`): cdktf renders a
+# reference nested in a function call or an operator without a `${` of its own.
+TRAVERSAL = re.compile(r"(?<![\w.-])(?:data\.)?([a-z][a-z0-9_]*)\.([A-Za-z0-9_-]+)")
 
 
 @jsii.implements(IAspect)
@@ -72,9 +75,31 @@ def strings_in(value) -> list[str]:
     return []
 
 
+def expressions(text: str) -> list[str]:
+    """The text inside each `${…}` of a string (braces counted; `$${` is an escape, not an expression)."""
+    found, index = [], 0
+    while (start := text.find("${", index)) != -1:
+        if start > 0 and text[start - 1] == "$":
+            index = start + 2
+            continue
+        depth, end = 1, start + 2
+        while end < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        found.append(text[start + 2:end - 1 if depth == 0 else end])
+        index = end
+    return found
+
+
+# Terraform's other namespaces (var.node_tokens is a variable, not a resource of node "tokens").
+NOT_RESOURCES = frozenset({"var", "local", "module", "each", "count", "path", "terraform", "self"})
+
+
 def references(value) -> set[tuple[str, str]]:
-    """Every (type, logical id) that `value` refers to, data sources included."""
+    """Every (type, logical id) of a resource or data source that `value` refers to, wherever in an expression."""
     found: set[tuple[str, str]] = set()
     for text in strings_in(value):
-        found.update(REFERENCE.findall(text))
+        if "${" in text:
+            for expression in expressions(text):
+                found.update(match for match in TRAVERSAL.findall(expression) if match[0] not in NOT_RESOURCES)
     return found

@@ -4,6 +4,7 @@ Every test breaks exactly one rule on an otherwise valid stack and asserts the m
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -356,6 +357,21 @@ def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
     size.add_override("validation", [{"condition": '${var.size != ""}',
                                       "error_message": f"size {size.string_value} is empty; 100%%{{ok}}"}])
     app.synth()
+
+
+def test_tv007_a_cross_stack_reference_passes(app):
+    """cdktf's own cross-stack remote state reads `${terraform.workspace}` (every backend writes it so): an expression
+    cdktf wrote, not text."""
+    stack = _user_stack(app)
+    consumer = TerraformStack(app, "consumer")
+    ProxmoxProvider(consumer, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(VirtualEnvironmentUser(consumer, "reader", user_id="reader@pve",
+                               comment=stack.node.find_child("user").user_id), "reader")
+    apply_rules(consumer)
+    app.synth()
+    document = json.loads((Path(app.outdir) / "stacks" / "consumer" / "cdk.tf.json").read_text())
+    assert document["data"]["terraform_remote_state"]["cross-stack-reference-input-users"]["workspace"] == \
+        "${terraform.workspace}"
 
 
 def test_tv007_text_in_a_stack_level_override(app, platform):

@@ -63,6 +63,13 @@ def _imports(document: dict) -> dict[str, list]:
     return found
 
 
+def _cdktf_workspace(path: tuple, value: str) -> bool:
+    """The workspace cdktf writes, as a plain string, into the remote state of each cross-stack reference (every
+    backend's getRemoteStateDataSource): an expression of cdktf's that reads only the workspace's name."""
+    return (value == "${terraform.workspace}" and len(path) == 4 and path[:2] == ("data", "terraform_remote_state")
+            and path[3] == "workspace")
+
+
 def _label(element: TerraformElement, block: Block | None) -> str:
     if block is not None:
         return block.address
@@ -165,6 +172,8 @@ class NoTemplateSequences(Rule):
         element, raw = raw_configuration()
         reported = False
         for path, value in _strings(raw):
+            if _cdktf_workspace(path, value):
+                continue
             found = unescaped(TOKEN.sub("", value))
             if found:
                 reported = True

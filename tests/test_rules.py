@@ -87,6 +87,27 @@ def test_tv002_node_reads_another_node_inside_an_expression(app, platform):
             "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
 
 
+def test_tv002_node_reads_another_node_in_another_stack(app, example_site, platform):
+    """A reference across stacks becomes a remote state output (cdktf's cross-stack reference): the read is followed
+    to the output's value in the stack that holds the other node."""
+    from terravixens.config.placement import place
+    from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
+
+    other = TerraformStack(app, "other")
+    TalosProvider(other, "talos")
+    ProxmoxProvider(other, "proxmox", endpoint="https://127.0.0.1:8006/")
+    cluster = example_site.clusters["prod"]
+    template = cluster.workers["wk-a"]
+    node = TalosNode(other, "wk-z", TalosNodeProps(
+        placed=place("wk-z", "worker", template, cluster, example_site.hypervisors["pve1"]), cluster=cluster,
+        cluster_config=platform.cluster_config))
+    node.apply.node_attribute = platform.nodes["wk-b"].vm.name
+    apply_rules(other)
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-z_apply of node 'wk-z' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b' (through stack 'platform-prod')") in errors
+
+
 def test_tv002_node_depends_on_another_node(app, platform):
     platform.nodes["cp-b"].apply.add_override("depends_on", ["proxmox_virtual_environment_vm.node_cp-a_vm"])
     errors = synth_errors(app)

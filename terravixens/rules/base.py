@@ -91,6 +91,8 @@ def expressions(text: str) -> list[str]:
     return found
 
 
+# An output of another stack read through the remote state cdktf adds for a cross-stack reference.
+REMOTE_OUTPUT = re.compile(r"(?<![\w.-])data\.terraform_remote_state\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)")
 # Terraform's other namespaces (var.node_tokens is a variable, not a resource of node "tokens").
 NOT_RESOURCES = frozenset({"var", "local", "module", "each", "count", "path", "terraform", "self"})
 
@@ -102,4 +104,14 @@ def references(value) -> set[tuple[str, str]]:
         if "${" in text:
             for expression in expressions(text):
                 found.update(match for match in TRAVERSAL.findall(expression) if match[0] not in NOT_RESOURCES)
+    return found
+
+
+def remote_outputs(value) -> set[tuple[str, str]]:
+    """Every (remote state, output) that `value` reads, wherever in an expression."""
+    found: set[tuple[str, str]] = set()
+    for text in strings_in(value):
+        if "${" in text and "terraform_remote_state" in text:
+            for expression in expressions(text):
+                found.update(REMOTE_OUTPUT.findall(expression))
     return found

@@ -83,6 +83,7 @@ class StackView:
         self._nodes: dict[int, object] = {}
         self._by_path: dict[str, IConstruct] = {}
         self._owners: dict[type, dict[str, IConstruct]] = {}
+        self._documents: dict[int, dict] = {}
         self._remember(stack, self._node)
 
     # ------------------------------------------------------------------------------------------------ the JSON
@@ -213,6 +214,32 @@ class StackView:
             self._paths[id(construct)] = ancestor
             self._by_path[ancestor] = construct
         return construct
+
+    # ------------------------------------------------------------------------------------------- other stacks
+    @cached_property
+    def _cross_stack_origins(self) -> dict[str, TerraformStack]:
+        """The remote state cdktf adds for a cross-stack reference (`cross-stack-reference-input-<stack path>`) ->
+        the stack it reads. Asked of cdktf only when a rule follows such a reference."""
+        origins = {}
+        for construct in self._node.root.node.find_all():
+            if isinstance(construct, TerraformStack) and construct is not self.stack:
+                path = construct.node.path
+                for name in {path, path.replace(PATH_SEP, "--")}:
+                    origins[f"cross-stack-reference-input-{name}"] = construct
+        return origins
+
+    def cross_stack_output(self, remote_state: str, output: str) -> tuple[str, object] | None:
+        """(stack name, value) of the output another stack of the app writes for a cross-stack reference read
+        through `remote_state`, else None (a remote state of another kind, or an output not found)."""
+        origin = self._cross_stack_origins.get(remote_state)
+        if origin is None:
+            return None
+        if id(origin) not in self._documents:
+            self._documents[id(origin)] = origin.to_terraform()
+        written = (self._documents[id(origin)].get("output") or {}).get(output)
+        if not isinstance(written, dict):
+            return None
+        return origin.node.id, written.get("value")
 
     # -------------------------------------------------------------------------------------------- resolution
     @cached_property

@@ -4,6 +4,7 @@ Every test breaks exactly one rule on an otherwise valid stack and asserts the m
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,59 @@ def test_tv002_node_reads_another_nodes_attributes(app, platform):
             "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
 
 
+def test_tv002_node_reads_another_node_inside_an_expression(app, platform):
+    """A reference inside a function call or a conditional renders without its own `${`: still a read."""
+    from cdktf import Fn
+
+    platform.nodes["wk-a"].apply.node_attribute = Fn.lower(platform.nodes["wk-b"].vm.name)
+    errors = synth_errors(app)
+    assert ("talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+
+
+def test_tv002_node_reads_another_node_in_another_stack(app, example_site, platform):
+    """A reference across stacks becomes a remote state output (cdktf's cross-stack reference): the read is followed
+    to the output's value in the stack that holds the other node."""
+    from terravixens.config.placement import place
+    from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
+
+    other = TerraformStack(app, "other")
+    TalosProvider(other, "talos")
+    ProxmoxProvider(other, "proxmox", endpoint="https://127.0.0.1:8006/")
+    cluster = example_site.clusters["prod"]
+    template = cluster.workers["wk-a"]
+    node = TalosNode(other, "wk-z", TalosNodeProps(
+        placed=place("wk-z", "worker", template, cluster, example_site.hypervisors["pve1"]), cluster=cluster,
+        cluster_config=platform.cluster_config))
+    node.apply.node_attribute = platform.nodes["wk-b"].vm.name
+    apply_rules(other)
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-z_apply of node 'wk-z' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b' (through stack 'platform-prod')") in errors
+
+
 def test_tv002_node_depends_on_another_node(app, platform):
     platform.nodes["cp-b"].apply.add_override("depends_on", ["proxmox_virtual_environment_vm.node_cp-a_vm"])
     errors = synth_errors(app)
     assert "node_cp-b_apply of node 'cp-b' reads proxmox_virtual_environment_vm.node_cp-a_vm of node 'cp-a'" in errors
+
+
+def test_tv002_node_depends_on_another_nodes_data_source(app, platform):
+    """depends_on names a data source as data.<type>.<id>: its id is read past the `data.` prefix, as in a reference."""
+    platform.nodes["cp-b"].apply.add_override("depends_on", ["data.talos_machine_configuration.node_cp-a_config"])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_cp-b_apply of node 'cp-b' reads "
+            "talos_machine_configuration.node_cp-a_config of node 'cp-a'") in errors
+
+
+def test_tv002_node_replaced_when_another_node_changes(app, platform):
+    """replace_triggered_by names addresses bare (as TalosNode's own apply does for its VM): one naming another
+    node's VM replaces, so resets, this node whenever that VM changes."""
+    platform.nodes["wk-a"].apply.lifecycle = TerraformResourceLifecycle(
+        replace_triggered_by=["proxmox_virtual_environment_vm.node_wk-b_vm.id"])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
 
 
 def test_tv003_unpinned_logical_id(app, platform):
@@ -119,6 +169,28 @@ def test_tv004_one_bootstrap_per_stack(app, platform):
                          lifecycle=TerraformResourceLifecycle(ignore_changes="all")), "second_bootstrap")
     errors = synth_errors(app)
     assert "stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per cluster." in errors
+
+
+def test_tv004_one_bootstrap_block_for_several_bootstraps(app, platform):
+    """count or for_each makes one block several bootstraps: the count of blocks alone would pass it."""
+    platform.control_plane.bootstrap.count = 2
+    errors = synth_errors(app)
+    assert ("[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets count to 2: a bootstrap block "
+            "must be one bootstrap; decide in Python whether the stack holds it.") in errors
+
+
+def test_tv004_a_bootstrap_for_each(app, platform):
+    from cdktf import TerraformIterator
+
+    platform.control_plane.bootstrap.for_each = TerraformIterator.from_list(["cp-a", "cp-b"])
+    errors = synth_errors(app)
+    assert "[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets for_each to \"${toset([" in errors
+    assert errors.count("[TV007") == 0
+
+
+def test_tv004_a_bootstrap_counted_once_passes(app, platform):
+    platform.control_plane.bootstrap.count = 1
+    app.synth()
 
 
 def test_tv005_secrets_without_prevent_destroy(app):
@@ -274,6 +346,55 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none
 
 
+def test_tv007_text_in_an_import_id(app):
+    """An import block's id is an expression: Terraform evaluates a template in it at plan time, so text there is
+    judged although the resource's own block carries no sequence."""
+    stack = _user_stack(app)
+    stack.node.find_child("user").import_from(f"ops@pve {ENVIRON}")
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops import.0.id: "
+            "'ops@pve ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") \
+        in errors
+
+
+def test_tv007_text_in_a_variable_validation_message(app):
+    """A variable's default is read literally, but its validation's error_message is a template Terraform evaluates
+    when the condition fails (file() included)."""
+    from cdktf import TerraformVariable, TerraformVariableValidationConfig
+
+    stack = _user_stack(app)
+    pin(TerraformVariable(stack, "size", type="string", default="small", validation=[
+        TerraformVariableValidationConfig(condition='${var.size != ""}', error_message=f"size {ENVIRON}")]), "size")
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] users/size variable.size.validation.0.error_message: "
+            "'size ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") in errors
+
+
+def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
+    from cdktf import TerraformVariable, TerraformVariableValidationConfig
+
+    stack = _user_stack(app)
+    size = pin(TerraformVariable(stack, "size", type="string", default="small"), "size")
+    size.add_override("validation", [{"condition": '${var.size != ""}',
+                                      "error_message": f"size {size.string_value} is empty; 100%%{{ok}}"}])
+    app.synth()
+
+
+def test_tv007_a_cross_stack_reference_passes(app):
+    """cdktf's own cross-stack remote state reads `${terraform.workspace}` (every backend writes it so): an expression
+    cdktf wrote, not text."""
+    stack = _user_stack(app)
+    consumer = TerraformStack(app, "consumer")
+    ProxmoxProvider(consumer, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(VirtualEnvironmentUser(consumer, "reader", user_id="reader@pve",
+                               comment=stack.node.find_child("user").user_id), "reader")
+    apply_rules(consumer)
+    app.synth()
+    document = json.loads((Path(app.outdir) / "stacks" / "consumer" / "cdk.tf.json").read_text())
+    assert document["data"]["terraform_remote_state"]["cross-stack-reference-input-users"]["workspace"] == \
+        "${terraform.workspace}"
+
+
 def test_tv007_text_in_a_stack_level_override(app, platform):
     """A stack-level override is merged into the JSON after every element wrote its block: its text is judged as
     recorded when it was added, on an existing block as on a block it adds whole."""
@@ -295,12 +416,67 @@ def test_tv007_a_reference_or_an_escape_in_a_stack_level_override_passes(app):
     app.synth()
 
 
+def test_tv007_a_stack_level_override_it_did_not_see_being_added(app):
+    """An override added where terravixens.rules cannot record it (from a construct library written in TypeScript,
+    or in Python before terravixens.rules was imported) cannot be judged: the rule says so instead of passing it."""
+    import jsii
+
+    stack = _user_stack(app)
+    jsii.invoke(stack, "addOverride", ["resource.proxmox_virtual_environment_user.ops.comment", ENVIRON])
+    errors = synth_errors(app)
+    assert ("[TV007 NoTemplateSequences] stack 'users' has stack-level overrides under 'resource' that were not "
+            "added through TerraformStack.add_override after terravixens.rules was imported: their text cannot be "
+            "told from references. Import terravixens.rules before adding them, or set them on the element "
+            "(element.add_override).") in errors
+
+
 def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):
     platform.add_override("resource.proxmox_virtual_environment_vm.stray", {"node_name": "pve1"})
     errors = synth_errors(app)
     assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
             "or StandaloneContainer (it has no construct path: a stack-level override wrote it): create it through "
             "one of them") in errors
+
+
+def test_tv002_a_construct_path_written_by_a_stack_level_override(app, platform):
+    """The construct path the rules attribute a block by is JSON metadata: a stack-level override can write it (a
+    block copied from a cdk.tf.json carries one). It does not make a stray VM part of a node."""
+    pin(VirtualEnvironmentVm(platform, "stray_vm", node_name="pve1"), "node_wk-a_extra")
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-a_extra.//.metadata.path",
+                          "platform-prod/wk-a/vm")
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-b_copy", {
+        "//": {"metadata": {"path": "platform-prod/wk-b/vm", "uniqueId": "node_wk-b_copy"}}, "node_name": "pve1"})
+    errors = synth_errors(app)
+    for logical in ("node_wk-a_extra", "node_wk-b_copy"):
+        assert (f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.{logical} is not inside a TalosNode, "
+                f"StandaloneVm or StandaloneContainer (it has no construct path: a stack-level override wrote it): "
+                f"create it through one of them") in errors
+
+
+def test_blocks_written_as_lists_by_a_stack_level_override(app, platform):
+    """Terraform's JSON takes a block as a list of objects too (hcl2json writes blocks so): a block written so is
+    read like any other, not skipped."""
+    platform.add_override("resource.proxmox_virtual_environment_vm.stray", [{"node_name": "pve1"}])
+    platform.add_override("resource.talos_machine_bootstrap.again", [{"node": "127.0.0.1"}])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
+            "or StandaloneContainer (it has no construct path: a stack-level override wrote it)") in errors
+    assert "stack 'platform-prod' has 2 bootstraps (again, cluster_bootstrap): keep one per cluster." in errors
+    assert "talos_machine_bootstrap.again does not ignore all changes" in errors
+
+
+def test_a_lifecycle_written_as_a_list_is_read(app, platform):
+    """A nested block may be a list of objects in Terraform's JSON too: the rules read lifecycle so as well."""
+    platform.nodes["wk-a"].apply.add_override("lifecycle", [
+        {"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}])
+    platform.cluster_config.secrets.add_override("lifecycle", [{"prevent_destroy": False}])
+    platform.control_plane.bootstrap.add_override("lifecycle", [{"ignore_changes": "all"}])
+    errors = synth_errors(app)
+    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" \
+        in errors
+    assert "[TV004" not in errors
 
 
 # ------------------------------------------------------------------------------------------- how the rules run
@@ -321,6 +497,19 @@ def test_rules_run_after_every_aspect(app, platform):
     assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" in errors
 
 
+def test_rules_in_an_app_that_skips_validations(tmp_path):
+    """The rules run as a stack validation: an App built with skip_validation=True would skip them all, silently.
+    Synth fails instead (error annotations stop synth whether validations run or not)."""
+    app = App(outdir=str(tmp_path), skip_validation=True)
+    stack = TerraformStack(app, "bare")
+    TalosProvider(stack, "talos")
+    pin(MachineSecrets(stack, "secrets"), "cluster_secrets")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert ("[bare] terravixens' safety rules (TV001-TV007) run as a validation of stack 'bare', and its App skips "
+            "validations (skip_validation=True), so none would run: build the App without skip_validation.") in errors
+
+
 def test_a_rule_alone_is_an_aspect(app):
     """Library users may attach one rule as an Aspect instead of all of them with apply_rules."""
     from cdktf import Aspects
@@ -337,12 +526,83 @@ def test_a_rule_alone_is_an_aspect(app):
     assert "[TV003 StableLogicalIds] 'team_user_" in errors and "is cdktf's path-derived id" in errors
 
 
+def test_a_rule_alone_judges_what_other_aspects_did(app):
+    """An Aspect visits the stack before any construct in it: a rule attached alone still judges the finished tree,
+    after the Aspects that change elements (lift prevent_destroy) or add them (a stray VM) below the stack."""
+    from cdktf import Aspects, IAspect, TerraformResourceLifecycle
+    import jsii
+
+    from terravixens.rules import ResetScopedToNode, StoragePreventDestroy
+
+    @jsii.implements(IAspect)
+    class LiftPreventDestroyAndAddAVm:
+        def visit(self, node):
+            if getattr(node, "friendly_unique_id", None) == "cluster_secrets":
+                node.add_override("lifecycle.prevent_destroy", False)
+                pin(VirtualEnvironmentVm(node, "stray", node_name="pve1"), "stray_vm")
+
+    stack = TerraformStack(app, "bare")
+    TalosProvider(stack, "talos")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    pin(MachineSecrets(stack, "secrets", lifecycle=TerraformResourceLifecycle(prevent_destroy=True)),
+        "cluster_secrets")
+    Aspects.of(stack).add(StoragePreventDestroy())
+    Aspects.of(stack).add(ResetScopedToNode())
+    Aspects.of(stack).add(LiftPreventDestroyAndAddAVm())
+    errors = synth_errors(app)
+    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
+            "set it, or keep this resource outside terravixens' stacks.") in errors
+    assert "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode" in errors
+
+
+def test_a_rule_alone_below_a_stack_is_refused(app):
+    """A rule judges a whole stack: attached to a construct below one, it would judge nothing (cdktf never shows it
+    the stack), so synth fails and says where to attach it."""
+    from cdktf import Aspects
+    from constructs import Construct
+
+    from terravixens.rules import StableLogicalIds
+
+    stack = TerraformStack(app, "one_rule")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    team = Construct(stack, "team")
+    VirtualEnvironmentUser(team, "user", user_id="ops@pve")
+    Aspects.of(team).add(StableLogicalIds())
+    errors = synth_errors(app)
+    assert ("[TV003 StableLogicalIds] the rule is attached as an Aspect to 'one_rule/team', below its stack, where it "
+            "judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+            "terravixens.rules.apply_rules(stack).") in errors
+
+
 def test_tv007_two_elements_under_one_address_are_each_judged(app):
     """cdktf merges two resources pinned to one logical id into one block: the text of either is still found."""
     stack = _user_stack(app)
     pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve", comment=f"twin {ENVIRON}"), "ops")
     errors = synth_errors(app)
     assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'twin ${file(" in errors
+
+
+def test_tv007_two_elements_under_one_address_in_a_stack_with_a_remote_state(app):
+    """A remote state writes a block no element of the stack's resources wrote (gitops stacks hold one): the twins
+    cdktf merges are still each judged, the first one's text included (the merged block names the second)."""
+    from cdktf import DataTerraformRemoteStateLocal
+
+    stack = TerraformStack(app, "users")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    DataTerraformRemoteStateLocal(stack, "platform", path="platform.tfstate")
+    pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", comment=f"first {ENVIRON}"), "ops")
+    pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve"), "ops")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'first ${file(" in errors
+
+
+def test_tv007_two_elements_under_one_address_beside_a_block_a_stack_override_added(app):
+    stack = _user_stack(app, comment=f"first {ENVIRON}")
+    pin(VirtualEnvironmentUser(stack, "twin", user_id="ops@pve"), "ops")
+    stack.add_override("resource.proxmox_virtual_environment_user.other", {"user_id": "other@pve"})
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: 'first ${file(" in errors
 
 
 def test_rules_do_not_rely_on_assert():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jsii
-from cdktf import TerraformStack
+from cdktf import Annotations, App, TerraformStack
 from constructs import IValidation
 
 from terravixens.rules.base import Rule
@@ -53,6 +53,20 @@ class RuleSet:
 
 def apply_rules(stack: TerraformStack) -> None:
     stack.node.add_validation(RuleSet(stack, [rule() for rule in ALL_RULES]))
+    refuse_skipped_validations(stack, "terravixens' safety rules (TV001-TV007)", "none would run")
+
+
+def refuse_skipped_validations(stack: TerraformStack, rules: str, consequence: str) -> None:
+    """An App built with skip_validation=True runs no validation, so no rule: synth fails instead of passing the
+    stack unjudged (an error annotation stops synth whether validations run or not)."""
+    try:
+        skipped = App.of(stack).skip_validation
+    except RuntimeError:  # a stack outside an App: no app.synth() will run it either way
+        return
+    if skipped:
+        Annotations.of(stack).add_error(f"{rules} run as a validation of stack {stack.node.id!r}, and its App skips "
+                                        f"validations (skip_validation=True), so {consequence}: build the App "
+                                        f"without skip_validation.")
 
 
 __all__ = ["ALL_RULES", "RuleSet", "apply_rules", *(rule.__name__ for rule in ALL_RULES)]

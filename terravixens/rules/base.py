@@ -10,6 +10,9 @@ from constructs import IConstruct
 from terravixens.rules.view import Block, StackView
 
 REFERENCE = re.compile(r"\$\{(?:data\.)?([a-z0-9_]+)\.([A-Za-z0-9_-]+)")
+# A traversal anywhere inside an expression (`${lower(type.id.attr)}`, `${a ? type.id.x : ""}`): cdktf renders a
+# reference nested in a function call or an operator without a `${` of its own.
+TRAVERSAL = re.compile(r"(?<![\w.-])(?:data\.)?([a-z][a-z0-9_]*)\.([A-Za-z0-9_-]+)")
 
 
 @jsii.implements(IAspect)
@@ -17,7 +20,10 @@ class Rule:
     """A named synth-time rule. Subclasses set `code`, `name` and `why`, and implement `check(view)` over one stack.
 
     `terravixens.rules.apply_rules` runs every rule once per stack, after all Aspects (a stack validation). A rule
-    is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack when it is visited.
+    is also an Aspect on its own: `Aspects.of(stack).add(StableLogicalIds())` checks that stack too, and also after
+    all Aspects: cdktf visits a stack before anything in it, so a check at the visit would miss what the other
+    Aspects change or add below it; the visit adds the rule as a validation of the stack instead. Attached to a
+    construct below a stack, a rule would see no stack: it fails synth and says where to attach it.
     """
 
     code = "TV000"
@@ -28,8 +34,20 @@ class Rule:
         raise NotImplementedError
 
     def visit(self, node: IConstruct) -> None:
+        state = self.__dict__.setdefault("_aspect", {"stacks": set(), "refused": False})
         if isinstance(node, TerraformStack):
-            self.check(StackView(node))
+            from terravixens.rules import RuleSet, refuse_skipped_validations
+
+            if id(node) not in state["stacks"]:
+                state["stacks"].add(id(node))
+                node.node.add_validation(RuleSet(node, [self]))
+                refuse_skipped_validations(node, f"rule {self.code} {self.name}", "it would not run")
+        elif not state["stacks"] and not state["refused"]:
+            # cdktf visits the construct an Aspect is attached to first: no stack before it, so it is below one.
+            state["refused"] = True
+            self.fail(node, f"the rule is attached as an Aspect to {node.node.path!r}, below its stack, where it "
+                            f"judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+                            f"terravixens.rules.apply_rules(stack).")
 
     def message(self, detail: str) -> str:
         return f"[{self.code} {self.name}] {detail} Why: {self.why}"
@@ -57,9 +75,43 @@ def strings_in(value) -> list[str]:
     return []
 
 
+def expressions(text: str) -> list[str]:
+    """The text inside each `${…}` of a string (braces counted; `$${` is an escape, not an expression)."""
+    found, index = [], 0
+    while (start := text.find("${", index)) != -1:
+        if start > 0 and text[start - 1] == "$":
+            index = start + 2
+            continue
+        depth, end = 1, start + 2
+        while end < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        found.append(text[start + 2:end - 1 if depth == 0 else end])
+        index = end
+    return found
+
+
+# An output of another stack read through the remote state cdktf adds for a cross-stack reference.
+REMOTE_OUTPUT = re.compile(r"(?<![\w.-])data\.terraform_remote_state\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)")
+# Terraform's other namespaces (var.node_tokens is a variable, not a resource of node "tokens").
+NOT_RESOURCES = frozenset({"var", "local", "module", "each", "count", "path", "terraform", "self"})
+
+
 def references(value) -> set[tuple[str, str]]:
-    """Every (type, logical id) that `value` refers to, data sources included."""
+    """Every (type, logical id) of a resource or data source that `value` refers to, wherever in an expression."""
     found: set[tuple[str, str]] = set()
     for text in strings_in(value):
-        found.update(REFERENCE.findall(text))
+        if "${" in text:
+            for expression in expressions(text):
+                found.update(match for match in TRAVERSAL.findall(expression) if match[0] not in NOT_RESOURCES)
+    return found
+
+
+def remote_outputs(value) -> set[tuple[str, str]]:
+    """Every (remote state, output) that `value` reads, wherever in an expression."""
+    found: set[tuple[str, str]] = set()
+    for text in strings_in(value):
+        if "${" in text and "terraform_remote_state" in text:
+            for expression in expressions(text):
+                found.update(REMOTE_OUTPUT.findall(expression))
     return found

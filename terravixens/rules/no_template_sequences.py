@@ -8,9 +8,12 @@ How text is told from terravixens' own expressions: before resolution, cdktf enc
 function call) as `${TfToken[TOKEN.n]}`. So in an element's raw configuration, a `${` outside those encodings is
 text. Inside a token, cdktf escapes `${` in a function's string arguments (`$${`) but not `%{`, and cdktf itself
 never writes a directive: an unescaped `%{` anywhere in the resolved JSON is text too. `$${` and `%%{` are escapes
-(Terraform reads them as a literal `${` and `%{`) and pass. Variable defaults and the `terraform` block (backend)
-are read literally by Terraform, so they are not checked. A stack-level override belongs to no element: its value is
-judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration.
+(Terraform reads them as a literal `${` and `%{`) and pass. Variable defaults and descriptions and the `terraform`
+block (backend) are read literally by Terraform, so they are not checked; a variable's validation error_message and
+an import block's id are templates, and are. A stack-level override belongs to no element: its value is
+judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration; a
+stack-level override that was not recorded (added from Node.js, or before terravixens.rules was imported) cannot be
+judged, and fails the rule.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, Terra
 
 from terravixens.inputs import shown_at
 from terravixens.rules.base import Rule
-from terravixens.rules.overrides import stack_overrides
+from terravixens.rules.overrides import stack_overrides, unrecorded_keys
 from terravixens.rules.view import Block, StackView
 
 # Left to right, as Terraform scans a template: an escape is consumed whole, so `$$${` is an escape too.
@@ -48,6 +51,23 @@ def _strings(value, path: tuple = ()):
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _strings(item, (*path, index))
+
+
+def _imports(document: dict) -> dict[str, list]:
+    """The import blocks of the stack's JSON by the address they import to. Their `id` is an expression: Terraform
+    evaluates a template in it at plan time."""
+    found: dict[str, list] = {}
+    for entry in document.get("import") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("to"), str):
+            found.setdefault(entry["to"], []).append(entry)
+    return found
+
+
+def _cdktf_workspace(path: tuple, value: str) -> bool:
+    """The workspace cdktf writes, as a plain string, into the remote state of each cross-stack reference (every
+    backend's getRemoteStateDataSource): an expression of cdktf's that reads only the workspace's name."""
+    return (value == "${terraform.workspace}" and len(path) == 4 and path[:2] == ("data", "terraform_remote_state")
+            and path[3] == "workspace")
 
 
 def _label(element: TerraformElement, block: Block | None) -> str:
@@ -76,10 +96,15 @@ class NoTemplateSequences(Rule):
 
     def check(self, view: StackView) -> None:
         # Resource and data blocks from the stack's JSON (most carry no sequence at all and are skipped); an
-        # element's raw configuration is read only when its block holds one.
+        # element's raw configuration is read only when its block, or an import block its element writes, holds one.
+        imports = _imports(view.document)
         for block in view.blocks:
             if not block.pathless:  # a remote state is judged with the other elements, an override's block below
-                self._check(block.wrapped(), lambda block=block: view.element_of(block), block)
+                body = block.wrapped()
+                if block.address in imports:
+                    body = {**body, "import": imports[block.address]}
+                self._check(body, lambda block=block: view.element_of(block), block)
+        self._check_validation_messages(view)
         for path, value in stack_overrides(view.stack):
             for where, text in _strings(value):
                 found = unescaped(TOKEN.sub("", text))
@@ -90,19 +115,50 @@ class NoTemplateSequences(Rule):
                                           f"{found[0]!r}, which Terraform would evaluate as a template; an override is "
                                           f"copied into the JSON unchanged. Remove it, or write a literal as '$${{' / "
                                           f"'%%{{'.")
+        unread = unrecorded_keys(view.stack, view.document)
+        if unread:
+            self.fail(view.stack, f"stack {view.name!r} has stack-level overrides under "
+                                  f"{', '.join(map(repr, unread))} that were not added through "
+                                  f"TerraformStack.add_override after terravixens.rules was imported: their text "
+                                  f"cannot be told from references. Import terravixens.rules before adding them, or "
+                                  f"set them on the element (element.add_override).")
         others = [element for element in view.of_class(TerraformElement)
                   if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
         for element in [*others, *self._without_block(view)]:
             self._check(view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
 
+    def _check_validation_messages(self, view: StackView) -> None:
+        """A variable is read literally (its default, its description), except its validations' error_message: a
+        template Terraform evaluates when the condition fails. Each variable's raw configuration is read only when
+        a message in the JSON holds a sequence (the project's own messages hold none)."""
+        def messages(document: dict):
+            for logical, body in (document.get("variable") or {}).items():
+                for index, validation in enumerate((body or {}).get("validation") or []):
+                    if isinstance(validation, dict) and isinstance(validation.get("error_message"), str):
+                        yield ("variable", logical, "validation", index, "error_message"), validation["error_message"]
+
+        resolved = dict(messages(view.document))
+        if not any("${" in text or "%{" in text for text in resolved.values()):
+            return
+        for element in view.of_class(TerraformVariable):
+            for path, value in messages(element.to_terraform()):
+                found = unescaped(TOKEN.sub("", value))
+                if not found and "%{" in unescaped(resolved.get(path, "")):
+                    value, found = resolved[path], ["%{"]
+                if found:
+                    self._fail(element, None, path, value, found[0])
+
     @staticmethod
     def _without_block(view: StackView) -> list:
         """Resource and data elements that do not write a block of their own (moved ones, or two under one address,
         which cdktf merges into one block): judged by their own resolved configuration, as every other element.
-        Only when the counts of elements and blocks differ, so rarely, is each element's address asked for."""
-        if len(view.block_elements) == len(view.blocks):
+        Only when the counts of elements and of the blocks they wrote differ, so rarely, is each element's address
+        asked for. Pathless blocks (a remote state, a block a stack-level override added) are not counted: no
+        resource or data element wrote them, and one would hide a merged pair from the count."""
+        written_blocks = [block for block in view.blocks if not block.pathless]
+        if len(view.block_elements) == len(written_blocks):
             return []
-        written = {(block.kind, block.type, block.logical_id) for block in view.blocks}
+        written = {(block.kind, block.type, block.logical_id) for block in written_blocks}
         addresses = [("resource" if isinstance(element, TerraformResource) else "data",
                       element.terraform_resource_type, element.friendly_unique_id) for element in view.block_elements]
         shared = Counter(addresses)
@@ -116,6 +172,8 @@ class NoTemplateSequences(Rule):
         element, raw = raw_configuration()
         reported = False
         for path, value in _strings(raw):
+            if _cdktf_workspace(path, value):
+                continue
             found = unescaped(TOKEN.sub("", value))
             if found:
                 reported = True

@@ -23,6 +23,33 @@ def stack_overrides(stack: TerraformStack) -> list[tuple[str, Any]]:
     return list(_RECORDED.get(stack, ()))
 
 
+def metadata_written(stack: TerraformStack) -> set[tuple[str, str, str]]:
+    """(kind, type, logical id) of every resource or data block whose `//` metadata a recorded stack-level override
+    writes: its construct path is then the override's word, not cdktf's (a block copied from a cdk.tf.json carries
+    one), so the block has no construct path the rules can trust."""
+    found = set()
+    for path, value in stack_overrides(stack):
+        tree = value
+        for part in reversed(path.split(".")):
+            tree = {part: tree}
+        for kind in ("resource", "data"):
+            types = tree.get(kind)
+            for kind_type, items in (types.items() if isinstance(types, dict) else ()):
+                for logical_id, body in (items.items() if isinstance(items, dict) else ()):
+                    if isinstance(body, dict) and "//" in body:
+                        found.add((kind, kind_type, logical_id))
+    return found
+
+
+def unrecorded_keys(stack: TerraformStack, document: dict) -> list[str]:
+    """Top-level keys of the stack's JSON that hold stack-level overrides none of the recorded ones explains: added
+    from outside Python (a construct library written in TypeScript calls the method in Node.js) or before this
+    module was imported. cdktf lists the top-level key of every stack-level override in the JSON's metadata."""
+    listed = (((document.get("//") or {}).get("metadata") or {}).get("overrides") or {}).get("stack") or []
+    recorded = {path.split(".", 1)[0] for path, _ in stack_overrides(stack)}
+    return [key for key in listed if key not in recorded]
+
+
 def _record_overrides() -> None:
     original = TerraformStack.add_override
     if getattr(original, _MARK, False):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from terravixens.catalogue import RESET_CAPABLE
 from terravixens.logical_ids import owner_of, standalone_owner_of
-from terravixens.rules.base import Rule, references
+from terravixens.rules.base import Rule, references, remote_outputs
 from terravixens.rules.view import Block, StackView
 
 OWNERS = "a TalosNode, StandaloneVm or StandaloneContainer"
@@ -39,6 +39,18 @@ def id_owner(logical: str) -> tuple[str, str] | None:
     return None
 
 
+def _listed(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _bare_addresses(block: Block) -> list[str]:
+    """The addresses a block names without `${…}`: depends_on and lifecycle.replace_triggered_by (type.id[.attr],
+    data.type.id) — read as the references they are. A replace_triggered_by on another node's resource replaces
+    this one whenever that resource changes."""
+    named = [*_listed(block.body.get("depends_on")), *_listed(block.nested("lifecycle").get("replace_triggered_by"))]
+    return [item for item in named if isinstance(item, str) and "${" not in item]
+
+
 class ResetScopedToNode(Rule):
     code = "TV002"
     name = "ResetScopedToNode"
@@ -55,10 +67,16 @@ class ResetScopedToNode(Rule):
                                                  f"create it through one of them so that it belongs to exactly one "
                                                  f"node.")
                 continue
-            targets = references(block.body) | {tuple(item.split(".", 1)) for item in block.body.get("depends_on", [])}
-            for target_type, target_id in sorted(targets):
+            targets = references(block.body) | references([f"${{{item}}}" for item in _bare_addresses(block)])
+            reads = [(target, "") for target in targets]
+            for remote_state, output in sorted(remote_outputs(block.body)):
+                # A cross-stack reference: the other stack's output names what it reads.
+                origin = view.cross_stack_output(remote_state, output)
+                if origin is not None:
+                    reads += [(target, f" (through stack {origin[0]!r})") for target in references(origin[1])]
+            for (target_type, target_id), through in sorted(reads):
                 other = id_owner(target_id)
                 if other is not None and other != owner:
                     self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} reads "
-                                                 f"{target_type}.{target_id} of {other[0]} {other[1]!r}: give it "
-                                                 f"only cluster-level inputs and its own node's attributes.")
+                                                 f"{target_type}.{target_id} of {other[0]} {other[1]!r}{through}: give "
+                                                 f"it only cluster-level inputs and its own node's attributes.")

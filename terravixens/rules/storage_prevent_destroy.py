@@ -23,6 +23,6 @@ class StoragePreventDestroy(Rule):
                 owner = view.owner(block, ClusterConfig)
                 if owner is not None and owner.props.release_secrets:
                     continue  # released on purpose by `terravixens decommission --destroy-secrets`, in its own synth
-            if (block.body.get("lifecycle") or {}).get("prevent_destroy") is not True:
+            if block.nested("lifecycle").get("prevent_destroy") is not True:
                 self.fail_block(view, block, f"{block.type}.{block.logical_id} has no lifecycle prevent_destroy: set "
                                              f"it, or keep this resource outside terravixens' stacks.")

@@ -26,8 +26,9 @@ PATH_SEP = "/"
 class Block:
     """A resource or data block as synthesized: kind ("resource" or "data"), type, logical id, resolved body, and
     the path of the construct that wrote it. A block without a construct path in the JSON — one a stack-level
-    `add_override` added whole, or a remote state (cdktf writes no path for those) — has the stack's path and
-    `pathless` set."""
+    `add_override` added whole, or a remote state (cdktf writes no path for those) — or whose path a stack-level
+    override wrote (terravixens.rules.overrides.metadata_written), or one written as a list of objects (Terraform
+    reads it as a block; only an override writes one) has the stack's path and `pathless` set."""
 
     kind: str
     type: str
@@ -41,9 +42,32 @@ class Block:
         prefix = "data." if self.kind == "data" else ""
         return f"{prefix}{self.type}.{self.logical_id}"
 
+    def nested(self, key: str) -> dict:
+        """A nested block of the body (lifecycle) as one object: Terraform's JSON takes it as an object or as a list
+        of objects (an override may write either)."""
+        value = self.body.get(key)
+        merged: dict = {}
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, dict):
+                merged.update(part)
+        return merged
+
     def wrapped(self) -> dict:
         """The block as its element's `to_terraform()` nests it: {kind: {type: {logical id: body}}}."""
         return {self.kind: {self.type: {self.logical_id: self.body}}}
+
+
+def _entries(value):
+    """(key, object, listed) of each entry of a JSON object, as Terraform reads it: an object, or a list of objects
+    (its JSON syntax takes a block as a list of objects too; cdktf never writes one, a stack-level override may).
+    `listed` is True for entries that came from a list."""
+    for item in value if isinstance(value, list) else [value]:
+        if not isinstance(item, dict):
+            continue
+        for key, entry in item.items():
+            for part in (entry if isinstance(entry, list) else [entry]):
+                if isinstance(part, dict):
+                    yield key, part, isinstance(value, list) or isinstance(entry, list)
 
 
 class StackView:
@@ -59,19 +83,22 @@ class StackView:
         self._nodes: dict[int, object] = {}
         self._by_path: dict[str, IConstruct] = {}
         self._owners: dict[type, dict[str, IConstruct]] = {}
+        self._documents: dict[int, dict] = {}
         self._remember(stack, self._node)
 
     # ------------------------------------------------------------------------------------------------ the JSON
     @cached_property
     def blocks(self) -> list[Block]:
+        from terravixens.rules.overrides import metadata_written
+
         found = []
+        overridden = metadata_written(self.stack)
         for kind in BLOCK_KINDS:
-            for kind_type, items in (self.document.get(kind) or {}).items():
-                for logical_id, body in (items or {}).items():
-                    if not isinstance(body, dict):
-                        continue
+            for kind_type, items, listed in _entries(self.document.get(kind)):
+                for logical_id, body, in_list in _entries(items):
                     path = ((body.get("//") or {}).get("metadata") or {}).get("path")
-                    if path is None:  # a stack-level override, or a remote state
+                    if path is None or listed or in_list or (kind, kind_type, logical_id) in overridden:
+                        # a stack-level override wrote the block or its path, or a remote state (cdktf writes none)
                         found.append(Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)],
                                            pathless=True))
                     else:
@@ -187,6 +214,32 @@ class StackView:
             self._paths[id(construct)] = ancestor
             self._by_path[ancestor] = construct
         return construct
+
+    # ------------------------------------------------------------------------------------------- other stacks
+    @cached_property
+    def _cross_stack_origins(self) -> dict[str, TerraformStack]:
+        """The remote state cdktf adds for a cross-stack reference (`cross-stack-reference-input-<stack path>`) ->
+        the stack it reads. Asked of cdktf only when a rule follows such a reference."""
+        origins = {}
+        for construct in self._node.root.node.find_all():
+            if isinstance(construct, TerraformStack) and construct is not self.stack:
+                path = construct.node.path
+                for name in {path, path.replace(PATH_SEP, "--")}:
+                    origins[f"cross-stack-reference-input-{name}"] = construct
+        return origins
+
+    def cross_stack_output(self, remote_state: str, output: str) -> tuple[str, object] | None:
+        """(stack name, value) of the output another stack of the app writes for a cross-stack reference read
+        through `remote_state`, else None (a remote state of another kind, or an output not found)."""
+        origin = self._cross_stack_origins.get(remote_state)
+        if origin is None:
+            return None
+        if id(origin) not in self._documents:
+            self._documents[id(origin)] = origin.to_terraform()
+        written = (self._documents[id(origin)].get("output") or {}).get(output)
+        if not isinstance(written, dict):
+            return None
+        return origin.node.id, written.get("value")
 
     # -------------------------------------------------------------------------------------------- resolution
     @cached_property

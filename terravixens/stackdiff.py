@@ -8,11 +8,9 @@ re-computed), as a plan would show it. Used by `terravixens review` and by the s
 from __future__ import annotations
 
 import copy
-import json
-import re
 from dataclasses import dataclass, field
 
-REFERENCE = re.compile(r"\$\{((?:data\.)?[a-z0-9_]+\.[A-Za-z0-9_-]+)")
+from terravixens.expressions import addresses_in
 
 
 def addresses(stack: dict) -> dict[str, dict]:
@@ -89,10 +87,6 @@ class Changes:
         return bool(self.touched)
 
 
-def _references(body) -> set[str]:
-    return set(REFERENCE.findall(json.dumps(body)))
-
-
 def diff_stack(before: dict, after: dict) -> Changes:
     """Added, removed and changed addresses. A change also flows along references out of data sources and
     terraform_data (their results are re-read or re-computed), as Terraform's plan would show it: a new Kubernetes
@@ -102,9 +96,9 @@ def diff_stack(before: dict, after: dict) -> Changes:
     attributes = {a: changed_paths(effective(old[a]), effective(new[a])) for a in changed}
     flowing = {a for a in changed if a.startswith(("data.", "terraform_data."))}
     while flowing:
-        reached = {a for a in set(old) & set(new) if a not in changed and _references(effective(new[a])) & flowing}
+        reached = {a for a in set(old) & set(new) if a not in changed and addresses_in(effective(new[a])) & flowing}
         for address in reached:
-            attributes[address] = [f"(reads {', '.join(sorted(_references(effective(new[address])) & flowing))})"]
+            attributes[address] = [f"(reads {', '.join(sorted(addresses_in(effective(new[address])) & flowing))})"]
         changed |= reached
         flowing = {a for a in reached if a.startswith(("data.", "terraform_data.", "output."))}
     return Changes(added=set(new) - set(old), removed=set(old) - set(new), changed=changed, attributes=attributes)

@@ -92,3 +92,22 @@ def test_review_of_an_unknown_ref_is_bad_input(clone):
 
 def test_git_environment_is_not_needed_beyond_git(clone):
     assert os.access(clone / "imports", os.R_OK)
+
+
+def test_a_change_flows_through_a_reference_nested_in_an_expression():
+    """cdktf renders a reference inside a function call without a `${` of its own: a node whose apply reads a changed
+    data source through `lower(…)` is changed too, as Terraform's plan would show it."""
+    from terravixens.stackdiff import diff_stack
+
+    def stack(version: str) -> dict:
+        return {"data": {"talos_machine_configuration": {"worker": {"kubernetes_version": version}}},
+                "resource": {"talos_machine_configuration_apply": {
+                    "node_wk-a_apply": {"machine_configuration_input":
+                                        "${lower(data.talos_machine_configuration.worker.machine_configuration)}"},
+                    "node_wk-b_apply": {"machine_configuration_input": "${var.unrelated}"}}}}
+
+    changes = diff_stack(stack("1.34.2"), stack("1.35.0"))
+    assert changes.changed == {"data.talos_machine_configuration.worker",
+                               "talos_machine_configuration_apply.node_wk-a_apply"}
+    assert changes.attributes["talos_machine_configuration_apply.node_wk-a_apply"] == [
+        "(reads data.talos_machine_configuration.worker)"]

@@ -1,18 +1,12 @@
 """Shared plumbing of the safety rules: naming, messages, and reading what a stack will synthesize."""
 from __future__ import annotations
 
-import re
-
 import jsii
 from cdktf import Annotations, IAspect, TerraformElement, TerraformStack
 from constructs import IConstruct
 
+from terravixens.expressions import references, remote_outputs, strings_in  # noqa: F401 - the rules' vocabulary
 from terravixens.rules.view import Block, StackView
-
-REFERENCE = re.compile(r"\$\{(?:data\.)?([a-z0-9_]+)\.([A-Za-z0-9_-]+)")
-# A traversal anywhere inside an expression (`${lower(type.id.attr)}`, `${a ? type.id.x : ""}`): cdktf renders a
-# reference nested in a function call or an operator without a `${` of its own.
-TRAVERSAL = re.compile(r"(?<![\w.-])(?:data\.)?([a-z][a-z0-9_]*)\.([A-Za-z0-9_-]+)")
 
 
 @jsii.implements(IAspect)
@@ -65,53 +59,3 @@ def logical_id(element: TerraformElement) -> str:
     return element.friendly_unique_id
 
 
-def strings_in(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in strings_in(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in strings_in(item)]
-    return []
-
-
-def expressions(text: str) -> list[str]:
-    """The text inside each `${…}` of a string (braces counted; `$${` is an escape, not an expression)."""
-    found, index = [], 0
-    while (start := text.find("${", index)) != -1:
-        if start > 0 and text[start - 1] == "$":
-            index = start + 2
-            continue
-        depth, end = 1, start + 2
-        while end < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[end], 0)
-            end += 1
-        found.append(text[start + 2:end - 1 if depth == 0 else end])
-        index = end
-    return found
-
-
-# An output of another stack read through the remote state cdktf adds for a cross-stack reference.
-REMOTE_OUTPUT = re.compile(r"(?<![\w.-])data\.terraform_remote_state\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)")
-# Terraform's other namespaces (var.node_tokens is a variable, not a resource of node "tokens").
-NOT_RESOURCES = frozenset({"var", "local", "module", "each", "count", "path", "terraform", "self"})
-
-
-def references(value) -> set[tuple[str, str]]:
-    """Every (type, logical id) of a resource or data source that `value` refers to, wherever in an expression."""
-    found: set[tuple[str, str]] = set()
-    for text in strings_in(value):
-        if "${" in text:
-            for expression in expressions(text):
-                found.update(match for match in TRAVERSAL.findall(expression) if match[0] not in NOT_RESOURCES)
-    return found
-
-
-def remote_outputs(value) -> set[tuple[str, str]]:
-    """Every (remote state, output) that `value` reads, wherever in an expression."""
-    found: set[tuple[str, str]] = set()
-    for text in strings_in(value):
-        if "${" in text and "terraform_remote_state" in text:
-            for expression in expressions(text):
-                found.update(REMOTE_OUTPUT.findall(expression))
-    return found

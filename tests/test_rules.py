@@ -395,6 +395,22 @@ def test_tv007_a_cross_stack_reference_passes(app):
         "${terraform.workspace}"
 
 
+@pytest.mark.parametrize("key, value", [("count", 2), ("for_each", {"a": 1, "b": 2}), ("count", True)])
+def test_tv002_a_node_machine_counted_or_iterated(app, platform, key, value):
+    """One node is one machine: a counted VM is several, and removing one (an index shifts) resets a machine that
+    stays."""
+    platform.nodes["wk-a"].vm.add_override(key, value)
+    errors = synth_errors(app)
+    assert (f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.node_wk-a_vm of node 'wk-a' sets {key} to "
+            f"{json.dumps(value)}: one node is one machine") in errors
+
+
+def test_tv002_a_node_apply_counted_once_passes(app, platform):
+    platform.nodes["wk-a"].apply.add_override("count", 1)
+    platform.nodes["wk-b"].apply.add_override("count", 0)
+    app.synth()
+
+
 def test_tv007_text_in_a_stack_level_override(app, platform):
     """A stack-level override is merged into the JSON after every element wrote its block: its text is judged as
     recorded when it was added, on an existing block as on a block it adds whole."""

@@ -6,6 +6,8 @@ cluster node of the same name are still two nodes.
 """
 from __future__ import annotations
 
+import json
+
 from terravixens.catalogue import RESET_CAPABLE
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.rules.base import Rule, references, remote_outputs
@@ -67,6 +69,8 @@ class ResetScopedToNode(Rule):
                                                  f"create it through one of them so that it belongs to exactly one "
                                                  f"node.")
                 continue
+            if block.type in RESET_CAPABLE:
+                self._one_machine(view, block, owner)
             targets = references(block.body) | references([f"${{{item}}}" for item in _bare_addresses(block)])
             reads = [(target, "") for target in targets]
             for remote_state, output in sorted(remote_outputs(block.body)):
@@ -80,3 +84,17 @@ class ResetScopedToNode(Rule):
                     self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} reads "
                                                  f"{target_type}.{target_id} of {other[0]} {other[1]!r}{through}: give "
                                                  f"it only cluster-level inputs and its own node's attributes.")
+
+    def _one_machine(self, view: StackView, block: Block, owner: tuple[str, str]) -> None:
+        """A node's machine, its configuration apply or its reset is one block for one machine: counted or iterated,
+        it would be several, and removing one of them (an index shifts, a key goes) would reset a machine that
+        stays. Count 0 or 1 is one machine or none."""
+        for key in ("count", "for_each"):
+            if key not in block.body:
+                continue
+            value = block.body[key]
+            if key == "count" and value in (0, 1) and not isinstance(value, bool):
+                continue
+            self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} sets {key} to "
+                                         f"{json.dumps(value)[:60]}: one node is one machine; add a node to the "
+                                         f"site (or a construct) for each machine instead.")

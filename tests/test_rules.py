@@ -371,7 +371,7 @@ def test_tv007_text_in_a_variable_validation_message(app):
 
 
 def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
-    from cdktf import TerraformVariable, TerraformVariableValidationConfig
+    from cdktf import TerraformVariable
 
     stack = _user_stack(app)
     size = pin(TerraformVariable(stack, "size", type="string", default="small"), "size")

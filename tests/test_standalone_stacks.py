@@ -2,9 +2,7 @@
 the errors of the L2 constructs and rules (each invalid input asserts its message)."""
 from __future__ import annotations
 
-import copy
 import json
-from pathlib import Path
 
 import pytest
 import yaml

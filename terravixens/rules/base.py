@@ -5,7 +5,6 @@ import jsii
 from cdktf import Annotations, IAspect, TerraformElement, TerraformStack
 from constructs import IConstruct
 
-from terravixens.expressions import references, remote_outputs, strings_in  # noqa: F401 - the rules' vocabulary
 from terravixens.rules.view import Block, StackView
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from terravixens.rules.base import Rule, strings_in
+from terravixens.expressions import strings_in
+from terravixens.rules.base import Rule
 from terravixens.rules.view import StackView
 
 PATTERNS = {

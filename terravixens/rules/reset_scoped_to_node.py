@@ -10,7 +10,8 @@ import json
 
 from terravixens.catalogue import RESET_CAPABLE
 from terravixens.logical_ids import owner_of, standalone_owner_of
-from terravixens.rules.base import Rule, references, remote_outputs
+from terravixens.expressions import references, remote_outputs
+from terravixens.rules.base import Rule
 from terravixens.rules.view import Block, StackView
 
 OWNERS = "a TalosNode, StandaloneVm or StandaloneContainer"

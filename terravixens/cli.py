@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     guard.add_argument("--deployed-state", action="append", default=[], metavar="STATE",
                        help="a platform layer's `terraform state pull` (what its VMs use; repeatable)")
     guard.add_argument("--teardown", action="store_true",
-                       help="the plan is a `plan -destroy`: what the site's nodes want from L0 does not count")
+                       help="the plan is a `plan -destroy`: its deletions are the request (nodes leave), and "
+                            "what the site's nodes want from L0 does not count")
     guard.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
     guard.set_defaults(run=_plan_guard)
     upgrade = commands.add_parser(

@@ -4,21 +4,27 @@ plans against the fake Proxmox VE for the Proxmox side (real-*.json) — and any
 error (exit 2), never an "ok"."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 
 import pytest
+import yaml
 
 from terravixens import catalogue
-from terravixens.guard import ALL_CHECKS, GuardContext, NotAPlan, RebootChecks, Usage, check_plan, refusals
+from terravixens.guard import (ALL_CHECKS, Fate, GuardContext, NotAPlan, RebootChecks, Usage, check_plan, node_view,
+                               ok_line, refusals)
 from terravixens.guard.context import site_roles, site_usage
 from terravixens.guard.plan import read_plan
 from terravixens.rules import reset_scoped_to_node, storage_prevent_destroy
 from tests import support
-from tests.fixtures.plans import hand_made
+from tests.fixtures.plans import hand_made, real_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans"
@@ -61,64 +67,326 @@ def test_hand_made_fixtures_are_what_their_generator_builds():
         assert (PLANS / name).read_text() == text, f"{name}: run python -m tests.fixtures.plans.hand_made"
 
 
-# ---------------------------------------------------------------------------------------------------- hand-made
-REFUSED = {
-    "hand-pg002-two-control-planes-leave.json": (["PG002"], FIVE),
-    "hand-pg002-role-unknown-counts-as-control-plane.json": (["PG002"], FIVE),
-    "hand-pg003-every-control-plane-leaves.json": (["PG003"], {"cp-b": "controlplane", "wk-a": "worker"}),
-    "hand-pg004-secrets-destroyed.json": (["PG004"], THREE),
-    "hand-pg004-secrets-replaced.json": (["PG004"], THREE),
-    "hand-pg004-second-bootstrap.json": (["PG004"], THREE),
-    "hand-pg005-new-secrets-under-running-nodes.json": (["PG005"], THREE),
-    "hand-pg005-secrets-forgotten.json": (["PG005"], THREE),
-    "hand-pg006-bootstrap-in-running-cluster.json": (["PG006"], THREE),
-    "hand-pg006-bootstrap-forgotten.json": (["PG006"], THREE),
-    "hand-pg007-planned-reboot.json": (["PG007"], THREE),
-    "hand-pg007-auto-after-a-change.json": (["PG007"], THREE),
-    "hand-pg007-reboot-check-not-run.json": (["PG007"], THREE),
-    "hand-pg009-storage-destroyed.json": (["PG009"], {}),
+# ---------------------------------------------------------------------------------------------------- the table
+# Every plan shape the guard judges, through the per-node view: the fixture (real-*: planned by the real Terraform
+# CLI against the fake Proxmox VE, tests/fixtures/plans/real_shapes.py; real-standin-*: the same with terraform_data
+# stand-ins for the talos applies, retyped; hand-*: hand-made Talos plans, hand_made.py), optionally changed by a
+# mutation that makes a shape Terraform 1.11 cannot write here, the context it is judged in, the checks that must
+# refuse it ([] = allowed) and what must happen to named nodes.
+SITE = GuardContext(roles=THREE)
+NO_SITE = GuardContext()
+TEARDOWN = GuardContext(roles=THREE, teardown=True)
+K, N, L, R, M = Fate.KEPT, Fate.NEW, Fate.LEAVING, Fate.REPLACED, Fate.MACHINE_LOST
+
+
+def without(*nodes: str, roles: dict | None = None, **extra) -> GuardContext:
+    """The site once `nodes` are taken out of it."""
+    return GuardContext(roles={n: r for n, r in (roles or THREE).items() if n not in nodes}, **extra)
+
+
+def platform_state_usage() -> Usage:
+    from terravixens.guard import deployed_usage
+
+    return deployed_usage({"platform-prod": fixture("real-platform-state.json")})
+
+
+@dataclass(frozen=True)
+class Case:
+    fixture: str
+    context: GuardContext
+    refused: tuple[str, ...]
+    fates: dict = dc_field(default_factory=dict)
+    mutate: Callable[[dict], None] | None = None
+    says: str = ""  # a fragment the first refusal (or the ok line) must hold
+
+    def plan(self) -> dict:
+        data = fixture(self.fixture)
+        if self.mutate:
+            self.mutate(data)
+        return data
+
+
+def change_of(data: dict, address: str) -> dict:
+    return next(c for c in data["resource_changes"] if c["address"] == address)
+
+
+def set_actions(address: str, actions: list[str], **fields) -> Callable[[dict], None]:
+    def run(data: dict) -> None:
+        change = change_of(data, address)
+        change["change"]["actions"] = actions
+        change.update(fields)
+    return run
+
+
+def retype_create(address: str, new_type: str) -> Callable[[dict], None]:
+    def run(data: dict) -> None:
+        change = change_of(data, address)
+        change["address"] = change["address"].replace(change["type"], new_type, 1)
+        change["type"] = new_type
+    return run
+
+
+def rename_everywhere(old: str, new: str, drop_record: bool = True) -> Callable[[dict], None]:
+    """`old` renamed to `new` (type and name) in the changes and in the prior state — a machine no logical id names,
+    or a standalone guest — and the membership record dropped (no name to match it by)."""
+    def run(data: dict) -> None:
+        kind, name = new.split(".")
+        for change in data["resource_changes"]:
+            if change["address"] == old:
+                change.update(address=new, type=kind, name=name)
+        resources = data["prior_state"]["values"]["root_module"]["resources"]
+        for resource in resources:
+            if resource["address"] == old:
+                resource.update(address=new, type=kind, name=name)
+                resource["values"]["name"] = name
+        if drop_record:
+            data["prior_state"]["values"]["root_module"]["resources"] = [
+                r for r in resources if r["name"] != "cluster_membership"]
+            data["resource_changes"] = [c for c in data["resource_changes"] if c["name"] != "cluster_membership"]
+    return run
+
+
+VM_B, VM_C = "proxmox_virtual_environment_vm.node_wk-b_vm", "proxmox_virtual_environment_vm.node_cp-c_vm"
+APPLY_A = "talos_machine_configuration_apply.node_wk-a_apply"
+TABLE: dict[str, Case] = {
+    # ------------------------------------------------------------------ refused: a node the site keeps loses a machine
+    "VM deleted outright": Case("real-vm-deleted-outright.json", SITE, ("PG001",), {"wk-b": M, "wk-a": K},
+                                says="node 'wk-b' stays in the site but would be left without a machine"),
+    "VM deleted outright, no site (the plan's record keeps it)": Case("real-vm-deleted-outright.json", NO_SITE,
+                                                                      ("PG001",), {"wk-b": M}),
+    "VM moved to a module without moved": Case("real-vm-moved-to-module-without-moved.json", SITE, ("PG001",),
+                                               {"wk-b": R}, says="add `moved { from = " + VM_B),
+    "VM renamed without moved (no logical id: known by identity)": Case(
+        "real-vm-renamed-without-moved.json", SITE, ("PG001",), {"wk-b": R},
+        says="proxmox_virtual_environment_vm.wkb_machine would create it again"),
+    "VM under bpg's other type name": Case("real-vm-type-renamed.json", SITE, ("PG001",), {"wk-b": R},
+                                           says="keep the resource type proxmox_virtual_environment_vm"),
+    "VM for_each key changed (split entries)": Case("real-vm-for-each-key-changed.json", SITE, ("PG001",), {"wk-b": R}),
+    "VM forgotten (removed, destroy = false)": Case("real-vm-forgotten.json", SITE, ("PG001",), {"wk-b": M},
+                                                    says="drop the `removed` block"),
+    "VM forgotten and created again elsewhere": Case("real-vm-forgotten-and-recreated.json", SITE, ("PG001",),
+                                                     {"wk-b": R}, says="the old one is forgotten, left running"),
+    "VM tainted": Case("real-vm-tainted.json", SITE, ("PG001",), {"wk-b": R}, says="`terraform untaint " + VM_B),
+    "VM replaced on request": Case("real-vm-replace-requested.json", SITE, ("PG001",), {"wk-b": R},
+                                   says="plan without `-replace=" + VM_B),
+    "VM replaced, create before destroy": Case("real-vm-replaced-create-before-destroy.json", SITE, ("PG001",),
+                                               {"wk-b": R}, says="(forced by vm_id)"),
+    "VM replaced by replace_triggered_by": Case("real-vm-replace-triggered.json", SITE, ("PG001",), {"wk-b": R},
+                                                says="replace_triggered_by"),
+    "VM replaced, vm_id changed": Case("real-platform-vm-replaced.json", SITE, ("PG001",), {"wk-b": R}),
+    "VM replaced, old one left running (create, forget)": Case(
+        "real-vm-replaced-create-before-destroy.json", SITE, ("PG001",), {"wk-b": R},
+        mutate=set_actions(VM_B, ["create", "forget"]), says="the old one is left running"),
+    "two control-plane VMs deleted (no applies in state)": Case("real-two-control-plane-vms-deleted.json", SITE,
+                                                                ("PG001", "PG001"), {"cp-b": M, "cp-c": M, "cp-a": K}),
+    "VM deleted by a targeted destroy, judged as a deploy": Case("real-vm-deleted-by-targeted-destroy.json", SITE,
+                                                                 ("PG001",), {"wk-b": M}),
+    "plan -destroy judged as a deploy": Case("real-platform-destroyed.json", SITE, ("PG001",) * 5, {"cp-a": M}),
+    "worker left the record, but the site keeps it": Case("real-worker-leaves.json", SITE, ("PG001",), {"wk-b": M}),
+    "another layer's VM (by identity) deleted": Case(
+        "real-vm-deleted-outright.json", GuardContext(usage=platform_state_usage()), ("PG001",), {"wk-b": M},
+        mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.jumphost"),
+        says="node 'wk-b' of platform-prod (deployed) stays in the site"),
+    "VM no node owns, replaced": Case("real-vm-tainted.json", GuardContext(), ("PG001",), {},
+                                      mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.spare"),
+                                      says="no node of the site or of the state owns it"),
+    "standalone guest replaced": Case("real-vm-tainted.json", GuardContext(), ("PG001",), {"dns1": R},
+                                      mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct"),
+                                      says="node 'dns1' stays in the site but would be destroyed and re-created"),
+    # ------------------------------------------------------------------ refused: the apply (stand-ins)
+    "apply deleted while the site keeps the node": Case("real-standin-apply-deleted.json", SITE, ("PG001",),
+                                                        {"wk-a": M}, says="would be reset (wiped)"),
+    "apply replaced": Case("real-standin-apply-replaced.json", SITE, ("PG001",), {"wk-a": R}, says="would be wiped"),
+    "apply renamed without moved (known by its node address)": Case(
+        "real-standin-apply-renamed-without-moved.json", SITE, ("PG001",), {"wk-a": R}),
+    "apply moved to talos_machine without moved": Case(
+        "real-standin-apply-renamed-without-moved.json", SITE, ("PG001",), {"wk-a": R},
+        mutate=retype_create("talos_machine_configuration_apply.wka_configuration", "talos_machine"),
+        says="keep the resource type talos_machine_configuration_apply"),
+    "apply forgotten": Case("real-standin-apply-forgotten.json", SITE, ("PG001",), {"wk-a": M}),
+    "workers reset by a targeted destroy, judged as a deploy": Case(
+        "real-standin-workers-reset-by-targeted-destroy.json", SITE, ("PG001", "PG001"), {"wk-a": M, "wk-b": M}),
+    # ------------------------------------------------------------------ refused: control planes (stand-ins)
+    "two control-plane VMs deleted, applies stay": Case(
+        "real-standin-two-control-plane-vms-deleted.json", SITE, ("PG001", "PG001", "PG002"), {"cp-b": M, "cp-c": M},
+        says="node 'cp-b' stays in the site"),
+    "every control-plane VM deleted, applies stay": Case(
+        "real-standin-every-control-plane-vm-deleted.json", SITE, ("PG001",) * 3 + ("PG002", "PG003"),
+        {"cp-a": M, "cp-b": M, "cp-c": M, "wk-a": K}),
+    "one control-plane VM deleted, apply stays": Case("real-standin-control-plane-vm-deleted.json", SITE, ("PG001",),
+                                                      {"cp-c": M}),
+    "two control planes leave the site": Case("real-standin-two-control-planes-leave.json", without("cp-b", "cp-c"),
+                                              ("PG002",), {"cp-b": L, "cp-c": L}),
+    "two control planes leave, no site (the plan's record)": Case(
+        "real-standin-two-control-planes-leave.json", NO_SITE, ("PG002",), {"cp-b": L, "cp-c": L}),
+    "platform destroyed while its cluster runs": Case("real-standin-platform-destroyed.json", TEARDOWN,
+                                                      ("PG002", "PG003"), {"cp-a": L, "wk-b": L}),
+    "hand: two control planes leave": Case("hand-pg002-two-control-planes-leave.json",
+                                           without("cp-d", "cp-e", roles=FIVE), ("PG002",), {"cp-d": L, "cp-e": L}),
+    "hand: a leaving node of unknown role counts as a control plane": Case(
+        "hand-pg002-role-unknown-counts-as-control-plane.json", without("cp-e", roles=FIVE), ("PG002",),
+        {"cp-e": L, "wk-z": L}, says="(role of cp-e, wk-z unknown"),
+    "hand: every control plane leaves": Case("hand-pg003-every-control-plane-leaves.json",
+                                             GuardContext(roles={"cp-b": "controlplane", "wk-a": "worker"}),
+                                             ("PG003",), {"cp-a": L, "cp-b": N}),
+    # ------------------------------------------------------------------ refused: the other checks
+    "hand: secrets destroyed": Case("hand-pg004-secrets-destroyed.json", SITE, ("PG004",)),
+    "hand: secrets replaced": Case("hand-pg004-secrets-replaced.json", SITE, ("PG004",)),
+    "hand: second bootstrap": Case("hand-pg004-second-bootstrap.json", SITE, ("PG004",)),
+    "hand: new secrets under running nodes": Case("hand-pg005-new-secrets-under-running-nodes.json", SITE, ("PG005",)),
+    "hand: secrets forgotten": Case("hand-pg005-secrets-forgotten.json", SITE, ("PG005",)),
+    "hand: bootstrap in a running cluster": Case("hand-pg006-bootstrap-in-running-cluster.json", SITE, ("PG006",)),
+    "hand: bootstrap forgotten": Case("hand-pg006-bootstrap-forgotten.json", SITE, ("PG006",)),
+    "hand: planned reboot": Case("hand-pg007-planned-reboot.json", SITE, ("PG007",), {"wk-a": K}),
+    "hand: auto after a change, no log": Case("hand-pg007-auto-after-a-change.json", SITE, ("PG007",)),
+    "hand: reboot check not run": Case("hand-pg007-reboot-check-not-run.json", SITE, ("PG007",)),
+    "bridge in use": Case("real-hypervisors-bridge-in-use.json", GuardContext(usage=platform_state_usage()),
+                          ("PG008",)),
+    "L0 torn down under running VMs": Case("real-hypervisors-destroy-while-vms-run.json",
+                                           GuardContext(usage=platform_state_usage(), teardown=True), ("PG008",) * 5),
+    "hand: storage destroyed": Case("hand-pg009-storage-destroyed.json", GuardContext(), ("PG009",)),
+    # ------------------------------------------------------------------ allowed
+    "VM moved to a module with moved": Case("real-vm-moved-to-module-with-moved.json", SITE, (), {"wk-b": K},
+                                            says="5 kept (1 changed in place: wk-b)"),
+    "VM renamed with moved": Case("real-vm-renamed-with-moved.json", SITE, (), {"wk-b": K}),
+    "count added (implicit move)": Case("real-vm-count-added.json", SITE, (), {"wk-b": K}),
+    "VM updated in place": Case("real-vm-updated-in-place.json", SITE, (), {"cp-b": K}),
+    "VM imported back into the state": Case("real-vm-imported.json", SITE, (), {"wk-b": K}),
+    "deposed object cleaned up": Case("real-vm-deposed-object-deleted.json", SITE, (), {"wk-b": K}),
+    "data source read at apply": Case("real-data-source-read-at-apply.json", SITE, (), {"wk-b": K}),
+    "worker leaves the site": Case("real-worker-leaves.json", without("wk-b"), (), {"wk-b": L},
+                                   says="4 kept, 1 leaving (wk-b); none replaced, no machine lost"),
+    "worker leaves, no site (the plan's record)": Case("real-worker-leaves.json", NO_SITE, (), {"wk-b": L}),
+    "node joins": Case("real-node-joins.json", GuardContext(roles={**THREE, "wk-c": "worker"}), (), {"wk-c": N},
+                       says="5 kept, 1 new (wk-c)"),
+    "membership address changed": Case("real-membership-address-changed.json", SITE, (), {"wk-a": K}),
+    "VM deleted by a targeted destroy (teardown)": Case("real-vm-deleted-by-targeted-destroy.json", TEARDOWN, (),
+                                                        {"wk-b": L}),
+    "platform VMs destroyed, no cluster running (teardown)": Case("real-platform-destroyed.json", TEARDOWN, (),
+                                                                  {"cp-a": L}),
+    "one control plane leaves": Case("real-standin-control-plane-leaves.json", without("cp-c"), (), {"cp-c": L}),
+    "workers leave together": Case("real-standin-workers-leave.json", without("wk-a", "wk-b"), (),
+                                   {"wk-a": L, "wk-b": L}),
+    "apply renamed with moved": Case("real-standin-apply-renamed-with-moved.json", SITE, (), {"wk-a": K}),
+    "workers reset by decommission (teardown)": Case("real-standin-workers-reset-by-targeted-destroy.json", TEARDOWN,
+                                                     (), {"wk-a": L, "wk-b": L, "cp-a": K}),
+    "standalone guest removed": Case("real-vm-deleted-outright.json", GuardContext(), (), {"dns1": L},
+                                     mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct")),
+    "first platform deploy": Case("real-platform-create.json", SITE, (), {"cp-a": N}),
+    "first hypervisors deploy": Case("real-hypervisors-create.json", SITE, (), says="no node in this plan"),
+    "hand: first cluster": Case("hand-ok-first-cluster.json", GuardContext(roles={"cp-a": "controlplane"}), (),
+                                {"cp-a": N}),
+    "hand: one control plane leaves": Case("hand-ok-one-control-plane-leaves.json", without("cp-e", roles=FIVE), (),
+                                           {"cp-e": L}),
+    "hand: workers leave together": Case("hand-ok-workers-leave-together.json", without("wk-a", "wk-b"), (),
+                                         {"wk-a": L, "wk-b": L}),
+    "hand: staged change": Case("hand-ok-staged-change.json", SITE, (), {"cp-b": K}),
+    "hand: on_destroy only": Case("hand-ok-on-destroy-only.json", SITE, ()),
+    "hand: last control plane reset by decommission (PG003 waived)": Case(
+        "hand-ok-decommission-last-control-plane.json",
+        GuardContext(roles={"cp-a": "controlplane"}, teardown=True, waived=frozenset({"PG003"})), (), {"cp-a": L}),
 }
-ALLOWED = {
-    "hand-ok-first-cluster.json": {"cp-a": "controlplane"},
-    "hand-ok-one-control-plane-leaves.json": {n: r for n, r in FIVE.items() if n != "cp-e"},
-    "hand-ok-workers-leave-together.json": {n: r for n, r in THREE.items() if not n.startswith("wk")},
-    "hand-ok-staged-change.json": THREE,
-    "hand-ok-on-destroy-only.json": THREE,
-}
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_hand_made_plan(name):
-    expected, roles = REFUSED[name]
-    assert codes(check_plan(fixture(name), GuardContext(roles=roles))) == expected
+def refused_codes(case: Case) -> list[str]:
+    return codes(refusals(check_plan(case.plan(), case.context)))
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_allowed_hand_made_plan(name):
-    assert check_plan(fixture(name), GuardContext(roles=ALLOWED[name])) == []
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_plan_shape(name):
+    case = TABLE[name]
+    violations = refusals(check_plan(case.plan(), case.context))
+    assert codes(violations) == sorted(case.refused), [str(v) for v in violations]
+    view = node_view(read_plan(case.plan()), case.context)
+    assert {node: view.nodes[node].fate for node in case.fates} == case.fates, view.summary()
+    if case.says:
+        assert case.says in (str(violations[0]) if violations else ok_line(case.plan(), case.context))
 
 
-def test_every_check_has_a_refused_fixture():
-    refused = {code for expected, _ in REFUSED.values() for code in expected} | {"PG001", "PG008"}  # real-*.json
+def test_the_table_covers_every_check_every_fate_and_every_refusal_reason():
+    refused = {code for case in TABLE.values() for code in case.refused}
     assert refused == {check.code for check in ALL_CHECKS}
+    assert {fate for case in TABLE.values() for fate in case.fates.values()} == set(Fate)
+    allowed = [case for case in TABLE.values() if not case.refused]
+    assert len(TABLE) + len(NOT_PLANS) + len(NEVER_WRITTEN) >= 40 and len(allowed) >= 15
+    real = [case for case in TABLE.values() if case.fixture.startswith("real-")]
+    assert len(real) >= 40  # planned by the real CLI (a few with a stand-in retyped or one field changed)
 
 
-def test_pg002_message_says_how_to_split_the_apply():
-    [violation] = check_plan(fixture("hand-pg002-two-control-planes-leave.json"), GuardContext(roles=FIVE))
-    assert str(violation) == (
-        "[PG002 OneControlPlaneLeavesPerApply] 2 control planes would leave etcd in one apply "
-        "(talos_machine_configuration_apply.node_cp-d_apply, talos_machine_configuration_apply.node_cp-e_apply): "
-        "apply one first with `terraform apply -target=talos_machine_configuration_apply.node_cp-d_apply`, then "
-        "plan again.")
+def test_messages_name_the_node_what_happens_and_the_fix():
+    [moved] = refusals(check_plan(fixture("real-vm-moved-to-module-without-moved.json"), SITE))
+    assert moved.message == (
+        "proxmox_virtual_environment_vm.node_wk-b_vm would be deleted and "
+        "module.nodes.proxmox_virtual_environment_vm.node_wk-b_vm would create it again: node 'wk-b' stays in the "
+        "site but would be destroyed and re-created. Its VM pve2/1202 moves from "
+        "proxmox_virtual_environment_vm.node_wk-b_vm to module.nodes.proxmox_virtual_environment_vm.node_wk-b_vm "
+        "(its address changed without a `moved` block): add `moved { from = "
+        "proxmox_virtual_environment_vm.node_wk-b_vm  to = module.nodes.proxmox_virtual_environment_vm.node_wk-b_vm }` "
+        "so that Terraform moves it in state.")
+    vm = refusals(check_plan(fixture("real-standin-two-control-plane-vms-deleted.json"), SITE))[0]
+    assert vm.message == (
+        "proxmox_virtual_environment_vm.node_cp-b_vm would be deleted: node 'cp-b' stays in the site but would be "
+        "left without a machine. Its VM pve2/1102 is deleted and nothing creates it again: keep "
+        "proxmox_virtual_environment_vm.node_cp-b_vm in the configuration (a `moved` block if its address must "
+        "change), or take the node out of the site to remove it.")
+
+
+def test_pg002_says_deploy_takes_them_out_one_per_apply_never_a_raw_target():
+    for name, context in (("hand-pg002-two-control-planes-leave.json", without("cp-d", "cp-e", roles=FIVE)),
+                          ("real-standin-two-control-plane-vms-deleted.json", SITE)):
+        [violation] = [v for v in check_plan(fixture(name), context) if v.code == "PG002"]
+        assert "-target" not in violation.message and "terraform apply" not in violation.message
+        assert violation.message.endswith("`terravixens deploy` of this layer takes control planes out one per "
+                                          "apply; or remove one control plane from the site per deploy.")
+    plan = fixture("real-standin-two-control-plane-vms-deleted.json")
+    [vms] = [v for v in check_plan(plan, SITE) if v.code == "PG002"]
+    assert vms.message.startswith(
+        "2 control planes would leave etcd in one apply: cp-b (VM pve2/1102 deleted at "
+        "proxmox_virtual_environment_vm.node_cp-b_vm), cp-c (VM pve1/1103 deleted at "
+        "proxmox_virtual_environment_vm.node_cp-c_vm).")
 
 
 def test_pg002_roles_come_from_the_membership_record_not_from_configuration_text():
-    """wk-z left the site and no record names it: it counts as a control plane, and the message says why."""
-    [violation] = check_plan(fixture("hand-pg002-role-unknown-counts-as-control-plane.json"), GuardContext(roles=FIVE))
-    assert "(role of wk-z unknown: neither the site nor the membership record names it" in violation.message
-    # A recorded role wins over the site: promoted in the site file, still a worker in today's cluster.
+    """A recorded role wins over the site: promoted in the site file, still a worker in today's cluster."""
     plan = fixture("hand-ok-workers-leave-together.json")
-    assert check_plan(plan, GuardContext(roles={"wk-a": "controlplane", "wk-b": "controlplane"})) == []
+    assert check_plan(plan, GuardContext(roles={"cp-a": "controlplane", "cp-b": "controlplane",
+                                                "cp-c": "controlplane"})) == []
+    view = node_view(read_plan(plan), GuardContext(roles={"wk-a": "controlplane"}))
+    assert view.nodes["wk-a"].role == "worker" and not view.nodes["wk-a"].counts_as_control_plane
+
+
+def test_a_control_plane_is_a_member_only_with_its_apply():
+    """VMs without applies (the fakepve projection, or after decommission reset the nodes) are machines, not etcd
+    members: deleting them is judged by PG001 alone."""
+    plain = node_view(read_plan(fixture("real-two-control-plane-vms-deleted.json")), SITE)
+    standin = node_view(read_plan(fixture("real-standin-two-control-plane-vms-deleted.json")), SITE)
+    assert not plain.nodes["cp-b"].member and plain.control_planes_leaving() == []
+    assert standin.nodes["cp-b"].member and [n.name for n in standin.control_planes_leaving()] == ["cp-b", "cp-c"]
+
+
+def test_the_ok_line_is_what_the_view_says():
+    plan, context = fixture("real-worker-leaves.json"), without("wk-b")
+    assert ok_line(plan, context) == ("5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; "
+                                      "PG001-PG009 pass")
+    assert ok_line(fixture("hand-ok-staged-change.json"), SITE) == (
+        "5 nodes: 5 kept (1 changed in place: cp-b); none replaced, no machine lost; PG001-PG009 pass")
+
+
+def test_decommission_waives_exactly_what_it_names():
+    last = fixture("hand-ok-decommission-last-control-plane.json")
+    teardown = GuardContext(roles={"cp-a": "controlplane"}, teardown=True)
+    assert codes(refusals(check_plan(last, teardown))) == ["PG003"]
+    waived = check_plan(last, GuardContext(roles={"cp-a": "controlplane"}, teardown=True, waived=frozenset({"PG003"})))
+    assert [v.waived for v in waived] == [True] and refusals(waived) == []
+    # Not a teardown: the site keeps cp-a, so resetting it is a node losing its apply, which no waiver of PG003 lifts.
+    assert codes(refusals(check_plan(last, GuardContext(roles={"cp-a": "controlplane"},
+                                                        waived=frozenset({"PG003"}))))) == ["PG001"]
+    secrets = fixture("hand-ok-decommission-secrets-last.json")
+    assert codes(check_plan(secrets)) == ["PG004"]
+    assert refusals(check_plan(secrets, GuardContext(waived=frozenset({"PG004"})))) == []
+    # A waiver of PG004 does not waive PG005: secrets cannot go while nodes run on them.
+    forgotten = check_plan(fixture("hand-pg005-secrets-forgotten.json"), GuardContext(waived=frozenset({"PG004"})))
+    assert codes(refusals(forgotten)) == ["PG005"]
 
 
 def test_pg004_secrets_message():
@@ -155,17 +423,22 @@ def test_pg007_planned_reboot_is_refused_even_with_a_clean_log():
         "(resolved_apply_mode 'reboot'): re-plan when the node answers, or allow it with --allow-reboot wk-a."]
 
 
-def test_decommission_waives_exactly_what_it_names():
-    last = fixture("hand-ok-decommission-last-control-plane.json")
-    assert codes(refusals(check_plan(last, GuardContext(roles={"cp-a": "controlplane"})))) == ["PG003"]
-    waived = check_plan(last, GuardContext(roles={"cp-a": "controlplane"}, waived=frozenset({"PG003"})))
-    assert [v.waived for v in waived] == [True] and refusals(waived) == []
-    secrets = fixture("hand-ok-decommission-secrets-last.json")
-    assert codes(check_plan(secrets)) == ["PG004"]
-    assert refusals(check_plan(secrets, GuardContext(waived=frozenset({"PG004"})))) == []
-    # A waiver of PG004 does not waive PG005: secrets cannot go while nodes run on them.
-    forgotten = check_plan(fixture("hand-pg005-secrets-forgotten.json"), GuardContext(waived=frozenset({"PG004"})))
-    assert codes(refusals(forgotten)) == ["PG005"]
+@pytest.mark.integration
+def test_the_real_shapes_are_what_terraform_plans_today(terraform_binary, tmp_path):
+    """Every real-* shape planned again by the real CLI: the guard judges the fresh plan as it judges the committed
+    one (same refusals, same fates), so the fixtures are Terraform's output, not a memory of it."""
+    fresh = real_shapes.planned(terraform_binary, tmp_path)
+    judged = 0
+    for name, case in TABLE.items():
+        stem = case.fixture.removesuffix(".json")
+        if stem not in fresh or case.mutate:
+            continue
+        data = copy.deepcopy(fresh[stem])
+        assert codes(refusals(check_plan(data, case.context))) == sorted(case.refused), name
+        view = node_view(read_plan(data), case.context)
+        assert {node: view.nodes[node].fate for node in case.fates} == case.fates, name
+        judged += 1
+    assert set(fresh) == set(real_shapes.SHAPES) and judged >= 40
 
 
 # ---------------------------------------------------------------------------------------------------- PG008
@@ -211,7 +484,9 @@ NOT_PLANS = {
     "errored plan": ({"format_version": "1.2", "planned_values": {}, "errored": True}, "Terraform stopped while planning"),
     "bad actions": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [
         {"address": "a.b", "type": "a", "name": "b", "change": {"actions": ["explode"]}}]},
-        "resource_changes[0].change.actions: holds 'explode'"),
+        "resource_changes[0] ('a.b').change.actions: holds 'explode'"),
+    "format 2": ({"format_version": "2.0", "planned_values": {}}, "format_version: is '2.0': this guard reads "
+                                                                  "Terraform's JSON format 1.x"),
     "change without address": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [{"type": "a"}]},
                                "resource_changes[0]: has no address, name"),
 }
@@ -223,6 +498,121 @@ def test_not_a_plan_is_an_input_error(case):
     with pytest.raises(NotAPlan) as caught:
         read_plan(data, "plan.json")
     assert message in str(caught.value)
+
+
+def _edit(at: str, **fields) -> Callable[[dict], None]:
+    """Fields of the change at `at` set (`change__x` sets change.x; None deletes the field)."""
+    def run(data: dict) -> None:
+        item = change_of(data, at)
+        for key, value in fields.items():
+            target, key = (item["change"], key[len("change__"):]) if key.startswith("change__") else (item, key)
+            if value is None:
+                target.pop(key, None)
+            else:
+                target[key] = value
+    return run
+
+
+def _duplicate(address: str) -> Callable[[dict], None]:
+    def run(data: dict) -> None:
+        data["resource_changes"].append(copy.deepcopy(change_of(data, address)))
+    return run
+
+
+def _prior(address: str, **fields) -> Callable[[dict], None]:
+    def run(data: dict) -> None:
+        resource = next(r for r in data["prior_state"]["values"]["root_module"]["resources"] if r["address"] == address)
+        resource.update(fields)
+    return run
+
+
+MEMBERSHIP = "terraform_data.cluster_membership"
+UPDATED = "real-vm-updated-in-place.json"  # cp-b's VM updated, the rest no-op
+DELETED = "real-vm-deleted-outright.json"  # wk-b's VM deleted
+VM_CP_B = "proxmox_virtual_environment_vm.node_cp-b_vm"
+# Shapes Terraform never writes (internal/command/jsonplan: the actions list, modes, addresses): each an input error
+# (exit 2) naming the change and the reason, never judged, never an "ok".
+NEVER_WRITTEN = {
+    "unknown mode": (UPDATED, _edit(VM_CP_B, mode="resource"),
+                     "mode: is 'resource': a resource change is 'managed' or 'data'"),
+    "no mode": (UPDATED, _edit(VM_CP_B, mode=None), "mode: is None"),
+    "data source deleted": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B,
+                                           change__actions=["delete"], change__after=None),
+                            "a data source (data." + VM_CP_B + ") with actions ['delete']"),
+    "data source created": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B,
+                                           change__actions=["create"], change__before=None),
+                            "with actions ['create']: Terraform only reads data sources"),
+    "data source updated": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B),
+                            "with actions ['update']: Terraform only reads data sources"),
+    "managed resource read": (UPDATED, _edit(VM_CP_B, change__actions=["read"]),
+                              "a managed resource (" + VM_CP_B + ") with actions ['read']"),
+    "update then delete": (UPDATED, _edit(VM_CP_B, change__actions=["update", "delete"]), "is ['update', 'delete']"),
+    "delete twice": (DELETED, _edit(VM_B, change__actions=["delete", "delete"]), "is ['delete', 'delete']"),
+    "forget then create": (UPDATED, _edit(VM_CP_B, change__actions=["forget", "create"]), "is ['forget', 'create']"),
+    "create then update": (UPDATED, _edit(VM_CP_B, change__actions=["create", "update"]), "is ['create', 'update']"),
+    "no-op and delete": (DELETED, _edit(VM_B, change__actions=["no-op", "delete"]), "is ['no-op', 'delete']"),
+    "three actions": (UPDATED, _edit(VM_CP_B, change__actions=["delete", "create", "delete"]),
+                      "is ['delete', 'create', 'delete']"),
+    "type not its address's": (UPDATED, _edit(VM_CP_B, type="proxmox_virtual_environment_container"),
+                               "does not match its type, name, index and module"),
+    "name not its address's": (UPDATED, _edit(VM_CP_B, name="node_cp-c_vm"), "does not match its type, name"),
+    "module_address not its address's": (UPDATED, _edit(VM_CP_B, module_address="module.nodes"),
+                                         "does not match its type, name, index and module"),
+    "module address missing": (UPDATED, _edit(VM_CP_B, address="module.nodes." + VM_CP_B), "does not match"),
+    "module_address not a module": (UPDATED, _edit(VM_CP_B, module_address="nodes"), "is not a module address"),
+    "index not in the address": (UPDATED, _edit(VM_CP_B, index=0), "does not match its type, name, index"),
+    "index of another kind": (UPDATED, _edit(VM_CP_B, index=[0]), "index a list of 1 item is neither"),
+    "replace_paths on an update": (UPDATED, _edit(VM_CP_B, change__replace_paths=[["vm_id"]]),
+                                   "replace_paths on actions ['update']"),
+    "replace_paths on a delete": (DELETED, _edit(VM_B, change__replace_paths=[["vm_id"]]),
+                                  "replace_paths on actions ['delete']"),
+    "deposed object created": (UPDATED, _edit(VM_CP_B, deposed="0a1b2c3d", change__actions=["create"],
+                                              change__before=None),
+                               "deposed object '0a1b2c3d' with actions ['create']"),
+    "deposed object updated": (UPDATED, _edit(VM_CP_B, deposed="0a1b2c3d"),
+                               "deposed object '0a1b2c3d' with actions ['update']"),
+    "tainted reason on an update": (UPDATED, _edit(VM_CP_B, action_reason="replace_because_tainted"),
+                                    "action_reason 'replace_because_tainted' on actions ['update']"),
+    "delete reason on a create": (UPDATED, _edit(VM_CP_B, action_reason="delete_because_no_resource_config",
+                                                 change__actions=["create"], change__before=None),
+                                  "action_reason 'delete_because_no_resource_config' on actions ['create']"),
+    "create with a before": (UPDATED, _edit(VM_CP_B, change__actions=["create"]), "a create with a value before it"),
+    "delete with an after": (UPDATED, _edit(VM_CP_B, change__actions=["delete"]), "a delete with a value after it"),
+    "forget with an after": (UPDATED, _edit(VM_CP_B, change__actions=["forget"]), "a forget with a value after it"),
+    "update without a before": (UPDATED, _edit(VM_CP_B, change__before=None),
+                                "actions ['update'] without the object's value before the change"),
+    "two changes for one object (split entries)": (DELETED, _duplicate(VM_B), f"is a second change for '{VM_B}'"),
+    "moved from an address that has its own change": (
+        UPDATED, _edit(VM_CP_B, previous_address="proxmox_virtual_environment_vm.node_cp-c_vm"),
+        "was moved from 'proxmox_virtual_environment_vm.node_cp-c_vm', which has its own change"),
+    "prior state resource of unknown mode": (UPDATED, _prior(VM_CP_B, mode="resource"),
+                                             "prior_state.values.root_module.resources[1].mode: is 'resource'"),
+    "prior state resource not at its address": (UPDATED, _prior(VM_CP_B, type="proxmox_vm"),
+                                                "does not match its type, name, index and module"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEVER_WRITTEN))
+def test_a_shape_terraform_never_writes_is_an_input_error(case):
+    base, mutate, message = NEVER_WRITTEN[case]
+    data = fixture(base)
+    read_plan(copy.deepcopy(data))  # the real plan itself reads
+    mutate(data)
+    with pytest.raises(NotAPlan) as caught:
+        check_plan(data)
+    assert message in str(caught.value), str(caught.value)
+    assert "Terraform never writes this" in str(caught.value) or "format" in case
+
+
+def test_cli_exit_2_names_the_change_and_the_reason(tmp_path):
+    data = fixture(DELETED)
+    change_of(data, VM_B)["change"]["actions"] = ["update", "delete"]
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    result = cli(str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert (f"resource_changes[4] ('{VM_B}').change.actions: is ['update', 'delete']: Terraform writes one of "
+            in result.stderr)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -241,12 +631,30 @@ def test_cli_exit_codes_refused_ok_and_input_errors(tmp_path):
     assert refused.returncode == 1, refused.stderr
     assert refused.stderr.splitlines()[-1].endswith("hand-pg002-two-control-planes-leave.json: refused, 1 problem")
     assert "why PG002 OneControlPlaneLeavesPerApply: each leaving control plane is reset gracefully" in refused.stderr
-    assert accepted.returncode == 0 and "hand-ok-staged-change.json: ok" in accepted.stdout, accepted.stderr
+    assert accepted.returncode == 0, accepted.stderr
+    assert accepted.stdout.endswith("hand-ok-staged-change.json: ok — 5 nodes: 5 kept (1 changed in place: cp-b); "
+                                    "none replaced, no machine lost; PG001-PG009 pass\n")
     for result in (not_a_plan, malformed, missing):
         assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "is a state (`terraform show -json` without a plan file" in not_a_plan.stderr
     assert "is not valid JSON" in malformed.stderr
     assert "cannot be read (No such file or directory)" in missing.stderr
+
+
+def test_cli_ok_line_from_the_per_node_view_and_the_site_file(tmp_path):
+    data = support.example_data()
+    data["clusters"]["prod"]["workers"].pop("wk-b")
+    site = tmp_path / "site-without-wk-b.yaml"
+    site.write_text(yaml.safe_dump(data, sort_keys=False))
+    plan = str(PLANS / "real-worker-leaves.json")
+    leaving = cli(plan, "--site", str(site), "--layer", "platform-prod")
+    assert leaving.returncode == 0, leaving.stderr
+    assert leaving.stdout == (f"{plan}: ok — 5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; "
+                              f"PG001-PG009 pass\n")
+    kept = cli(plan)  # the example site still lists wk-b: its VM would be lost
+    assert kept.returncode == 1 and "node 'wk-b' stays in the site but would be left without a machine" in kept.stderr
+    torn = cli(str(PLANS / "real-standin-workers-reset-by-targeted-destroy.json"), "--teardown")
+    assert torn.returncode == 0 and "3 kept, 2 leaving (wk-a, wk-b)" in torn.stdout, torn.stderr
 
 
 def test_cli_roles_from_the_site_file_and_allow_reboot(tmp_path):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from terravixens.catalogue import CONTAINERS, VMS
 from terravixens.config.model import Site
 from terravixens.layers import platform_stack_name
+from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.talos.image import disk_image_file_name
 
 REBOOT_CHECK_FAILED = "Cannot check reboot requirement"
@@ -25,6 +26,9 @@ class Usage:
     bridges: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     images: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     api_user: set[str] = field(default_factory=set)
+    # The deployed machines by Proxmox identity (node name, VM id) -> (layer, owning node or VM name): a plan of one
+    # layer that deletes or re-creates a machine another layer's node runs on is judged on that node.
+    machines: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
 
     def add_bridge(self, node_name: str, bridge: str, user: str) -> None:
         self.bridges.setdefault((node_name, bridge), set()).add(user)
@@ -63,6 +67,8 @@ def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
             if not isinstance(resource, dict) or resource.get("mode", "managed") != "managed":
                 continue
             for instance in resource.get("instances") or []:
+                if isinstance(instance, dict) and instance.get("deposed"):
+                    continue  # a left-over of a failed replacement: no node runs on it
                 attributes = instance.get("attributes") if isinstance(instance, dict) else None
                 if isinstance(attributes, dict):
                     yield str(resource.get("type")), str(resource.get("name")), attributes
@@ -71,7 +77,8 @@ def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
     while modules:
         module = modules.pop()
         for resource in module.get("resources") or []:
-            if isinstance(resource, dict) and resource.get("mode", "managed") == "managed":
+            if isinstance(resource, dict) and resource.get("mode", "managed") == "managed" and not resource.get(
+                    "deposed_key"):
                 yield str(resource.get("type")), str(resource.get("name")), resource.get("values") or {}
         modules += module.get("child_modules") or []
 
@@ -88,6 +95,10 @@ def deployed_usage(states: Mapping[str, Mapping], usage: Usage | None = None) ->
             what = "VM" if kind in VMS else "CT"
             who = f"{what} {attributes.get('name') or name} in {layer} (deployed)"
             usage.api_user.add(who)
+            vm_id = pve_vm_id(attributes)
+            if isinstance(node_name, str) and vm_id is not None:
+                usage.machines[(node_name, vm_id)] = (layer, owner_of(name) or standalone_owner_of(name)
+                                                      or str(attributes.get("name") or name))
             for device in (attributes.get("network_device") or []) + (attributes.get("network_interface") or []):
                 if isinstance(device, dict) and device.get("bridge") and node_name:
                     usage.add_bridge(node_name, device["bridge"], who)
@@ -124,13 +135,16 @@ class RebootChecks:
 class GuardContext:
     """roles: node -> 'controlplane' | 'worker' from the site file; usage: who uses L0 resources (None: not known,
     the L0 check is skipped); reboot_checks: the plan log's reboot-check warnings (None: no log was read);
-    allow_reboot: nodes the operator lets reboot; waived: check codes an operation lifts on purpose (decommission)."""
+    allow_reboot: nodes the operator lets reboot; waived: check codes an operation lifts on purpose (decommission);
+    teardown: the plan takes things down on request (`destroy`, `decommission`'s steps, `plan-guard --teardown`), so
+    a node whose machine or apply it deletes is leaving, not a node the site keeps losing its machine."""
 
     roles: Mapping[str, str] = field(default_factory=dict)
     usage: Usage | None = None
     reboot_checks: RebootChecks | None = None
     allow_reboot: frozenset[str] = frozenset()
     waived: frozenset[str] = frozenset()
+    teardown: bool = False
 
 
 class AmbiguousRoles(ValueError):
@@ -153,10 +167,24 @@ def site_roles(site: Site, layer: str | None = None) -> dict[str, str]:
     return roles
 
 
+def pve_vm_id(values: Mapping) -> int | None:
+    """A VM's or container's Proxmox id from its attributes: `vm_id` (the SDK resources), else a numeric `id` (the
+    framework ones, whose id is the VM id)."""
+    for key in ("vm_id", "id"):
+        value = values.get(key) if isinstance(values, Mapping) else None
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return None
+
+
 def apply_node_address(values: Mapping) -> str | None:
     node = values.get("node") if isinstance(values, Mapping) else None
     return node if isinstance(node, str) else None
 
 
 __all__ = ["AmbiguousRoles", "GuardContext", "RebootChecks", "Usage", "apply_node_address",
-           "deployed_usage", "site_roles", "site_usage"]
+           "deployed_usage", "pve_vm_id", "site_roles", "site_usage"]

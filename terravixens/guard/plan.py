@@ -6,6 +6,7 @@ malformed. A pass on those would be a false "ok" on a plan nobody looked at.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,29 @@ from terravixens.roles import Role
 
 PLAN_LIMIT = 512 * 1024 * 1024
 ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
+# Every action list Terraform writes (internal/command/jsonplan: the `Change.Actions` comment and actionString;
+# Terraform 1.5-1.11, OpenTofu alike). ["create", "forget"] is a replacement whose old object is left running
+# (`destroy = false`). Anything else — ["update", "delete"], ["delete", "delete"], ["forget", "create"] — is not a
+# plan this guard knows how to read: an input error, never a guess.
+ACTION_LISTS = frozenset({("no-op",), ("create",), ("read",), ("update",), ("delete",), ("forget",),
+                          ("delete", "create"), ("create", "delete"), ("create", "forget")})
+REPLACE_LISTS = frozenset({("delete", "create"), ("create", "delete"), ("create", "forget")})
+MODES = ("managed", "data")
+# Terraform writes a data source's change as a read (or a no-op); the deletes it plans to clean a data source out of
+# the state are never written (MarshalResourceChanges skips them).
+DATA_ACTION_LISTS = frozenset({("read",), ("no-op",)})
+# action_reason families: a known reason on actions of another family is a plan Terraform never writes. Unknown
+# reasons are accepted (Terraform's own docs: consumers must tolerate new ones).
+REASON_ACTIONS = {
+    "replace_because_cannot_update": REPLACE_LISTS, "replace_because_tainted": REPLACE_LISTS,
+    "replace_by_request": REPLACE_LISTS, "replace_by_triggers": REPLACE_LISTS,
+    **{f"delete_because_{why}": frozenset({("delete",), ("forget",)}) for why in (
+        "no_resource_config", "wrong_repetition", "count_index", "each_key", "no_module", "no_move_target")},
+    **{f"read_because_{why}": frozenset({("read",)}) for why in (
+        "config_unknown", "dependency_pending", "check_nested")},
+}
 GIVE_A_PLAN = "give the output of `terraform show -json PLANFILE` (a saved plan from `terraform plan -out PLANFILE`)"
+NEVER_WRITTEN = "Terraform never writes this: the plan was edited or built by hand; plan again and pass the output"
 
 
 class NotAPlan(InputError):
@@ -28,7 +51,9 @@ class NotAPlan(InputError):
 
 @dataclass(frozen=True)
 class Change:
-    """One resource change of the plan (managed resources only)."""
+    """One resource change of the plan (managed resources only), with what Terraform says about the address:
+    where it was before (`previous_address`, a `moved` block), why (`action_reason`), which attributes force a
+    replacement (`replace_paths`), and whether it is a deposed object (left over from a failed replacement)."""
 
     address: str
     type: str
@@ -37,6 +62,13 @@ class Change:
     before: dict = field(default_factory=dict)
     after: dict = field(default_factory=dict)
     after_unknown: dict = field(default_factory=dict)
+    module_address: str = ""
+    index: object = None
+    previous_address: str | None = None
+    action_reason: str | None = None
+    replace_paths: tuple = ()
+    deposed: str | None = None
+    importing: bool = False
 
     @property
     def node(self) -> str | None:
@@ -53,7 +85,8 @@ class Change:
 
     @property
     def replaced(self) -> bool:
-        return self.deletes and self.creates
+        """A replacement: the object is deleted (or forgotten) and a new one created, in either order."""
+        return self.actions in REPLACE_LISTS
 
     @property
     def forgets(self) -> bool:
@@ -63,6 +96,15 @@ class Change:
     def updates(self) -> bool:
         return "update" in self.actions
 
+    @property
+    def removes_current(self) -> bool:
+        """The current object goes away (deleted, forgotten or replaced); a deposed object is not the current one."""
+        return self.deposed is None and (self.deletes or self.forgets)
+
+    @property
+    def moved(self) -> bool:
+        return self.previous_address is not None and self.previous_address != self.address
+
 
 @dataclass(frozen=True)
 class PriorResource:
@@ -70,6 +112,7 @@ class PriorResource:
     type: str
     name: str
     values: dict
+    deposed: str | None = None
 
     @property
     def node(self) -> str | None:
@@ -82,30 +125,87 @@ class Plan:
     prior: tuple[PriorResource, ...]
 
     def prior_of(self, *types: str) -> list[PriorResource]:
-        return [resource for resource in self.prior if resource.type in types]
+        """Today's current objects of `types` (deposed objects left out: no node runs on them)."""
+        return [resource for resource in self.prior if resource.type in types and resource.deposed is None]
 
     def changes_of(self, *types: str) -> list[Change]:
         return [change for change in self.changes if change.type in types]
 
+    def membership(self) -> dict | None:
+        """The membership record's input as it was at the last apply, or None when the state holds none."""
+        for resource in self.prior_of(MEMBERSHIP_TYPE):
+            if resource.name == MEMBERSHIP_NAME and isinstance(resource.values.get("input"), dict):
+                return resource.values["input"]
+        return None
+
+    def planned_membership(self) -> dict | None:
+        """The membership record's input after this plan (what the synthesized site lists), or None when the plan
+        holds no record or deletes it."""
+        for change in self.changes_of(MEMBERSHIP_TYPE):
+            if change.name == MEMBERSHIP_NAME and change.deposed is None:
+                if change.actions in (("delete",), ("forget",)):
+                    return None
+                return change.after.get("input") if isinstance(change.after.get("input"), dict) else None
+        return self.membership()
+
     def recorded_roles(self) -> dict[str, str]:
         """Node -> role, as terravixens recorded them at the last apply (the `cluster_membership` record, whose
         input lists each role's nodes by name). Older records (address lists) name no node: empty."""
-        roles: dict[str, str] = {}
-        for resource in self.prior_of(MEMBERSHIP_TYPE):
-            if resource.name != MEMBERSHIP_NAME:
-                continue
-            record = resource.values.get("input")
-            if not isinstance(record, dict):
-                continue
-            for key, role in (("control_planes", Role.CONTROLPLANE), ("workers", Role.WORKER)):
-                members = record.get(key)
-                if isinstance(members, dict):
-                    roles.update({name: role for name in members if isinstance(name, str)})
-        return roles
+        return roles_in(self.membership())
+
+
+def roles_in(record: dict | None) -> dict[str, str]:
+    """Node -> role in a membership record's input ({"control_planes": {name: address}, "workers": {...}})."""
+    roles: dict[str, str] = {}
+    for key, role in (("control_planes", Role.CONTROLPLANE), ("workers", Role.WORKER)):
+        members = (record or {}).get(key)
+        if isinstance(members, dict):
+            roles.update({name: role for name in members if isinstance(name, str)})
+    return roles
+
+
+def addresses_in(record: dict | None) -> dict[str, str]:
+    """Talos node address -> node name in a membership record's input."""
+    found: dict[str, str] = {}
+    for key in ("control_planes", "workers"):
+        members = (record or {}).get(key)
+        if isinstance(members, dict):
+            found.update({address: name for name, address in members.items()
+                          if isinstance(name, str) and isinstance(address, str)})
+    return found
 
 
 def _problem(where: str, message: str) -> Problem:
     return Problem(where, message)
+
+
+def _index_text(index: object) -> str | None:
+    """The `[..]` suffix Terraform writes for an instance key, or None when the key is not one it writes."""
+    if index is None:
+        return ""
+    if isinstance(index, bool):
+        return None
+    if isinstance(index, int):
+        return f"[{index}]"
+    if isinstance(index, str):
+        return "[" + json.dumps(index, ensure_ascii=False) + "]"
+    return None
+
+
+def _address_problem(item: dict, mode: str, module_address: str | None) -> str | None:
+    """Why `address` does not say what `mode`, `type`, `name`, `index` and `module_address` say, else None."""
+    module = module_address or ""
+    if module and not module.startswith("module."):
+        return f"module_address {shown(module, 60)} is not a module address (module.NAME...)"
+    suffix = _index_text(item.get("index"))
+    if suffix is None:
+        return f"index {shown(item.get('index'), 40)} is neither a number nor a string"
+    prefix = (module + "." if module else "") + ("data." if mode == "data" else "")
+    expected = f"{prefix}{item['type']}.{item['name']}{suffix}"
+    if item["address"] != expected:
+        return (f"address {shown(item['address'], 120)} does not match its type, name, index and module "
+                f"({shown(expected, 120)})")
+    return None
 
 
 def _prior_resources(data: dict, problems: list[Problem]) -> list[PriorResource]:
@@ -123,15 +223,73 @@ def _prior_resources(data: dict, problems: list[Problem]) -> list[PriorResource]
             problems.append(_problem(where, f"is {shown(module)}, not an object"))
             continue
         for index, resource in enumerate(module.get("resources") or []):
-            if not isinstance(resource, dict) or not all(isinstance(resource.get(k), str) for k in ("address", "type", "name")):
-                problems.append(_problem(f"{where}.resources[{index}]", "has no address, type and name"))
+            at = f"{where}.resources[{index}]"
+            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str) for k in ("address", "type", "name"))
+            if not named:
+                problems.append(_problem(at, "has no address, type and name"))
                 continue
-            if resource.get("mode", "managed") != "managed":
+            mode = resource.get("mode")
+            if mode not in MODES:
+                problems.append(_problem(f"{at}.mode", f"is {shown(mode, 40)}: a state's resources are 'managed' or "
+                                                       f"'data'. {NEVER_WRITTEN}"))
+                continue
+            wrong = _address_problem(resource, mode, module.get("address"))
+            if wrong:
+                problems.append(_problem(at, f"{wrong}. {NEVER_WRITTEN}"))
+                continue
+            if mode != "managed":
                 continue
             values = resource.get("values")
+            deposed = resource.get("deposed_key")
             found.append(PriorResource(resource["address"], resource["type"], resource["name"],
-                                       values if isinstance(values, dict) else {}))
+                                       values if isinstance(values, dict) else {},
+                                       deposed if isinstance(deposed, str) and deposed else None))
         modules += [(child, f"{where}.child_modules[{i}]") for i, child in enumerate(module.get("child_modules") or [])]
+    return found
+
+
+def _shape_problems(item: dict, mode: str, actions: tuple[str, ...], change: dict) -> list[str]:
+    """What in one well-typed change Terraform never writes."""
+    found = []
+    if mode == "data" and actions not in DATA_ACTION_LISTS:
+        found.append(f"a data source ({item['address']}) with actions {list(actions)}: Terraform only reads data "
+                     f"sources (['read'] or ['no-op'])")
+    if mode == "managed" and actions == ("read",):
+        found.append(f"a managed resource ({item['address']}) with actions ['read']: only data sources are read")
+    wrong = _address_problem(item, mode, item.get("module_address"))
+    if wrong:
+        found.append(wrong)
+    replace_paths = change.get("replace_paths")
+    if replace_paths is not None:
+        if not isinstance(replace_paths, list):
+            found.append(f"replace_paths is {shown(replace_paths)}, not a list of attribute paths")
+        elif replace_paths and actions not in REPLACE_LISTS:
+            found.append(f"replace_paths on actions {list(actions)}: Terraform names the attributes that force a "
+                         f"replacement only on a replacement")
+    deposed = item.get("deposed")
+    if deposed is not None and (not isinstance(deposed, str) or actions not in (("delete",), ("forget",))):
+        found.append(f"deposed object {shown(deposed, 20)} with actions {list(actions)}: a deposed object (left "
+                     f"over from a failed replacement) is only ever deleted or forgotten")
+    reason = item.get("action_reason")
+    if reason is not None and not isinstance(reason, str):
+        found.append(f"action_reason is {shown(reason)}, not a keyword")
+    elif reason in REASON_ACTIONS and actions not in REASON_ACTIONS[reason]:
+        found.append(f"action_reason {reason!r} on actions {list(actions)}")
+    before, after = change.get("before"), change.get("after")
+    if actions == ("create",) and before is not None:
+        found.append("a create with a value before it: a created object has no 'before'")
+    if actions in (("delete",), ("forget",)) and after is not None:
+        found.append(f"a {actions[0]} with a value after it: a deleted or forgotten object has no 'after'")
+    if (actions == ("update",) or actions in REPLACE_LISTS) and not isinstance(before, dict):
+        found.append(f"actions {list(actions)} without the object's value before the change")
+    if actions == ("update",) and after is None:
+        found.append("an update without the object's value after the change")
+    previous = item.get("previous_address")
+    if previous is not None and (not isinstance(previous, str) or not previous):
+        found.append(f"previous_address is {shown(previous, 40)}, not an address")
+    importing = change.get("importing")
+    if importing is not None and not isinstance(importing, dict):
+        found.append(f"importing is {shown(importing)}, not an object")
     return found
 
 
@@ -144,6 +302,7 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     if missing:
         problems.append(_problem(where, f"has no {', '.join(missing)}: {GIVE_A_PLAN}"))
         return None
+    where = f"resource_changes[{index}] ({shown(item['address'], 80)})"
     change = item.get("change")
     actions = change.get("actions") if isinstance(change, dict) else None
     if not isinstance(actions, list) or not actions:
@@ -155,15 +314,59 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
         problems.append(_problem(f"{where}.change.actions", (
             f"holds {shown(unknown[0], 40)}: a plan's actions are among {', '.join(sorted(ACTIONS))}")))
         return None
-    if item.get("mode", "managed") != "managed":
+    actions = tuple(actions)
+    if actions not in ACTION_LISTS:
+        problems.append(_problem(f"{where}.change.actions", (
+            f"is {list(actions)}: Terraform writes one of {', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. "
+            f"{NEVER_WRITTEN}")))
+        return None
+    mode = item.get("mode")
+    if mode not in MODES:
+        problems.append(_problem(f"{where}.mode", (
+            f"is {shown(mode, 40)}: a resource change is 'managed' or 'data'. {NEVER_WRITTEN}")))
+        return None
+    shape = _shape_problems(item, mode, actions, change)
+    if shape:
+        problems += [_problem(where, f"{text}. {NEVER_WRITTEN}") for text in shape]
+        return None
+    if mode != "managed":
         return None
 
     def part(key: str) -> dict:
         value = change.get(key)
         return value if isinstance(value, dict) else {}
 
-    return Change(item["address"], item["type"], item["name"], tuple(actions), part("before"), part("after"),
-                  part("after_unknown"))
+    paths = change.get("replace_paths") or []
+    return Change(item["address"], item["type"], item["name"], actions, part("before"), part("after"),
+                  part("after_unknown"), module_address=item.get("module_address") or "", index=item.get("index"),
+                  previous_address=item.get("previous_address"), action_reason=item.get("action_reason"),
+                  replace_paths=tuple(tuple(p) if isinstance(p, list) else (p,) for p in paths),
+                  deposed=item.get("deposed"), importing=change.get("importing") is not None)
+
+
+def _one_change_per_object(raw_changes: list, problems: list[Problem]) -> None:
+    """Terraform writes one change per object (address, and deposed key for a deposed one), and an object moved by
+    a `moved` block has no change left at its old address."""
+    seen: dict[tuple, int] = {}
+    current: dict[str, int] = {}
+    for index, item in enumerate(raw_changes):
+        if not isinstance(item, dict) or not isinstance(item.get("address"), str):
+            continue
+        key = (item.get("mode"), item["address"], item.get("deposed"))
+        if key in seen:
+            problems.append(_problem(f"resource_changes[{index}]", (
+                f"is a second change for {shown(item['address'], 120)} (the first is resource_changes[{seen[key]}]): "
+                f"Terraform writes one change per object. {NEVER_WRITTEN}")))
+        seen.setdefault(key, index)
+        if item.get("deposed") is None:
+            current.setdefault(item["address"], index)
+    for index, item in enumerate(raw_changes):
+        previous = item.get("previous_address") if isinstance(item, dict) else None
+        if isinstance(previous, str) and previous != item.get("address") and previous in current:
+            problems.append(_problem(f"resource_changes[{index}]", (
+                f"was moved from {shown(previous, 120)}, which has its own change "
+                f"(resource_changes[{current[previous]}]): a moved object leaves nothing at its old address. "
+                f"{NEVER_WRITTEN}")))
 
 
 def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
@@ -173,6 +376,11 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     if "format_version" not in data:
         raise NotAPlan(source, [_problem("(top level)", (
             f"has no format_version: this is not Terraform's JSON output ({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
+    version = data["format_version"]
+    if not isinstance(version, str) or version.split(".", 1)[0] != "1":
+        raise NotAPlan(source, [_problem("format_version", (
+            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version changes only "
+            f"with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that writes 1.x"))])
     if "planned_values" not in data:
         what = ("a state (`terraform show -json` without a plan file prints the state)" if "values" in data or
                 len(data) <= 2 else "not a plan")
@@ -187,6 +395,7 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
         problems.append(_problem("resource_changes", f"is {shown(raw_changes)}, not a list: {GIVE_A_PLAN}"))
         raw_changes = []
     changes = [_change(index, item, problems) for index, item in enumerate(raw_changes)]
+    _one_change_per_object(raw_changes, problems)
     prior = _prior_resources(data, problems)
     if problems:
         raise NotAPlan(source, problems)

@@ -75,7 +75,7 @@ def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: 
         if unexpected:
             raise OperationError(f"{layer} is not converged: the plan would also change {', '.join(unexpected[:5])}; "
                                  f"deploy it first (terravixens deploy {layer}), then decommission", ExitCode.REFUSED)
-        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset()))
+        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), "-destroy" in args))
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
             console.say(line)

@@ -120,6 +120,7 @@ def guard_context(ws: Workspace, tf: Terraform, console: Console, layer: str, pl
         reboot_checks=RebootChecks.from_log(planned.log.messages) if planned.log is not None else None,
         allow_reboot=allow_reboot,
         waived=planned.extra_waived,
+        teardown=teardown,
     )
 
 

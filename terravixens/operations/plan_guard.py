@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from terravixens.config.model import Site
 from terravixens.guard import GuardContext, RebootChecks, check_plan, deployed_usage, explain, refusals, site_roles
-from terravixens.guard import site_usage
+from terravixens.guard import ok_line, site_usage
 from terravixens.guard.context import AmbiguousRoles
 from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
 from terravixens.inputs import InputError, Problem, load_json, read_text
@@ -54,14 +54,15 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
         roles = site_roles(site, options.layer)
     except AmbiguousRoles as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
-    return GuardContext(roles=roles, usage=usage, allow_reboot=options.allow_reboot,
+    return GuardContext(roles=roles, usage=usage, allow_reboot=options.allow_reboot, teardown=options.teardown,
                         reboot_checks=read_plan_log(options.plan_log, options.limit) if options.plan_log else None)
 
 
 def plan_guard(site: Site, options: GuardOptions, err, out) -> int:
     try:
         context = context_for(site, options)
-        violations = check_plan(load_plan_data(options.plan, options.limit), context)
+        plan = load_plan_data(options.plan, options.limit)
+        violations = check_plan(plan, context)
     except InputError as error:
         print(error, file=err)
         return ExitCode.BAD_INPUT
@@ -73,8 +74,7 @@ def plan_guard(site: Site, options: GuardOptions, err, out) -> int:
             print(f"why {line}", file=err)
         print(f"{options.plan}: refused, {len(refused)} problem{'s' if len(refused) != 1 else ''}", file=err)
         return ExitCode.REFUSED
-    print(f"{options.plan}: ok — no node replaced, at most one control plane leaves, secrets and bootstrap kept, "
-          f"no silent reboot, L0 keeps what nodes use", file=out)
+    print(f"{options.plan}: ok — {ok_line(plan, context)}", file=out)
     return ExitCode.OK
 
 

@@ -1,8 +1,9 @@
-"""PG003 ControlPlaneRemains: at least one of today's control planes stays."""
+"""PG003 ControlPlaneRemains: at least one of today's control planes stays, with its apply and its machine."""
 from __future__ import annotations
 
 from terravixens.guard.checks.base import Check
-from terravixens.guard.checks.roles import leaving_applies, prior_control_planes
+from terravixens.guard.checks.roles import control_planes_today
+from terravixens.guard.nodes import DISRUPTED, describe
 
 
 class ControlPlaneRemains(Check):
@@ -12,11 +13,8 @@ class ControlPlaneRemains(Check):
            "in etcd is gone. Tearing a cluster down is `terravixens decommission`.")
 
     def violations(self, plan, context):
-        today = prior_control_planes(plan, context)
-        if not today:
-            return
-        leaving = {c.address for c in leaving_applies(plan)}
-        if not set(today) - leaving:
-            yield (f"no control plane of the current cluster would remain ({', '.join(sorted(today))} all leave): new "
+        today = control_planes_today(plan, context)
+        if today and all(node.fate in DISRUPTED for node in today):
+            yield (f"no control plane of the current cluster would remain ({describe(today)}; all leave): new "
                    f"control planes cannot join a cluster whose members all left. Keep at least one, or tear the "
                    f"cluster down with `terravixens decommission`.")

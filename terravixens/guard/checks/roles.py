@@ -1,10 +1,10 @@
-"""Which of today's node applies belong to control planes: from the site file and terravixens' membership record."""
+"""Which nodes are today's control planes, and which of them leave etcd: from the per-node view (roles from the
+membership record, else the site file; a running member whose role neither knows counts as a control plane)."""
 from __future__ import annotations
 
-from terravixens.catalogue import NODE_APPLY
 from terravixens.guard.context import GuardContext
+from terravixens.guard.nodes import NodeView, node_view
 from terravixens.guard.plan import Plan
-from terravixens.roles import Role
 
 
 def role_today(node: str | None, plan: Plan, context: GuardContext) -> str | None:
@@ -15,11 +15,11 @@ def role_today(node: str | None, plan: Plan, context: GuardContext) -> str | Non
     return plan.recorded_roles().get(node) or context.roles.get(node)
 
 
-def prior_control_planes(plan: Plan, context: GuardContext) -> dict[str, str]:
-    """Apply address -> node, for today's applies whose node is a control plane."""
-    return {r.address: r.node for r in plan.prior_of(NODE_APPLY)
-            if role_today(r.node, plan, context) == Role.CONTROLPLANE}
+def leaving_control_planes(plan: Plan, context: GuardContext) -> list[NodeView]:
+    """Running members counted as control planes whose apply or machine the plan takes away (left, replaced or
+    lost): each one leaves etcd, whatever the site says about it."""
+    return node_view(plan, context).control_planes_leaving()
 
 
-def leaving_applies(plan: Plan) -> list:
-    return [c for c in plan.changes_of(NODE_APPLY) if c.deletes and not c.creates]
+def control_planes_today(plan: Plan, context: GuardContext) -> list[NodeView]:
+    return node_view(plan, context).control_planes_today()

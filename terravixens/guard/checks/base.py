@@ -35,8 +35,9 @@ class Check:
 
 
 def staying_applies(plan: Plan) -> set[str]:
-    """Addresses of today's node applies that this plan keeps (neither deleted nor forgotten)."""
+    """Addresses of today's node applies that this plan keeps (neither deleted nor forgotten; a deposed object's
+    delete leaves the current apply in place)."""
     from terravixens.catalogue import NODE_APPLY
 
-    gone = {c.address for c in plan.changes if c.type == NODE_APPLY and (c.deletes or c.forgets) and not c.creates}
+    gone = {c.address for c in plan.changes if c.type == NODE_APPLY and c.removes_current and not c.creates}
     return {r.address for r in plan.prior_of(NODE_APPLY)} - gone

@@ -7,14 +7,6 @@ from terravixens.guard.nodes import NodeView, node_view
 from terravixens.guard.plan import Plan
 
 
-def role_today(node: str | None, plan: Plan, context: GuardContext) -> str | None:
-    """The role recorded at the last apply (the membership record in the prior state), else the site's; None when
-    neither knows the node (a node that left the site before terravixens recorded roles by name)."""
-    if node is None:
-        return None
-    return plan.recorded_roles().get(node) or context.roles.get(node)
-
-
 def leaving_control_planes(plan: Plan, context: GuardContext) -> list[NodeView]:
     """Running members counted as control planes whose apply or machine the plan takes away (left, replaced or
     lost): each one leaves etcd, whatever the site says about it."""

@@ -165,3 +165,18 @@ def stack_names(site: Site) -> list[str]:
     """The site's stack names in apply order: L0 first, then per cluster its platform stack and its GitOps stack
     (which reads the platform state), then the L2 stacks when the site has standalone nodes."""
     return [layer.name for layer in site_layers(site)]
+
+
+def roles_cluster(site: Site, name: str) -> str | None:
+    """The cluster whose roles the guard judges layer `name`'s plan with (GuardFacts.roles); None for any other
+    layer, or a name the site has not."""
+    for layer in site_layers(site):
+        if layer.name == name:
+            return layer.cluster if layer.guard.roles else None
+    return None
+
+
+def guest_layers_on_l0(site: Site) -> list[str]:
+    """The layers whose deployed state says what their guests use on L0 (GuardFacts.guests_on_l0), in apply order:
+    read when a plan of a layer with GuardFacts.l0_usage is judged."""
+    return [layer.name for layer in site_layers(site) if layer.guard.guests_on_l0]

@@ -103,6 +103,10 @@ def test_what_the_guard_knows_of_each_layer():
     }
     assert {layer.name: layer.cluster for layer in site_layers(site) if layer.cluster} == {
         "platform-prod": "prod", "gitops-prod": "prod"}
+    assert {name: layers.roles_cluster(site, name) for name in stack_names(site)} == {
+        "hypervisors": None, "platform-prod": "prod", "gitops-prod": "prod", "standalone": None,
+        "standalone-nest1": None}
+    assert layers.guest_layers_on_l0(site) == ["platform-prod", "standalone"]
 
 
 def test_every_kind_names_a_layer_stack_that_builds():

@@ -11,7 +11,7 @@ import yaml
 from cdktf import TerraformOutput
 
 from terravixens import layers
-from terravixens.layers import LAYER_KINDS, GuardFacts, LayerKind, Layer, layer_named, site_layers, stack_names
+from terravixens.layers import LAYER_KINDS, GuardFacts, Layer, LayerKind, layer_named, site_layers, stack_names
 from terravixens.stacks import LayerStack, build_app
 from terravixens.stacks.backend import PROJECT_ROOT_FROM_STACK
 from tests import support

@@ -16,9 +16,9 @@ import subprocess
 import pytest
 import yaml
 
+from terravixens import talos_versions as versions
 from terravixens.config.loader import SiteError
 from terravixens.config.model import NEWEST_SUPPORTED_TALOS
-from terravixens import talos_versions as versions
 from tests import support, talos_tool
 from tests.test_conformance import VARIANTS, _variant
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import ipaddress
 
+from terravixens import talos_versions as versions
 from terravixens.config.model import Cluster, Node
 from terravixens.config.placement import PlacedNode
 from terravixens.roles import Role
-from terravixens import talos_versions as versions
 from terravixens.talos import yaml_text
 from terravixens.talos.image import installer_image
 

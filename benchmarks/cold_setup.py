@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.paths import scrubbed, shown  # noqa: E402
 
 
 def machine() -> str:
@@ -66,8 +69,9 @@ def main() -> int:
     revision = subprocess.run(["git", "rev-parse", "--short", args.rev], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
     print(machine(), flush=True)
-    print(f"revision {revision}; fresh clone, every cache empty; targets in order: {args.targets}", flush=True)
     base = Path(tempfile.mkdtemp(prefix="tv-cold-"))
+    print(f"revision {revision}; fresh clone, every cache empty; targets in order: {args.targets}; scratch folder "
+          f"(clone, caches, HOME) $SCRATCH = {shown(base)}", flush=True)
     clone = base / "repo"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", revision], cwd=clone, check=True)
@@ -86,10 +90,10 @@ def main() -> int:
               f"exit {code}", flush=True)
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith("[providers]") or " packages in " in line or " passed" in line or "failed" in line:
-                print(f"    {line.strip()}", flush=True)
+                print(f"    {scrubbed(line.strip(), SCRATCH=base)}", flush=True)
         failed |= code != 0
     if args.keep:
-        print(f"kept: {base}")
+        print(f"kept: {shown(base)}")
     else:
         remove(base)
     return 1 if failed else 0

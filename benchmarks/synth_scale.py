@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.paths import shown  # noqa: E402
 
 # The child programs: one fresh interpreter per run. Each prints its phase times as JSON on its last line.
 FLOOR = """
@@ -121,7 +124,7 @@ def machine() -> str:
         memory = 0.0
     load = "/".join(f"{value:.1f}" for value in os.getloadavg())
     return (f"machine: {platform.machine()}, {model}, {os.cpu_count()} cores, {memory:.0f} GiB, "
-            f"{platform.system()} {platform.release()}; Python {platform.python_version()} ({sys.executable}); "
+            f"{platform.system()} {platform.release()}; Python {platform.python_version()} ({shown(sys.executable)}); "
             f"load average {load} at start")
 
 
@@ -157,7 +160,6 @@ def main() -> None:
     if args.runs < 3:
         parser.error("--runs must be at least 3 (a median of fewer says little)")
     sizes = [int(size) for size in args.sizes.split(",")]
-    sys.path.insert(0, str(ROOT))
     print(machine(), flush=True)
     print(f"runs per size: {args.runs}; wall = fresh process ({' '.join(['python', *app_flags()])}), spawn to exit; "
           f"ratio = median / floor median; cpu = CPU s of the process tree", flush=True)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_docs_paths import machine_paths
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,6 +26,7 @@ def test_spec_server_load_serves_every_request():
     assert result.returncode in (0, 1), result.stdout + result.stderr
     assert "load: 30 requests over 6 identities" in result.stdout
     assert "errors: 0; access log lines: 30" in result.stdout, result.stdout
+    assert machine_paths(result.stdout) == []
 
 
 def test_validate_scale_reports_every_step():
@@ -32,6 +35,7 @@ def test_validate_scale_reports_every_step():
     for step in ("read + strict YAML", "model (pydantic)", "whole-site rules", "load_site (all three)",
                  "whole process (validate)"):
         assert re.search(rf"{re.escape(step)}\s+\d+\.\d+\s+\d+\.\d+", result.stdout), (step, result.stdout)
+    assert machine_paths(result.stdout) == []
 
 
 def test_synth_scale_reports_the_floor_and_a_size():
@@ -39,3 +43,6 @@ def test_synth_scale_reports_the_floor_and_a_size():
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^ floor\s+\d+\.\d+", result.stdout, re.M), result.stdout
     assert re.search(r"^     5\s+\d+\.\d+\s+\S+\s+\d+\.\d+", result.stdout, re.M), result.stdout
+    # The interpreter is named as the repository sees it (.venv/bin/python), never by this machine's path.
+    assert machine_paths(result.stdout) == []
+    assert re.search(r"Python [\d.]+ \((\.venv/bin/)?python[\d.]*\)", result.stdout), result.stdout

@@ -52,10 +52,11 @@ def test_recorded_locations_give_cdktfs_paths(views):
 
 def test_a_slash_in_an_id_is_written_as_cdktf_writes_it(example_site, tmp_path):
     from terravixens.constructs import ClusterConfigProps
+    from terravixens.layers import layer_named
     from terravixens.stacks.platform import PlatformStack
 
     app = App(outdir=str(tmp_path))
-    stack = PlatformStack(app, example_site, "prod")
+    stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
     odd = ClusterConfig(stack, "odd/config", ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"]))
     assert StackView(stack).path_of(odd) == odd.node.path == "platform-prod/odd--config"
 

@@ -17,6 +17,7 @@ from imports.talos.machine_bootstrap import MachineBootstrap
 from imports.talos.machine_secrets import MachineSecrets
 from imports.talos.provider import TalosProvider
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
+from terravixens.layers import layer_named
 from terravixens.logical_ids import node_id, pin
 from terravixens.rules import ALL_RULES, apply_rules
 from terravixens.stacks.platform import PlatformStack
@@ -37,7 +38,7 @@ def app(tmp_path):
 
 @pytest.fixture()
 def platform(app, example_site) -> PlatformStack:
-    return PlatformStack(app, example_site, "prod")
+    return PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
 
 
 def test_rules_have_unique_codes_and_reasons():
@@ -51,7 +52,7 @@ def test_valid_platform_stack_passes_every_rule(app, platform):
 
 
 def test_tv001_even_control_plane_count(app, example_site, tmp_path):
-    stack = PlatformStack(app, example_site, "prod")
+    stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
     two = {name: stack.nodes[name] for name in ("cp-a", "cp-b")}
     ControlPlane(stack, "second_control_plane", ControlPlaneProps(
         cluster_name="prod", cluster_config=stack.cluster_config, control_planes=two, workers={},
@@ -208,8 +209,10 @@ def test_tv005_secrets_released_only_by_decommission(app, example_site):
     import json
 
     from terravixens.decommission_settings import Decommission
+    from terravixens.stacks.base import BuildOptions
 
-    PlatformStack(app, example_site, "prod", Decommission(release_secrets=True))
+    PlatformStack(app, example_site, layer_named(example_site, "platform-prod"),
+                  BuildOptions(decommission={"prod": Decommission(release_secrets=True)}))
     app.synth()
     stack = json.loads((Path(app.outdir) / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
     assert stack["resource"]["talos_machine_secrets"]["cluster_secrets"]["lifecycle"]["prevent_destroy"] is False
@@ -330,7 +333,7 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     from terravixens.config.placement import place
     from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
 
-    stack = PlatformStack(app, example_site, "prod")
+    stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
     cluster = example_site.clusters["prod"]
     template = cluster.workers["wk-a"]
     node = template.model_construct(**{**dict(template), "vm_id": 1299, "labels": {"pool": ENVIRON}})
@@ -434,16 +437,16 @@ def test_tv007_a_reference_or_an_escape_in_a_stack_level_override_passes(app):
 
 def test_tv007_a_stack_level_override_it_did_not_see_being_added(app):
     """An override added where terravixens.rules cannot record it (from a construct library written in TypeScript,
-    or in Python before terravixens.rules was imported) cannot be judged: the rule says so instead of passing it."""
+    or in Python before the stack recorded its overrides) cannot be judged: the rule says so instead of passing it."""
     import jsii
 
     stack = _user_stack(app)
     jsii.invoke(stack, "addOverride", ["resource.proxmox_virtual_environment_user.ops.comment", ENVIRON])
     errors = synth_errors(app)
     assert ("[TV007 NoTemplateSequences] stack 'users' has stack-level overrides under 'resource' that were not "
-            "added through TerraformStack.add_override after terravixens.rules was imported: their text cannot be "
-            "told from references. Import terravixens.rules before adding them, or set them on the element "
-            "(element.add_override).") in errors
+            "added through stack.add_override once the stack recorded them: their text cannot be told from "
+            "references. Add them after apply_rules(stack) (a terravixens stack records from its creation), or set "
+            "them on the element (element.add_override).") in errors
 
 
 def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):

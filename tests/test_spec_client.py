@@ -342,3 +342,32 @@ def test_the_environment_file_path_comes_from_the_environment(tmp_path, monkeypa
     path = write_env(tmp_path / "custom.env", "http://127.0.0.9:1", "tools")
     monkeypatch.setenv(envfile.PATH_ENV, str(path))
     assert envfile.load().identity == "tools"
+
+
+# Not the standard library: what a guest must not need to fetch its spec.
+NOT_ON_A_GUEST = ("pydantic", "pydantic_core", "cdktf", "jsii", "constructs", "yaml", "starlette", "uvicorn")
+
+
+def test_the_node_client_is_standard_library_only():
+    """`terravixens.specclient.get` in a fresh interpreter imports nothing but Python's standard library and the
+    terravixens modules it reads its files with (a guest has no pip packages)."""
+    program = (
+        "import json, sys\n"
+        "before = set(sys.modules)\n"
+        "import terravixens.specclient.get\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    result = subprocess.run([sys.executable, "-c", program], cwd=root, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    imported = json.loads(result.stdout)
+    assert "terravixens.specclient.get" in imported
+    tops = {name.split(".")[0] for name in imported}
+    assert sorted(tops & set(NOT_ON_A_GUEST)) == []
+    assert sorted(tops - set(sys.stdlib_module_names) - {"terravixens"}) == []
+    # Of terravixens, only the strict readers of text and JSON and the node.env format: never the site model.
+    assert sorted(name for name in imported if name.startswith("terravixens.")
+                  and not name.startswith(("terravixens.specclient", "terravixens.inputs"))) == [
+        "terravixens.standalone", "terravixens.standalone.node_env"]

@@ -14,7 +14,7 @@ from imports.proxmox.virtual_environment_container import VirtualEnvironmentCont
 from terravixens.config.loader import SiteError, parse_site
 from terravixens.constructs.standalone_container import StandaloneContainer, StandaloneContainerProps, os_type_of
 from terravixens.constructs.standalone_vm import StandaloneVm, StandaloneVmProps
-from terravixens.layers import stack_names
+from terravixens.layers import layer_named, stack_names
 from terravixens.logical_ids import pin
 from terravixens.stacks import build_app
 from terravixens.stacks.standalone import node_tokens_variable
@@ -205,7 +205,7 @@ def test_a_spec_server_missing_from_a_site_built_by_hand_is_refused_by_the_stack
     site = support.site_from(standalone_data())
     broken = site.model_copy(update={"standalone": site.standalone.model_copy(update={"spec_server": None})})
     with pytest.raises(ValueError, match="no standalone.spec_server: nodes are told where to pull their spec from"):
-        StandaloneStack(CdktfTesting.app(), broken, standalone_layers(broken)["standalone"])
+        StandaloneStack(CdktfTesting.app(), broken, layer_named(broken, "standalone"))
 
 
 def synth_errors(app: App) -> str:

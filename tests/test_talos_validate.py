@@ -16,9 +16,9 @@ import subprocess
 import pytest
 import yaml
 
+from terravixens import talos_versions as versions
 from terravixens.config.loader import SiteError
 from terravixens.config.model import NEWEST_SUPPORTED_TALOS
-from terravixens.talos import versions
 from tests import support, talos_tool
 from tests.test_conformance import VARIANTS, _variant
 
@@ -205,7 +205,7 @@ KUBERNETES_PROBES = ["v1.28.9", "v1.29.0", "v1.29.5", "v1.30.0", "v1.30.14", "v1
 
 @pytest.mark.parametrize("minor", sorted(MINORS))
 def test_the_kubernetes_table_is_talos_own(minor):
-    """terravixens.talos.versions holds what Talos' compatibility package says, minor by minor."""
+    """terravixens.talos_versions holds what Talos' compatibility package says, minor by minor."""
     said = {kubernetes: talos_tool.kubernetes_verdict(minor, kubernetes) for kubernetes in KUBERNETES_PROBES}
     assert {verdict["talos"] for verdict in said.values()} == {MINORS[minor]}
     talos_minor = versions.minor_of(minor)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from terravixens.config.model import DEFAULT_MANAGEMENT_VLAN, NodeNetworks
+from terravixens.config.network import DEFAULT_MANAGEMENT_VLAN, NodeNetworks
 
 
 class NoAddressError(ValueError):

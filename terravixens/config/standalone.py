@@ -18,10 +18,11 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from terravixens.config.model import (
-    INSECURE_HTTP, Bridge, DnsName, InsecureHttpReason, InterfaceAddress, PlainAddress, Strict, VlanId, checked_url,
+from terravixens.config.fields import (
+    INSECURE_HTTP, DnsName, InsecureHttpReason, InterfaceAddress, PlainAddress, Strict, VlanId, checked_url,
     unused_insecure_http,
 )
+from terravixens.config.network import Bridge
 from terravixens.inputs import shown
 
 # A Proxmox volume id: <storage>:<content>/<file>, e.g. local:import/debian-12-genericcloud-amd64.qcow2

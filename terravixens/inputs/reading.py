@@ -60,3 +60,16 @@ def read_text(path: Path | str, *, limit: int, what: str) -> str:
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
         raise InputError(path, [Problem(f"line {line}, column {column}", (
             f"is not UTF-8 text (byte 0x{data[error.start]:02x}): save the file as UTF-8"))], what) from None
+
+
+def private_mode_problem(path: Path | str, what: str) -> Problem | None:
+    """A problem when the file is readable (or writable) by its group or others: it holds tokens (the secrets file,
+    a node's environment file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # the strict reader reports it, with the reason
+    if stat.S_ISREG(mode) and mode & 0o077:
+        return Problem("(file)", f"is accessible by group or others (mode {stat.S_IMODE(mode):04o}): it holds tokens; "
+                                 f"run: chmod 600 {path}")
+    return None

@@ -5,6 +5,7 @@ import jsii
 from cdktf import Annotations, IAspect, TerraformElement, TerraformStack
 from constructs import IConstruct
 
+from terravixens.rules.ruleset import RuleSet, refuse_skipped_validations
 from terravixens.rules.view import Block, StackView
 
 
@@ -29,8 +30,6 @@ class Rule:
     def visit(self, node: IConstruct) -> None:
         state = self.__dict__.setdefault("_aspect", {"stacks": set(), "refused": False})
         if isinstance(node, TerraformStack):
-            from terravixens.rules import RuleSet, refuse_skipped_validations
-
             if id(node) not in state["stacks"]:
                 state["stacks"].add(id(node))
                 node.node.add_validation(RuleSet(node, [self]))

@@ -12,7 +12,7 @@ never writes a directive: an unescaped `%{` anywhere in the resolved JSON is tex
 block (backend) are read literally by Terraform, so they are not checked; a variable's validation error_message and
 an import block's id are templates, and are. A stack-level override belongs to no element: its value is
 judged as recorded when it was added (terravixens.rules.overrides), tokens unresolved, like a raw configuration; a
-stack-level override that was not recorded (added from Node.js, or before terravixens.rules was imported) cannot be
+stack-level override that was not recorded (added from Node.js, or before the stack recorded its overrides) cannot be
 judged, and fails the rule.
 """
 from __future__ import annotations
@@ -119,9 +119,9 @@ class NoTemplateSequences(Rule):
         if unread:
             self.fail(view.stack, f"stack {view.name!r} has stack-level overrides under "
                                   f"{', '.join(map(repr, unread))} that were not added through "
-                                  f"TerraformStack.add_override after terravixens.rules was imported: their text "
-                                  f"cannot be told from references. Import terravixens.rules before adding them, or "
-                                  f"set them on the element (element.add_override).")
+                                  f"stack.add_override once the stack recorded them: their text cannot be told "
+                                  f"from references. Add them after apply_rules(stack) (a terravixens stack records "
+                                  f"from its creation), or set them on the element (element.add_override).")
         others = [element for element in view.of_class(TerraformElement)
                   if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
         for element in [*others, *self._without_block(view)]:

@@ -4,22 +4,43 @@ can read them back.
 `TerraformStack.add_override(path, value)` is merged into the stack's JSON after every element wrote its block, so
 what it writes belongs to no construct: the rules see its text in the JSON, but not that it is text (an element's
 references are told from text by its raw configuration, where cdktf still writes them as tokens). Each call is
-recorded here, tokens unresolved, when it is made — `TerraformStack.add_override` is wrapped once, when
-terravixens.rules is first imported — and TV007 judges the recorded values as it judges raw configurations.
+recorded here, tokens unresolved, when it is made, and TV007 judges the recorded values as it judges raw
+configurations.
+
+Recording is asked for per stack, explicitly: `record(stack)`, called by the terravixens stack base class when a
+stack is created (terravixens.stacks.base) and by `apply_rules(stack)` for any other stack. It shadows that stack's
+`add_override` with one that writes the call down first; cdktf's classes are never patched, so what is recorded
+does not depend on which module was imported first. An override added to a stack before it records (or from
+outside Python: a construct library written in TypeScript calls the method in Node.js) is listed in the JSON's
+metadata without a record: TV007 refuses it (`unrecorded_keys`) instead of passing text it cannot read.
 """
 from __future__ import annotations
 
+import types
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from cdktf import TerraformStack
 
 _RECORDED: WeakKeyDictionary = WeakKeyDictionary()
-_MARK = "_terravixens_records_overrides"
+
+
+def record(stack: TerraformStack) -> None:
+    """From now on, write down every stack-level override added to `stack` from Python (`stack.add_override`), then
+    add it as cdktf does. Idempotent; the stack's class and cdktf's are left as they are."""
+    if stack in _RECORDED:
+        return
+    _RECORDED[stack] = []
+    stack.add_override = types.MethodType(_recording_add_override, stack)  # type: ignore[method-assign]
+
+
+def _recording_add_override(stack: TerraformStack, path: str, value: Any) -> None:
+    _RECORDED[stack].append((path, value))
+    type(stack).add_override(stack, path, value)
 
 
 def stack_overrides(stack: TerraformStack) -> list[tuple[str, Any]]:
-    """(path, value) of every stack-level override added to `stack` from Python, in order."""
+    """(path, value) of every stack-level override added to `stack` from Python since it records, in order."""
     return list(_RECORDED.get(stack, ()))
 
 
@@ -43,25 +64,8 @@ def metadata_written(stack: TerraformStack) -> set[tuple[str, str, str]]:
 
 def unrecorded_keys(stack: TerraformStack, document: dict) -> list[str]:
     """Top-level keys of the stack's JSON that hold stack-level overrides none of the recorded ones explains: added
-    from outside Python (a construct library written in TypeScript calls the method in Node.js) or before this
-    module was imported. cdktf lists the top-level key of every stack-level override in the JSON's metadata."""
+    from outside Python (a construct library written in TypeScript calls the method in Node.js) or before the stack
+    recorded them (`record`). cdktf lists the top-level key of every stack-level override in the JSON's metadata."""
     listed = (((document.get("//") or {}).get("metadata") or {}).get("overrides") or {}).get("stack") or []
     recorded = {path.split(".", 1)[0] for path, _ in stack_overrides(stack)}
     return [key for key in listed if key not in recorded]
-
-
-def _record_overrides() -> None:
-    original = TerraformStack.add_override
-    if getattr(original, _MARK, False):
-        return
-
-    def add_override(self, path: str, value: Any) -> None:
-        _RECORDED.setdefault(self, []).append((path, value))
-        original(self, path, value)
-
-    setattr(add_override, _MARK, True)
-    add_override.__doc__ = original.__doc__
-    TerraformStack.add_override = add_override
-
-
-_record_overrides()

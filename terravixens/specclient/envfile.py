@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from terravixens.inputs import InputError, Problem, read_text, shown
-from terravixens.standalone.secrets import TOKEN, private_mode_problem
+from terravixens.inputs import InputError, Problem, private_mode_problem, read_text, shown
+from terravixens.standalone.node_env import TOKEN_PATTERN
 
 DEFAULT_PATH = Path("/etc/terravixens/node.env")
 PATH_ENV = "TERRAVIXENS_NODE_ENV"
@@ -28,6 +28,7 @@ LIMIT = 16 * 1024
 KEYS = {"TERRAVIXENS_SPEC_SERVER", "TERRAVIXENS_IDENTITY", "TERRAVIXENS_TOKEN", "TERRAVIXENS_CA_FILE"}
 LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+TOKEN = re.compile(TOKEN_PATTERN)
 
 
 @dataclass(frozen=True)

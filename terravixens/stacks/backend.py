@@ -11,17 +11,18 @@ from cdktf import DataTerraformRemoteStateLocal, DataTerraformRemoteStateS3, Loc
 from constructs import Construct
 
 from terravixens.config.model import StateConfig
+from terravixens.layers import state_key, state_path
 
 # cdktf runs Terraform in cdktf.out/stacks/<stack>/: three levels below the project root.
 PROJECT_ROOT_FROM_STACK = "../../.."
 
 
 def local_state_path(state: StateConfig, stack_name: str) -> str:
-    return f"{PROJECT_ROOT_FROM_STACK}/{state.local_dir}/{stack_name}.tfstate"
+    return f"{PROJECT_ROOT_FROM_STACK}/{state_path(state, stack_name)}"
 
 
 def s3_key(state: StateConfig, site: str, stack_name: str) -> str:
-    return f"{state.s3.key_prefix}/{site}/{stack_name}.tfstate"
+    return state_key(state, site, stack_name)
 
 
 def _s3_settings(state: StateConfig) -> dict:

@@ -6,25 +6,21 @@ The credentials are read at plan time from the platform stack's outputs (its sta
 """
 from __future__ import annotations
 
-from cdktf import Fn, TerraformStack
-from constructs import Construct
+from cdktf import Fn
 
 from imports.helm.provider import HelmProvider
 from imports.kubernetes.provider import KubernetesProvider
-from terravixens.config.model import Site
-from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
-from terravixens.rules import apply_rules
-from terravixens.stacks.backend import declare_backend, remote_state
+from terravixens.layers import platform_stack_name
+from terravixens.stacks.backend import remote_state
+from terravixens.stacks.base import LayerStack
 
 
-class GitopsStack(TerraformStack):
-    def __init__(self, scope: Construct, site: Site, cluster_name: str):
-        name = gitops_stack_name(cluster_name)
-        super().__init__(scope, name)
+class GitopsStack(LayerStack):
+    def build(self) -> None:
+        site, cluster_name = self.site, self.cluster_name
         cluster = site.clusters[cluster_name]
-        declare_backend(self, site.state, site.site, name)
         platform = remote_state(self, "platform", site.state, site.site, platform_stack_name(cluster_name))
         client = platform.get("kubernetes_client")
         credentials = {
@@ -38,4 +34,3 @@ class GitopsStack(TerraformStack):
         self.cilium = Cilium(self, "cilium", CiliumProps(config=cluster.cilium))
         if cluster.flux is not None:
             self.flux = FluxBootstrap(self, "flux", FluxBootstrapProps(flux=cluster.flux, cilium=self.cilium))
-        apply_rules(self)

@@ -1,16 +1,10 @@
 """L0: the Proxmox hosts of the site."""
 from __future__ import annotations
 
-from cdktf import TerraformStack
-from constructs import Construct
-
 from terravixens.config.model import Site
-from terravixens.layers import HYPERVISORS
 from terravixens.constructs.hypervisor import Hypervisor, HypervisorProps
-from terravixens.rules import apply_rules
 from terravixens.stacks import providers
-from terravixens.stacks.backend import declare_backend
-
+from terravixens.stacks.base import LayerStack
 
 
 def talos_versions_by_hypervisor(site: Site) -> dict[str, frozenset[str]]:
@@ -22,14 +16,12 @@ def talos_versions_by_hypervisor(site: Site) -> dict[str, frozenset[str]]:
     return {name: frozenset(found) for name, found in versions.items()}
 
 
-class HypervisorsStack(TerraformStack):
-    def __init__(self, scope: Construct, site: Site, name: str = HYPERVISORS):
-        super().__init__(scope, name)
-        declare_backend(self, site.state, site.site, name)
+class HypervisorsStack(LayerStack):
+    def build(self) -> None:
+        site = self.site
         providers.proxmox(self, site.proxmox)
         versions = talos_versions_by_hypervisor(site)
         self.hypervisors = {
             hv_name: Hypervisor(self, hv_name, HypervisorProps(name=hv_name, spec=spec, talos_versions=versions[hv_name]))
             for hv_name, spec in sorted(site.hypervisors.items())
         }
-        apply_rules(self)

@@ -1,29 +1,23 @@
 """L1: one Talos cluster: its VMs, machine configuration, bootstrap and kubeconfig."""
 from __future__ import annotations
 
-from cdktf import TerraformOutput, TerraformStack
-from constructs import Construct
+from cdktf import TerraformOutput
 
-from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
-from terravixens.layers import platform_stack_name
 from terravixens.constructs.cluster_config import ClusterConfig, ClusterConfigProps
 from terravixens.constructs.control_plane import ControlPlane, ControlPlaneProps
 from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
-from terravixens.rules import apply_rules
 from terravixens.stacks import providers
-from terravixens.stacks.backend import declare_backend
-from terravixens.decommission_settings import Decommission
+from terravixens.stacks.base import LayerStack
 
 
-class PlatformStack(TerraformStack):
+class PlatformStack(LayerStack):
     """Nodes are constructs named by their stable key, directly under the stack: never under a role."""
 
-    def __init__(self, scope: Construct, site: Site, cluster_name: str, decommission: Decommission | None = None):
-        name = platform_stack_name(cluster_name)
-        super().__init__(scope, name)
+    def build(self) -> None:
+        site, cluster_name = self.site, self.cluster_name
         cluster = site.clusters[cluster_name]
-        declare_backend(self, site.state, site.site, name)
+        decommission = self.options.decommission.get(cluster_name)
         providers.proxmox(self, site.proxmox)
         providers.talos(self)
         self.cluster_config = ClusterConfig(self, "cluster_config", ClusterConfigProps(
@@ -47,4 +41,3 @@ class PlatformStack(TerraformStack):
             bootstrap_node=cluster.bootstrap,
         ))
         TerraformOutput(self, "node_addresses", value={n: node.address for n, node in self.nodes.items()})
-        apply_rules(self)

@@ -9,7 +9,7 @@ environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) — never a 
 """
 from __future__ import annotations
 
-from cdktf import TerraformStack, TerraformVariable, TerraformVariableValidationConfig, Token
+from cdktf import TerraformVariable, TerraformVariableValidationConfig, Token
 from constructs import Construct
 
 from imports.proxmox.provider import ProxmoxProvider, ProxmoxProviderSsh, ProxmoxProviderSshNode
@@ -17,9 +17,8 @@ from terravixens.config.model import Site
 from terravixens.constructs.standalone_container import StandaloneContainer, StandaloneContainerProps
 from terravixens.constructs.standalone_vm import StandaloneVm, StandaloneVmProps
 from terravixens.logical_ids import pin
-from terravixens.rules import apply_rules
 from terravixens.stacks import providers
-from terravixens.stacks.backend import declare_backend
+from terravixens.stacks.base import LayerStack
 from terravixens.standalone.layout import StandaloneLayer
 from terravixens.standalone.node_env import NODE_TOKEN_PATTERN
 
@@ -69,13 +68,11 @@ def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
     )
 
 
-class StandaloneStack(TerraformStack):
+class StandaloneStack(LayerStack):
     """One L2 layer: a StandaloneVm or StandaloneContainer per node, keyed by the node's name."""
 
-    def __init__(self, scope: Construct, site: Site, layer: StandaloneLayer):
-        super().__init__(scope, layer.name)
-        self.layer = layer
-        declare_backend(self, site.state, site.site, layer.name)
+    def build(self) -> None:
+        site, layer = self.site, self.guests
         if layer.host.host is None:
             providers.proxmox(self, site.proxmox)
         else:
@@ -90,4 +87,11 @@ class StandaloneStack(TerraformStack):
                 self.nodes[placed.name] = StandaloneContainer(self, placed.name, StandaloneContainerProps(**common))
             else:
                 self.nodes[placed.name] = StandaloneVm(self, placed.name, StandaloneVmProps(**common))
-        apply_rules(self)
+
+    @property
+    def guests(self) -> StandaloneLayer:
+        """The nodes this layer creates and the Proxmox API it creates them through."""
+        if self.layer.guests is None:
+            raise ValueError(f"layer {self.layer.name!r} is not an L2 layer: StandaloneStack builds the layers of "
+                             f"terravixens.layers.site_layers(site) of kind 'standalone'")
+        return self.layer.guests

@@ -16,14 +16,15 @@ Two carriers, one content (ADR 0026):
   user data and network configuration from the VM's `initialization` block;
 - a container (no cloud-init) gets it from a Proxmox **hookscript** that writes it into the container after each
   start (`pct exec`), so a new token reaches a container at its next start.
-Pure: no cdktf import.
+Pure and standard library only: the stacks, the secrets file and the node client (terravixens.specclient) read it.
 """
 from __future__ import annotations
 
-from terravixens.standalone.secrets import TOKEN_PATTERN
-
 ENV_PATH = "/etc/terravixens/node.env"
-# What the spec server and the client accept as a token, checked again by Terraform's variable validation.
+# Tokens are what `openssl rand -base64 32` or `-hex 32` print (base64url too): no quote, `$`, backslash or space, so
+# node.env stays safe to read by any shell or systemd EnvironmentFile, not only by `terravixens spec get`. What the
+# secrets file, the spec server and the client accept as a token, checked again by Terraform's variable validation.
+TOKEN_PATTERN = "^[A-Za-z0-9+/=._~-]{32,512}$"
 NODE_TOKEN_PATTERN = TOKEN_PATTERN
 
 # format(ENV_FORMAT, server, identity, token)

@@ -11,17 +11,16 @@ refused, with the chmod that fixes it. No message ever shows a token (their keys
 """
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
 from terravixens.config.model import DnsName, Strict
-from terravixens.inputs import InputError, Lines, Problem
+from terravixens.inputs import InputError, Lines, private_mode_problem
 from terravixens.standalone.files import load_model
+from terravixens.standalone.node_env import TOKEN_PATTERN
 from terravixens.standalone.spec import KeyName
 
 WHAT = "secrets file"
@@ -29,9 +28,6 @@ SECRETS_ENV = "TERRAVIXENS_SECRETS"
 SECRETS_LIMIT = 1024 * 1024
 SSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
                      r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]{0,200})?$")
-# Tokens are what `openssl rand -base64 32` or `-hex 32` print (base64url too): no quote, `$`, backslash or space, so
-# node.env stays safe to read by any shell or systemd EnvironmentFile, not only by `terravixens spec get`.
-TOKEN_PATTERN = "^[A-Za-z0-9+/=._~-]{32,512}$"
 TOKEN = re.compile(TOKEN_PATTERN)
 
 
@@ -65,18 +61,6 @@ class Secrets(Strict):
 
 
 EMPTY = Secrets(schema_version=1)
-
-
-def private_mode_problem(path: Path | str, what: str) -> Problem | None:
-    """A problem when the file is readable (or writable) by its group or others: it holds tokens."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None  # the strict reader reports it, with the reason
-    if stat.S_ISREG(mode) and mode & 0o077:
-        return Problem("(file)", f"is accessible by group or others (mode {stat.S_IMODE(mode):04o}): it holds tokens; "
-                                 f"run: chmod 600 {path}")
-    return None
 
 
 def load_secrets(path: Path | str) -> tuple[Secrets, Lines]:

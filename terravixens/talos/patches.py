@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ipaddress
 
+from terravixens import talos_versions as versions
 from terravixens.config.model import Cluster, Node
 from terravixens.config.placement import PlacedNode
 from terravixens.roles import Role
-from terravixens.talos import versions, yaml_text
+from terravixens.talos import yaml_text
 from terravixens.talos.image import installer_image
 
 # Talos gives DHCP routes metric 1024, like our static defaults: DHCP on the maintenance network goes below them.

@@ -8,6 +8,9 @@ tests/test_talos_validate.py holds this table to its answers (docs/adr/0023).
 
 A configuration contract (`v1.11`) is the Talos minor a machine configuration is generated for: the provider's
 `talos_version` on `talos_machine_configuration`. It is not the version the nodes run (docs/adr/0023).
+
+A table of facts below the site model: the model's fields validate versions against it (terravixens.config.fields),
+and the Talos patches read it (terravixens.talos.patches); it imports nothing of terravixens.
 """
 from __future__ import annotations
 

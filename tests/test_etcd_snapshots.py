@@ -502,3 +502,11 @@ def test_the_fake_prints_sizes_as_go_humanize_does(tmp_path):
     printed = {line.split()[0]: line[column[0]:column[1]].strip() for line in lines[1:]}
     assert printed == {node: SIZES[size] for node, size in nodes.items()}
     assert lines[1].split()[6] == "(0.00%)"  # an empty database: no division by zero
+
+
+def test_a_folder_of_another_user_is_refused(tmp_path, monkeypatch):
+    store = _store(tmp_path)
+    store.ensure_folder("alpha")
+    monkeypatch.setattr(es.os, "getuid", lambda: os.stat(tmp_path).st_uid + 4242)
+    with pytest.raises(es.SnapshotError, match="not by this user"):
+        store.ensure_folder("alpha")

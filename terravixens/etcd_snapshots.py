@@ -78,9 +78,10 @@ class SnapshotError(Exception):
 
 @dataclass(frozen=True)
 class Verification:
-    """What verify_snapshot found. `check` names the failed check (size, sha256, bbolt, etcd, read, tool) and
-    `reason` says why in one sentence; both empty when ok. `level` is how far it could look: "etcd" with the tool,
-    "sha256" without it."""
+    """What verify_snapshot found. `check` names the failed check (size, sha256, bbolt, etcd; read: the file could
+    not be read; tool: the tool is missing, hung or answered nonsense; manifest: SnapshotStore.check found another
+    file than the manifest's) and `reason` says why in one sentence; both empty when ok. `level` is how far it could
+    look: "etcd" with the tool, "sha256" without it (then `passed` ends with "bbolt-meta")."""
 
     ok: bool
     path: Path

@@ -570,7 +570,7 @@ class SnapshotStore:
                                     f"at {target.name}")
             return self.add(cluster, target, node, reason, taken_at)
 
-    def list(self, cluster: str) -> list[Snapshot]:
+    def snapshots(self, cluster: str) -> list[Snapshot]:
         """The cluster's snapshots, oldest first (by time, then name); files that are not snapshots are ignored."""
         folder = self.folder(cluster)
         if not folder.is_dir():
@@ -585,7 +585,7 @@ class SnapshotStore:
 
     def latest(self, cluster: str) -> Snapshot | None:
         """The newest verified snapshot."""
-        verified = [snapshot for snapshot in self.list(cluster) if snapshot.verified]
+        verified = [snapshot for snapshot in self.snapshots(cluster) if snapshot.verified]
         return verified[-1] if verified else None
 
     def check(self, snapshot: Snapshot) -> Verification:
@@ -609,7 +609,7 @@ class SnapshotStore:
             return self._prune(folder, cluster, keep, set(protect))
 
     def _prune(self, folder: Path, cluster: str, keep: int, protect: set[Path]) -> Pruned:
-        snapshots = self.list(cluster)
+        snapshots = self.snapshots(cluster)
         verified = [snapshot for snapshot in snapshots if snapshot.verified]
         unverified = tuple(snapshot.path for snapshot in snapshots if not snapshot.verified)
         newest = {snapshot.path for snapshot in verified[-keep:]} | protect

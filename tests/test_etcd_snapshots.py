@@ -243,7 +243,7 @@ def test_a_kept_snapshot_is_0600_in_0700_folders_with_its_manifest(tmp_path):
     assert manifest["verification"]["revision"] == etcd_tool.genuine_report()["revision"]
     # Nothing else is left behind: no .part, no incoming folder, no temporary manifest.
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([".lock", path.name, taken.snapshot.manifest_path.name])
-    assert store.list("alpha") == [taken.snapshot]
+    assert store.snapshots("alpha") == [taken.snapshot]
     assert "kept 1; removed 0" in taken.summary()
 
 
@@ -292,7 +292,7 @@ def test_names_need_an_aware_time():
 def test_retention_keeps_the_newest_n(tmp_path):
     store = _store(tmp_path, keep=3)
     taken = [_add(store, T0 + timedelta(minutes=minute)) for minute in (4, 0, 3, 1, 2)]
-    kept = store.list("alpha")
+    kept = store.snapshots("alpha")
     assert [snapshot.taken_at for snapshot in kept] == [T0 + timedelta(minutes=m) for m in (2, 3, 4)]
     removed = {path for t in taken for path in t.pruned.removed}
     assert {snapshot.path.name for snapshot in kept}.isdisjoint(path.name for path in removed)
@@ -321,7 +321,7 @@ def test_retention_never_removes_a_snapshot_without_a_manifest(tmp_path):
     assert fresh.pruned.removed == () and set(fresh.pruned.unverified) == {dropped, stale.snapshot.path}
     assert dropped.exists() and stale.snapshot.path.exists()
     assert "2 without a manifest left alone" in es.describe(fresh.pruned)
-    assert [s.verified for s in store.list("alpha")] == [False, False, True]
+    assert [s.verified for s in store.snapshots("alpha")] == [False, False, True]
     assert store.latest("alpha") == fresh.snapshot
 
 
@@ -339,7 +339,7 @@ def test_a_damaged_snapshot_is_refused_and_nothing_is_kept(tmp_path):
         with pytest.raises(es.SnapshotError, match="not kept.*sha256") as refused:
             store.add("alpha", target, "cp-a", "manual", taken_at=T0)
     assert refused.value.verification.check == "sha256"
-    assert store.list("alpha") == [] and set(os.listdir(store.folder("alpha"))) <= {".lock"}
+    assert store.snapshots("alpha") == [] and set(os.listdir(store.folder("alpha"))) <= {".lock"}
 
 
 def test_a_snapshot_from_elsewhere_is_copied_and_left_as_it_was(tmp_path):
@@ -382,7 +382,7 @@ def test_concurrent_writers_do_not_clobber_each_other(tmp_path):
         paths = pool.map(_add_in_process, [(str(root), str(etcd_tool.genuine_snapshot()), i) for i in range(6)])
     assert len(set(paths)) == 6
     store = es.SnapshotStore(root, "lab")
-    listed = store.list("alpha")
+    listed = store.snapshots("alpha")
     assert sorted(str(s.path) for s in listed) == sorted(paths) and all(s.verified for s in listed)
     expected = hashlib.sha256(etcd_tool.genuine_snapshot().read_bytes()).hexdigest()
     assert all(s.sha256 == expected == hashlib.sha256(s.path.read_bytes()).hexdigest() for s in listed)
@@ -421,7 +421,7 @@ def test_take_streams_through_talosctl_and_keeps_a_verified_snapshot(tmp_path):
     assert call[:5] == ["--talosconfig", "talosconfig", "--nodes", CP, "etcd"] and call[5] == "snapshot"
     assert Path(call[6]).name == "etcd.snapshot" and Path(call[6]).parent.parent == store.folder("alpha")
     assert not Path(call[6]).parent.exists()  # the incoming folder is gone
-    assert store.list("alpha") == [taken.snapshot]
+    assert store.snapshots("alpha") == [taken.snapshot]
 
 
 def test_talosctl_prints_what_the_real_one_prints(tmp_path):
@@ -449,7 +449,7 @@ def test_take_refuses_and_keeps_nothing_when_the_stream_is_bad(tmp_path, scenari
     store = _store(tmp_path)
     with pytest.raises(es.SnapshotError, match=words):
         store.take("alpha", "cp-a", "before-upgrade", fake.snapshot_to(CP))
-    assert store.list("alpha") == [] and set(os.listdir(store.folder("alpha"))) <= {".lock"}
+    assert store.snapshots("alpha") == [] and set(os.listdir(store.folder("alpha"))) <= {".lock"}
 
 
 def test_take_refuses_an_answer_without_a_file(tmp_path):

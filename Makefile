@@ -65,12 +65,20 @@ BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravix
 # (docs/adr/0014-talos-validate.md).
 TALOS_VALIDATE := tools/talos-validate
 TALOS_MINORS := $(patsubst $(TALOS_VALIDATE)/go.v%.mod,%,$(wildcard $(TALOS_VALIDATE)/go.v*.mod))
-tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%)
+# etcd's own snapshot checks (etcdutl's `snapshot status`, bbolt, the appended sha256) and, for the tests, genuine
+# snapshots from an embedded etcd on loopback: one binary (docs/adr/0028-etcd-snapshots.md).
+ETCD_SNAPSHOT := tools/etcd-snapshot
+tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
 	cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
 		-o bin/.talos-validate-v$*.tmp . && mv bin/.talos-validate-v$*.tmp bin/talos-validate-v$*
+
+$(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNAPSHOT)/go.mod $(ETCD_SNAPSHOT)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false \
+		-o bin/.etcd-snapshot.tmp . && mv bin/.etcd-snapshot.tmp bin/etcd-snapshot
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.

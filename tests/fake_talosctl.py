@@ -100,3 +100,107 @@ elif command == "health":
               f"exceeded", file=sys.stderr)
         sys.exit(1)
     print("waiting for all nodes to finish boot sequence: OK")
+
+# ---------------------------------------------------------------------------------- etcd snapshot / etcd status
+# `talosctl etcd snapshot PATH` and `talosctl etcd status`, as talosctl (cmd/talosctl/cmd/talos/etcd.go) does them.
+# Scenario keys:
+#   etcd_snapshot   {"fixture": a genuine snapshot (tests/etcd_tool.py makes one with an embedded etcd),
+#                    "info": {etcd_hash, revision, total_keys, total_size} (the tool's verify report),
+#                    "damage": null | "flip" | "cut"}
+#                   The node streams the fixture: talosctl writes PATH.part (0600), checks only that the size is
+#                   512*k+32 (the digest is there), renames it to PATH and prints the two lines below. "flip" changes
+#                   one byte of the database in transit (talosctl does not check the digest: it keeps the file and
+#                   exits 0), "cut" ends the stream early (talosctl refuses the size, removes PATH.part, exits 1).
+#   etcd_status     address -> fields of EtcdMemberStatus (member_id, db_size, db_size_in_use, leader, raft_index,
+#                   raft_term, raft_applied_index, learner, protocol, storage, errors); defaults below. An address in
+#                   `broken` does not answer: a WARNING on stderr and no row, as talosctl prints a node's error.
+# A real cluster adds what a fixture cannot: a snapshot of gigabytes taking minutes, a leader change mid-stream.
+import hashlib  # noqa: E402  (this block stays self-contained)
+import math  # noqa: E402
+import os  # noqa: E402
+
+
+def _humanize_bytes(size: int) -> str:
+    """go-humanize's Bytes (SI units), as talosctl prints DB SIZE and IN USE."""
+    if size < 10:
+        return f"{size} B"
+    exponent = math.floor(math.log(size) / math.log(1000))
+    value = math.floor(size / 1000 ** exponent * 10 + 0.5) / 10
+    return ("%.0f %s" if value >= 10 else "%.1f %s") % (value, ["B", "kB", "MB", "GB", "TB", "PB", "EB"][exponent])
+
+
+def _tabwriter(rows: list[list[str]]) -> str:
+    """Go's tabwriter (minwidth 0, tabwidth 0, padding 3, spaces): every cell but a line's last one is padded to its
+    column's width plus 3."""
+    widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
+    return "".join("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1] + "\n" for row in rows)
+
+
+def _member_id(address: str) -> str:
+    return hashlib.sha256(address.encode()).hexdigest()[:16]
+
+
+if command == "etcd" and arguments[5:6] == ["snapshot"]:
+    targets = node.split(",")
+    if len(targets) > 1:
+        print('error: command "etcd snapshot" is not supported with multiple nodes', file=sys.stderr)
+        sys.exit(1)
+    with scenario() as state:
+        broken, setup = node in state.get("broken", []), state.get("etcd_snapshot") or {}
+    if broken:
+        print(f"error: error reading file: rpc error: code = Unavailable desc = connection error: desc = \"transport: "
+              f"Error while dialing: dial tcp {node}:50000: connect: connection refused\"", file=sys.stderr)
+        sys.exit(1)
+    with open(setup["fixture"], "rb") as source:
+        stream = bytearray(source.read())
+    damage = setup.get("damage")
+    if damage == "flip":
+        stream[len(stream) // 2] ^= 0x01
+    elif damage == "cut":
+        stream = stream[:len(stream) // 2 + 100]
+    db_path = arguments[6]
+    part_path = db_path + ".part"
+    descriptor = os.open(part_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as destination:
+        destination.write(stream)
+    if len(stream) % 512 != 32:
+        os.remove(part_path)
+        print(f"error: sha256 checksum not found (size {len(stream)})", file=sys.stderr)
+        sys.exit(1)
+    os.rename(part_path, db_path)
+    print(f'etcd snapshot saved to "{db_path}" ({len(stream)} bytes)')
+    info = setup.get("info")
+    if info:
+        print(f"snapshot info: hash {info['etcd_hash']}, revision {info['revision']}, total keys "
+              f"{info['total_keys']}, total size {info['total_size']}")
+elif command == "etcd" and arguments[5:6] == ["status"]:
+    targets = node.split(",")
+    with scenario() as state:
+        broken, statuses = state.get("broken", []), state.get("etcd_status", {})
+    leader = statuses.get(targets[0], {}).get("member_id") or _member_id(targets[0])
+    rows = [["NODE", "MEMBER", "DB SIZE", "IN USE", "LEADER", "RAFT INDEX", "RAFT TERM", "RAFT APPLIED INDEX",
+             "LEARNER", "PROTOCOL", "STORAGE", "ERRORS"]]
+    down = [target for target in targets if target in broken]
+    for target in targets:
+        if target in down:
+            continue
+        member = {"member_id": _member_id(target), "db_size": 17_219_584, "db_size_in_use": 4_493_312,
+                  "leader": leader, "raft_index": 53391, "raft_term": 4, "raft_applied_index": 53391,
+                  "learner": False, "protocol": "3.6.5", "storage": "3.6.0", "errors": [],
+                  **statuses.get(target, {})}
+        ratio = member["db_size_in_use"] / member["db_size"] * 100.0 if member["db_size"] > 0 else 0.0
+        rows.append([target, member["member_id"], _humanize_bytes(member["db_size"]),
+                     f"{_humanize_bytes(member['db_size_in_use'])} ({ratio:.2f}%)", member["leader"],
+                     str(member["raft_index"]), str(member["raft_term"]), str(member["raft_applied_index"]),
+                     str(member["learner"]).lower(), member["protocol"], member["storage"],
+                     ", ".join(member["errors"])])
+    errors = "".join(f"\t* {target}: rpc error: code = Unavailable desc = connection error: desc = \"transport: "
+                     f"Error while dialing: dial tcp {target}:50000: connect: connection refused\"\n"
+                     for target in down)
+    summary = f"{len(down)} error{'s' if len(down) > 1 else ''} occurred:\n{errors}"
+    if len(down) == len(targets):
+        print(f"error: error getting status: {summary}", file=sys.stderr)
+        sys.exit(1)
+    if down:
+        print(f"WARNING: {summary}", file=sys.stderr)
+    sys.stdout.write(_tabwriter(rows))

@@ -1,0 +1,655 @@
+"""etcd snapshots kept by terravixens: where they live, what they are named, how they are verified and pruned.
+
+A snapshot is what `talosctl etcd snapshot PATH` writes: etcd's Maintenance.Snapshot stream, that is the bbolt
+database followed by the 32-byte sha256 of that database (etcd appends it; `etcdutl snapshot restore`, and so
+`talosctl bootstrap --recover-from`, refuses a file whose digest does not match). Snapshots hold every Secret of the
+cluster, so they live in 0700 folders as 0600 files (docs/adr/0030-etcd-snapshots.md):
+
+    <root>/etcd-snapshots/<site>/<cluster>/<cluster>_<UTC time>_<node>_<reason>.snapshot   the snapshot
+    <root>/etcd-snapshots/<site>/<cluster>/<cluster>_<UTC time>_<node>_<reason>.json       its manifest
+
+The UTC time is `YYYYMMDDTHHMMSS.ffffffZ`, so names sort by time; `node` is the control plane it came through.
+The manifest is written last: it records the sha256 and what the verification found, and its presence is what
+makes a snapshot "verified" here. A snapshot without one (a crash between the two, a file dropped in by hand) is
+listed as unverified and never deleted by retention.
+
+Verification (`verify_snapshot`), in order: the size (not empty, 512*k+32 bytes: etcd's digest is there), the
+sha256 (the database hashes to the digest etcd appended), bbolt's meta pages (magic, version, checksum, and the
+pages they count fit in the file), then, when the `etcd-snapshot` tool is built (`make tools`), etcd's own code:
+bbolt's page-by-page consistency check and etcdutl's `snapshot status` (revision, keys, storage version, members).
+Without the tool the verification stops at the meta pages: its `level` says "sha256" instead of "etcd", the
+snapshot is still kept (the digest is exactly what a restore checks), and `require_tool=True` makes that a failure.
+
+Pure standard library; nothing here runs talosctl: the commands hand `take` a callable that does. A failure is a
+`SnapshotError` (the commands map it to ExitCode.BACKUP_FAILED, 5: nothing was done), or a `Verification` value
+whose `ok` is False.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+SNAPSHOT_DIR = "etcd-snapshots"
+SUFFIX = ".snapshot"
+MANIFEST_SUFFIX = ".json"
+MANIFEST_FORMAT = 1
+DEFAULT_KEEP = 10
+DIGEST_SIZE = 32            # sha256, appended by etcd's Maintenance.Snapshot
+SECTOR = 512                # etcdutl's and talosctl's test for the digest: size % 512 == 32
+TOOL_ENV = "TERRAVIXENS_ETCD_SNAPSHOT_TOOL"
+TOOL_TIMEOUT = 5 * 60       # bbolt's check reads every page: minutes for a database of gigabytes
+STAMP_FORMAT = "%Y%m%dT%H%M%S.%fZ"
+TOKEN = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")  # DNS labels, and IPv4 addresses for `node`
+NAME = re.compile(r"^(?P<cluster>[a-z0-9.-]+)_(?P<stamp>\d{8}T\d{6}\.\d{6}Z)_(?P<node>[a-z0-9.-]+)_"
+                  r"(?P<reason>[a-z0-9.-]+)(?:_(?P<counter>\d+))?" + re.escape(SUFFIX) + "$")
+REPO_TOOL = Path(__file__).resolve().parent.parent / "tools" / "etcd-snapshot" / "bin" / "etcd-snapshot"
+
+# bbolt's file format (go.etcd.io/bbolt internal/common): a 16-byte page header, then on pages 0 and 1 the meta:
+# magic, version, page size, flags, root bucket (root page, sequence), freelist page, page count, txid, checksum.
+BBOLT_MAGIC = 0xED0CDAED
+BBOLT_VERSION = 2
+PAGE_HEADER = 16
+META = struct.Struct("<IIII QQ QQQ Q")
+META_SUMMED = 56            # the checksum is FNV-1a 64 of the meta up to the checksum field
+
+
+class SnapshotError(Exception):
+    """A snapshot could not be taken, verified or kept: the step that needed it must not run. Commands map it to
+    ExitCode.BACKUP_FAILED (5)."""
+
+    def __init__(self, message: str, verification: Verification | None = None):
+        super().__init__(message)
+        self.verification = verification
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What verify_snapshot found. `check` names the failed check (size, sha256, bbolt, etcd; read: the file could
+    not be read; tool: the tool is missing, hung or answered nonsense; manifest: SnapshotStore.check found another
+    file than the manifest's) and `reason` says why in one sentence; both empty when ok. `level` is how far it could
+    look: "etcd" with the tool, "sha256" without it (then `passed` ends with "bbolt-meta")."""
+
+    ok: bool
+    path: Path
+    level: str
+    passed: tuple[str, ...]
+    check: str = ""
+    reason: str = ""
+    size: int = 0
+    sha256: str = ""                 # of the whole file, as sha256sum prints it
+    db_sha256: str = ""              # of the database alone: the digest etcd appended, when it matches
+    revision: int | None = None      # from here down: etcd's snapshot status (level "etcd" only)
+    total_keys: int | None = None
+    etcd_hash: str = ""              # the hash talosctl prints after "snapshot info: hash"
+    storage_version: str = ""        # empty before etcd 3.6
+    cluster_version: str = ""
+    members: tuple[dict, ...] = ()
+    tool: str = ""                   # the tool and etcd module that judged it
+    note: str = ""                   # what was not checked, and why
+
+    def summary(self) -> str:
+        """One line for the operator."""
+        if not self.ok:
+            return f"{self.path.name}: not a usable etcd snapshot ({self.check}): {self.reason}"
+        if self.level == "etcd":
+            return (f"{self.path.name}: verified by etcd's own checks ({', '.join(self.passed)}): revision "
+                    f"{self.revision}, {self.total_keys} keys, {self.size} bytes, sha256 {self.sha256[:12]}")
+        return f"{self.path.name}: verified {', '.join(self.passed)} ({self.size} bytes); {self.note}"
+
+    def record(self) -> dict:
+        """The manifest's `verification`."""
+        return {"level": self.level, "passed": list(self.passed), "db_sha256": self.db_sha256,
+                "revision": self.revision, "total_keys": self.total_keys, "etcd_hash": self.etcd_hash,
+                "storage_version": self.storage_version, "cluster_version": self.cluster_version,
+                "members": list(self.members), "tool": self.tool, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot in the store; `manifest` is None when it has none (not verified by terravixens)."""
+
+    path: Path
+    cluster: str
+    taken_at: datetime
+    node: str
+    reason: str
+    manifest: dict | None = None
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.manifest) and self.manifest.get("sha256") is not None
+
+    @property
+    def sha256(self) -> str | None:
+        return (self.manifest or {}).get("sha256")
+
+    @property
+    def manifest_path(self) -> Path:
+        return manifest_path(self.path)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What retention did: `removed` deleted, `kept` verified and kept, `unverified` kept because nothing vouches
+    for them (they are never deleted without a person looking: the commands print them)."""
+
+    removed: tuple[Path, ...]
+    kept: tuple[Path, ...]
+    unverified: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A snapshot just kept: where, what its verification found, and what retention did afterwards."""
+
+    snapshot: Snapshot
+    verification: Verification
+    pruned: Pruned
+
+    def summary(self) -> str:
+        """One line for the operator: the path relative to the store's root is the commands' to shorten."""
+        return f"{self.snapshot.path.name}: {self.verification.summary().split(': ', 1)[1]}; {describe(self.pruned)}"
+
+
+# ------------------------------------------------------------------------------------------------------ names
+def stamp(when: datetime) -> str:
+    if when.tzinfo is None:
+        raise ValueError("a snapshot time must be timezone-aware (UTC)")
+    return when.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+
+
+def snapshot_name(cluster: str, taken_at: datetime, node: str, reason: str, counter: int = 1) -> str:
+    """`<cluster>_<UTC time>_<node>_<reason>[_N].snapshot`; N only when the same name was already taken."""
+    for what, value in (("cluster", cluster), ("node", node), ("reason", reason)):
+        if not TOKEN.match(value):
+            raise ValueError(f"snapshot {what} {value!r}: use lower-case letters, digits, '-' and '.' (a site name, "
+                             f"a node name or address)")
+    extra = f"_{counter}" if counter > 1 else ""
+    return f"{cluster}_{stamp(taken_at)}_{node}_{reason}{extra}{SUFFIX}"
+
+
+def parse_name(name: str) -> tuple[str, datetime, str, str] | None:
+    """(cluster, taken_at, node, reason) of a snapshot file name; None for any other name."""
+    found = NAME.match(name)
+    if found is None:
+        return None
+    taken_at = datetime.strptime(found["stamp"], STAMP_FORMAT).replace(tzinfo=timezone.utc)
+    return found["cluster"], taken_at, found["node"], found["reason"]
+
+
+def manifest_path(snapshot: Path) -> Path:
+    return snapshot.with_name(snapshot.name[:-len(SUFFIX)] + MANIFEST_SUFFIX)
+
+
+# ------------------------------------------------------------------------------------------------------- tool
+def find_tool() -> Path | None:
+    """The etcd-snapshot binary: $TERRAVIXENS_ETCD_SNAPSHOT_TOOL when set (it must then exist), else the one `make
+    tools` builds in this checkout, else `etcd-snapshot` on PATH; None when there is none."""
+    configured = os.environ.get(TOOL_ENV)
+    if configured:
+        return Path(configured)
+    if REPO_TOOL.is_file() and os.access(REPO_TOOL, os.X_OK):
+        return REPO_TOOL
+    found = shutil.which("etcd-snapshot")
+    return Path(found) if found else None
+
+
+@dataclass(frozen=True)
+class _Ran:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    reason: str = ""
+
+
+def _run_tool(argv: list[str], timeout: float, grace: float = 0) -> _Ran:
+    """The tool, bounded: its own process group, ended whole `grace` seconds after `timeout` (the tool stops its
+    own reading at `timeout`; it reads the database in a child of its own). Never raises for a missing or failing
+    binary."""
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+    except OSError as error:
+        return _Ran(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
+    try:
+        stdout, stderr = process.communicate(timeout=timeout + grace)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as stop:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        if isinstance(stop, KeyboardInterrupt):
+            raise
+        return _Ran(None, "", "", f"{Path(argv[0]).name} did not answer within {timeout:.0f}s: killed")
+    return _Ran(process.returncode, stdout, stderr)
+
+
+# ----------------------------------------------------------------------------------------------- verification
+def _fnv1a64(data: bytes) -> int:
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def _meta(page: bytes) -> dict | None:
+    """bbolt's meta at the start of `page`, when it validates as bbolt's Meta.Validate does; else None."""
+    if len(page) < PAGE_HEADER + META.size:
+        return None
+    raw = page[PAGE_HEADER:PAGE_HEADER + META.size]
+    magic, version, page_size, _, root, _, freelist, pgid, txid, checksum = META.unpack(raw)
+    if magic != BBOLT_MAGIC or version != BBOLT_VERSION or checksum != _fnv1a64(raw[:META_SUMMED]):
+        return None
+    return {"page_size": page_size, "root": root, "freelist": freelist, "pgid": pgid, "txid": txid}
+
+
+def _bbolt_meta(handle, db_size: int) -> str:
+    """Why the database's meta pages do not hold (bbolt reads the newer valid one of the two); '' when they do."""
+    handle.seek(0)
+    first = _meta(handle.read(4096))
+    candidates = [first] if first else []
+    # Page 1 sits one page further: at the page size page 0 gives, else wherever bbolt would look for it.
+    offsets = [first["page_size"]] if first else [1024 << shift for shift in range(15)]
+    for offset in offsets:
+        if offset >= db_size:
+            break
+        handle.seek(offset)
+        second = _meta(handle.read(4096))
+        if second:
+            candidates.append(second)
+            break
+    if not candidates:
+        return "no valid bbolt meta page (magic, version and checksum): not a bbolt database"
+    meta = max(candidates, key=lambda found: found["txid"])
+    counted = meta["pgid"] * meta["page_size"]
+    if counted > db_size:
+        return (f"its meta page counts {counted} bytes of pages, the file holds {db_size} before the digest: "
+                f"truncated")
+    return ""
+
+
+def _hash_file(path: Path) -> tuple[int, str, str, bytes] | str:
+    """(size, sha256 of the file, sha256 of all but the last 32 bytes, those 32 bytes), or why it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return "not a regular file"
+            size = info.st_size
+            whole, database = hashlib.sha256(), hashlib.sha256()
+            remaining = max(size - DIGEST_SIZE, 0)
+            while remaining:
+                chunk = handle.read(min(remaining, 1 << 20))
+                if not chunk:
+                    return "the file shrank while it was read"
+                whole.update(chunk)
+                database.update(chunk)
+                remaining -= len(chunk)
+            trailer = handle.read()
+            whole.update(trailer)
+            return size, whole.hexdigest(), database.hexdigest(), trailer
+    except OSError as error:
+        return error.strerror or str(error)
+
+
+def verify_snapshot(path: Path, tool: Path | None | bool = True, require_tool: bool = False,
+                    timeout: float = TOOL_TIMEOUT) -> Verification:
+    """Verifies the file at `path` as an etcd snapshot; never raises for a bad file.
+
+    `tool`: True finds the etcd-snapshot binary (find_tool), a Path uses that one, False or None checks without it.
+    Without a tool the level is "sha256" (size, digest and meta pages); `require_tool` makes that a failure."""
+    path = Path(path)
+    binary = find_tool() if tool is True else (tool or None)
+    level = "etcd" if binary else "sha256"
+
+    def failed(check: str, reason: str, passed: list[str], **found) -> Verification:
+        return Verification(False, path, level, tuple(passed), check, reason, **found)
+
+    hashed = _hash_file(path)
+    if isinstance(hashed, str):
+        return failed("read", hashed, [])
+    size, whole, database, trailer = hashed
+    found = {"size": size, "sha256": whole}
+    if size == 0:
+        return failed("size", "the file is empty: no snapshot was written", [], **found)
+    if size % SECTOR != DIGEST_SIZE:
+        return failed("size", f"{size} bytes is not 512*k+32: there is no sha256 digest where etcd appends one (the "
+                              f"file is truncated, has bytes appended, or was not streamed from etcd's "
+                              f"Maintenance.Snapshot by `talosctl etcd snapshot` or `etcdctl snapshot save`)",
+                      [], **found)
+    if database != trailer.hex():
+        return failed("sha256", f"the database hashes to {database} but etcd appended {trailer.hex()}: the file was "
+                                f"altered after etcd streamed it (a restore would refuse it)", ["size"], **found)
+    found["db_sha256"] = database
+    with path.open("rb") as handle:
+        broken = _bbolt_meta(handle, size - DIGEST_SIZE)
+    if broken:
+        return failed("bbolt", f"not a readable bbolt database: {broken}", ["size", "sha256"], **found)
+
+    if binary is None:
+        note = "etcd-snapshot tool not built (`make tools`): bbolt's page check and etcd's snapshot status not run"
+        if require_tool:
+            return failed("tool", note, ["size", "sha256", "bbolt-meta"], **found)
+        return Verification(True, path, level, ("size", "sha256", "bbolt-meta"), note=note, **found)
+    return _verify_with_tool(path, Path(binary), timeout, found)
+
+
+def _verify_with_tool(path: Path, binary: Path, timeout: float, found: dict) -> Verification:
+    ran = _run_tool([str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)], timeout,
+                    grace=min(30.0, timeout))
+    passed = ("size", "sha256", "bbolt-meta")
+    if ran.reason:
+        return Verification(False, path, "etcd", passed, "tool", ran.reason, **found)
+    try:
+        report = json.loads(ran.stdout)
+    except ValueError:
+        report = None
+    if not isinstance(report, dict) or not isinstance(report.get("ok"), bool):
+        message = " ".join((ran.stderr or ran.stdout).split())[:300] or "no output"
+        return Verification(False, path, "etcd", passed, "tool",
+                            f"{binary.name} exit {ran.returncode} without a report: {message}", **found)
+    if report.get("sha256") and report["sha256"] != found["sha256"]:
+        return Verification(False, path, "etcd", passed, "read", "the file changed while it was verified", **found)
+    details = {"revision": report.get("revision"), "total_keys": report.get("total_keys"),
+               "etcd_hash": report.get("etcd_hash", ""), "storage_version": report.get("storage_version", ""),
+               "cluster_version": report.get("cluster_version", ""),
+               "members": tuple(report.get("members") or ()), "tool": report.get("tool", "")}
+    if not report["ok"]:
+        return Verification(False, path, "etcd", tuple(report.get("passed") or ()), report.get("check", "etcd"),
+                            report.get("reason", "no reason given"), **found, **details)
+    return Verification(True, path, "etcd", tuple(report["passed"]), **found, **details)
+
+
+# -------------------------------------------------------------------------------------------------- the store
+def _private_folder(path: Path, stop: Path) -> None:
+    """Creates `path` and the folders between `stop` and it with mode 0700; refuses one that is a symbolic link,
+    not a folder or not ours, and takes group and other access away from one that had it."""
+    stop.mkdir(parents=True, exist_ok=True)
+    current = stop
+    for part in path.relative_to(stop).parts:
+        current = current / part
+        with contextlib.suppress(FileExistsError):
+            current.mkdir(mode=0o700)
+        info = current.lstat()
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise SnapshotError(f"{current}: not a folder (a symbolic link or a file): snapshots are kept only in "
+                                f"real 0700 folders; move it away")
+        if info.st_uid != os.getuid():
+            raise SnapshotError(f"{current}: owned by uid {info.st_uid}, not by this user: snapshots hold every "
+                                f"Secret of the cluster; use a folder of your own")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(current, 0o700)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_new(folder: Path, name: str, data: bytes) -> Path:
+    """Writes `folder/name` whole or not at all, never over an existing file: a 0600 temporary file (O_EXCL),
+    synced, then linked to its name (a link fails where a rename would replace)."""
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".manifest-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, folder / name)
+    finally:
+        os.unlink(temporary)
+    return folder / name
+
+
+@dataclass(frozen=True)
+class SnapshotStore:
+    """The snapshots of one site under `root` (the folder the operator runs terravixens in, as for state backups).
+
+    `keep`: how many verified snapshots retention keeps per cluster (at least 1). `tool`: True finds the
+    etcd-snapshot binary, a Path uses that one, False checks without it. `require_tool`: a snapshot that could not be
+    judged by etcd's own code is refused."""
+
+    root: Path
+    site: str
+    keep: int = DEFAULT_KEEP
+    tool: Path | bool = True
+    require_tool: bool = False
+    timeout: float = TOOL_TIMEOUT
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc), repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.keep < 1:
+            raise ValueError(f"keep={self.keep}: retention keeps at least the snapshot just taken (1 or more)")
+        if not TOKEN.match(self.site):
+            raise ValueError(f"site {self.site!r}: not a site name")
+
+    @property
+    def base(self) -> Path:
+        return Path(self.root) / SNAPSHOT_DIR
+
+    def folder(self, cluster: str) -> Path:
+        """<root>/etcd-snapshots/<site>/<cluster> (not created)."""
+        if not TOKEN.match(cluster):
+            raise ValueError(f"cluster {cluster!r}: not a cluster name")
+        return self.base / self.site / cluster
+
+    def ensure_folder(self, cluster: str) -> Path:
+        folder = self.folder(cluster)
+        try:
+            _private_folder(folder, Path(self.root))
+        except OSError as error:
+            raise SnapshotError(f"{folder}: cannot create the snapshot folder: {error.strerror or error}") from None
+        return folder
+
+    @contextlib.contextmanager
+    def _locked(self, cluster: str) -> Iterator[Path]:
+        """The cluster's folder, with its lock held: storing and pruning are one at a time per cluster."""
+        folder = self.ensure_folder(cluster)
+        fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield folder
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def incoming(self, cluster: str) -> Iterator[Path]:
+        """A path for talosctl to write the snapshot to (`talosctl etcd snapshot PATH` writes PATH.part, then renames
+        it): inside a private temporary folder of the cluster's folder, so that storing it is a link, not a copy.
+        The temporary folder is removed afterwards, whatever happened."""
+        folder = self.ensure_folder(cluster)
+        scratch = Path(tempfile.mkdtemp(prefix=".incoming-", dir=folder))
+        try:
+            yield scratch / "etcd.snapshot"
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def add(self, cluster: str, source: Path, node: str, reason: str, taken_at: datetime | None = None,
+            prune: bool = True) -> Taken:
+        """Verifies `source`, stores it under its name (never over another file) with its manifest, then applies
+        retention (the new snapshot is never removed). A source inside the cluster's folder (`incoming`) is linked
+        in, any other is copied (and left as it was). Raises SnapshotError when it is not a usable snapshot."""
+        taken_at = taken_at or self.clock()
+        snapshot_name(cluster, taken_at, node, reason)  # refuse bad names before reading anything
+        source = Path(source)
+        verification = verify_snapshot(source, self.tool, self.require_tool, self.timeout)
+        if not verification.ok:
+            raise SnapshotError(f"etcd snapshot of {cluster} through {node} not kept: {verification.summary()}",
+                                verification)
+        with self._locked(cluster) as folder:
+            path = self._place(folder, source, cluster, taken_at, node, reason, verification)
+            manifest = {"format": MANIFEST_FORMAT, "file": path.name, "site": self.site, "cluster": cluster,
+                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(timezone.utc).isoformat(),
+                        "size": verification.size, "sha256": verification.sha256,
+                        "verification": verification.record()}
+            try:
+                _write_new(folder, manifest_path(path).name, (json.dumps(manifest, indent=2) + "\n").encode())
+                _fsync_folder(folder)
+            except OSError as error:
+                raise SnapshotError(f"{path}: stored, but its manifest could not be written "
+                                    f"({error.strerror or error}): it stays, unverified") from None
+            snapshot = Snapshot(path, cluster, taken_at, node, reason, manifest)
+            pruned = self._prune(folder, cluster, self.keep, {path}) if prune else Pruned((), (), ())
+        return Taken(snapshot, verification, pruned)
+
+    def _place(self, folder: Path, source: Path, cluster: str, taken_at: datetime, node: str, reason: str,
+               verification: Verification) -> Path:
+        """Links the verified file (from `incoming`) or a copy of it (from anywhere else) to the first free name."""
+        if folder.resolve() in source.resolve().parents:
+            try:
+                os.chmod(source, 0o600)
+                with source.open("rb") as handle:
+                    os.fsync(handle.fileno())
+            except OSError as error:
+                raise SnapshotError(f"{source}: cannot secure the snapshot: {error.strerror or error}") from None
+            copied, origin = None, source
+        else:
+            copied = origin = self._copy_in(folder, source, verification)
+        try:
+            for counter in range(1, 1000):
+                path = folder / snapshot_name(cluster, taken_at, node, reason, counter)
+                try:
+                    os.link(origin, path)
+                    return path
+                except FileExistsError:
+                    continue
+                except OSError as error:
+                    raise SnapshotError(f"{path}: cannot store the snapshot: {error.strerror or error}") from None
+            raise SnapshotError(f"{folder}: 999 snapshots named {cluster} {stamp(taken_at)} {node} {reason}")
+        finally:
+            if copied is not None:
+                copied.unlink()
+
+    @staticmethod
+    def _copy_in(folder: Path, source: Path, verification: Verification) -> Path:
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".copy-")
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "wb") as target, source.open("rb") as origin:
+                while chunk := origin.read(1 << 20):
+                    digest.update(chunk)
+                    target.write(chunk)
+                target.flush()
+                os.fsync(target.fileno())
+        except OSError as error:
+            os.unlink(temporary)
+            raise SnapshotError(f"{source}: cannot copy the snapshot in: {error.strerror or error}") from None
+        if digest.hexdigest() != verification.sha256:
+            os.unlink(temporary)
+            raise SnapshotError(f"{source}: changed while it was copied in: not kept")
+        return Path(temporary)
+
+    def take(self, cluster: str, node: str, reason: str, fetch: Callable[[Path], object]) -> Taken:
+        """Takes, verifies and keeps a snapshot: `fetch(path)` writes one to `path` (the commands run `talosctl
+        --nodes NODE etcd snapshot PATH` through their runner) and answers with something that has `ok` and
+        `reason` (talosctl.Call, runner.Ran). Raises SnapshotError when nothing usable was kept."""
+        taken_at = self.clock()
+        with self.incoming(cluster) as target:
+            answer = fetch(target)
+            if not getattr(answer, "ok", False):
+                raise SnapshotError(f"etcd snapshot of {cluster} through {node} failed: "
+                                    f"{getattr(answer, 'reason', '') or 'no reason given'}")
+            if not target.exists():
+                raise SnapshotError(f"etcd snapshot of {cluster} through {node}: talosctl answered but wrote no file "
+                                    f"at {target.name}")
+            return self.add(cluster, target, node, reason, taken_at)
+
+    def snapshots(self, cluster: str) -> list[Snapshot]:
+        """The cluster's snapshots, oldest first (by time, then name); files that are not snapshots are ignored."""
+        folder = self.folder(cluster)
+        if not folder.is_dir():
+            return []
+        found = []
+        for path in folder.iterdir():
+            parsed = parse_name(path.name)
+            if parsed is None or parsed[0] != cluster or not path.is_file() or path.is_symlink():
+                continue
+            found.append(Snapshot(path, *parsed, manifest=_read_manifest(path)))
+        return sorted(found, key=lambda snapshot: (snapshot.taken_at, snapshot.path.name))
+
+    def latest(self, cluster: str) -> Snapshot | None:
+        """The newest verified snapshot."""
+        verified = [snapshot for snapshot in self.snapshots(cluster) if snapshot.verified]
+        return verified[-1] if verified else None
+
+    def check(self, snapshot: Snapshot) -> Verification:
+        """Verifies a stored snapshot again, and that it is still the file its manifest describes."""
+        verification = verify_snapshot(snapshot.path, self.tool, self.require_tool, self.timeout)
+        if verification.ok and snapshot.sha256 and verification.sha256 != snapshot.sha256:
+            return Verification(False, snapshot.path, verification.level, verification.passed, "manifest",
+                                f"sha256 {verification.sha256} is not the {snapshot.sha256} its manifest recorded: "
+                                f"the file was replaced", verification.size, verification.sha256)
+        return verification
+
+    def prune(self, cluster: str, keep: int | None = None, protect: tuple[Path, ...] = ()) -> Pruned:
+        """Keeps the newest `keep` (default the store's) verified snapshots and removes the older ones with their
+        manifests. Never removes one in `protect`, nor one without a manifest (listed in `unverified`)."""
+        keep = self.keep if keep is None else keep
+        if keep < 1:
+            raise ValueError(f"keep={keep}: retention keeps at least 1 snapshot")
+        if not self.folder(cluster).is_dir():
+            return Pruned((), (), ())
+        with self._locked(cluster) as folder:
+            return self._prune(folder, cluster, keep, set(protect))
+
+    def _prune(self, folder: Path, cluster: str, keep: int, protect: set[Path]) -> Pruned:
+        snapshots = self.snapshots(cluster)
+        verified = [snapshot for snapshot in snapshots if snapshot.verified]
+        unverified = tuple(snapshot.path for snapshot in snapshots if not snapshot.verified)
+        newest = {snapshot.path for snapshot in verified[-keep:]} | protect
+        removed, kept = [], []
+        for snapshot in verified:
+            if snapshot.path in newest:
+                kept.append(snapshot.path)
+                continue
+            # The snapshot first, then its manifest: a crash in between leaves an orphan manifest, never an
+            # unverified snapshot.
+            with contextlib.suppress(FileNotFoundError):
+                snapshot.path.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                snapshot.manifest_path.unlink()
+            removed.append(snapshot.path)
+        if removed:
+            _fsync_folder(folder)
+        return Pruned(tuple(removed), tuple(kept), unverified)
+
+
+def _read_manifest(snapshot: Path) -> dict | None:
+    """The snapshot's manifest when it is one written for this very file; None otherwise."""
+    try:
+        manifest = json.loads(manifest_path(snapshot).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("file") != snapshot.name or not manifest.get("sha256"):
+        return None
+    return manifest
+
+
+def describe(pruned: Pruned) -> str:
+    """One line on what retention did, for the commands to print."""
+    parts = [f"kept {len(pruned.kept)}", f"removed {len(pruned.removed)}"]
+    if pruned.unverified:
+        names = ", ".join(path.name for path in pruned.unverified[:3]) + (", ..." if len(pruned.unverified) > 3 else "")
+        parts.append(f"{len(pruned.unverified)} without a manifest left alone (check and delete by hand): {names}")
+    return "; ".join(parts)
+
+
+__all__ = ["DEFAULT_KEEP", "SNAPSHOT_DIR", "TOOL_ENV", "Pruned", "Snapshot", "SnapshotError", "SnapshotStore",
+           "Verification", "describe", "find_tool", "manifest_path", "parse_name", "snapshot_name",
+           "Taken", "verify_snapshot"]

@@ -1,4 +1,4 @@
-"""The etcd-snapshot tool (tools/etcd-snapshot, ADR 0028) for the tests: genuine snapshots from an embedded etcd on
+"""The etcd-snapshot tool (tools/etcd-snapshot, ADR 0030) for the tests: genuine snapshots from an embedded etcd on
 loopback, and etcd's own verdict on a file.
 
 `genuine_snapshot()` makes one snapshot per test process (an embedded etcd starts in about a second) and hands out

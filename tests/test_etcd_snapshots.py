@@ -1,4 +1,4 @@
-"""etcd snapshots (ADR 0028): the etcd-snapshot tool judges files with etcd's own code, terravixens.etcd_snapshots
+"""etcd snapshots (ADR 0030): the etcd-snapshot tool judges files with etcd's own code, terravixens.etcd_snapshots
 keeps them (0700 folders, 0600 files, names by cluster and UTC time, manifests, retention), and the fake talosctl
 streams a genuine snapshot as `talosctl etcd snapshot` does.
 

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "terravixens.talos_versions",           # Talos' compatibility table: the model validates against it
         "terravixens.decommission_settings",
         "terravixens.provider_install", "terravixens.talosctl",
+        "terravixens.etcd_snapshots",           # where etcd snapshots live, their checks and retention (stdlib)
         "terravixens.runner", "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
     )),
     ("site model", ("terravixens.config",)),

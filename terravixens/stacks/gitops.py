@@ -17,6 +17,7 @@ from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
 from terravixens.rules import apply_rules
 from terravixens.stacks.backend import declare_backend, remote_state
+from terravixens.stacks.guarded import require_guarded_path
 
 
 class GitopsStack(TerraformStack):
@@ -25,6 +26,7 @@ class GitopsStack(TerraformStack):
         super().__init__(scope, name)
         cluster = site.clusters[cluster_name]
         declare_backend(self, site.state, site.site, name)
+        require_guarded_path(self)
         platform = remote_state(self, "platform", site.state, site.site, platform_stack_name(cluster_name))
         client = platform.get("kubernetes_client")
         credentials = {

@@ -10,6 +10,7 @@ from terravixens.constructs.hypervisor import Hypervisor, HypervisorProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
+from terravixens.stacks.guarded import require_guarded_path
 
 
 
@@ -26,6 +27,7 @@ class HypervisorsStack(TerraformStack):
     def __init__(self, scope: Construct, site: Site, name: str = HYPERVISORS):
         super().__init__(scope, name)
         declare_backend(self, site.state, site.site, name)
+        require_guarded_path(self)
         providers.proxmox(self, site.proxmox)
         versions = talos_versions_by_hypervisor(site)
         self.hypervisors = {

@@ -13,6 +13,7 @@ from terravixens.constructs.talos_node import TalosNode, TalosNodeProps
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
+from terravixens.stacks.guarded import require_guarded_path
 from terravixens.decommission_settings import Decommission
 
 
@@ -24,6 +25,7 @@ class PlatformStack(TerraformStack):
         super().__init__(scope, name)
         cluster = site.clusters[cluster_name]
         declare_backend(self, site.state, site.site, name)
+        require_guarded_path(self)
         providers.proxmox(self, site.proxmox)
         providers.talos(self)
         self.cluster_config = ClusterConfig(self, "cluster_config", ClusterConfigProps(

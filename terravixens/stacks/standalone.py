@@ -20,6 +20,7 @@ from terravixens.logical_ids import pin
 from terravixens.rules import apply_rules
 from terravixens.stacks import providers
 from terravixens.stacks.backend import declare_backend
+from terravixens.stacks.guarded import require_guarded_path
 from terravixens.standalone.layout import StandaloneLayer
 from terravixens.standalone.node_env import NODE_TOKEN_PATTERN
 
@@ -76,6 +77,7 @@ class StandaloneStack(TerraformStack):
         super().__init__(scope, layer.name)
         self.layer = layer
         declare_backend(self, site.state, site.site, layer.name)
+        require_guarded_path(self)
         if layer.host.host is None:
             providers.proxmox(self, site.proxmox)
         else:

@@ -125,6 +125,9 @@ def project(fake, terraform_binary, tmp_path_factory):
     """The checkout, its site on the fake, both Proxmox-side layers deployed by terravixens."""
     root = checkout(tmp_path_factory.mktemp("cdktf-checkout"))
     data = support.loopback_data(fake.url)
+    # pve1 pins its image's SHA-256: bpg/proxmox sends it with the download (the fake checks the parameters against
+    # Proxmox' API schema; a real Proxmox VE also hashes the file it downloaded and fails the task on a mismatch).
+    data["hypervisors"]["pve1"]["talos_image"]["sha256"] = {"v1.11.5": "9f2c" * 16}
     write_site(root, data)
     previous = private_process()
     try:
@@ -133,6 +136,10 @@ def project(fake, terraform_binary, tmp_path_factory):
     finally:
         os.umask(previous)
     assert code == ExitCode.OK
+    state = json.loads((root / "state" / f"{L0}.tfstate").read_text())
+    checked = {instance["attributes"]["node_name"]: instance["attributes"]["checksum"] for resource in state["resources"]
+               if resource["type"] == "proxmox_download_file" for instance in resource["instances"]}
+    assert checked == {"pve1": "9f2c" * 16, "pve2": None}
     home = tmp_path_factory.mktemp("home")
     return root, data, new_shell(fake, home, terraform_binary), home
 

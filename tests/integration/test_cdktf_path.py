@@ -243,3 +243,59 @@ def test_npx_cdktf_destroy_asks_for_the_typed_confirmation_then_runs_the_guard(p
     assert "hypervisors: backup — state-backups/homelab/hypervisors/" in result.output
     assert inventory(fake) == before
     assert_private(root)
+
+
+def in_a_terminal(root: Path, env: dict[str, str], argv: list[str], answer_when: str, answer: bytes,
+                  deadline: float = 600) -> tuple[int, str]:
+    """Runs `argv` on a terminal of its own (cdktf draws its prompts only there), presses `answer` once the screen
+    shows `answer_when`; returns the exit status and everything the terminal showed."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.chdir(root)
+        os.execvpe(argv[0], argv, env)
+    seen, answered, ends = b"", False, time.monotonic() + deadline
+    try:
+        while time.monotonic() < ends:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if not answered and answer_when in flat(seen.decode(errors="replace")):
+                time.sleep(0.5)  # let the prompt take its keys
+                os.write(fd, answer)
+                answered = True
+        else:
+            os.kill(pid, 9)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+
+
+def test_npx_cdktf_deploy_asks_through_cdktfs_own_approval(project, fake):
+    """Without --auto-approve: the wrapper asks the way Terraform asks, cdktf shows its Approve / Dismiss choice,
+    Enter approves, and only then the state is backed up and the saved plan applied."""
+    root, data, env, _ = project
+    changed = copy.deepcopy(data)
+    changed["hypervisors"]["pve1"]["bridges"]["vmbr1"]["vlans"] = [111, 120, 140]
+    write_site(root, changed)
+    env = dict(env, TERM="xterm", COLUMNS="200", LINES="50")
+
+    code, screen = in_a_terminal(root, env, ["npx", "cdktf", "deploy", L0], "Approve", b"\r")
+
+    said = flat(screen)
+    assert code == 0, said[-6000:]
+    assert "Approve" in said and "Dismiss" in said  # cdktf's own choice, drawn when the wrapper asked
+    assert said.index("hypervisors: summary — 1 to update") < said.index("hypervisors: backup — state-backups")
+    assert "hypervisors: done" in said
+    assert fake.call(lambda: fake.pve.tv_net["pve1"]["vmbr1"].get("bridge_vids")) == "111 120 140"
+    assert_private(root)

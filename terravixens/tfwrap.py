@@ -38,9 +38,9 @@ PROJECT_FROM_STACK = 3  # cdktf.out/stacks/<layer>/ (terravixens.stacks.backend.
 GUARDED = ("apply", "destroy")
 # What cdktf passes to `apply`/`destroy` that the guarded path honours; -no-color and -input change nothing here.
 ACCEPTED = {"-auto-approve", "-no-color", "-input=false", "-input=true"}
-# Exit codes of terravixens.operations (terravixens.operations.outcome.ExitCode): refused, bad input, declined,
-# an external step failed, interrupted.
-REFUSED, BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 1, 2, 3, 4, 130
+# Exit codes of the wrapper's own stops, those of terravixens.operations (ExitCode): bad input, not confirmed, an
+# external step failed or is missing, interrupted. The guarded path returns the operation's own code.
+BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 2, 3, 4, 130
 
 
 def say(text: str) -> None:

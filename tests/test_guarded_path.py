@@ -291,3 +291,32 @@ def test_state_files_are_only_state_files(tmp_path):
     changed = tighten_tree(tmp_path / "state-backups")
     assert backups / "one.tfstate" in changed
     assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "state-backups").rglob("*")} == {0o700, 0o600}
+
+
+# --------------------------------------------------------------------------------------------------------- .npmrc
+def npx_env(cwd: Path, **extra: str) -> dict:
+    """What a process npx starts in this repository sees, from a shell that set nothing."""
+    env = {"HOME": os.environ["HOME"], "PATH": os.environ["PATH"], **extra}
+    shown = ("CHECKPOINT_DISABLE", "DISABLE_VERSION_CHECK", "TERRAFORM_BINARY_NAME", "TERRAVIXENS_TERRAFORM")
+    script = f"console.log(JSON.stringify(Object.fromEntries({list(shown)!r}.map(k => [k, process.env[k] ?? null]))))"
+    result = subprocess.run(["npx", "--no-install", "node", "-e", script], cwd=cwd, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_npx_in_a_new_shell_gets_the_wrapper_and_no_call_home():
+    """cdktf reads these once, when it loads (@cdktf/commons: `terraformBinaryName`, `CHECKPOINT_DISABLE`,
+    `DISABLE_VERSION_CHECK`): the .npmrc sets them before, from the repository root and from a folder below it."""
+    bundle = CDKTF_HANDLERS.read_text()
+    for name in ("process.env.TERRAFORM_BINARY_NAME", "process.env.CHECKPOINT_DISABLE",
+                 "process.env.DISABLE_VERSION_CHECK"):
+        assert name in bundle, name
+    for cwd in (ROOT, ROOT / "terravixens"):
+        assert npx_env(cwd) == {"CHECKPOINT_DISABLE": "1", "DISABLE_VERSION_CHECK": "1",
+                                "TERRAFORM_BINARY_NAME": str(ROOT / "scripts" / "terravixens-terraform"),
+                                "TERRAVIXENS_TERRAFORM": None}
+    # A binary the user chose stays the one that runs, behind the wrapper.
+    chosen = npx_env(ROOT, TERRAFORM_BINARY_NAME="tofu", CHECKPOINT_DISABLE="")
+    assert chosen["TERRAFORM_BINARY_NAME"] == str(ROOT / "scripts" / "terravixens-terraform")
+    assert chosen["TERRAVIXENS_TERRAFORM"] == "tofu" and chosen["CHECKPOINT_DISABLE"] == "1"

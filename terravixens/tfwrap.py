@@ -1,4 +1,4 @@
-"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0028-guarded-cdktf-path.md).
+"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0028).
 
 cdktf 0.21 runs `$TERRAFORM_BINARY_NAME` (else `terraform`) in `cdktf.out/stacks/<layer>/`: `version`, `init`,
 `providers lock`, `plan -input=false -out plan` (`cdktf diff`), `apply [-auto-approve]` (`cdktf deploy`, in a pty,
@@ -48,7 +48,7 @@ def say(text: str) -> None:
 
 
 def split_command(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
-    """(global options, subcommand, its arguments): `-chdir=DIR plan -out x` → (['-chdir=DIR'], 'plan', ['-out', 'x'])."""
+    """(global options, subcommand, its arguments): `-chdir=D plan -out x` → (['-chdir=D'], 'plan', ['-out', 'x'])."""
     for index, arg in enumerate(argv):
         if not arg.startswith("-"):
             return list(argv[:index]), arg, list(argv[index + 1:])

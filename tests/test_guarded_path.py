@@ -273,7 +273,8 @@ def test_the_approval_question_is_the_one_cdktf_answers():
 def test_state_files_are_only_state_files(tmp_path):
     stack = tmp_path / "cdktf.out" / "stacks" / "layer"
     stack.mkdir(parents=True)
-    (stack / "cdk.tf.json").write_text(json.dumps({"terraform": {"backend": {"local": {"path": "../../../x.tfstate"}}}}))
+    backend = {"terraform": {"backend": {"local": {"path": "../../../x.tfstate"}}}}
+    (stack / "cdk.tf.json").write_text(json.dumps(backend))
     (tmp_path / "x.tfstate").write_text("{}")
     (tmp_path / "README.md").write_text("mine")
     os.chmod(tmp_path, 0o755)

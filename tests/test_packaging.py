@@ -42,7 +42,8 @@ def elsewhere(tmp_path_factory):
     stub.parent.mkdir()
     stub.write_text(STUB.format(python=sys.executable))
     stub.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TERRAVIXENS_SITE", "TF_VAR_terravixens_guarded")}
+    unset = ("PYTHONPATH", "TERRAVIXENS_SITE", "TF_VAR_terravixens_guarded")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(TERRAFORM_BINARY_NAME=str(stub), TERRAVIXENS_TERRAFORM=str(stub), STUB_LOG=str(folder / "stub.log"),
                PATH=f"{stub.parent}{os.pathsep}{env['PATH']}")
     return folder, env

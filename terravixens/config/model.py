@@ -328,8 +328,8 @@ class TalosImage(Strict):
                              description="The Image Factory, `https://HOST[:PORT]` without a path.")
     sha256: dict[str, str] = Field(
         default_factory=dict,
-        description="Talos version (`v1.11.5`) -> SHA-256 of this schematic's disk image for it, 64 hex digits: Proxmox "
-                    "checks the download against it. The public Image Factory publishes no checksum; an Enterprise "
+        description="Talos version (`v1.11.5`) -> SHA-256 of this schematic's disk image for it, 64 hex digits: "
+                    "Proxmox checks the download against it. The public Image Factory publishes no checksum; an Enterprise "
                     "Image Factory serves one at the image URL + `.sha256`, or take it once from a download you "
                     "trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over verified TLS "
                     "only (ADR 0028). Adding or changing one downloads the image again; VMs keep the disk they "

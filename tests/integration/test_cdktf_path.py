@@ -73,8 +73,8 @@ def dead_proxy() -> str:
 
 def new_shell(fake: FakePveServer, home: Path, terraform_binary: str) -> dict[str, str]:
     """A login shell's environment: PATH with terraform, pipenv, npx; the fake's credentials; the mirror's exports."""
-    path = [str(Path(terraform_binary).parent), str(Path(shutil.which("pipenv")).parent), str(Path(shutil.which("npx")).parent),
-            "/usr/local/bin", "/usr/bin", "/bin"]
+    path = [str(Path(found).parent) for found in (terraform_binary, shutil.which("pipenv"), shutil.which("npx"))]
+    path += ["/usr/local/bin", "/usr/bin", "/bin"]
     dead = dead_proxy()
     env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": str(home), "LANG": "C.UTF-8",
            # pipenv, installed with `pip --user`, is found in the user's own site (HOME is the test's).
@@ -137,8 +137,9 @@ def project(fake, terraform_binary, tmp_path_factory):
         os.umask(previous)
     assert code == ExitCode.OK
     state = json.loads((root / "state" / f"{L0}.tfstate").read_text())
-    checked = {instance["attributes"]["node_name"]: instance["attributes"]["checksum"] for resource in state["resources"]
-               if resource["type"] == "proxmox_download_file" for instance in resource["instances"]}
+    checked = {instance["attributes"]["node_name"]: instance["attributes"]["checksum"]
+               for resource in state["resources"] if resource["type"] == "proxmox_download_file"
+               for instance in resource["instances"]}
     assert checked == {"pve1": "9f2c" * 16, "pve2": None}
     home = tmp_path_factory.mktemp("home")
     return root, data, new_shell(fake, home, terraform_binary), home
@@ -184,7 +185,8 @@ def test_npx_cdktf_deploy_of_a_change_the_guard_refuses_applies_nothing(project,
 
     assert result.returncode != 0
     refusals = [line for line in flat(result.output).split("[PG") if line.startswith("008 ")]
-    assert len(refusals) == 1 and "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1" in refusals[0], result.output[-6000:]
+    assert len(refusals) == 1, result.output[-6000:]
+    assert "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1" in refusals[0]
     assert "would delete bridge 'vmbr1' on 'pve2', used by VM cp-b in platform-prod (deployed)" in refusals[0]
     assert "hypervisors: plan refused by the guard (1 problem); nothing was applied" in result.output
     assert inventory(fake) == before

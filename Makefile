@@ -16,7 +16,10 @@ export PATH := $(PATH):$(TERRAVIXENS_CACHE)/bin
 # Provider installation (docs/adr/0013-provider-installation-modes.md): `registry` (default) leaves Terraform's own
 # installation alone; `mirror` also builds the offline mirror. Nothing here exports a CLI config: see `provider-env`.
 export TERRAVIXENS_PROVIDERS ?= registry
+# No call home from Terraform or cdktf (checkpoint, telemetry), nor cdktf's daily npm version lookup. `npx cdktf` in a
+# new shell gets the same from .npmrc (docs/adr/0031-guarded-cdktf-path.md).
 export CHECKPOINT_DISABLE := 1
+export DISABLE_VERSION_CHECK := 1
 export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # jsii's runtime still calls util.isArray, deprecated in Node 22: this one warning is noise in every synth.
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
@@ -32,14 +35,14 @@ PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.bytecode
+	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
 
 # The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
 TEST_MIRROR := mirror
 setup-test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.bytecode
+	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -49,6 +52,16 @@ node_modules/.installed: package.json package-lock.json
 # Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
 imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
 	python3 scripts/providers.py bindings
+
+# The package is installed editable by `pipenv sync`, before imports/ exists: setuptools' editable finder maps only the
+# top-level packages present at install time, so `imports` (the bindings) was not importable from the environment
+# (`pipenv run terravixens drift` from any folder: ModuleNotFoundError). Installing it again once the bindings exist
+# maps both; it also installs the console scripts (terravixens, terravixens-terraform). The virtualenv's own
+# setuptools builds it: no download.
+.venv/.editable: .venv/.installed imports/.schema-stamp pyproject.toml
+	PYTHONWARNINGS=ignore pipenv run python -m pip install --quiet --no-deps --no-build-isolation --editable .
+	cd / && $(CURDIR)/.venv/bin/python -c "import imports.proxmox.provider, terravixens.tfwrap"
+	touch $@
 
 # Bytecode of everything a synth imports, at both optimization levels (cdktf.json runs the app as `python -O`; the
 # CLI and the tests run without -O), written once here as pip does at install. `pipenv run` sets
@@ -66,7 +79,7 @@ BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravix
 TALOS_VALIDATE := tools/talos-validate
 TALOS_MINORS := $(patsubst $(TALOS_VALIDATE)/go.v%.mod,%,$(wildcard $(TALOS_VALIDATE)/go.v*.mod))
 # etcd's own snapshot checks (etcdutl's `snapshot status`, bbolt, the appended sha256) and, for the tests, genuine
-# snapshots from an embedded etcd on loopback: one binary (docs/adr/0028-etcd-snapshots.md).
+# snapshots from an embedded etcd on loopback: one binary (docs/adr/0030-etcd-snapshots.md).
 ETCD_SNAPSHOT := tools/etcd-snapshot
 tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot
 

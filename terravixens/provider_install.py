@@ -19,6 +19,8 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from terravixens import guarded_path
+
 MODE_VARIABLE = "TERRAVIXENS_PROVIDERS"
 MODES = ("registry", "mirror")
 DEFAULT_MODE = "registry"
@@ -82,11 +84,16 @@ def environment_for(selected: str, environ: Mapping[str, str] = os.environ) -> d
 
 
 def terraform_env(selected: str | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """A full environment for running terraform/tofu/cdktf in `selected` mode (default: the one the environment asks)."""
+    """A full environment for the terraform/tofu/cdktf that terravixens itself runs, in `selected` mode (default: the
+    one the environment asks): HashiCorp's checkpoint calls off, and the stacks' `terravixens_guarded` requirement
+    met (terravixens.guarded_path: these callers run the guard themselves, or are the tests' own harness).
+
+    Never exported to a user's shell: `shell_exports` prints the mode's variables only."""
     chosen = mode(environ) if selected is None else selected
     env = dict(environ)
     env.update(environment_for(chosen, environ))
     env.setdefault("CHECKPOINT_DISABLE", "1")
+    env.update(guarded_path.environment())
     return env
 
 

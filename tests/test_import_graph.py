@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "terravixens.decommission_settings",
         "terravixens.provider_install", "terravixens.talosctl",
         "terravixens.etcd_snapshots",           # where etcd snapshots live, their checks and retention (stdlib)
+        "terravixens.guarded_path", "terravixens.state_files",  # which paths may apply a stack; private state files
         "terravixens.runner", "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
     )),
     ("site model", ("terravixens.config",)),
@@ -44,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                "terravixens.conformance")),
     ("commands", ("terravixens.operations", "terravixens.upgrade", "terravixens.specserver",
                   "terravixens.specclient")),
-    ("command line", ("terravixens.cli",)),
+    ("command line", ("terravixens.cli", "terravixens.tfwrap")),  # tfwrap: the Terraform `npx cdktf` runs
 )
 
 # Edges another branch removes (issue 16): excluded from the cycle and layering checks until then, and

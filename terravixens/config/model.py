@@ -35,6 +35,7 @@ from terravixens.config.standalone import Standalone
 from terravixens.inputs import shown
 from terravixens.roles import Role
 
+SHA256 = re.compile(r"^[0-9A-Fa-f]{64}$")
 # etcd needs a majority of members: an even count adds a member without adding fault tolerance (4 tolerates one
 # failure, like 3), and more than 7 members slows every write. See docs/adr/0005-synth-time-safety-rules.md.
 ALLOWED_CONTROL_PLANE_COUNTS = (1, 3, 5, 7)
@@ -125,6 +126,26 @@ class TalosImage(Strict):
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
     factory_url: str = Field("https://factory.talos.dev",
                              description="The Image Factory, `https://HOST[:PORT]` without a path.")
+    sha256: dict[str, str] = Field(
+        default_factory=dict,
+        description="Talos version (`v1.11.5`) -> SHA-256 of this schematic's disk image for it, 64 hex digits: "
+                    "Proxmox checks the download against it. The public Image Factory publishes no checksum; an Enterprise "
+                    "Image Factory serves one at the image URL + `.sha256`, or take it once from a download you "
+                    "trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over verified TLS "
+                    "only (ADR 0031). Adding or changing one downloads the image again; VMs keep the disk they "
+                    "imported.")
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha256(cls, value: dict[str, str]) -> dict[str, str]:
+        for version, digest in value.items():
+            if not isinstance(version, str) or not re.fullmatch(r"v\d+\.\d+\.\d+", version):
+                raise ValueError(f"{shown(version)} is not a Talos version like v1.11.5: write it exactly as "
+                                 f"talos_version is written, with the leading 'v'")
+            if not isinstance(digest, str) or not SHA256.match(digest):
+                raise ValueError(f"the checksum of {version}, {shown(digest)}, is not a SHA-256: give its 64 "
+                                 f"hexadecimal digits, as `sha256sum` prints them (no `sha256:` prefix)")
+        return {version: digest.lower() for version, digest in value.items()}
 
     @field_validator("factory_url")
     @classmethod

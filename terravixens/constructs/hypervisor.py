@@ -48,7 +48,9 @@ class Hypervisor(Construct):
             for name, bridge in sorted(spec.bridges.items())
         }
         image = spec.talos_image
-        # content_type "import" (PVE 8.4+): a disk image that VMs import at creation (disk.import_from).
+        # content_type "import" (PVE 8.4+): a disk image that VMs import at creation (disk.import_from). Proxmox
+        # verifies the factory's TLS certificate (`verify`, pinned rather than left to the provider's default) and,
+        # where the site pins one, the image's SHA-256: the public Image Factory publishes none (ADR 0031).
         self.images = {
             version: pin(DownloadFile(
                 self, f"image_{version}",
@@ -58,6 +60,9 @@ class Hypervisor(Construct):
                 url=disk_image_url(image, version),
                 file_name=disk_image_file_name(image, version),
                 overwrite=False,
+                verify=True,
+                **({"checksum": image.sha256[version], "checksum_algorithm": "sha256"} if version in image.sha256
+                   else {}),
             ), hypervisor_id(props.name, "image", version.replace(".", "-"), schematic_id(image)[:12]))
             for version in sorted(props.talos_versions)
         }

@@ -23,6 +23,7 @@ from terravixens.decommission_settings import Decommission
 from terravixens.layers import Layer
 from terravixens.rules import apply_rules, overrides
 from terravixens.stacks.backend import declare_backend
+from terravixens.stacks.guarded import require_guarded_path
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,4 @@ class LayerStack(TerraformStack):
     def every_stack(self) -> None:
         """Per-stack additions: what every terravixens stack gets whatever its layer, one call per addition, here
         and nowhere else (the backend and the rules, fixed parts of every stack, are in __init__)."""
+        require_guarded_path(self)

@@ -1,0 +1,270 @@
+"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0028).
+
+cdktf 0.21 runs `$TERRAFORM_BINARY_NAME` (else `terraform`) in `cdktf.out/stacks/<layer>/`: `version`, `init`,
+`providers lock`, `plan -input=false -out plan` (`cdktf diff`), `apply [-auto-approve]` (`cdktf deploy`, in a pty,
+answering Terraform's "Do you want to perform these actions?" with its own Approve/Dismiss prompt), `destroy
+[-auto-approve]` and `output -json`. The repository's .npmrc points TERRAFORM_BINARY_NAME at
+scripts/terravixens-terraform, which runs this:
+
+- `apply` is `terravixens deploy LAYER` without its synth (cdktf just synthesized): plan -out → guard → per-node
+  summary → cdktf's approval (or -auto-approve) → verified state backup → apply of that saved plan.
+- `destroy` is `terravixens destroy LAYER`: it needs the typed confirmation SITE/LAYER in $TERRAVIXENS_CONFIRM (cdktf's
+  prompt can only answer yes or no), else it refuses and prints the exact command.
+- `plan` runs as asked, with the stacks' `terravixens_guarded` requirement met, and its plan file (0600 under umask
+  077) is deleted afterwards: nothing can apply it later around the guard.
+- anything else is Terraform itself (exec), after the same umask.
+
+Whatever runs: umask 077, HashiCorp's checkpoint off, and the layer's local state folder 0700 and its files 0600
+before Terraform starts (terravixens.state_files). The real binary is $TERRAVIXENS_TERRAFORM (the .npmrc keeps a
+TERRAFORM_BINARY_NAME the user had set there), else `terraform` on PATH.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from terravixens.guarded_path import CONFIRM_ENV, ENV_NAME, WRAPPER, commands
+from terravixens.operations.console import Console
+from terravixens.state_files import tighten_local_state, tighten_tree
+
+REAL_ENV = "TERRAVIXENS_TERRAFORM"
+ACTIVE_ENV = "TERRAVIXENS_WRAPPED"  # set for the real Terraform: the wrapper never runs itself
+PROJECT_FROM_STACK = 3  # cdktf.out/stacks/<layer>/ (terravixens.stacks.backend.PROJECT_ROOT_FROM_STACK)
+GUARDED = ("apply", "destroy")
+# What cdktf passes to `apply`/`destroy` that the guarded path honours; -no-color and -input change nothing here.
+ACCEPTED = {"-auto-approve", "-no-color", "-input=false", "-input=true"}
+# Exit codes of the wrapper's own stops, those of terravixens.operations (ExitCode): bad input, not confirmed, an
+# external step failed or is missing, interrupted. The guarded path returns the operation's own code.
+BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 2, 3, 4, 130
+
+
+def say(text: str) -> None:
+    print(f"{WRAPPER}: {text}", file=sys.stderr, flush=True)
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
+    """(global options, subcommand, its arguments): `-chdir=D plan -out x` → (['-chdir=D'], 'plan', ['-out', 'x'])."""
+    for index, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            return list(argv[:index]), arg, list(argv[index + 1:])
+    return list(argv), None, []
+
+
+def _is_wrapper(path: str) -> bool:
+    return Path(path).name == WRAPPER or Path(path).resolve().name == WRAPPER
+
+
+def real_terraform(environ=os.environ) -> str | None:
+    """The Terraform (or OpenTofu) to run: $TERRAVIXENS_TERRAFORM, else `terraform`; never this wrapper."""
+    for wanted in (environ.get(REAL_ENV), "terraform"):
+        if not wanted:
+            continue
+        found = shutil.which(wanted, path=environ.get("PATH"))
+        if found and not _is_wrapper(found):
+            return found
+    return None
+
+
+def terraform_environment(guarded: bool, environ=os.environ) -> dict[str, str]:
+    """The real Terraform's environment: the provider installation mode's, checkpoint off; the stacks' requirement
+    met only for what runs the guard itself or only plans."""
+    from terravixens import provider_install
+
+    env = provider_install.terraform_env(environ=environ)
+    if not guarded:
+        env.pop(ENV_NAME, None)
+    env[ACTIVE_ENV] = "1"
+    return env
+
+
+def project_of(stack_dir: Path) -> Path:
+    return stack_dir.parents[PROJECT_FROM_STACK - 1]
+
+
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if root in path.parents else str(path)
+
+
+def tighten(stack_dir: Path) -> None:
+    """The layer's local state folder 0700 and files 0600, saying what changed (nothing, usually)."""
+    if (stack_dir / "cdk.tf.json").is_file():
+        root = project_of(stack_dir)
+        for path in tighten_local_state(stack_dir, root):
+            say(f"{_shown(path, root)}: mode tightened to {'0700' if path.is_dir() else '0600'} (it holds the layer's "
+                f"secrets)")
+
+
+def plan_file(args: Sequence[str]) -> str | None:
+    for index, arg in enumerate(args):
+        if arg.startswith("-out="):
+            return arg.split("=", 1)[1]
+        if arg == "-out" and index + 1 < len(args):
+            return args[index + 1]
+    return None
+
+
+def _forwarding(child: subprocess.Popen):
+    """Ctrl-C reaches the child from the terminal itself (same process group): the wrapper only waits for it.
+    SIGTERM and SIGHUP sent to the wrapper are handed on."""
+    def forward(signum, _frame):
+        child.send_signal(signum)
+    return {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: forward, signal.SIGHUP: forward}
+
+
+def run_plan(binary: str, argv: Sequence[str], args: Sequence[str], stack_dir: Path) -> int:
+    """`cdktf diff`: the plan as asked, then its saved plan deleted (cdktf never reads it)."""
+    saved = plan_file(args)
+    target = (stack_dir / saved) if saved else None
+    if target is not None:
+        target.unlink(missing_ok=True)  # created anew under umask 077, never rewritten in place with an old mode
+    child = subprocess.Popen([binary, *argv], env=terraform_environment(guarded=True))
+    previous = {signum: signal.signal(signum, handler) for signum, handler in _forwarding(child).items()}
+    try:
+        return child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if target is not None:
+            target.unlink(missing_ok=True)
+
+
+def refuse_options(command: str, layer: str, args: Sequence[str]) -> str | None:
+    unknown = [arg for arg in args if arg not in ACCEPTED]
+    if not unknown:
+        return None
+    return (f"`terraform {command} {' '.join(unknown)}` does not go through terravixens' guard (cdktf option "
+            f"--refresh-only, --var, --var-file, --terraform-parallelism or a target): nothing was done. Use "
+            f"{commands(layer)}.")
+
+
+def site_path(root: Path, environ=os.environ) -> Path | None:
+    """The site cdktf synthesized: $TERRAVIXENS_SITE relative to the project (cdktf ran the app there)."""
+    from terravixens.config.loader import SITE_ENV
+
+    named = environ.get(SITE_ENV)
+    if not named:
+        return None
+    path = Path(named).expanduser()
+    return path if path.is_absolute() else root / path
+
+
+class CdktfConsole(Console):
+    """terravixens' progress lines for cdktf's log, and its confirmation asked the way Terraform asks, so that cdktf
+    shows its own Approve / Dismiss choice and answers `yes` or `no` in the pty."""
+
+    def ask(self, prompt: str) -> str | None:
+        if not sys.stdin.isatty():
+            return None
+        self.say("Do you want to perform these actions?")
+        self.say(f"  terravixens: {prompt.strip()}")
+        try:
+            return input("  Enter a value: ")
+        except EOFError:
+            return None
+
+
+def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> int:
+    """cdktf's `apply` / `destroy` of one layer, through terravixens' deploy / destroy."""
+    layer = stack_dir.name
+    root = project_of(stack_dir)
+    if stack_dir.parent.name != "stacks" or not (stack_dir / "cdk.tf.json").is_file():
+        say(f"`{command}` here ({stack_dir}) is not a layer cdktf synthesized (cdktf.out/stacks/<layer>/): nothing "
+            f"was done. Run terravixens' commands from the repository: `pipenv run terravixens deploy LAYER`.")
+        return BAD_INPUT
+    problem = refuse_options(command, layer, args)
+    if problem:
+        say(problem)
+        return BAD_INPUT
+    confirmation = os.environ.get(CONFIRM_ENV)
+    if command == "destroy" and not confirmation:
+        say(f"cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
+            f"terravixens destroy {layer}` (it asks), or `{CONFIRM_ENV}=SITE/{layer} npx cdktf destroy {layer} "
+            f"--ignore-missing-stack-dependencies`.")
+        return DECLINED
+
+    from terravixens.config.loader import SiteError, load_site
+    from terravixens.operations.deploy import DeployOptions, deploy
+    from terravixens.operations.destroy import DestroyOptions, destroy
+    from terravixens.operations.outcome import OperationError
+    from terravixens.operations.standalone_env import standalone_layer_env
+    from terravixens.operations.terraform import Terraform
+    from terravixens.operations.workspace import Workspace
+
+    path = site_path(root)
+    try:
+        site = load_site(path)
+    except SiteError as error:
+        print(error, file=sys.stderr)
+        return BAD_INPUT
+    console = CdktfConsole()
+    try:
+        ws = Workspace(site, root=root, outdir=stack_dir.parent.parent)
+        tf = Terraform(binary=binary, env={ACTIVE_ENV: "1"},
+                       layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer]))
+        if command == "apply":
+            return deploy(ws, [layer], tf, DeployOptions(yes="-auto-approve" in args, synth=False), console)
+        return destroy(ws, layer, tf, DestroyOptions(confirm=confirmation, synth=False), console)
+    except OperationError as error:
+        say(str(error))
+        return int(error.code)
+    except KeyboardInterrupt:
+        say(f"interrupted: Terraform stopped; see the lines above for what was done. Run `npx cdktf {command}` "
+            f"again, or `pipenv run terravixens drift {layer}` to see where {layer} stands.")
+        return INTERRUPTED
+    finally:
+        tighten(stack_dir)
+        from terravixens.operations.backup import BACKUP_DIR
+
+        tighten_tree(root / BACKUP_DIR)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.umask(0o077)
+    if os.environ.get(ACTIVE_ENV):
+        say(f"the Terraform {WRAPPER} found is {WRAPPER} itself: set {REAL_ENV} to the real terraform (or tofu)")
+        return FAILED
+    from terravixens.provider_install import ProviderModeError, mode
+
+    try:
+        mode()
+    except ProviderModeError as error:
+        say(str(error))
+        return BAD_INPUT
+    binary = real_terraform()
+    if binary is None:
+        wanted = os.environ.get(REAL_ENV) or "terraform"
+        say(f"no `{wanted}` on PATH: install Terraform >= 1.11 (or set {REAL_ENV} to an OpenTofu binary)")
+        return FAILED
+    options, command, args = split_command(argv)
+    stack_dir = Path.cwd()
+    try:
+        tighten(stack_dir)
+    except OSError as error:
+        say(f"cannot tighten the local state's modes: {error}")
+        return FAILED
+    if command in GUARDED:
+        if options:
+            say(f"global options {' '.join(options)} with `{command}` do not go through the guard: nothing was done")
+            return BAD_INPUT
+        return guarded(command, args, stack_dir, binary)
+    if command == "plan":
+        try:
+            return run_plan(binary, argv, args, stack_dir)
+        except OSError as error:
+            say(f"{binary}: {error.strerror}")
+            return FAILED
+    try:
+        os.execve(binary, [binary, *argv], terraform_environment(guarded=False))
+    except OSError as error:
+        say(f"{binary}: {error.strerror}")
+    return FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -217,7 +217,7 @@ def test_vlan_not_allowed_on_the_bridge():
     data = example()
     worker_a(data)["networks"]["vlans"][130] = {"address": "10.13.0.21/24"}
     problem = only_problem(data)
-    assert problem.field == "clusters.prod.workers.wk-a.networks"
+    assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.130"  # the entry to fix, with its line
     assert "VLAN 130 is not allowed on bridge 'vmbr1' of 'pve1'" in problem.message
     assert "add it to hypervisors.pve1.bridges.vmbr1.vlans" in problem.message
 
@@ -226,8 +226,16 @@ def test_routable_vlan_not_allowed_on_the_bridge():
     data = example()
     worker_a(data)["networks"]["routable"] = {"vlan": 140, "address": "192.0.2.21/24", "gateway": "192.0.2.1"}
     problem = only_problem(data)
-    assert problem.field == "clusters.prod.workers.wk-a.networks"
+    assert problem.field == "clusters.prod.workers.wk-a.networks.routable.vlan"
     assert "VLAN 140 is not allowed on bridge 'vmbr1' of 'pve1'" in problem.message
+
+
+def test_a_vlan_in_vlans_and_routable_is_reported_once():
+    data = example()
+    worker_a(data)["networks"]["vlans"][140] = {"address": "192.0.2.22/24"}
+    worker_a(data)["networks"]["routable"] = {"vlan": 140, "address": "192.0.2.21/24", "gateway": "192.0.2.1"}
+    problems = [p for p in problems_of(data) if "is not allowed on bridge" in p.message]
+    assert [p.field for p in problems] == ["clusters.prod.workers.wk-a.networks.vlans.140"]
 
 
 # ---------------------------------------------------------------------------------------------------------- networks

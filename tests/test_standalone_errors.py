@@ -282,6 +282,56 @@ def test_an_address_without_a_prefix():
     assert "has no prefix length" in problem.message
 
 
+def test_a_gateway_outside_the_interfaces_subnet():
+    # The gateway rule walks standalone nodes like cluster nodes (one walk: config/site_rules/walk.machines).
+    data = lab()
+    nodes(data)["dns1"]["networks"]["vlans"][111]["gateway"] = "10.12.0.1"
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.dns1.networks.vlans.111.gateway"
+    assert problem.message.startswith("gateway 10.12.0.1 is outside the interface's subnet 10.11.1.0/24")
+
+
+def test_a_gateway_that_is_the_nodes_own_address():
+    data = lab()
+    nodes(data)["tools"]["networks"]["vlans"][111]["gateway"] = "10.11.1.62"
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.vlans.111.gateway"
+    assert "is the node's own address" in problem.message
+
+
+def test_an_untagged_gateway_is_checked_too():
+    data = lab()
+    nodes(data)["tools"]["networks"]["untagged"] = {"address": "192.168.50.62/24", "gateway": "192.168.60.1"}
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.untagged.gateway"
+
+
+def test_shared_rules_say_the_same_for_both_kinds_of_node():
+    """VM ids, addresses, bridges and VLANs: one rule each for cluster and standalone nodes (walk.machines), so one
+    wording; only the path and the host kind differ."""
+    from terravixens.config.site_rules import references, standalone, uniqueness
+
+    data = support.example_data()
+    data["standalone"] = lab()["standalone"]
+    data["hypervisors"]["pve1"]["bridges"]["vmbr1"]["vlans"] = [111, 120]
+    nodes(data)["tools"]["vm_id"] = 1101
+    nodes(data)["tools"]["bridge"] = "vmbr7"
+    prod = data["clusters"]["prod"]
+    prod["workers"]["wk-b"]["vm_id"] = 1101
+    problems = problems_of(data)
+    vm_ids = sorted(p.message for p in problems if p.field.endswith("vm_id"))
+    assert vm_ids == [
+        "VM id 1101 is already used by clusters.prod.control_planes.cp-a on the same Proxmox cluster: give each VM "
+        "its own id"] * 2
+    bridge = [p for p in problems if p.field == "standalone.nodes.tools.bridge"]
+    assert bridge[0].message.startswith("bridge 'vmbr7' is not declared on parent 'pve1': declare it under "
+                                        "hypervisors.pve1.bridges")
+    # The copies are gone: the standalone module has no rule of its own for what the shared rules check.
+    for name in ("unique_vm_ids", "unique_addresses", "clear_of_pools", "bridges_on_parent", "reachable"):
+        assert not hasattr(standalone, name)
+    assert hasattr(uniqueness, "unique_vm_ids") and hasattr(references, "bridges_exist")
+
+
 # ---------------------------------------------------------------------------------------------------- section
 def test_an_unknown_key_in_a_node():
     data = lab()

@@ -31,7 +31,14 @@ RULES: tuple[SiteRule, ...] = (
     subnets.vip_in_management_subnet,
     uniqueness.unique_addresses,
     pools.pools_clear_of_nodes,
-    standalone.problems,
+    standalone.fields_of_their_type,
+    standalone.names_distinct_from_hypervisors,
+    standalone.known_parents,
+    standalone.parents_host_guests,
+    standalone.no_parent_cycles,
+    standalone.complete_presets,
+    standalone.known_presets,
+    standalone.spec_server_given,
 )
 
 

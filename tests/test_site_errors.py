@@ -1314,3 +1314,155 @@ def test_a_new_sections_rules_plug_into_one_place():
     assert site_rules.check(site, (*site_rules.RULES, no_cluster_named_legacy)) == [
         (("clusters", "prod"), "a test rule: rename it")]
     assert len(site_rules.RULES) == len(set(site_rules.RULES)) >= 13
+
+
+# ------------------------------------------------------------------------- what is read is what the file says (ADR 0028)
+WK_A_VLAN_120 = "            120: {address: 10.12.0.21/24}\n"
+
+
+def site_text() -> str:
+    from terravixens.config.loader import DEFAULT_SITE
+
+    return DEFAULT_SITE.read_text()
+
+
+def loaded_problems(tmp_path, text: str) -> list[SiteProblem]:
+    path = tmp_path / "site.yaml"
+    path.write_text(text)
+    with pytest.raises(SiteError) as caught:
+        load_site(path)
+    return caught.value.problems
+
+
+def line_of(text: str, fragment: str) -> int:
+    return text[:text.index(fragment)].count("\n") + 1
+
+
+@pytest.mark.parametrize("spelling", ["'0120'", "' 120 '", "'+120'", "'1_20'", "'120.0'"])
+def test_vlan_keys_that_become_one_once_read_name_both_lines(tmp_path, spelling):
+    text = site_text().replace(WK_A_VLAN_120, WK_A_VLAN_120 + f"            {spelling}: {{address: 10.12.0.23/24}}\n")
+    [problem] = loaded_problems(tmp_path, text)
+    first = line_of(text, WK_A_VLAN_120)
+    assert problem.line == first + 1
+    assert problem.field == f"clusters.prod.workers.wk-a.networks.vlans.{spelling.strip(chr(39))}"
+    assert problem.message == (f"{spelling} and 120 (line {first}) are both VLAN 120 once read: the site would keep "
+                               f"only one of them, silently; remove one, and write VLAN ids as plain numbers")
+
+
+def test_vlan_keys_that_become_one_without_a_file():
+    data = example()
+    worker_a(data)["networks"]["vlans"]["0120"] = {"address": "10.12.0.23/24"}
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.0120" and problem.line is None
+    assert problem.message.startswith("'0120' and 120 are both VLAN 120 once read: the site would keep only one")
+
+
+def test_a_float_vlan_key_alone_is_refused():
+    data = example()
+    worker_a(data)["networks"]["vlans"][130.0] = {"address": "10.13.0.21/24"}
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.130.0"
+    assert problem.message == ("VLAN id 130.0 is written as a decimal number, which would silently become 130: a VLAN "
+                               "id is a whole number (an 802.1Q tag, 1-4094); write 130")
+
+
+@pytest.mark.parametrize("spelling", ["true", "yes", "on"])
+def test_a_boolean_vlan_key_is_refused(tmp_path, spelling):
+    text = site_text().replace(WK_A_VLAN_120, WK_A_VLAN_120 + f"            {spelling}: {{address: 10.1.0.21/24}}\n")
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.line == line_of(text, WK_A_VLAN_120) + 1
+    assert problem.message == (f"VLAN id {spelling} is a YAML boolean (true/yes/on), which would be read as VLAN 1: "
+                               f"write the VLAN id as a number, e.g. 111")
+
+
+def test_a_vlan_id_given_as_text_is_refused():
+    data = example()
+    prod(data)["management_vlan"] = "0111"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.management_vlan"
+    assert problem.message == ("VLAN id '0111' is text that would be read as VLAN 111: write it as a plain number, 111 "
+                               "(unquoted, 0111 would be octal in YAML 1.1: 73)")
+
+
+def test_a_vlan_id_in_digits_quoted_is_accepted():
+    data = example()
+    prod(data)["management_vlan"] = "111"
+    worker_a(data)["networks"]["vlans"]["120"] = worker_a(data)["networks"]["vlans"].pop(120)
+    assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].networks.vlans[120].address == "10.12.0.21/24"
+
+
+def test_an_octal_vlan_id_is_refused_with_what_it_reads_as(tmp_path):
+    text = site_text().replace("    management_vlan: 111\n", "    management_vlan: 0157\n")
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.line == line_of(text, "    management_vlan: 0157") and problem.field == "clusters.prod.management_vlan"
+    assert problem.message == ("VLAN id written 0157 is read as 111 (YAML 1.1 reads a leading 0 as octal): write 111 "
+                               "if you meant VLAN 111, or write 157 without the leading zero")
+
+
+@pytest.mark.parametrize(("spelling", "why"), [("0x6f", " (hexadecimal)"), ("1_11", ""), ("+111", "")])
+def test_a_vlan_id_written_otherwise_than_in_digits_is_refused(tmp_path, spelling, why):
+    text = site_text().replace("    management_vlan: 111\n", f"    management_vlan: {spelling}\n")
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.message == f"VLAN id written {spelling} is read as 111{why}: write VLAN ids as plain numbers, 111"
+
+
+def test_a_float_routable_vlan_is_refused():
+    data = example()
+    worker_a(data)["networks"]["routable"] = {"vlan": 120.0, "address": "10.12.0.21/24"}
+    del worker_a(data)["networks"]["vlans"][120]
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.networks.routable.vlan"
+    assert problem.message.startswith("VLAN id 120.0 is written as a decimal number, which would silently become 120")
+
+
+def test_a_vlan_listed_twice_on_a_bridge(tmp_path):
+    text = site_text().replace("        vlans: [111, 120]\n", "        vlans: [111, 120, '120']\n", 1)
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.field == "hypervisors.pve1.bridges.vmbr1.vlans.2"
+    line = line_of(text, "vlans: [111, 120, '120']")
+    assert problem.line == line
+    assert problem.message == (f"VLAN 120 is listed twice (items 1 and 2, line {line}): a bridge lets a VLAN through "
+                               f"once; remove one")
+
+
+def test_an_octal_integer_anywhere_is_refused(tmp_path):
+    text = site_text().replace("        vm_id: 1201\n", "        vm_id: 01201\n")
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.field == "clusters.prod.workers.wk-a.vm_id" and problem.line == line_of(text, "vm_id: 01201")
+    assert problem.message == ("written 01201, which is read as 641 (YAML 1.1 reads a leading 0 as octal): write 1201 "
+                               "without the leading zero, or 641 if you meant that")
+
+
+def test_a_base_60_integer_is_refused(tmp_path):
+    text = site_text().replace("        cpu: 8\n", "        cpu: 1:00\n", 1)
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.field == "clusters.prod.workers.wk-a.cpu"
+    assert problem.message == ("written 1:00, which is read as 60 (YAML 1.1 reads numbers with ':' in base 60): write "
+                               "the number without ':', or 60 if you meant that")
+
+
+def test_numbers_written_plainly_or_with_separators_are_fine(tmp_path):
+    text = site_text().replace("        memory_mib: 16384\n", "        memory_mib: 16_384\n", 1)
+    path = tmp_path / "site.yaml"
+    path.write_text(text)
+    assert load_site(path).clusters["prod"].workers["wk-a"].memory_mib == 16384
+
+
+def test_coercion_problems_come_with_the_models(tmp_path):
+    data = example()
+    worker_a(data)["networks"]["vlans"]["0120"] = {"address": "10.12.0.23/24"}
+    worker_a(data)["cpu"] = 0
+    assert [p.field for p in problems_of(data)] == ["clusters.prod.workers.wk-a.networks.vlans.0120",
+                                                     "clusters.prod.workers.wk-a.cpu"]
+
+
+def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
+    """The maps whose keys pydantic coerces, found from the model's annotations: a new one gets the check for free,
+    and shows up here to be given a test."""
+    from terravixens.config import coercion
+
+    assert sorted(coercion.coerced_key_maps()) == [
+        "clusters.<name>.control_planes.<name>.networks.vlans",
+        "clusters.<name>.workers.<name>.networks.vlans",
+        "standalone.nodes.<name>.networks.vlans",
+    ]

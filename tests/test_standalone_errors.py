@@ -372,3 +372,33 @@ def test_placement_puts_parents_first_with_their_chain_and_tier():
     assert [(n.vlan, n.address, n.gateway) for n in placed["tools"].nics] == [(111, "10.11.1.62/24", "10.11.1.1"),
                                                                              (120, "10.12.0.62/24", None)]
     assert placed["dns1"].unprivileged is True and placed["tools"].unprivileged is None
+
+
+# ---------------------------------------------------------------------------------------------------- coercion (ADR 0028)
+def test_vlan_keys_of_a_standalone_node_that_become_one():
+    data = lab()
+    nodes(data)["tools"]["networks"]["vlans"]["+120"] = {"address": "10.12.0.63/24"}
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.vlans.+120"
+    assert problem.message.startswith("'+120' and 120 are both VLAN 120 once read")
+
+
+def test_a_vlan_listed_twice_on_a_nested_hosts_bridge():
+    data = lab()
+    nodes(data)["nest1"]["bridges"]["vmbr0"]["vlans"] = [111, 111.0]
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.nest1.bridges.vmbr0.vlans.1"
+    assert problem.message.startswith("VLAN 111 is listed twice (items 0 and 1)")
+
+
+def test_an_octal_vm_id_of_a_standalone_node(tmp_path):
+    text = spec_support.SITE.read_text().replace("      vm_id: 3001\n", "      vm_id: 03001\n")
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    from terravixens.config.loader import load_site
+
+    with pytest.raises(SiteError) as caught:
+        load_site(site)
+    [problem] = caught.value.problems
+    assert problem.field == "standalone.nodes.nest1.vm_id"
+    assert problem.message.startswith("written 03001, which is read as 1537 (YAML 1.1 reads a leading 0 as octal)")

@@ -10,6 +10,7 @@ import copy
 import pytest
 
 from terravixens.config.loader import SiteError, SiteProblem, load_site, parse_site
+from terravixens.inputs import shown
 from tests import support
 
 
@@ -1466,3 +1467,144 @@ def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
         "clusters.<name>.workers.<name>.networks.vlans",
         "standalone.nodes.<name>.networks.vlans",
     ]
+
+
+# ---------------------------------------------------------------------------------------------- labels and taints
+KEY_FIX = ("write NAME or PREFIX/NAME (NAME: 1-63 letters, digits, '-', '_' or '.', a letter or digit at both ends; "
+           "PREFIX: a lowercase DNS subdomain), e.g. example.com/pool")
+VALUE_FIX = "use up to 63 letters, digits, '-', '_' or '.', a letter or digit at both ends, or an empty value"
+
+
+def control_plane_a(data: dict) -> dict:
+    return prod(data)["control_planes"]["cp-a"]
+
+
+@pytest.mark.parametrize(("key", "why"), [
+    ("team/a/b", "has more than one '/'"),
+    ("/pool", "has an empty prefix before '/'"),
+    ("Example.com/pool", "has a prefix, 'Example.com', that is not a DNS subdomain (lowercase letters, digits, '-' "
+                         "and '.')"),
+    ("a" * 254 + "/pool", "has a prefix of 254 characters (at most 253)"),
+    ("example.com/", "has no name after '/'"),
+    ("p" * 64, "has a name of 64 characters (at most 63)"),
+    ("disk type", "holds ' ' in its name (only letters, digits, '-', '_' and '.')"),
+    ("gpu-", "has a name that does not start and end with a letter or digit"),
+    ("", "is empty"),
+], ids=["slashes", "empty-prefix", "prefix-case", "prefix-length", "no-name", "name-length", "character", "ends",
+        "empty"])
+def test_a_label_key_kubernetes_refuses(key, why):
+    data = example()
+    worker_a(data)["labels"][key] = "x"
+    problem = only_problem(data)
+    assert problem.field == f"clusters.prod.workers.wk-a.labels.{key}"
+    assert problem.message == f"label key {shown(key)} is not a Kubernetes qualified name: it {why}; {KEY_FIX}"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("v" * 64, "is 64 characters long (at most 63)"),
+    ("a100 80gb", "holds ' ' (only letters, digits, '-', '_' and '.')"),
+    ("nvidia/a100", "holds '/' (only letters, digits, '-', '_' and '.')"),
+    ("_a100", "does not start and end with a letter or digit"),
+], ids=["length", "space", "slash", "ends"])
+def test_a_label_value_kubernetes_refuses(value, why):
+    data = example()
+    worker_a(data)["labels"]["example.com/gpu"] = value
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.labels.example.com/gpu"
+    assert problem.message.endswith(f"is not a Kubernetes label value: it {why}; {VALUE_FIX}")
+    assert problem.message.startswith("label value '")
+
+
+@pytest.mark.parametrize("value", ["", "gpu", "a100.80gb_v-2", "v" * 63])
+def test_label_values_kubernetes_takes(value):
+    data = example()
+    worker_a(data)["labels"]["example.com/gpu"] = value
+    assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].labels["example.com/gpu"] == value
+
+
+def test_a_bad_label_value_under_a_secret_looking_key_is_not_shown():
+    data = example()
+    worker_a(data)["labels"]["api_token"] = "hunter2 hunter2"
+    problem = only_problem(data)
+    assert "hunter2" not in problem.message
+    assert problem.message.startswith("label value (value hidden: the key looks like it holds a secret) is not a "
+                                      "Kubernetes label value: it holds ' '")
+
+
+def test_a_bad_label_is_located_in_the_file(tmp_path):
+    text = site_text().replace("        labels: {node.kubernetes.io/pool: general}\n",
+                               "        labels: {node.kubernetes.io/pool: general pool}\n", 1)
+    [problem] = loaded_problems(tmp_path, text)
+    assert problem.line == line_of(text, "general pool")
+    assert str(problem).startswith(f"line {problem.line}, clusters.prod.workers.wk-a.labels.node.kubernetes.io/pool: "
+                                   f"label value 'general pool' is not a Kubernetes label value")
+
+
+@pytest.mark.parametrize(("key", "domain"), [("node-role.kubernetes.io/worker", "kubernetes.io"),
+                                             ("kubernetes.io/role", "kubernetes.io"),
+                                             ("topology.kubernetes.io/rack", "kubernetes.io"),
+                                             ("storage.k8s.io/tier", "k8s.io")])
+def test_a_label_a_worker_may_not_set_on_itself(key, domain):
+    data = example()
+    worker_a(data)["labels"][key] = ""
+    problem = only_problem(data)
+    name = key.rpartition("/")[2]
+    assert problem.field == f"clusters.prod.workers.wk-a.labels.{key}"
+    assert problem.message == (
+        f"a worker may not set a {domain} label on itself but the kubelet's own: Talos writes a worker's labels with "
+        f"its kubelet credentials and NodeRestriction refuses the update (no label lands); use example.com/{name} or "
+        f"node.kubernetes.io/{name}, or kubectl label it as an admin")
+
+
+def test_a_node_restriction_label_on_a_worker():
+    data = example()
+    worker_a(data)["labels"]["node-restriction.kubernetes.io/pci"] = "true"
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.labels.node-restriction.kubernetes.io/pci"
+    assert problem.message == (
+        "only a cluster admin may set a node-restriction.kubernetes.io label (it marks nodes that workloads may "
+        "trust): Talos writes a worker's labels as the worker itself, which NodeRestriction refuses (no label lands); "
+        "set it with kubectl label node as an admin")
+
+
+@pytest.mark.parametrize("key", ["node.kubernetes.io/pool", "pool.node.kubernetes.io/a", "kubelet.kubernetes.io/x",
+                                 "topology.kubernetes.io/zone", "kubernetes.io/hostname",
+                                 "node.kubernetes.io/instance-type", "example.com/role", "role"])
+def test_labels_a_worker_may_set_on_itself(key):
+    data = example()
+    worker_a(data)["labels"][key] = "a"
+    assert key in parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].labels
+
+
+@pytest.mark.parametrize("key", ["node-role.kubernetes.io/infra", "node-restriction.kubernetes.io/pci"])
+def test_a_control_plane_may_carry_any_well_formed_label(key):
+    # Talos writes a control plane's labels with an admin client: NodeRestriction does not apply there.
+    data = example()
+    control_plane_a(data)["labels"] = {key: ""}
+    assert parse_site(data, "site.yaml").clusters["prod"].control_planes["cp-a"].labels == {key: ""}
+
+
+def test_a_taint_key_kubernetes_refuses():
+    data = example()
+    worker_a(data)["taints"] = [{"key": "dedicated gpu", "value": "x"}]
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.taints.0.key"
+    assert problem.message == (f"taint key 'dedicated gpu' is not a Kubernetes qualified name: it holds ' ' in its "
+                               f"name (only letters, digits, '-', '_' and '.'); {KEY_FIX}")
+
+
+def test_a_taint_value_kubernetes_refuses():
+    data = example()
+    worker_a(data)["taints"] = [{"key": "example.com/dedicated", "value": "gpu:a100", "effect": "NoExecute"}]
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.taints.0.value"
+    assert problem.message == (f"taint value 'gpu:a100' is not valid in Kubernetes: it holds ':' (only letters, "
+                               f"digits, '-', '_' and '.'); {VALUE_FIX}")
+
+
+def test_a_taint_effect_kubernetes_does_not_know():
+    data = example()
+    worker_a(data)["taints"] = [{"key": "dedicated", "effect": "Sometimes"}]
+    problem = only_problem(data)
+    assert problem.field == "clusters.prod.workers.wk-a.taints.0.effect"
+    assert problem.message == "Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute' (got 'Sometimes')"

@@ -1608,3 +1608,15 @@ def test_a_taint_effect_kubernetes_does_not_know():
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.taints.0.effect"
     assert problem.message == "Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute' (got 'Sometimes')"
+
+
+def test_the_rules_share_one_walk_per_site_and_never_a_stale_one():
+    from terravixens.config.site_rules import walk
+
+    site = parse_site(example(), "site.yaml")
+    walked = walk.machines(site)
+    assert walk.machines(site) is walked and len(walked) == 5
+    data = example()
+    worker_a(data)["vm_id"] = 1101
+    del site
+    assert only_problem(data).field == "clusters.prod.workers.wk-a.vm_id"  # a new site, walked anew

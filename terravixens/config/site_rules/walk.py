@@ -10,6 +10,7 @@ whichever kind of node it is (`Machine.path` is the node's own path). Rules abou
 from __future__ import annotations
 
 import ipaddress
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -129,12 +130,12 @@ def interfaces(at: NodeAt | StandaloneAt) -> Iterator[Interface]:
                         interface.gateway)
 
 
-def node_addresses(at: NodeAt | StandaloneAt) -> Iterator[tuple[Path, Address]]:
+def node_addresses(at: NodeAt | StandaloneAt, found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
     """Every address of a node with the path of the field that holds it: maintenance IP (cluster nodes), then the
-    untagged NIC (standalone nodes), the VLANs by id, the routable address last."""
+    untagged NIC (standalone nodes), the VLANs (by id on standalone nodes), the routable address last."""
     if isinstance(at, NodeAt) and at.node.networks.maintenance_ip:
         yield (*at.path, "networks", "maintenance_ip"), parse_address(at.node.networks.maintenance_ip)
-    found = list(interfaces(at))
+    found = tuple(interfaces(at)) if found is None else found
     untagged = [i for i in found if i.vlan is None]
     vlans = [i for i in found if i.path[-2] == "vlans"]
     if isinstance(at, StandaloneAt):
@@ -151,11 +152,12 @@ def _cluster_machine(site: Site, at: NodeAt) -> Machine:
     vlans = [(vlan, (*at.path, "networks", "vlans", vlan)) for vlan in sorted(networks.vlans)]
     if networks.routable is not None:
         vlans.append((networks.routable.vlan, (*at.path, "networks", "routable", "vlan")))
+    found = tuple(interfaces(at))
     return Machine(
         path=at.path, name=at.name, standalone=False, vm_id=at.node.vm_id, proxmox=SITE_PROXMOX,
         host_kind="hypervisor", host=at.node.hypervisor, bridge=at.node.bridge or at.cluster.bridge,
         bridges=hypervisor.bridges if hypervisor else {}, bridges_at=f"hypervisors.{at.node.hypervisor}.bridges",
-        mac_address=at.node.mac_address, interfaces=tuple(interfaces(at)), addresses=tuple(node_addresses(at)),
+        mac_address=at.node.mac_address, interfaces=found, addresses=tuple(node_addresses(at, found)),
         vlans=tuple(vlans),
         address_fields="networks.maintenance_ip, a VLAN interface under networks.vlans or networks.routable")
 
@@ -168,23 +170,32 @@ def _standalone_machine(site: Site, at: StandaloneAt) -> Machine:
         nested = site.standalone.nodes.get(parent)
         proxmox, where = f"standalone.nodes.{parent}", f"standalone.nodes.{parent}.bridges"
         bridges = nested.bridges if nested is not None and nested.type == "pve" else {}
+    found = tuple(interfaces(at))
     return Machine(
         path=at.path, name=at.name, standalone=True, vm_id=at.node.vm_id, proxmox=proxmox, host_kind="parent",
         host=parent, bridge=at.node.bridge, bridges=bridges, bridges_at=where, mac_address=None,
-        interfaces=tuple(interfaces(at)), addresses=tuple(node_addresses(at)),
+        interfaces=found, addresses=tuple(node_addresses(at, found)),
         vlans=tuple((vlan, (*at.path, "networks", "vlans", vlan)) for vlan in sorted(at.node.networks.vlans)),
         address_fields="networks.untagged or a VLAN under networks.vlans ({address: 10.11.1.50/24, gateway: "
                        "10.11.1.1})")
 
 
-def machines(site: Site) -> Iterator[Machine]:
+def machines(site: Site) -> tuple[Machine, ...]:
     """Every VM and container of the site: cluster nodes (by cluster, control planes first), then standalone nodes.
     The order matters to rules that name the first owner of a value: a cluster node owns it before a standalone
-    node that came later to the site."""
-    for at in all_nodes(site):
-        yield _cluster_machine(site, at)
-    for at in standalone_nodes(site):
-        yield _standalone_machine(site, at)
+    node that came later to the site. Computed once per site (the model is frozen) and shared by every rule."""
+    cached = _walked.get("site")
+    if cached is not None and cached[0]() is site:
+        return cached[1]
+    walked = tuple(_cluster_machine(site, at) for at in all_nodes(site)) + tuple(
+        _standalone_machine(site, at) for at in standalone_nodes(site))
+    _walked["site"] = (weakref.ref(site), walked)
+    return walked
+
+
+# The last site walked: the rules of one check share one walk; a weak reference, so the site is not kept alive.
+_walked: dict[str, tuple[weakref.ref, tuple[Machine, ...]]] = {}
+machines.cache_clear = _walked.clear  # type: ignore[attr-defined]  # as functools' caches spell it (benchmarks)
 
 
 def used_addresses(site: Site) -> Iterator[tuple[Path, Address, Machine | None]]:

@@ -199,7 +199,7 @@ def test_a_vm_id_shared_with_a_cluster_node():
     del nodes(data)["tools"]["networks"]["vlans"][120]
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.vm_id"
-    assert "VM id 1101 is already used by clusters.prod.control_planes.cp-a on the same Proxmox cluster" in problem.message
+    assert problem.message == "VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id"
 
 
 def test_a_vm_id_shared_between_standalone_nodes_of_one_proxmox_cluster():
@@ -207,7 +207,8 @@ def test_a_vm_id_shared_between_standalone_nodes_of_one_proxmox_cluster():
     nodes(data)["jump1"]["vm_id"] = 101
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.jump1.vm_id"
-    assert "VM id 101 is already used by standalone.nodes.dns1" in problem.message
+    assert problem.message == ("VM id 101 is already used by standalone.nodes.dns1 on the same nested Proxmox VE "
+                               "(standalone.nodes.nest1): give each VM its own id")
 
 
 def test_the_same_vm_id_on_different_proxmox_clusters_is_fine():
@@ -320,9 +321,7 @@ def test_shared_rules_say_the_same_for_both_kinds_of_node():
     prod["workers"]["wk-b"]["vm_id"] = 1101
     problems = problems_of(data)
     vm_ids = sorted(p.message for p in problems if p.field.endswith("vm_id"))
-    assert vm_ids == [
-        "VM id 1101 is already used by clusters.prod.control_planes.cp-a on the same Proxmox cluster: give each VM "
-        "its own id"] * 2
+    assert vm_ids == ["VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id"] * 2
     bridge = [p for p in problems if p.field == "standalone.nodes.tools.bridge"]
     assert bridge[0].message.startswith("bridge 'vmbr7' is not declared on parent 'pve1': declare it under "
                                         "hypervisors.pve1.bridges")

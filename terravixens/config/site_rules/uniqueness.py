@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from terravixens.config.model import Site
 from terravixens.inputs import shown
 from terravixens.config.site_rules.walk import (
-    Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, machines, used_addresses,
+    SITE_PROXMOX, Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, machines, used_addresses,
 )
 
 
@@ -17,8 +17,9 @@ def unique_vm_ids(site: Site) -> Iterator[Finding]:
     for machine in machines(site):
         owner = seen.setdefault((machine.proxmox, machine.vm_id), machine.path)
         if owner != machine.path:
-            yield (*machine.path, "vm_id"), (f"VM id {machine.vm_id} is already used by {dotted(owner)} on the same "
-                                             f"Proxmox cluster: give each VM its own id")
+            where = "" if machine.proxmox == SITE_PROXMOX else f" on the same nested Proxmox VE ({machine.proxmox})"
+            yield (*machine.path, "vm_id"), (f"VM id {machine.vm_id} is already used by {dotted(owner)}{where}: give "
+                                             f"each VM its own id")
 
 
 def unique_addresses(site: Site) -> Iterator[Finding]:

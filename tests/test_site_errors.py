@@ -1457,6 +1457,18 @@ def test_coercion_problems_come_with_the_models(tmp_path):
                                                      "clusters.prod.workers.wk-a.cpu"]
 
 
+def test_a_map_keyed_by_integers_other_than_vlan_ids_gets_the_same_check():
+    # None in the model today (the test below lists the maps): the walk judges any int-keyed map the same way.
+    from terravixens.config import coercion
+    from terravixens.inputs import Lines
+
+    check = coercion._Check(Lines())
+    check.keys(int, {7: "a", " 7": "b", 8.0: "c"}, ("ids",))
+    assert [(p.field, p.message) for p in check.problems] == [
+        ("ids. 7", "' 7' and 7 are both the key 7 once read: the site would keep only one of them, silently; remove "
+                   "one")]
+
+
 def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
     """The maps whose keys pydantic coerces, found from the model's annotations: a new one gets the check for free,
     and shows up here to be given a test."""

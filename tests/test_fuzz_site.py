@@ -50,9 +50,10 @@ HOSTILE_TEXT = [
     "10.11.1.50/24", "fd00::1/64", "::", "0.0.0.0/0", "v1.12.0", "v1.11.6", "1.2", "latest", "pve1", "pve3", "vmbr1",
     "vmbr9", "controlplane", "worker", "NoExecute", "CP-X", "x" * 5000, "é" * 300, "\U0001f600", "null", "yes",
     "0x1F", "1e400", "-.inf", "!!python/object:os.system", "*alias", "&anchor", "<<",
+    "0120", " 120 ", "+120", "120.0", "node-role.kubernetes.io/worker", "example.com/a b", "-x",
 ]
 NEAR_VALID = [111, 120, 4094, 4095, 0, -1, 99, 100, 1101, 1201, 2**31, 2**63 - 1, 512, 513, 1024, 4_194_304,
-              4_194_305, 16_384, 16_385, 4.5, 1e40, True, False, None]
+              4_194_305, 16_384, 16_385, 4.5, 120.0, 1e40, True, False, None]
 
 scalars = st.one_of(
     st.none(), st.booleans(),
@@ -63,7 +64,8 @@ scalars = st.one_of(
     st.sampled_from(NEAR_VALID),
 )
 keys = st.one_of(st.text(max_size=20), st.integers(min_value=-5, max_value=5000), st.sampled_from(
-    ["cpu", "vm_id", "hypervisor", "networks", "vlans", "address", "gateway", "url", "api_token", "<<"]))
+    ["cpu", "vm_id", "hypervisor", "networks", "vlans", "address", "gateway", "url", "api_token", "<<", "labels",
+     "taints", 120.0, "0120", True, "node-restriction.kubernetes.io/x"]))
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                         st.dictionaries(keys, inner, max_size=4)), max_leaves=12)
 

@@ -235,3 +235,35 @@ def test_plan_guard_input_has_the_same_guarantees(tmp_path):
     big.write_bytes(b" " * (2 * 1024 * 1024))
     result = cli("plan-guard", str(big), "--max-size-mib", "1")
     assert result.returncode == 2 and "over the 1,048,576-byte limit for a plan" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------ keys equal once read
+def test_an_integer_key_and_an_equal_float_collide():
+    # a Python mapping holds 120 and 120.0 as one key: the second would silently replace the first
+    [problem] = yaml_problems("vlans:\n  120: {address: a}\n  120.0: {address: b}\n")
+    assert problem == ("line 3, vlans.120.0: appears twice in the same mapping (lines 2 and 3, written 120 and 120.0: "
+                       "one key once read): YAML would keep only the second silently; remove or rename one")
+
+
+def test_an_integer_key_and_a_boolean_collide():
+    [problem] = yaml_problems("m:\n  1: a\n  yes: b\n")
+    assert "(lines 2 and 3, written 1 and yes: one key once read)" in problem
+
+
+def test_keys_written_in_other_bases_collide_with_the_number_they_are():
+    [problem] = yaml_problems("vlans:\n  0x78: a\n  120: b\n")
+    assert "vlans.120: appears twice in the same mapping (lines 2 and 3, written 0x78 and 120: one key" in problem
+
+
+def test_a_merged_key_equal_to_an_explicit_one_gives_way_to_it():
+    data, _ = load_yaml("base: &b {120: merged}\nnode:\n  <<: *b\n  120.0: explicit\n", "f.yaml")
+    assert data["node"] == {120.0: "explicit"}
+
+
+def test_lines_record_how_numbers_were_written_when_they_read_otherwise():
+    data, lines = load_yaml("v:\n  0120: {vlan: 0x78, n: 7, s: '010'}\n  l: [1_2, 5, yes]\n", "f.yaml")
+    assert data == {"v": {80: {"vlan": 120, "n": 7, "s": "010"}, "l": [12, 5, True]}}
+    assert lines.written(("v", 80), key=True) == "0120" and lines.written(("v", 80)) is None
+    assert lines.written(("v", 80, "vlan")) == "0x78"
+    assert lines.written(("v", 80, "n")) is None and lines.written(("v", 80, "s")) is None
+    assert [lines.written(("v", "l", index)) for index in range(3)] == ["1_2", None, "yes"]

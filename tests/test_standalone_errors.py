@@ -199,7 +199,7 @@ def test_a_vm_id_shared_with_a_cluster_node():
     del nodes(data)["tools"]["networks"]["vlans"][120]
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.vm_id"
-    assert "VM id 1101 is already used by clusters.prod.control_planes.cp-a on the same Proxmox cluster" in problem.message
+    assert problem.message == "VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id"
 
 
 def test_a_vm_id_shared_between_standalone_nodes_of_one_proxmox_cluster():
@@ -207,7 +207,8 @@ def test_a_vm_id_shared_between_standalone_nodes_of_one_proxmox_cluster():
     nodes(data)["jump1"]["vm_id"] = 101
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.jump1.vm_id"
-    assert "VM id 101 is already used by standalone.nodes.dns1" in problem.message
+    assert problem.message == ("VM id 101 is already used by standalone.nodes.dns1 on the same nested Proxmox VE "
+                               "(standalone.nodes.nest1): give each VM its own id")
 
 
 def test_the_same_vm_id_on_different_proxmox_clusters_is_fine():
@@ -282,6 +283,54 @@ def test_an_address_without_a_prefix():
     assert "has no prefix length" in problem.message
 
 
+def test_a_gateway_outside_the_interfaces_subnet():
+    # The gateway rule walks standalone nodes like cluster nodes (one walk: config/site_rules/walk.machines).
+    data = lab()
+    nodes(data)["dns1"]["networks"]["vlans"][111]["gateway"] = "10.12.0.1"
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.dns1.networks.vlans.111.gateway"
+    assert problem.message.startswith("gateway 10.12.0.1 is outside the interface's subnet 10.11.1.0/24")
+
+
+def test_a_gateway_that_is_the_nodes_own_address():
+    data = lab()
+    nodes(data)["tools"]["networks"]["vlans"][111]["gateway"] = "10.11.1.62"
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.vlans.111.gateway"
+    assert "is the node's own address" in problem.message
+
+
+def test_an_untagged_gateway_is_checked_too():
+    data = lab()
+    nodes(data)["tools"]["networks"]["untagged"] = {"address": "192.168.50.62/24", "gateway": "192.168.60.1"}
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.untagged.gateway"
+
+
+def test_shared_rules_say_the_same_for_both_kinds_of_node():
+    """VM ids, addresses, bridges and VLANs: one rule each for cluster and standalone nodes (walk.machines), so one
+    wording; only the path and the host kind differ."""
+    from terravixens.config.site_rules import references, standalone, uniqueness
+
+    data = support.example_data()
+    data["standalone"] = lab()["standalone"]
+    data["hypervisors"]["pve1"]["bridges"]["vmbr1"]["vlans"] = [111, 120]
+    nodes(data)["tools"]["vm_id"] = 1101
+    nodes(data)["tools"]["bridge"] = "vmbr7"
+    prod = data["clusters"]["prod"]
+    prod["workers"]["wk-b"]["vm_id"] = 1101
+    problems = problems_of(data)
+    vm_ids = sorted(p.message for p in problems if p.field.endswith("vm_id"))
+    assert vm_ids == ["VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id"] * 2
+    bridge = [p for p in problems if p.field == "standalone.nodes.tools.bridge"]
+    assert bridge[0].message.startswith("bridge 'vmbr7' is not declared on parent 'pve1': declare it under "
+                                        "hypervisors.pve1.bridges")
+    # The copies are gone: the standalone module has no rule of its own for what the shared rules check.
+    for name in ("unique_vm_ids", "unique_addresses", "clear_of_pools", "bridges_on_parent", "reachable"):
+        assert not hasattr(standalone, name)
+    assert hasattr(uniqueness, "unique_vm_ids") and hasattr(references, "bridges_exist")
+
+
 # ---------------------------------------------------------------------------------------------------- section
 def test_an_unknown_key_in_a_node():
     data = lab()
@@ -322,3 +371,33 @@ def test_placement_puts_parents_first_with_their_chain_and_tier():
     assert [(n.vlan, n.address, n.gateway) for n in placed["tools"].nics] == [(111, "10.11.1.62/24", "10.11.1.1"),
                                                                              (120, "10.12.0.62/24", None)]
     assert placed["dns1"].unprivileged is True and placed["tools"].unprivileged is None
+
+
+# ---------------------------------------------------------------------------------------------------- coercion (ADR 0032)
+def test_vlan_keys_of_a_standalone_node_that_become_one():
+    data = lab()
+    nodes(data)["tools"]["networks"]["vlans"]["+120"] = {"address": "10.12.0.63/24"}
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.tools.networks.vlans.+120"
+    assert problem.message.startswith("'+120' and 120 are both VLAN 120 once read")
+
+
+def test_a_vlan_listed_twice_on_a_nested_hosts_bridge():
+    data = lab()
+    nodes(data)["nest1"]["bridges"]["vmbr0"]["vlans"] = [111, 111.0]
+    problem = only_problem(data)
+    assert problem.field == "standalone.nodes.nest1.bridges.vmbr0.vlans.1"
+    assert problem.message.startswith("VLAN 111 is listed twice (items 0 and 1)")
+
+
+def test_an_octal_vm_id_of_a_standalone_node(tmp_path):
+    text = spec_support.SITE.read_text().replace("      vm_id: 3001\n", "      vm_id: 03001\n")
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    from terravixens.config.loader import load_site
+
+    with pytest.raises(SiteError) as caught:
+        load_site(site)
+    [problem] = caught.value.problems
+    assert problem.field == "standalone.nodes.nest1.vm_id"
+    assert problem.message.startswith("written 03001, which is read as 1537 (YAML 1.1 reads a leading 0 as octal)")

@@ -4,7 +4,9 @@
 Three steps, each reporting every problem it finds (docs/adr/0017-site-validation-in-three-steps.md):
 1. reading and YAML parsing, strict and bounded (terravixens.inputs): a 1 MiB cap, regular files only, duplicate
    keys refused with both lines, no unbounded alias expansion or nesting;
-2. the typed model (pydantic): types, per-field rules, and site text without Terraform templates (ADR 0016);
+2. the typed model (pydantic): types, per-field rules, and site text without Terraform templates (ADR 0016); with
+   it, what the model would read differently from what the file says (terravixens.config.coercion: keys that become
+   one key once coerced, VLAN ids not written as numbers, integers YAML reads in base 8 or 60 — ADR 0032);
 3. once the model is valid, the rules that need the whole site (terravixens.config.site_rules.RULES).
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from terravixens.config import site_rules
+from terravixens.config import coercion, site_rules
 from terravixens.config.model import Site
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, looks_secret, read_text, shown_at
 from terravixens.inputs.problems import field_path
@@ -61,10 +63,13 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
     if not isinstance(data, dict):
         raise SiteError(path, [Problem("(top level)", "the site file must be a YAML mapping with 'site', 'proxmox', "
                                                        "'hypervisors' and 'clusters'")])
+    problems = coercion.problems(data, lines)
     try:
         site = Site.model_validate(data)
     except ValidationError as error:
-        raise SiteError(path, _pydantic_problems(error, lines)) from None
+        raise SiteError(path, problems + _pydantic_problems(error, lines)) from None
+    if problems:
+        raise SiteError(path, problems)
     findings = site_rules.check(site)
     if findings:
         raise SiteError(path, [Problem(field_path(loc), message, lines.of(loc)) for loc, message in findings])

@@ -9,7 +9,8 @@
         dns1:  {type: ct,  parent: nest1, spec: dns, template: …, vm_id: 3101, …}
 
 Each node is keyed by its stable name, which is also its identity on the spec server. Field rules live here; rules
-that need the whole site (parents, cycles, presets, duplicates, bridges) live in `site_rules/standalone.py`.
+that need the whole site live in `site_rules/`: parents, cycles and presets in `standalone.py`, duplicates, bridges
+and addresses in the rules shared with cluster nodes (`walk.machines`).
 """
 from __future__ import annotations
 

@@ -4,14 +4,17 @@ Why not `yaml.safe_load`: it keeps the last of two equal keys (a pasted node blo
 expands aliases without bound (a 3 KB "billion laughs" file), recurses once per nesting level (a RecursionError
 traceback at a few hundred brackets) and turns a 5,000-digit number into a ValueError. Here:
 
-- a duplicate key at any depth is a problem naming both lines (keys compare as text, so `111` and `'111'` collide:
-  both would become VLAN 111);
+- a duplicate key at any depth is a problem naming both lines. Keys compare as text, so `111` and `'111'` collide
+  (both would become VLAN 111), and as the values YAML reads, so `120` and `120.0` (or `1` and `true`) collide too:
+  a Python mapping holds them as one key and would keep only the second;
 - nesting deeper than `max_depth`, more than `max_values` values, or aliases that expand to more than
   `max_alias_values` values stop the load at once;
 - integers are bounded, `.inf`/`.nan` refused, dates stay text, unknown tags are refused;
 - merge keys (`<<: *defaults`) work as YAML 1.1 says: explicit keys win, earlier merged mappings win over later ones.
 
-The result records the line of every key and list item (`Lines`), so later problems (pydantic's) can be located.
+The result records the line of every key and list item (`Lines`), so later problems (pydantic's) can be located,
+and how each number was written when YAML reads it as another text (`0120` is 80, `0x78` is 120, `yes` is true), so
+later checks can say why a value is not what the file seems to say (terravixens.config.coercion).
 """
 from __future__ import annotations
 
@@ -48,13 +51,25 @@ class YamlLimits:
 
 
 class Lines:
-    """The line (1-based) of each field path; a path without its own line gets its nearest ancestor's."""
+    """The line (1-based) of each field path; a path without its own line gets its nearest ancestor's.
+
+    Also how a key or a value was written when YAML read it as a number or a boolean of another text (`0120` → 80,
+    `+120` → 120, `yes` → True): `written(path)` for the value at a path, `written(path, key=True)` for the key that
+    ends it. Nothing is recorded for what reads as written (`120`), nor for strings.
+    """
 
     def __init__(self) -> None:
         self._lines: dict[tuple, int] = {}
+        self._written: dict[tuple[bool, tuple], str] = {}
 
     def record(self, path: tuple, line: int) -> None:
         self._lines.setdefault(path, line)
+
+    def record_written(self, path: tuple, text: str, *, key: bool = False) -> None:
+        self._written.setdefault((key, path), text)
+
+    def written(self, path: tuple, *, key: bool = False) -> str | None:
+        return self._written.get((key, path))
 
     def of(self, path: tuple) -> int | None:
         for end in range(len(path), 0, -1):
@@ -77,7 +92,9 @@ class _Frame:
     size: int = 1
     key: object = _NO_KEY
     key_line: int = 0
-    seen: dict[str, int] = field(default_factory=dict)
+    key_written: str | None = None
+    seen: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # key text -> (line, how it was written)
+    numbers: dict[object, tuple[int, str]] = field(default_factory=dict)  # numeric/boolean keys by value
     merges: list[dict] = field(default_factory=list)
 
 
@@ -92,13 +109,18 @@ class _Builder:
         self.alias_values = 0
         self.documents = 0
         self.root: object = None
+        self.written: str | None = None  # how the scalar being emitted was written, when it reads as another text
 
     # ------------------------------------------------------------------------------------------------- events
     def feed(self, event: events.Event) -> None:
         line = event.start_mark.line + 1 if event.start_mark else 0
         if isinstance(event, events.ScalarEvent):  # the most frequent event first
             self.count(line)
-            self.emit(self.scalar(event, line), line, event.anchor, 1)
+            value = self.scalar(event, line)
+            if value is not None and not isinstance(value, str) and value is not _MERGE and str(value) != event.value:
+                self.written = event.value
+            self.emit(value, line, event.anchor, 1)
+            self.written = None
         elif isinstance(event, events.DocumentStartEvent):
             self.documents += 1
             if self.documents > 1:
@@ -155,6 +177,8 @@ class _Builder:
         top.size += size
         if isinstance(top.container, list):
             self.lines.record((*top.path, len(top.container)), line)
+            if self.written is not None:
+                self.lines.record_written((*top.path, len(top.container)), self.written)
             top.container.append(value)
         elif top.key is _NO_KEY:
             self.take_key(top, value, line)
@@ -165,7 +189,7 @@ class _Builder:
         if isinstance(key, (dict, list)):
             self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list", line))
             key = f"<complex key at line {line}>"
-        top.key, top.key_line = key, line
+        top.key, top.key_line, top.key_written = key, line, self.written
 
     def take_value(self, top: _Frame, value: object, line: int) -> None:
         key, key_line = top.key, top.key_line
@@ -179,20 +203,40 @@ class _Builder:
             top.merges.extend(merged)
             return
         text = str(key)
-        if text in top.seen:
+        first = top.seen.get(text)
+        if first is None and isinstance(key, (int, float)):
+            first = top.numbers.get(key)  # 120 and 120.0, 1 and true: equal once read, one key in a mapping
+        if first is not None:
+            first_line, first_written = first
+            spelled = self.spellings(first_written or text, top.key_written or text)
             self.problems.append(Problem(field_path((*top.path, key)), (
-                f"appears twice in the same mapping (lines {top.seen[text]} and {key_line}): YAML would keep only "
-                f"the second silently; remove or rename one"), key_line))
+                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would keep "
+                f"only the second silently; remove or rename one"), key_line))
             return
-        top.seen[text] = key_line
+        top.seen[text] = (key_line, top.key_written)
+        if isinstance(key, (int, float)):
+            top.numbers[key] = (key_line, top.key_written or text)
         top.container[key] = value
         self.lines.record((*top.path, key), key_line)
+        if top.key_written is not None:
+            self.lines.record_written((*top.path, key), top.key_written, key=True)
+        if self.written is not None:
+            self.lines.record_written((*top.path, key), self.written)
+
+    @staticmethod
+    def spellings(first: str, second: str) -> str:
+        """', written 120 and 120.0: …' when the two keys were written differently (else nothing to add)."""
+        if first == second:
+            return ""
+        return f", written {first} and {second}: one key once read"
 
     def apply_merges(self, frame: _Frame) -> None:
         for merged in frame.merges:  # explicit keys win; earlier merged mappings win over later ones
             for key, value in merged.items():
-                if str(key) not in frame.seen:
-                    frame.seen[str(key)] = frame.line
+                if str(key) not in frame.seen and not (isinstance(key, (int, float)) and key in frame.numbers):
+                    frame.seen[str(key)] = (frame.line, None)
+                    if isinstance(key, (int, float)):
+                        frame.numbers[key] = (frame.line, str(key))
                     frame.container[key] = value
                     self.lines.record((*frame.path, key), frame.line)
 

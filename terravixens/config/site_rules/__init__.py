@@ -1,4 +1,4 @@
-"""Rules that need the whole site: references between sections, uniqueness, subnets and pools.
+"""Rules that need the whole site: references between sections, uniqueness, subnets, pools, labels and taints.
 
 The loader runs them once the model is valid (terravixens.config.loader.parse_site): each rule is a function of
 the valid `Site` that yields (field path, message) findings, so the loader can name the exact field and line, and
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules import pools, references, standalone, subnets, uniqueness
+from terravixens.config.site_rules import labels, pools, references, standalone, subnets, uniqueness
 from terravixens.config.site_rules.walk import Finding
 
 SiteRule = Callable[[Site], Iterable[Finding]]
@@ -31,7 +31,17 @@ RULES: tuple[SiteRule, ...] = (
     subnets.vip_in_management_subnet,
     uniqueness.unique_addresses,
     pools.pools_clear_of_nodes,
-    standalone.problems,
+    labels.label_syntax,
+    labels.labels_a_worker_may_set,
+    labels.taint_syntax,
+    standalone.fields_of_their_type,
+    standalone.names_distinct_from_hypervisors,
+    standalone.known_parents,
+    standalone.parents_host_guests,
+    standalone.no_parent_cycles,
+    standalone.complete_presets,
+    standalone.known_presets,
+    standalone.spec_server_given,
 )
 
 

@@ -1,10 +1,11 @@
-"""References between sections: a node's hypervisor, its bridge, and the VLANs that bridge lets through."""
+"""References between sections: a node's hypervisor, its bridge, and the VLANs that bridge lets through (bridges and
+VLANs for every machine, cluster or standalone: `walk.machines`)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules.walk import Finding, all_nodes
+from terravixens.config.site_rules.walk import Finding, all_nodes, machines
 from terravixens.inputs import shown
 
 
@@ -18,29 +19,27 @@ def known_hypervisors(site: Site) -> Iterator[Finding]:
 
 
 def bridges_exist(site: Site) -> Iterator[Finding]:
-    # Past the `hypervisor is None` checks the hypervisor is a key of the site: a DNS label, short and printable.
-    for at in all_nodes(site):
-        hypervisor = site.hypervisors.get(at.node.hypervisor)
-        bridge = at.node.bridge or at.cluster.bridge
-        if hypervisor is None or not hypervisor.bridges or bridge in hypervisor.bridges:
+    """A node's bridge is declared on the host it runs on, when that host declares its bridges at all."""
+    for machine in machines(site):
+        if not machine.bridges or machine.bridge in machine.bridges:
             continue
-        yield (*at.path, "bridge"), (
-            f"bridge {shown(bridge)} is not declared on hypervisor {at.node.hypervisor!r}: declare it under "
-            f"hypervisors.{at.node.hypervisor}.bridges or use one of {', '.join(sorted(hypervisor.bridges))}"
+        yield machine.bridge_path, (
+            f"bridge {shown(machine.bridge)} is not declared on {machine.host_kind} {shown(machine.host)}: declare it "
+            f"under {machine.bridges_at} or use one of {', '.join(sorted(machine.bridges))}"
         )
 
 
 def vlans_allowed_on_bridges(site: Site) -> Iterator[Finding]:
-    for at in all_nodes(site):
-        hypervisor = site.hypervisors.get(at.node.hypervisor)
-        name = at.node.bridge or at.cluster.bridge
-        bridge = hypervisor.bridges.get(name) if hypervisor else None
+    """Each VLAN a node uses is allowed on its bridge, when the bridge lists the VLANs it lets through; reported once
+    per VLAN, at the first entry that uses it."""
+    for machine in machines(site):
+        bridge = machine.bridges.get(machine.bridge)
         if bridge is None or not bridge.vlans:
             continue
-        networks = at.node.networks
-        wanted = set(networks.vlans) | ({networks.routable.vlan} if networks.routable else set())
-        for vlan in sorted(wanted - set(bridge.vlans)):
-            yield (*at.path, "networks"), (
-                f"VLAN {vlan} is not allowed on bridge {shown(name)} of {at.node.hypervisor!r}: "
-                f"add it to hypervisors.{at.node.hypervisor}.bridges.{name}.vlans"
-            )
+        reported: set[int] = set()
+        for vlan, path in machine.vlans:
+            if vlan in bridge.vlans or vlan in reported:
+                continue
+            reported.add(vlan)
+            yield path, (f"VLAN {vlan} is not allowed on bridge {shown(machine.bridge)} of {shown(machine.host)}: add "
+                         f"it to {machine.bridges_at}.{machine.bridge}.vlans")

@@ -1,5 +1,6 @@
-"""Addresses that can work: every node reachable, gateways inside their subnet, one subnet per VLAN in a cluster,
-and the endpoint VIP inside the control planes' subnet on the management VLAN.
+"""Addresses that can work: every node reachable and gateways inside their subnet (every machine, cluster or
+standalone), one subnet per VLAN in a cluster, and the endpoint VIP inside the control planes' subnet on the
+management VLAN.
 
 A VLAN's subnet is not declared in the site: it is the network most of the cluster's interfaces on that VLAN are
 in (ties: the first node by name). An interface outside it cannot talk to its peers on that VLAN without a router.
@@ -11,24 +12,20 @@ from collections.abc import Iterator
 
 from terravixens.config.model import Site
 from terravixens.config.site_rules.walk import (
-    Finding, Interface, all_nodes, cluster_nodes, interfaces, parse_address,
+    Finding, Interface, cluster_nodes, interfaces, machines, parse_address,
 )
 from terravixens.roles import Role
 
 
 def nodes_reachable(site: Site) -> Iterator[Finding]:
-    for at in all_nodes(site):
-        networks = at.node.networks
-        if networks.maintenance_ip is None and not networks.vlans and networks.routable is None:
-            yield (*at.path, "networks"), (
-                "the node has no address: give it networks.maintenance_ip, a VLAN interface under networks.vlans "
-                "or networks.routable"
-            )
+    for machine in machines(site):
+        if not machine.addresses:
+            yield (*machine.path, "networks"), f"the node has no address: give it {machine.address_fields}"
 
 
 def gateways_reachable(site: Site) -> Iterator[Finding]:
-    for at in all_nodes(site):
-        for interface in interfaces(at):
+    for machine in machines(site):
+        for interface in machine.interfaces:
             if interface.gateway is None:
                 continue
             gateway = parse_address(interface.gateway)

@@ -1,4 +1,5 @@
-"""What must be unique: VM ids, addresses and MACs in the site, hostnames in a cluster, VM names per hypervisor."""
+"""What must be unique: VM ids per Proxmox cluster, addresses and MACs in the site, hostnames in a cluster, VM names
+per hypervisor. VM ids, addresses and MACs are checked over every machine (cluster and standalone nodes alike)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,22 +7,24 @@ from collections.abc import Iterator
 from terravixens.config.model import Site
 from terravixens.inputs import shown
 from terravixens.config.site_rules.walk import (
-    Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, used_addresses,
+    SITE_PROXMOX, Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, machines, used_addresses,
 )
 
 
 def unique_vm_ids(site: Site) -> Iterator[Finding]:
-    # VM ids are unique per Proxmox cluster; hypervisors of one site form one Proxmox cluster.
-    seen: dict[int, Path] = {}
-    for at in all_nodes(site):
-        owner = seen.setdefault(at.node.vm_id, at.path)
-        if owner != at.path:
-            yield (*at.path, "vm_id"), f"VM id {at.node.vm_id} is already used by {dotted(owner)}: give each VM its own id"
+    """VM ids are unique per Proxmox cluster: the site's hypervisors form one, each nested pve node is its own."""
+    seen: dict[tuple[str, int], Path] = {}
+    for machine in machines(site):
+        owner = seen.setdefault((machine.proxmox, machine.vm_id), machine.path)
+        if owner != machine.path:
+            where = "" if machine.proxmox == SITE_PROXMOX else f" on the same nested Proxmox VE ({machine.proxmox})"
+            yield (*machine.path, "vm_id"), (f"VM id {machine.vm_id} is already used by {dotted(owner)}{where}: give "
+                                             f"each VM its own id")
 
 
 def unique_addresses(site: Site) -> Iterator[Finding]:
     seen: dict[Address, Path] = {}
-    for path, address in used_addresses(site):
+    for path, address, _ in used_addresses(site):
         owner = seen.setdefault(address, path)
         if owner != path:
             yield path, f"address {address} is already used by {dotted(owner)}: give each address to one node or cluster"
@@ -61,13 +64,10 @@ def unique_mac_addresses(site: Site) -> Iterator[Finding]:
     """A MAC is unique in the site: two VMs with one MAC on one bridge steal each other's frames, and the maintenance
     IP's DHCP reservation would answer both. Standalone nodes join the check once they carry a `mac_address`."""
     seen: dict[str, Path] = {}
-    owners: list[tuple[Path, str | None]] = [(at.path, at.node.mac_address) for at in all_nodes(site)]
-    owners += [(("standalone", "nodes", name), getattr(node, "mac_address", None))
-               for name, node in site.standalone.nodes.items()]
-    for path, mac in owners:
-        if mac is None:
+    for machine in machines(site):
+        if machine.mac_address is None:
             continue
-        owner = seen.setdefault(mac, path)
-        if owner != path:
-            yield (*path, "mac_address"), (f"MAC {mac} is already the MAC of {dotted(owner)}: give each VM its own "
-                                           f"(e.g. change the last byte)")
+        owner = seen.setdefault(machine.mac_address, machine.path)
+        if owner != machine.path:
+            yield (*machine.path, "mac_address"), (f"MAC {machine.mac_address} is already the MAC of {dotted(owner)}: "
+                                                   f"give each VM its own (e.g. change the last byte)")

@@ -109,6 +109,7 @@ class _Live:
     process: subprocess.Popen
     label: str
     grace: float
+    stopped_by: str | None = None  # the signal whose stop ended it
 
 
 _lock = threading.Lock()
@@ -145,6 +146,8 @@ def _end(entries: Sequence[_Live], now: bool = False) -> None:
 def _stop_all(name: str, now: bool = False) -> list[str]:
     with _lock:
         entries = list(_live.values())
+        for entry in entries:
+            entry.stopped_by = entry.stopped_by or name
     _end(entries, now)
     return [entry.label for entry in entries]
 
@@ -197,7 +200,7 @@ def _writer(stream, text: str) -> None:
         stream.close()
 
 
-def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float) -> subprocess.Popen | OSError:
+def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float) -> _Live | OSError:
     """Starts the program in its own session and registers its group, in a helper thread: a signal arriving in the
     main thread while Popen is half done can then never leave an unregistered child behind."""
     box: dict[str, object] = {}
@@ -211,10 +214,12 @@ def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float
         except OSError as error:
             box["result"] = error
             return
+        entry = _Live(process, label, grace)
         with _lock:
-            _live[process.pid] = _Live(process, label, grace)
-        box["result"] = process
+            _live[process.pid] = entry
+        box["result"] = entry
         if _stopping is not None:  # a stop was asked for while it started: it does not run
+            entry.stopped_by = _stopping
             _signal_group(process.pid, signal.SIGKILL)
 
     helper = threading.Thread(target=start, name=f"start {label}", daemon=True)
@@ -224,8 +229,8 @@ def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float
     except BaseException:
         helper.join()
         started = box.get("result")
-        if isinstance(started, subprocess.Popen):
-            _finish(started, now=True)
+        if isinstance(started, _Live):
+            _finish(started.process, now=True)
         raise
     return box["result"]  # type: ignore[return-value]
 
@@ -264,9 +269,10 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = 
     if _stopping is not None:
         return Ran(tuple(argv), None, "", "", f"{label} not started: {_stopping} received", interrupted=True)
     started = time.monotonic()
-    process = _spawn(argv, cwd, env, input is not None, label, grace)
-    if isinstance(process, OSError):
-        return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {process.strerror or process}")
+    entry = _spawn(argv, cwd, env, input is not None, label, grace)
+    if isinstance(entry, OSError):
+        return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {entry.strerror or entry}")
+    process = entry.process
     out: list[str] = []
     err: list[str] = []
     errors: list[BaseException] = []
@@ -303,8 +309,8 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = 
     if timed_out:
         return Ran(argv_t, None, stdout, stderr, f"{label} did not finish within {seconds(timeout)}: stopped "
                                                  f"(SIGTERM, then SIGKILL to its process group)", timed_out=True)
-    if _stopping is not None:
-        return Ran(argv_t, None, stdout, stderr, f"{label} stopped: {_stopping} received", interrupted=True)
+    if entry.stopped_by is not None:
+        return Ran(argv_t, None, stdout, stderr, f"{label} stopped: {entry.stopped_by} received", interrupted=True)
     if process.returncode != 0:
         return Ran(argv_t, process.returncode, stdout, stderr,
                    f"exit {process.returncode}: {_message(stderr, stdout)}")

@@ -325,9 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     guard.set_defaults(run=_plan_guard)
     upgrade = commands.add_parser(
         "upgrade", help="rolling Talos upgrade, one node at a time, gated on health",
-        epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, or the "
-               "cluster is unhealthy: the last line says where, what is done and what is not touched; run it again "
-               "once fixed); 2 bad input; 3 refused (a downgrade or a skipped Talos minor, without --force)")
+        epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, a node is "
+               "not on the target version and image after its upgrade (rolled back), a version talosctl printed "
+               "cannot be understood, or the cluster is unhealthy: the last line says where, what is done and what "
+               "is not touched; run it again once fixed); 2 bad input; 3 refused (a downgrade or a skipped Talos "
+               "minor, without --force); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP: talosctl stopped, one line says "
+               "where)")
     upgrade.add_argument("cluster")
     upgrade.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
     upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
@@ -376,7 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     decommission.add_argument("--destroy-secrets", action="store_true",
                               help="last: destroy the machine secrets (the cluster's identity) for good")
     decommission.set_defaults(run=_decommission)
-    dead = with_site(commands.add_parser("remove-dead-member", help="remove an unreachable control plane from etcd"))
+    dead = with_site(commands.add_parser(
+        "remove-dead-member", help="remove an unreachable control plane from etcd",
+        epilog="asks for SITE/CLUSTER/NODE (or --confirm), probes NODE over the window, checks Terraform's state "
+               "step, then removes the etcd member. exit codes: 0 done; 1 refused (NODE answered a probe, a probe "
+               "failed for another reason than silence, or no control plane lists the etcd members); 2 bad input; "
+               "3 not confirmed; 4 a talosctl, kubectl or terraform call failed, hung or is missing (the message "
+               "says what is done and what is not); 5 the state backup failed; 130 interrupted"))
     dead.add_argument("cluster")
     dead.add_argument("node")
     dead.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")

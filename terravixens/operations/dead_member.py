@@ -103,6 +103,8 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
     one answer refuses, unless --force."""
     started = time.monotonic()
     count, window = options.probes, options.probe_window
+    console.step(layer, "probe", f"{dead} ({address}): {count} probes (talosctl version) over {window:g}s; one "
+                                 f"answer refuses")
     for number in range(1, count + 1):
         wait = started + window * (number - 1) / max(1, count - 1) - time.monotonic()
         if wait > 0:
@@ -122,7 +124,9 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
         if answer.returncode is None and not answer.timed_out:
             raise OperationError(f"probe {number} of {count}: {answer.reason}; nothing was done",
                                  ExitCode.TERRAFORM_FAILED)
-        if not silent(answer) and not options.force:
+        if silent(answer):
+            console.step(layer, "probe", f"{number} of {count} at {at:.0f}s: no answer")
+        elif not options.force:
             raise OperationError(
                 f"probe {number} of {count}: talosctl version failed for another reason than silence "
                 f"({answer.reason}): that does not prove {dead} is dead; check --talosconfig and --talosctl; "

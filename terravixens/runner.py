@@ -92,6 +92,15 @@ class Interrupted(KeyboardInterrupt):
         self.summary: str | None = None
 
 
+def annotate(error: BaseException, *, where: str | None = None, summary: str | None = None) -> None:
+    """On an interrupt's way up, a command says where it was and what is done and what is not (any
+    KeyboardInterrupt: a plain Ctrl-C outside handle_signals is not an `Interrupted`)."""
+    if where is not None:
+        setattr(error, "where", where)
+    if summary is not None:
+        setattr(error, "summary", summary)
+
+
 def interrupted_line(error: BaseException) -> str:
     """One line for an interrupt (an `Interrupted`, or a plain KeyboardInterrupt outside handle_signals):
     'interrupted by SIGTERM during X (terraform apply stopped with its process group); done: …; not done: …'."""
@@ -323,5 +332,5 @@ def _join(threads: Sequence[threading.Thread], within: float) -> None:
         thread.join(max(0.0, until - time.monotonic()))
 
 
-__all__ = ["Interrupted", "PIPE_LINGER", "Ran", "TERM_GRACE", "handle_signals", "interrupted_line", "parse_duration",
-           "run", "seconds", "stopping"]
+__all__ = ["Interrupted", "PIPE_LINGER", "Ran", "TERM_GRACE", "annotate", "handle_signals", "interrupted_line",
+           "parse_duration", "run", "seconds", "stopping"]

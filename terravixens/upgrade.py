@@ -34,16 +34,19 @@ from dataclasses import dataclass, field
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.roles import Role
+from terravixens.runner import annotate
 from terravixens.talos.image import installer_image, schematic_id
 from terravixens.talosctl import Call, Talosctl, schematic, server_tag
 
 IDENTIFIER = r"[0-9A-Za-z-]+"
-RELEASE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-({IDENTIFIER}(?:\.{IDENTIFIER})*))?(?:\+({IDENTIFIER}(?:\.{IDENTIFIER})*))?$")
+DOTTED = rf"{IDENTIFIER}(?:\.{IDENTIFIER})*"
+RELEASE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-({DOTTED}))?(?:\+({DOTTED}))?$")
 NO_PATCH = re.compile(r"^v?\d+\.\d+$")
 # Exit codes of `terravixens upgrade` (docs/commands.md).
 EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 Log = Callable[[str], None]
-RESUME = "an upgrade Talos already started goes on inside the node: run the same command again to check health and resume"
+RESUME = ("an upgrade Talos already started goes on inside the node: run the same command again to check health and "
+          "resume")
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,8 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     """Control planes first, then workers, each group by name: never by position in the site file."""
     cluster = site.clusters[cluster_name]
     placed = placed_nodes(site, cluster_name)
-    return [Step(node.name, node.role, node.address, installer_image(node.hypervisor.talos_image, cluster.talos_version),
+    return [Step(node.name, node.role, node.address,
+                 installer_image(node.hypervisor.talos_image, cluster.talos_version),
                  schematic_id(node.hypervisor.talos_image))
             for role in Role for node in placed.values() if node.role is role]
 
@@ -249,9 +253,8 @@ def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker
     except KeyboardInterrupt as error:
         touched = [n for n in doing["nodes"] if n not in done]
         left = [s.node for s in steps if s.node not in done and s.node not in touched]
-        error.where = f"during {doing['what']}"  # type: ignore[attr-defined]
-        error.summary = (f"done: {_names(done)}; not touched: {_names(left)}"  # type: ignore[attr-defined]
-                         + (f"; {RESUME}" if touched else ""))
+        annotate(error, where=f"during {doing['what']}",
+                 summary=f"done: {_names(done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""))
         raise
 
 
@@ -369,9 +372,9 @@ def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: L
     try:
         answer = talosctl.upgrade_k8s(first.address, target)
     except KeyboardInterrupt as error:
-        error.where = f"during talosctl upgrade-k8s through {first.node}"  # type: ignore[attr-defined]
-        error.summary = ("components may be partly upgraded: run the same command again (upgrade-k8s resumes "  # type: ignore[attr-defined]
-                         "where it stopped)")
+        annotate(error, where=f"during talosctl upgrade-k8s through {first.node}",
+                 summary="components may be partly upgraded: run the same command again (upgrade-k8s resumes where "
+                         "it stopped)")
         raise
     if not answer.ok:
         return stop(f"talosctl upgrade-k8s failed ({answer.reason}); components may be partly upgraded: fix the "

@@ -39,7 +39,8 @@ def hanging_tool(folder: Path, name: str) -> Path:
     return path
 
 
-def cli(tmp_path: Path, *arguments: str, hang_on: str = "init", **env: str) -> tuple[subprocess.CompletedProcess, float]:
+def cli(tmp_path: Path, *arguments: str, hang_on: str = "init",
+        **env: str) -> tuple[subprocess.CompletedProcess, float]:
     terraform = hanging_tool(tmp_path / "bin", "terraform")
     started = time.monotonic()
     result = subprocess.run(

@@ -37,6 +37,7 @@ from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+from terravixens.runner import annotate
 from terravixens.talosctl import Call, Member, Talosctl, members
 
 # How talosctl (through apid, gRPC) says the node could not be reached: nothing else counts as silence — above all
@@ -169,7 +170,8 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
                              f"{', '.join(sorted(cluster.control_planes))}); keep it in the site until its member is "
                              f"removed", ExitCode.BAD_INPUT)
     layer = platform_stack_name(cluster_name)
-    address = {name: node_address(node.networks, cluster.management_vlan) for name, node in cluster.control_planes.items()}
+    address = {name: node_address(node.networks, cluster.management_vlan)
+               for name, node in cluster.control_planes.items()}
     hostname = cluster.control_planes[dead].hostname or dead
     confirmation(console, f"{ws.site.site}/{cluster_name}/{dead}", options.confirm, dead)
 
@@ -189,8 +191,8 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
         doing = "listing the etcd members"
         healthy, listed = healthy_member_list(talosctl, cluster_name, dead, address, console, layer)
         member = next((m for m in listed if m.hostname == hostname), None)
-        console.step(layer, "etcd", f"{len(listed)} members listed through {healthy}; "
-                                    + (f"{hostname} is member {member.id}" if member else f"{hostname} is not a member"))
+        found = f"{hostname} is member {member.id}" if member else f"{hostname} is not a member"
+        console.step(layer, "etcd", f"{len(listed)} members listed through {healthy}; {found}")
 
         doing = "checking Terraform's state step"
         if options.synth:
@@ -242,11 +244,10 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
             raise OperationError(f"{error}; {not_done()}", error.code) from None
         raise
     except KeyboardInterrupt as error:
-        error.where = f"while {doing}"  # type: ignore[attr-defined]
-        error.summary = not_done() if done else (  # type: ignore[attr-defined]
-            "etcd member not removed: run the same command again" if "removing" not in doing else
-            f"whether etcd member {member.id} was removed is not known: list the members (talosctl etcd members) "
-            f"and run the same command again")
+        annotate(error, where=f"while {doing}", summary=not_done() if done else (
+            f"whether the etcd member was removed is not known: list the members (talosctl etcd members) and run "
+            f"the same command again" if doing.startswith("removing") else
+            "etcd member not removed: run the same command again"))
         raise
     console.say(f"next: remove {dead} from clusters.{cluster_name}.control_planes in the site file (add a "
                 f"replacement to keep an odd count), then `terravixens deploy {layer}`: its VM is deleted")

@@ -3,9 +3,9 @@ user's environment is passed through, plus what the provider installation mode a
 the default; the offline mirror's CLI config with TERRAVIXENS_PROVIDERS=mirror — terravixens.provider_install). Machine-readable output (`-json`) is read line by line, so progress is shown as it
 happens and the plan's diagnostics are kept for the guard.
 
-Every call goes through the one bounded runner (terravixens.runner): a deadline per call ($TERRAVIXENS_TERRAFORM_TIMEOUT,
-default 6h: an apply that creates many VMs is slow, one that never ends is a stop), Terraform and its provider
-plugins ended together at the deadline, SIGTERM first so Terraform can write its state. A missing binary or a hung
+Every call goes through the one bounded runner (terravixens.runner): a deadline per call
+($TERRAVIXENS_TERRAFORM_TIMEOUT, default 6h: an apply that creates many VMs is slow, one that never ends is a stop),
+Terraform and its provider plugins ended together at the deadline, SIGTERM first so Terraform can write its state. A missing binary or a hung
 call stops the operation with the command named (exit 4); an interrupt propagates once Terraform is stopped.
 """
 from __future__ import annotations

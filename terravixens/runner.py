@@ -12,8 +12,8 @@ did: a binary that is missing or not executable, a call past its deadline, a non
   exited, instead of holding the caller for ever;
 - inside `handle_signals()` SIGTERM and SIGHUP behave like Ctrl-C: every process group the runner started is ended
   (SIGTERM, grace, SIGKILL), then `Interrupted` (a KeyboardInterrupt) is raised in the main thread, so the command
-  can print one line of what is done and what is not. A second signal during that stop kills at once. Calls
-  started after a stop was asked for do not start.
+  can print one line of what is done and what is not. A second signal during that stop kills at once (and raises
+  nothing more). Calls started after a stop was asked for do not start.
 
 Output is streamed: `on_stdout_line` gets each line as it arrives (Terraform's `-json` progress).
 """
@@ -121,7 +121,8 @@ class _Live:
     stopped_by: str | None = None  # the signal whose stop ended it
 
 
-_lock = threading.Lock()
+# Re-entrant: the signal handler runs in the main thread, possibly while that thread holds the lock.
+_lock = threading.RLock()
 _live: dict[int, _Live] = {}      # process group id (= the leader's pid) -> the call
 _stopping: str | None = None      # the signal that asked every call to stop (inside handle_signals)
 
@@ -164,8 +165,11 @@ def _stop_all(name: str, now: bool = False) -> list[str]:
 def _on_signal(signum: int, _frame) -> None:
     global _stopping
     name = signal.Signals(signum).name
-    if _stopping is not None:  # a second signal while stopping: no more grace
-        raise Interrupted(name, _stop_all(name, now=True))
+    if _stopping is not None:
+        # A second signal while stopping: no more grace (the first stop's wait ends as the groups die). Nothing is
+        # raised: the first Interrupted is already on its way up, and cleanup code must not be cut short.
+        _stop_all(name, now=True)
+        return
     _stopping = name
     raise Interrupted(name, _stop_all(name))
 

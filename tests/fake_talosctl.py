@@ -16,10 +16,10 @@ The scenario holds the state it answers from and records every call (under a loc
     broken              addresses that make `health` fail (a node that is down)
     breaks_on_upgrade   addresses that join `broken` when upgraded (an upgrade that leaves the node unhealthy)
     health_script       answers (true/false) for the next `health` calls, before the rules above apply
-    fail                command -> addresses whose call exits 1 ("*" for any)
-    hang                command -> addresses whose call never returns ("*" for any): a child holds the output
-                        pipes, as a wrapper would, so only killing the process group ends it; the fake's pid and
-                        its child's are appended to SCENARIO.hung
+    fail                command (or "command subcommand") -> addresses whose call exits 1 ("*" for any)
+    hang                command (or "command subcommand") -> addresses whose call never returns ("*" for any): a
+                        child holds the output pipes, as a wrapper would, so only ending the process group ends
+                        it; the fake's pid and its child's are appended to SCENARIO.hung
     together            addresses whose `upgrade` calls must overlap in time: each waits (together_wait
                         seconds, default 10) until all have started, and fails if they do not (a batch run one
                         by one)
@@ -62,8 +62,10 @@ def scenario():
 
 
 def listed(table: str) -> bool:
+    """The node is listed under the command (`etcd`) or the command and its subcommand (`etcd remove-member`)."""
     with scenario() as state:
-        addresses = state.get(table, {}).get(command, [])
+        entries = state.get(table, {})
+        addresses = entries.get(command, []) + entries.get(" ".join(arguments[4:6]), [])
     return node in addresses or "*" in addresses
 
 

@@ -128,3 +128,19 @@ def test_a_hung_kubectl_after_the_etcd_step_says_what_is_done(example_site, tmp_
     assert [m["hostname"] for m in tools.state()["members"]] == ["cp-b", "cp-c"]
     pids = processes.recorded(tmp_path / "hung")
     assert len(pids) == 2 and processes.all_gone(pids)
+
+
+def test_a_hung_etcd_remove_member_says_its_outcome_is_unknown(example_site, tmp_path):
+    tools = Tools(tmp_path, hang={"etcd remove-member": ["*"]})
+    tf = LoggedTerraform(tools)
+    with pytest.raises(OperationError) as caught:
+        remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", tf, tools.talosctl(timeout=1),
+                           tools.kubectl(), Console(out=io.StringIO()),
+                           DeadMemberOptions(confirm=CONFIRM, probes=2, probe_window=0.2))
+    assert caught.value.code == ExitCode.TERRAFORM_FAILED
+    assert str(caught.value) == (
+        "talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b failed (talosctl etcd remove-member did not answer "
+        "within 2s (timeout 1s): stopped with its process group); whether the member was removed is not known: list "
+        "the members (talosctl etcd members) and run the same command again")
+    assert not [c for c in tf.calls if c[1:3] == ("state", "rm")] and not tools.kubectl_log.exists()
+    assert processes.all_gone(processes.recorded(Path(f"{tools.scenario}.hung")))

@@ -162,6 +162,20 @@ def test_a_second_signal_does_not_wait_for_the_grace(tmp_path):
     assert processes.ends_soon(pid_in(tmp_path / "child"))
 
 
+def test_a_signal_during_cleanup_after_a_stop_cuts_nothing_short(tmp_path):
+    """The first Interrupted is on its way up; a second Ctrl-C must not turn the cleanup (or the one line the
+    command prints) into a traceback."""
+    cleaned = []
+    with handle_signals():
+        with pytest.raises(Interrupted):
+            later(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
+            run(["sleep", "300"], timeout=60, grace=2)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        cleaned.append("done")
+    assert cleaned == ["done"]
+
+
 # ---------------------------------------------------------------------------------------------------------- the command
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_terravixens_interrupted_ends_terraform_and_exits_130_with_one_line(tmp_path, signum):

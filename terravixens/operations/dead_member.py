@@ -218,14 +218,19 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
             doing = f"removing etcd member {member.id}"
             removed = talosctl.etcd_remove_member(address[healthy], member.id)
             if not removed.ok:
-                raise OperationError(f"talosctl etcd remove-member {member.id} through {healthy} failed "
-                                     f"({removed.reason}); nothing was done", ExitCode.TERRAFORM_FAILED)
-            mark(IRREVERSIBLE_STEPS[0])
+                unknown = removed.timed_out or removed.interrupted  # it may have reached etcd
+                raise OperationError(
+                    f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); " + (
+                        f"whether the member was removed is not known: list the members (talosctl etcd members) "
+                        f"and run the same command again" if unknown else "nothing was done"),
+                    ExitCode.TERRAFORM_FAILED)
             console.step(layer, "etcd", f"member {member.id} ({hostname}) removed through {healthy}")
             again = talosctl.etcd_members(address[healthy])
             if again.ok and any(m.id == member.id for m in members(again.stdout)):
                 raise OperationError(f"member {member.id} ({hostname}) is still listed by {healthy} after "
-                                     f"remove-member", ExitCode.TERRAFORM_FAILED)
+                                     f"remove-member returned: nothing else was done; list the members and run the "
+                                     f"same command again", ExitCode.TERRAFORM_FAILED)
+            mark(IRREVERSIBLE_STEPS[0])
             console.step(layer, "etcd", f"{len(members(again.stdout))} members left (read back through {healthy})"
                          if again.ok else f"could not read the members back ({again.reason[:200]})")
         else:

@@ -21,6 +21,7 @@ Operations live in terravixens.operations (one module each); this file only pars
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -128,10 +129,12 @@ def _decommission(args: argparse.Namespace, ws, tf) -> int:
 
 @_operation
 def _remove_dead_member(args: argparse.Namespace, ws, tf) -> int:
-    from terravixens.operations.dead_member import Talosctl, remove_dead_member
+    from terravixens.operations.dead_member import DeadMemberOptions, remove_dead_member
+    from terravixens.talosctl import Talosctl
 
-    return remove_dead_member(ws, args.cluster, args.node, tf, Talosctl(args.talosconfig, args.talosctl),
-                              force=args.force)
+    talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout, probe_timeout=args.probe_timeout)
+    return remove_dead_member(ws, args.cluster, args.node, tf, talosctl, options=DeadMemberOptions(
+        confirm=args.confirm, force=args.force, probes=args.probes, probe_window=args.probe_window))
 
 
 def _drift_layers(args: argparse.Namespace, ws, tf) -> int:
@@ -178,13 +181,8 @@ def _upgrade(args: argparse.Namespace, site) -> int:
         print(f"unknown cluster {args.cluster!r}: use one of {', '.join(sorted(site.clusters))}", file=sys.stderr)
         return EXIT_INPUT
     talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout)
-    try:
-        return command(site, args.cluster, talosctl, kubernetes=args.kubernetes, dry_run=args.dry_run,
-                       worker_batch=args.worker_batch, force=args.force)
-    except KeyboardInterrupt:
-        print("interrupted: a node upgrade already started goes on inside Talos; run the same command again to "
-              "check health and resume", file=sys.stderr)
-        return 130
+    return command(site, args.cluster, talosctl, kubernetes=args.kubernetes, dry_run=args.dry_run,
+                   worker_batch=args.worker_batch, force=args.force)
 
 
 def _duration(text: str) -> int:
@@ -199,6 +197,13 @@ def _duration(text: str) -> int:
 def _batch(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of workers, 1 or more")
+    return int(text)
+
+
+def _probes(text: str) -> int:
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of probes: give a whole number, 2 or more (a "
+                                         f"single probe cannot tell a dead node from a reboot)")
     return int(text)
 
 
@@ -321,9 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     guard.set_defaults(run=_plan_guard)
     upgrade = commands.add_parser(
         "upgrade", help="rolling Talos upgrade, one node at a time, gated on health",
-        epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, or the "
-               "cluster is unhealthy: the last line says where, what is done and what is not touched; run it again "
-               "once fixed); 2 bad input; 3 refused (a downgrade or a skipped Talos minor, without --force)")
+        epilog="exit codes: 0 done and healthy; 1 stopped (a talosctl call failed, hung or is missing, a node is "
+               "not on the target version and image after its upgrade (rolled back), a version talosctl printed "
+               "cannot be understood, or the cluster is unhealthy: the last line says where, what is done and what "
+               "is not touched; run it again once fixed); 2 bad input; 3 refused (a downgrade or a skipped Talos "
+               "minor, without --force); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP: talosctl stopped, one line says "
+               "where)")
     upgrade.add_argument("cluster")
     upgrade.add_argument("--site", help="site file (default: $TERRAVIXENS_SITE or sites/example.yaml)")
     upgrade.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
@@ -372,12 +380,28 @@ def main(argv: list[str] | None = None) -> int:
     decommission.add_argument("--destroy-secrets", action="store_true",
                               help="last: destroy the machine secrets (the cluster's identity) for good")
     decommission.set_defaults(run=_decommission)
-    dead = with_site(commands.add_parser("remove-dead-member", help="remove an unreachable control plane from etcd"))
+    dead = with_site(commands.add_parser(
+        "remove-dead-member", help="remove an unreachable control plane from etcd",
+        epilog="asks for SITE/CLUSTER/NODE (or --confirm), probes NODE over the window, checks Terraform's state "
+               "step, then removes the etcd member. exit codes: 0 done; 1 refused (NODE answered a probe, a probe "
+               "failed for another reason than silence, or no control plane lists the etcd members); 2 bad input; "
+               "3 not confirmed; 4 a talosctl, kubectl or terraform call failed, hung or is missing (the message "
+               "says what is done and what is not); 5 the state backup failed; 130 interrupted"))
     dead.add_argument("cluster")
     dead.add_argument("node")
     dead.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
     dead.add_argument("--talosctl", default="talosctl")
-    dead.add_argument("--force", action="store_true", help="proceed even though the node answers `talosctl version`")
+    dead.add_argument("--confirm", metavar="SITE/CLUSTER/NODE", help="the typed confirmation, for unattended runs")
+    dead.add_argument("--probes", type=_probes, default=4, metavar="N",
+                      help="probe NODE (talosctl version) N times over the window; one answer refuses (default 4)")
+    dead.add_argument("--probe-window", type=_duration, default="60s", metavar="DURATION",
+                      help="the period NODE must stay silent, e.g. 60s, 5m (default 60s)")
+    dead.add_argument("--probe-timeout", type=_duration, default="10s", metavar="DURATION",
+                      help="deadline of each probe (default 10s)")
+    dead.add_argument("--timeout", type=_duration, default="60s", metavar="DURATION",
+                      help="deadline of each other talosctl call (default 60s)")
+    dead.add_argument("--force", action="store_true", help="proceed even though the node answers `talosctl version` "
+                                                           "(a live node whose etcd is broken); still confirmed")
     dead.set_defaults(run=_remove_dead_member)
     drift = with_site(commands.add_parser("drift", help="plan each layer; exit 2 when something drifted"))
     drift.add_argument("layers", nargs="*", metavar="LAYER")
@@ -393,7 +417,21 @@ def main(argv: list[str] | None = None) -> int:
     review.set_defaults(run=_review)
     _add_spec_commands(commands)
     args = parser.parse_args(argv)
-    return args.run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The one place signals are handled: SIGTERM and SIGHUP behave like Ctrl-C (terravixens.runner): the external
+    commands running are ended with their process groups, then one line says where it stopped; exit 130."""
+    from terravixens.runner import handle_signals, interrupted_line
+
+    with handle_signals():
+        try:
+            return args.run(args)
+        except KeyboardInterrupt as error:
+            with contextlib.suppress(OSError):  # a SIGHUP may have taken the terminal with it
+                print(f"terravixens {args.command}: {interrupted_line(error)}", file=sys.stderr, flush=True)
+            return 130  # ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

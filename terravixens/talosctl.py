@@ -1,42 +1,83 @@
-"""talosctl as the upgrades call it: every call bounded in time, every failure an answer, never an exception.
+"""talosctl as the upgrades and the dead control plane removal call it: every call bounded in time, every failure an
+answer, never an exception.
 
 A rolling upgrade must be able to say where it stopped. So a call that cannot start (no binary, not executable),
-that hangs past its deadline, or that fails, comes back as a `Call` with a reason; the caller decides to stop.
-A hung call is killed with its whole process group (a wrapper script's children included), so its pipes close.
+that hangs past its deadline, or that fails, comes back as a `Call` (terravixens.runner.Ran) with a reason; the
+caller decides to stop. Every call goes through the one runner: its own process group, ended as a whole at the
+deadline (a wrapper script's children included), its pipes abandoned rather than waited for.
+
+Output formats parsed here are talosctl's own (cmd/talosctl/cmd/talos in siderolabs/talos):
+`version` prints `Client:` then, per node, `Server:` / `NODE:` / `Tag:`; `etcd members` a table
+`NODE ID HOSTNAME PEER URLS CLIENT URLS LEARNER` (ids as 16 hex digits); `get extensions` a resource table
+`NODE NAMESPACE TYPE ID VERSION NAME VERSION` where an Image Factory image carries an extension named `schematic`
+whose version is the schematic id it was built from (the running image, unlike machine.install.image, which only
+says what a future install would use).
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-DURATION = re.compile(r"^(\d+)(s|m|h)?$")
-UNITS = {"s": 1, "m": 60, "h": 3600, None: 1}
+from terravixens import runner
+from terravixens.runner import Ran, parse_duration
+
 DEFAULT_TIMEOUT = 15 * 60
 # talosctl gets the timeout itself (upgrade --timeout, health --wait-timeout) and reports it; the process is only
-# killed after this grace, when talosctl did not stop on its own.
+# ended after this grace, when talosctl did not stop on its own.
 MAX_GRACE = 30
-
-
-def parse_duration(text: str) -> int:
-    """'90s', '15m', '1h' or plain seconds -> seconds (at least 1)."""
-    found = DURATION.match(text.strip())
-    if not found or int(found.group(1)) == 0:
-        raise ValueError(f"{text!r} is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h")
-    return int(found.group(1)) * UNITS[found.group(2)]
+# A probe (`talosctl version` of a node that may be dead) is short: silence is the answer it looks for.
+PROBE_TIMEOUT = 10
+SERVER_TAG = re.compile(r"^Server:\s*$.*?^\s*Tag:\s*(\S+)\s*$", re.S | re.M)
+SCHEMATIC_EXTENSION = "schematic"
+MEMBER_ID = re.compile(r"^[0-9a-f]{1,16}$")
+# One call's answer: ok, stdout, reason (runner.Ran). The name stays for the upgrade's signatures.
+Call = Ran
 
 
 @dataclass(frozen=True)
-class Call:
-    """One talosctl call's answer. `reason` is set when it did not succeed: exit code and message, a timeout,
-    or why it could not start."""
+class Member:
+    """One row of `talosctl etcd members`."""
 
-    ok: bool
-    stdout: str = ""
-    reason: str = ""
+    id: str
+    hostname: str
+    peer_urls: str
+    learner: bool
+
+
+def server_tag(version_output: str) -> str | None:
+    """The server's `Tag:` in `talosctl version` output (None without a Server section): the Talos version the node
+    runs, as it prints it — parsing it into a release is the caller's business (terravixens.upgrade.TalosVersion)."""
+    found = SERVER_TAG.search(version_output)
+    return found.group(1) if found else None
+
+
+def members(listing: str) -> list[Member]:
+    """The rows of `talosctl etcd members` (NODE ID HOSTNAME PEER URLS CLIENT URLS LEARNER); the header and
+    anything that is not a row (warnings) are skipped."""
+    found = []
+    for line in listing.splitlines():
+        columns = line.split()
+        if len(columns) >= 5 and MEMBER_ID.match(columns[1]):
+            learner = columns[5] == "true" if len(columns) >= 6 else False
+            found.append(Member(columns[1], columns[2], columns[3], learner))
+    return found
+
+
+def schematic(extensions_output: str) -> str | None:
+    """The schematic id the node booted (the `schematic` extension's version in `talosctl get extensions`), None
+    when the node carries none (not an Image Factory image)."""
+    for line in extensions_output.splitlines():
+        columns = line.split()
+        # NODE NAMESPACE TYPE ID VERSION NAME VERSION
+        if len(columns) == 7 and columns[2] == "ExtensionStatus" and columns[5] == SCHEMATIC_EXTENSION:
+            return columns[6]
+    return None
+
+
+def _subcommand(arguments: Sequence[str]) -> list[str]:
+    """`etcd members`, `get extensions`, `upgrade`: what names a call in a reason."""
+    return list(arguments[:2]) if arguments[:1] in (["etcd"], ["get"]) else list(arguments[:1])
 
 
 @dataclass(frozen=True)
@@ -44,34 +85,31 @@ class Talosctl:
     binary: str = "talosctl"
     talosconfig: str = "talosconfig"
     timeout: int = DEFAULT_TIMEOUT
+    probe_timeout: float = PROBE_TIMEOUT
+    grace: float = runner.TERM_GRACE
 
-    def run(self, arguments: Sequence[str]) -> Call:
-        command = [self.binary, "--talosconfig", self.talosconfig, *arguments]
-        try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
-        except OSError as error:
-            return Call(False, reason=f"cannot run {self.binary}: {error.strerror or error}")
-        limit = self.timeout + min(MAX_GRACE, self.timeout)
-        try:
-            stdout, stderr = process.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            process.communicate()
-            # Every call starts with --nodes ADDRESS, then the subcommand.
-            return Call(False, reason=f"talosctl {arguments[2]} did not answer within {limit}s "
-                                      f"(timeout {self.timeout}s), killed")
-        except KeyboardInterrupt:
-            # In its own session it does not get the terminal's SIGINT: stop it here, then let the caller report.
-            _kill_group(process)
-            raise
-        if process.returncode != 0:
-            message = (stderr or stdout).strip().splitlines()
-            return Call(False, stdout, f"exit {process.returncode}: {' '.join(message)[:200] or 'no message'}")
-        return Call(True, stdout)
+    def run(self, arguments: Sequence[str], deadline: float | None = None) -> Call:
+        """Every call starts with --nodes ADDRESS, then the subcommand (arguments[2]), which names it in reasons."""
+        limit = deadline if deadline is not None else self.timeout + min(MAX_GRACE, self.timeout)
+        label = " ".join(["talosctl", *_subcommand(arguments[2:])])
+        ran = runner.run([self.binary, "--talosconfig", self.talosconfig, *arguments], timeout=limit, label=label,
+                         grace=self.grace)
+        if ran.timed_out:
+            budget = f" (timeout {self.timeout}s)" if deadline is None else ""
+            return Ran(ran.argv, None, ran.stdout, ran.stderr,
+                       f"{label} did not answer within {runner.seconds(limit)}{budget}: stopped with its process "
+                       f"group", timed_out=True)
+        return ran
 
     def version(self, address: str) -> Call:
         return self.run(["--nodes", address, "version"])
+
+    def probe(self, address: str) -> Call:
+        """`talosctl version` with the short probe deadline: does the node answer at all?"""
+        return self.run(["--nodes", address, "version"], deadline=self.probe_timeout)
+
+    def extensions(self, address: str) -> Call:
+        return self.run(["--nodes", address, "get", "extensions"])
 
     def upgrade(self, address: str, image: str) -> Call:
         return self.run(["--nodes", address, "upgrade", "--image", image, "--wait", "--timeout", f"{self.timeout}s"])
@@ -86,9 +124,11 @@ class Talosctl:
             arguments += ["--worker-nodes", ",".join(workers)]
         return self.run(arguments)
 
+    def etcd_members(self, address: str) -> Call:
+        return self.run(["--nodes", address, "etcd", "members"])
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    def etcd_remove_member(self, address: str, member_id: str) -> Call:
+        return self.run(["--nodes", address, "etcd", "remove-member", member_id])
+
+
+__all__ = ["Call", "Member", "Talosctl", "members", "parse_duration", "schematic", "server_tag"]

@@ -1,4 +1,4 @@
-"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0028).
+"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0031).
 
 cdktf 0.21 runs `$TERRAFORM_BINARY_NAME` (else `terraform`) in `cdktf.out/stacks/<layer>/`: `version`, `init`,
 `providers lock`, `plan -input=false -out plan` (`cdktf diff`), `apply [-auto-approve]` (`cdktf deploy`, in a pty,

@@ -9,11 +9,20 @@ already in every node's configuration, no VM was replaced) the operating system 
    target (a downgrade) or more than one minor behind it (1.11 -> 1.13: Talos upgrades one minor at a time,
    ADR 0023) refuses it unless forced — before any node is touched;
 3. control planes one at a time (by name), then workers in batches of `worker_batch` (by name, default 1), each
-   with `talosctl upgrade --wait`; after each node or batch the health gate must pass again. Nodes already on the
-   target are skipped, and a health check follows skipped nodes before the next upgrade (and at the end), so a
-   stopped run is resumed by running it again;
+   with `talosctl upgrade --wait`; after each node or batch, what each node runs is read back (its version AND the
+   image it booted, see below) and must be the target — a node that came back on its old version (Talos' A/B
+   fallback after a failed boot) stops the run, named — then the health gate must pass again. Nodes already on the
+   target (version and image) are skipped, and a health check follows skipped nodes before the next upgrade (and at
+   the end), so a stopped run is resumed by running it again;
 4. every talosctl call has a deadline; a failed, hung or missing talosctl ends the run with
-   "stopped at X: why; done: …; not touched: …" — never a traceback.
+   "stopped at X: why; done: …; not touched: …" — never a traceback. An interrupt (Ctrl-C, SIGTERM, SIGHUP)
+   stops talosctl and says the same in one line.
+
+What a node runs is read with `talosctl version` (the server's Tag) and `talosctl get extensions` (the Image
+Factory's `schematic` extension: its version is the schematic id of the image the node booted — the running image,
+where machine.install.image only says what a future install would use). Whatever Tag talosctl prints is either
+understood as a release (`v1.11.6`, `1.11.6`, `v1.12.0-beta.1`, `v1.11.6+custom`) or stops the run naming the node
+(`v1.11`: no patch, so not comparable with the target; anything else).
 """
 from __future__ import annotations
 
@@ -25,14 +34,19 @@ from dataclasses import dataclass, field
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.roles import Role
-from terravixens.talos.image import installer_image
-from terravixens.talosctl import Call, Talosctl
+from terravixens.runner import annotate
+from terravixens.talos.image import installer_image, schematic_id
+from terravixens.talosctl import Call, Talosctl, schematic, server_tag
 
-SERVER_TAG = re.compile(r"Server:.*?Tag:\s*(v\S+)", re.S)
-RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(\S+))?$")
+IDENTIFIER = r"[0-9A-Za-z-]+"
+DOTTED = rf"{IDENTIFIER}(?:\.{IDENTIFIER})*"
+RELEASE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-({DOTTED}))?(?:\+({DOTTED}))?$")
+NO_PATCH = re.compile(r"^v?\d+\.\d+$")
 # Exit codes of `terravixens upgrade` (docs/commands.md).
 EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 Log = Callable[[str], None]
+RESUME = ("an upgrade Talos already started goes on inside the node: run the same command again to check health and "
+          "resume")
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,46 @@ class Step:
     role: Role
     address: str
     image: str
+    schematic: str = ""
+
+
+@dataclass(frozen=True)
+class TalosVersion:
+    """A Talos release as talosctl prints it, ordered as semantic versions: pre-releases before the release
+    (v1.12.0-beta.1 < v1.12.0), their dot-separated parts numerically where numeric (beta.2 < beta.10); build
+    metadata (`+custom`) does not order, but a build is not the release it is built from (see `same`)."""
+
+    text: str
+    major: int
+    minor: int
+    patch: int
+    pre: tuple[str, ...] = ()
+    build: str = ""
+
+    @property
+    def key(self) -> tuple:
+        pre = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in self.pre)
+        return self.major, self.minor, self.patch, (0, pre) if self.pre else (1, ())
+
+    def same(self, other: "TalosVersion") -> bool:
+        """The same release and build (`1.11.6` is `v1.11.6`; `v1.11.6+custom` is not)."""
+        return self.key == other.key and self.build == other.build
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_version(text: str) -> TalosVersion | str:
+    """The version, or why it is not one (a value: the caller stops naming the node)."""
+    found = RELEASE.match(text.strip())
+    if found:
+        major, minor, patch, pre, build = found.groups()
+        return TalosVersion(text.strip(), int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (),
+                            build or "")
+    if NO_PATCH.match(text.strip()):
+        return f"{text.strip()!r} has no patch number: it cannot be compared with a release like v1.11.6"
+    shown = text.strip()[:60] or "nothing"
+    return f"{shown!r} is not a Talos version like v1.11.6"
 
 
 @dataclass(frozen=True)
@@ -76,23 +130,70 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     """Control planes first, then workers, each group by name: never by position in the site file."""
     cluster = site.clusters[cluster_name]
     placed = placed_nodes(site, cluster_name)
-    return [Step(node.name, node.role, node.address, installer_image(node.hypervisor.talos_image, cluster.talos_version))
+    return [Step(node.name, node.role, node.address,
+                 installer_image(node.hypervisor.talos_image, cluster.talos_version),
+                 schematic_id(node.hypervisor.talos_image))
             for role in Role for node in placed.values() if node.role is role]
 
 
 def release(version: str) -> tuple:
-    """Orders Talos versions: v1.12.0-beta.1 < v1.12.0 < v1.12.1."""
-    found = RELEASE.match(version)
-    if not found:
-        raise ValueError(f"{version!r} is not a Talos version like v1.11.6")
-    major, minor, patch, pre = found.groups()
-    return int(major), int(minor), int(patch), (1, "") if pre is None else (0, pre)
+    """Orders Talos versions: v1.12.0-beta.1 < v1.12.0 < v1.12.1; ValueError for what is not one."""
+    parsed = parse_version(version)
+    if isinstance(parsed, str):
+        raise ValueError(parsed)
+    return parsed.key
 
 
-def skips_a_minor(running: str, target: str) -> bool:
+def skips_a_minor(running: str | TalosVersion, target: str | TalosVersion) -> bool:
     """v1.11.6 -> v1.13.0 skips 1.12; v1.11.6 -> v1.12.7 and v1.12.0-beta.1 -> v1.13.0 do not."""
-    (major, minor), (to_major, to_minor) = release(running)[:2], release(target)[:2]
+    (major, minor), (to_major, to_minor) = [
+        (v.major, v.minor) if isinstance(v, TalosVersion) else release(v)[:2] for v in (running, target)]
     return (to_major, to_minor) > (major, minor + 1) if to_major == major else to_major > major
+
+
+@dataclass(frozen=True)
+class Running:
+    """What a node runs: its version and the schematic id of the image it booted (None: not a factory image)."""
+
+    version: TalosVersion
+    schematic: str | None
+
+    def describe(self) -> str:
+        return f"{self.version} (schematic {self.schematic[:12] if self.schematic else 'none'})"
+
+
+def read_running(talosctl: Talosctl, step: Step) -> Running | str:
+    """`talosctl version` then `talosctl get extensions` of one node; why not, as a value."""
+    answer = talosctl.version(step.address)
+    if not answer.ok:
+        return f"cannot read its Talos version ({answer.reason})"
+    tag = server_tag(answer.stdout)
+    if tag is None:
+        return "cannot read its Talos version (no server Tag in the answer of talosctl version)"
+    version = parse_version(tag)
+    if isinstance(version, str):
+        return f"cannot understand its Talos version: {version}"
+    extensions = talosctl.extensions(step.address)
+    if not extensions.ok:
+        return f"cannot read the image it booted ({extensions.reason})"
+    return Running(version, schematic(extensions.stdout))
+
+
+def on_target(running: Running, target: TalosVersion, step: Step) -> bool:
+    return running.version.same(target) and running.schematic == step.schematic
+
+
+def not_on_target(step: Step, before: Running, after: Running, target: TalosVersion) -> str:
+    """Why a node that `talosctl upgrade --wait` reported done is not on the target."""
+    if not after.version.same(target):
+        if after.version.same(before.version):
+            return (f"{step.node} still runs {after.version} after talosctl upgrade --wait returned: Talos rolled "
+                    f"back to its previous image (A/B fallback after a failed boot); look at its console or "
+                    f"`talosctl dmesg`, fix the cause and run the same command again")
+        return f"{step.node} runs {after.version} after its upgrade, not the target {target}"
+    booted = after.schematic or "none (not an Image Factory image)"
+    return (f"{step.node} runs {after.version} but booted schematic {booted}, not {step.schematic}: it is not the "
+            f"installer image {step.image}")
 
 
 def _names(nodes: list[str]) -> str:
@@ -104,13 +205,12 @@ def _health(talosctl: Talosctl, steps: list[Step]) -> Call:
                            [s.address for s in steps if s.role == Role.WORKER])
 
 
-def _groups(steps: list[Step], current: dict[str, str], target: str,
-            worker_batch: int) -> Iterator[tuple[str, list[Step]]]:
-    """("skip", [step]) for a node on the target, ("upgrade", [steps]) for the next node or batch: each control
-    plane alone, workers `worker_batch` at a time, both in name order."""
+def _groups(steps: list[Step], current: set[str], worker_batch: int) -> Iterator[tuple[str, list[Step]]]:
+    """("skip", [step]) for a node on the target (`current`), ("upgrade", [steps]) for the next node or batch: each
+    control plane alone, workers `worker_batch` at a time, both in name order."""
     batch: list[Step] = []
     for step in steps:
-        if current[step.node] == target:
+        if step.node in current:
             yield "skip", [step]
         elif step.role == Role.CONTROLPLANE:
             yield "upgrade", [step]
@@ -125,11 +225,12 @@ def _groups(steps: list[Step], current: dict[str, str], target: str,
 
 def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker_batch: int = 1,
                     force: bool = False, target: str | None = None, log: Log = print) -> Outcome:
-    target = target or site.clusters[cluster_name].talos_version
+    target_text = target or site.clusters[cluster_name].talos_version
     steps = upgrade_plan(site, cluster_name)
     upgraded: list[str] = []
     skipped: list[str] = []
     done: list[str] = []
+    doing = {"what": "the health check before the first node", "nodes": []}
 
     def stop(at: list[Step], reason: str, touched: bool) -> Outcome:
         at_names = [s.node for s in at]
@@ -138,39 +239,54 @@ def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker
         log(outcome.summary())
         return outcome
 
+    def refuse(reason: str) -> Outcome:
+        outcome = Outcome([], [], None, reason, [], [s.node for s in steps], refused=True)
+        log(outcome.summary())
+        return outcome
+
+    parsed_target = parse_version(target_text)
+    if isinstance(parsed_target, str):
+        return stop(steps[:1], f"the target talos_version {parsed_target}", False)
+    try:
+        return _rolling(steps, talosctl, parsed_target, worker_batch, force, log, stop, refuse, upgraded, skipped,
+                        done, doing)
+    except KeyboardInterrupt as error:
+        touched = [n for n in doing["nodes"] if n not in done]
+        left = [s.node for s in steps if s.node not in done and s.node not in touched]
+        annotate(error, where=f"during {doing['what']}",
+                 summary=f"done: {_names(done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""))
+        raise
+
+
+def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker_batch: int, force: bool, log: Log,
+             stop, refuse, upgraded: list[str], skipped: list[str], done: list[str], doing: dict) -> Outcome:
     before = _health(talosctl, steps)
     if not before.ok:
         return stop(steps[:1], f"health check before the first node failed ({before.reason})", False)
     log("cluster healthy before the first node")
 
-    current: dict[str, str] = {}
+    current: dict[str, Running] = {}
     for step in steps:
-        answer = talosctl.version(step.address)
-        found = SERVER_TAG.search(answer.stdout) if answer.ok else None
-        if found is None:
-            why = answer.reason or "no server version in its answer"
-            return stop([step], f"cannot read its Talos version ({why})", False)
-        current[step.node] = found.group(1)
-    newer = [s for s in steps if release(current[s.node]) > release(target)]
+        doing["what"] = f"reading what {step.node} runs"
+        running = read_running(talosctl, step)
+        if isinstance(running, str):
+            return stop([step], running, False)
+        current[step.node] = running
+    newer = [s for s in steps if current[s.node].version.key > target.key]
     if newer and not force:
-        running = ", ".join(f"{s.node} runs {current[s.node]}" for s in newer)
-        outcome = Outcome([], [], None, f"{running}, newer than the target {target}: that is a downgrade. Set "
-                                        f"talos_version to the version the nodes run, or pass --force to downgrade",
-                          [], [s.node for s in steps], refused=True)
-        log(outcome.summary())
-        return outcome
-    behind = [s for s in steps if skips_a_minor(current[s.node], target)]
+        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in newer)
+        return refuse(f"{running_text}, newer than the target {target}: that is a downgrade. Set talos_version to "
+                      f"the version the nodes run, or pass --force to downgrade")
+    behind = [s for s in steps if skips_a_minor(current[s.node].version, target)]
     if behind and not force:
-        running = ", ".join(f"{s.node} runs {current[s.node]}" for s in behind)
-        outcome = Outcome([], [], None, f"{running}, more than one minor behind the target {target}: Talos upgrades "
-                                        f"one minor at a time. Set talos_version to the newest patch of the next "
-                                        f"minor, run the upgrade, then go on; or pass --force",
-                          [], [s.node for s in steps], refused=True)
-        log(outcome.summary())
-        return outcome
+        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in behind)
+        return refuse(f"{running_text}, more than one minor behind the target {target}: Talos upgrades one minor at "
+                      f"a time. Set talos_version to the newest patch of the next minor, run the upgrade, then go "
+                      f"on; or pass --force")
 
+    already = {step.node for step in steps if on_target(current[step.node], target, step)}
     unchecked_skips: list[str] = []
-    for kind, group in _groups(steps, current, target, worker_batch):
+    for kind, group in _groups(steps, already, worker_batch):
         names = ", ".join(s.node for s in group)
         if kind == "skip":
             [step] = group
@@ -180,28 +296,48 @@ def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker
             log(f"{step.node} ({step.role}, {step.address}): already {target}")
             continue
         if unchecked_skips:
+            doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
             gate = _health(talosctl, steps)
             if not gate.ok:
                 return stop(group, f"health check after skipping {_names(unchecked_skips)} failed "
                                    f"({gate.reason})", False)
             unchecked_skips = []
         for step in group:
-            log(f"{step.node} ({step.role}, {step.address}): {current[step.node]} -> {target}")
+            was = current[step.node]
+            shown = str(was.version) if was.schematic == step.schematic else was.describe()
+            log(f"{step.node} ({step.role}, {step.address}): {shown} -> {target}")
+        doing.update(what=f"talosctl upgrade of {names}", nodes=[s.node for s in group])
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
             answers = list(pool.map(lambda s: talosctl.upgrade(s.address, s.image), group))
-        for step, answer in zip(group, answers):
-            if answer.ok:
+        failed = [(step, answer.reason) for step, answer in zip(group, answers) if not answer.ok]
+        if failed:
+            for step, answer in zip(group, answers):
+                if answer.ok:
+                    upgraded.append(step.node)
+                    done.append(step.node)
+            why = "; ".join(f"on {step.node}: {reason}" for step, reason in failed)
+            return stop([step for step, _ in failed], f"talosctl upgrade failed ({why})", True)
+        doing["what"] = f"reading back what {names} run"
+        wrong: list[tuple[Step, str]] = []
+        for step in group:
+            after = read_running(talosctl, step)
+            if isinstance(after, str):
+                wrong.append((step, f"{step.node}: {after} after its upgrade"))
+            elif not on_target(after, target, step):
+                wrong.append((step, not_on_target(step, current[step.node], after, target)))
+            else:
                 upgraded.append(step.node)
                 done.append(step.node)
-        failed = [(step, answer) for step, answer in zip(group, answers) if not answer.ok]
-        if failed:
-            why = "; ".join(f"on {step.node}: {answer.reason}" for step, answer in failed)
-            return stop([step for step, _ in failed], f"talosctl upgrade failed ({why})", True)
+        if wrong:
+            return stop([step for step, _ in wrong], f"not on the target after its upgrade "
+                                                     f"({'; '.join(why for _, why in wrong)})", True)
+        doing["what"] = f"the health check after upgrading {names}"
         gate = _health(talosctl, steps)
         if not gate.ok:
             return stop(group, f"health check after upgrading {names} failed ({gate.reason})", True)
-        log(f"{names}: upgraded, cluster healthy")
+        log(f"{names}: upgraded to {target} (read back: version and image), cluster healthy")
     if unchecked_skips:
+        doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
         gate = _health(talosctl, steps)
         if not gate.ok:
             return stop(steps[-1:], f"health check after skipping {_names(unchecked_skips)} failed "
@@ -233,7 +369,13 @@ def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: L
     if not before.ok:
         return stop(f"health check before upgrade-k8s failed ({before.reason})", False)
     log(f"cluster healthy; upgrade-k8s to {target} through {first.node} ({first.address})")
-    answer = talosctl.upgrade_k8s(first.address, target)
+    try:
+        answer = talosctl.upgrade_k8s(first.address, target)
+    except KeyboardInterrupt as error:
+        annotate(error, where=f"during talosctl upgrade-k8s through {first.node}",
+                 summary="components may be partly upgraded: run the same command again (upgrade-k8s resumes where "
+                         "it stopped)")
+        raise
     if not answer.ok:
         return stop(f"talosctl upgrade-k8s failed ({answer.reason}); components may be partly upgraded: fix the "
                     f"cause and run it again", True)
@@ -251,8 +393,7 @@ def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> li
     steps = upgrade_plan(site, cluster_name)
     target = site.clusters[cluster_name].talos_version
     lines = ["0. talosctl health: the cluster must be healthy before the first node"]
-    everyone = {s.node: "" for s in steps}
-    groups = list(_groups(steps, everyone, target, worker_batch))
+    groups = list(_groups(steps, set(), worker_batch))
     for number, (_, group) in enumerate(groups, 1):
         entries = [f"{s.node} ({s.role}, {s.address}) -> {s.image}" for s in group]
         lines.append(f"{number}. {entries[0]}")

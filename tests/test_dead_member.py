@@ -1,109 +1,310 @@
-"""Dead control plane: `terravixens remove-dead-member` removes an unreachable member from etcd through a healthy
-control plane (talosctl and kubectl are fakes on PATH), then forgets its apply so that no reset is attempted."""
+"""Dead control plane: `terravixens remove-dead-member` asks (typed SITE/CLUSTER/NODE or --confirm), waits (the node
+silent over several probes), checks Terraform's state step, and only then removes the etcd member through a healthy
+control plane, deletes the Node object and forgets the apply.
+
+talosctl is tests/fake_talosctl.py (talosctl's own output formats and errors; a real cluster would add the apid
+proxy's latency and TLS), kubectl a shell script on PATH, Terraform tests/fake_terraform.py; the talosctl fake's
+call log also receives the Terraform calls, so the order of everything is visible.
+"""
 from __future__ import annotations
 
+import fcntl
 import io
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from terravixens.operations import ExitCode, OperationError
 from terravixens.operations.console import Console
-from terravixens.operations.dead_member import Talosctl, member_id, remove_dead_member
+from terravixens.operations.dead_member import DeadMemberOptions, member_id, remove_dead_member, silent
+from terravixens.operations.kube import Kubectl
 from terravixens.operations.workspace import Workspace
+from terravixens.runner import Ran
+from terravixens.talosctl import Talosctl, members
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
 
 ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "fake_talosctl.py"
+CONFIRM = "homelab/prod/cp-a"
+# `talosctl etcd members` through 10.11.1.12 as talosctl >= 1.9 prints it (cmd/talosctl/cmd/talos/etcd.go).
 MEMBERS = """NODE         ID                 HOSTNAME   PEER URLS                 CLIENT URLS               LEARNER
 10.11.1.12   2a8f0e61c5b7d3f9   cp-a       https://10.11.1.11:2380   https://10.11.1.11:2379   false
 10.11.1.12   7c1d4b9e0f3a6d21   cp-b       https://10.11.1.12:2380   https://10.11.1.12:2379   false
-10.11.1.12   91e2f7a3b6c0d458   cp-c       https://10.11.1.13:2380   https://10.11.1.13:2379   false
+10.11.1.12   091e2f7a3b6c0d45   cp-c       https://10.11.1.13:2380   https://10.11.1.13:2379   false
 """
-# A fake talosctl: cp-a (10.11.1.11) is dead; the others answer. It records every call.
-FAKE_TALOSCTL = """#!/bin/sh
-echo "$@" >> "{log}"
-node="$4"
-shift 4
-if [ "$node" = "10.11.1.11" ]; then echo "rpc error: code = Unavailable desc = connection refused" >&2; exit 1; fi
-case "$1 $2" in
-  "etcd members") cat "{members}";;
-  "etcd remove-member") echo "removed";;
-  version*) echo "Server: Tag: v1.11.5";;
-esac
-"""
+ETCD = [{"id": "2a8f0e61c5b7d3f9", "hostname": "cp-a", "address": "10.11.1.11"},
+        {"id": "7c1d4b9e0f3a6d21", "hostname": "cp-b", "address": "10.11.1.12"},
+        {"id": "091e2f7a3b6c0d45", "hostname": "cp-c", "address": "10.11.1.13"}]
 FAKE_KUBECTL = """#!/bin/sh
 echo "$@" >> "{log}"
 """
 
 
-@pytest.fixture()
-def tools(tmp_path, monkeypatch):
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (tmp_path / "members.txt").write_text(MEMBERS)
-    logs = {"talosctl": tmp_path / "talosctl.log", "kubectl": tmp_path / "kubectl.log"}
-    for name, body in (("talosctl", FAKE_TALOSCTL), ("kubectl", FAKE_KUBECTL)):
-        script = folder / name
-        script.write_text(body.format(log=logs[name], members=tmp_path / "members.txt"))
-        script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    return logs
+class Tools:
+    """The fake talosctl (cp-a, 10.11.1.11, does not answer) and kubectl of one test, and their logs."""
+
+    def __init__(self, folder: Path, **scenario):
+        self.folder = folder
+        self.scenario = folder / "scenario.json"
+        state = {"versions": {"10.11.1.11": "v1.11.5", "10.11.1.12": "v1.11.5", "10.11.1.13": "v1.11.5"},
+                 "unreachable": ["10.11.1.11"], "members": ETCD, "calls": [], **scenario}
+        self.scenario.write_text(json.dumps(state))
+        bin_dir = folder / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        self.talosctl_path = bin_dir / "talosctl"
+        self.talosctl_path.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} \"$@\"\n")
+        self.talosctl_path.chmod(0o755)
+        self.kubectl_log = folder / "kubectl.log"
+        self.kubectl_path = bin_dir / "kubectl"
+        self.kubectl_path.write_text(FAKE_KUBECTL.format(log=self.kubectl_log))
+        self.kubectl_path.chmod(0o755)
+
+    def talosctl(self, timeout: int = 30, probe_timeout: float = 10) -> Talosctl:
+        return Talosctl(str(self.talosctl_path), "talosconfig", timeout, probe_timeout=probe_timeout, grace=2)
+
+    def kubectl(self) -> Kubectl:
+        return Kubectl(str(self.kubectl_path), timeout=30)
+
+    def state(self) -> dict:
+        return json.loads(self.scenario.read_text())
+
+    def log(self) -> list[str]:
+        """Every call in order: talosctl as `talosctl ADDRESS COMMAND…`, Terraform as `terraform …`."""
+        return [" ".join(call) if call[0] == "terraform" else " ".join(["talosctl", call[3], *call[4:]])
+                for call in self.state()["calls"]]
+
+    def record(self, *entry: str) -> None:
+        with open(f"{self.scenario}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = self.state()
+            state["calls"].append(list(entry))
+            self.scenario.write_text(json.dumps(state))
 
 
-def fake() -> FakeTerraform:
-    return FakeTerraform({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a")})
+class LoggedTerraform(FakeTerraform):
+    """The fake Terraform, its calls also written into the talosctl fake's log."""
+
+    def __init__(self, tools: Tools, fail: tuple[str, ...] = ()):
+        super().__init__({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a")})
+        self.tools = tools
+        self.fail = fail
+
+    def run(self, workdir, *args):
+        self.tools.record("terraform", *args)
+        if " ".join(args[:2]) in self.fail:
+            from terravixens.operations.terraform import Result
+            return Result(1, "", "Error: Failed to load state: permission denied")
+        return super().run(workdir, *args)
 
 
-def test_member_id_is_read_by_hostname():
+def options(**changes) -> DeadMemberOptions:
+    return DeadMemberOptions(**{"confirm": CONFIRM, "probes": 2, "probe_window": 0.5, **changes})
+
+
+def run(example_site, tmp_path, tools: Tools, tf=None, console=None, **changes) -> tuple[int, str]:
+    out = console or Console(out=io.StringIO())
+    code = remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", tf or LoggedTerraform(tools),
+                              tools.talosctl(), tools.kubectl(), out, options(**changes))
+    return code, out.out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------------------- parsing
+def test_member_ids_are_read_from_talosctls_table():
     assert member_id(MEMBERS, "cp-b") == "7c1d4b9e0f3a6d21"
+    assert member_id(MEMBERS, "cp-c") == "091e2f7a3b6c0d45"
     assert member_id(MEMBERS, "cp-z") is None
-    assert member_id("NODE ID HOSTNAME\n", "HOSTNAME") is None  # the header is not a member
+    assert member_id(MEMBERS, "HOSTNAME") is None  # the header is not a member
+    # talosctl before 1.9 printed no LEARNER column and ids without leading zeros
+    old = "NODE ID HOSTNAME PEER URLS CLIENT URLS\n10.11.1.12 91e2f7a3b6c0d45 cp-c https://a https://b\n"
+    assert [(m.id, m.hostname, m.learner) for m in members(old)] == [("91e2f7a3b6c0d45", "cp-c", False)]
 
 
-def test_dead_control_plane_removed_through_a_healthy_one(example_site, tmp_path, tools):
-    tf, out = fake(), Console(out=io.StringIO())
-    ws = Workspace(example_site, root=tmp_path)
-    code = remove_dead_member(ws, "prod", "cp-a", tf, Talosctl("talosconfig"), console=out)
+def test_what_counts_as_silence():
+    def failed(stderr: str) -> Ran:
+        return Ran(("talosctl",), 1, "", stderr, f"exit 1: {stderr}")
+    assert silent(failed('error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = connection '
+                         'error: desc = "transport: Error while dialing: dial tcp 10.11.1.11:50000: connect: no route '
+                         'to host"'))
+    assert silent(Ran(("talosctl",), None, "", "", "talosctl version did not answer within 1s", timed_out=True))
+    # a wrong talosconfig is Unavailable too, but it proves nothing about the node
+    assert not silent(failed('error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = '
+                             'connection error: desc = "transport: authentication handshake failed: tls: failed to '
+                             'verify certificate: x509: certificate signed by unknown authority"'))
+    assert not silent(Ran(("talosctl",), None, "", "", "cannot run talosctl: No such file or directory"))
+
+
+# ---------------------------------------------------------------------------------------------------------- the path
+def test_silent_over_the_window_state_checked_then_member_removed(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    tf = LoggedTerraform(tools)
+    started = time.monotonic()
+    code, output = run(example_site, tmp_path, tools, tf, probes=3, probe_window=1.0)
     assert code == ExitCode.OK
-    calls = [line.split(" ", 2)[2] for line in tools["talosctl"].read_text().splitlines()]
-    assert calls == ["--nodes 10.11.1.11 version", "--nodes 10.11.1.12 etcd members",
-                     "--nodes 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9"]
-    assert tools["kubectl"].read_text().split()[2:5] == ["delete", "node", "cp-a"]
+    assert time.monotonic() - started >= 1.0  # the last probe waited for the end of the window
+    assert tools.log() == [
+        "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version",
+        "talosctl 10.11.1.12 etcd members",
+        "terraform init -input=false -no-color", "terraform state list",
+        "terraform state pull", f"terraform show -json -no-color {_backup(tmp_path)}",  # backup, verified
+        "terraform output -raw kubeconfig",
+        "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9", "talosctl 10.11.1.12 etcd members",
+        f"terraform state rm {APPLY}.node_cp-a_apply"]
+    assert [m["hostname"] for m in tools.state()["members"]] == ["cp-b", "cp-c"]
+    assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
     assert f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
     assert "proxmox_virtual_environment_vm.node_cp-a_vm" in tf.states["platform-prod"]  # deleted by the next deploy
     assert not [c for c in tf.calls if c[1] in ("plan", "apply")]  # no reset was attempted
-    assert list((tmp_path / "state-backups" / "homelab" / "platform-prod").glob("*-remove-dead-cp-a.tfstate"))
-    assert "next: remove cp-a from clusters.prod.control_planes in the site file" in out.out.getvalue()
+    assert "platform-prod: probe — cp-a (10.11.1.11) probed 3 times over 1s: no answer" in output
+    assert "platform-prod: etcd — 3 members listed through cp-b; cp-a is member 2a8f0e61c5b7d3f9" in output
+    assert "platform-prod: etcd — 2 members left (read back through cp-b)" in output
+    assert "next: remove cp-a from clusters.prod.control_planes in the site file" in output
 
 
-def test_a_node_that_answers_is_refused(example_site, tmp_path, tools):
-    tf = fake()
+def _backup(root: Path) -> str:
+    [path] = (root / "state-backups" / "homelab" / "platform-prod").glob("*-remove-dead-cp-a.tfstate")
+    return str(path)
+
+
+def test_one_answer_during_the_window_refuses(example_site, tmp_path):
+    """The node is down for two probes and back for the third (a reboot): a live control plane stays in etcd."""
+    tools = Tools(tmp_path, version_script={"10.11.1.11": [False, False, True]})
+    tf = LoggedTerraform(tools)
     with pytest.raises(OperationError) as caught:
-        remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-b", tf, Talosctl("talosconfig"),
-                           console=Console(out=io.StringIO()))
+        run(example_site, tmp_path, tools, tf, probes=4, probe_window=0.6)
     assert caught.value.code == ExitCode.REFUSED
-    assert str(caught.value).startswith("cp-b (10.11.1.12) answers: remove it the normal way")
-    assert tf.calls == [] and "remove-member" not in tools["talosctl"].read_text()
+    assert str(caught.value).startswith("cp-a (10.11.1.11) answered probe 3 of 4 (at ")
+    assert str(caught.value).endswith("nothing was done")
+    assert tools.log() == ["talosctl 10.11.1.11 version"] * 3 and tf.calls == []
+    assert len(tools.state()["members"]) == 3
 
 
-def test_workers_and_unknown_nodes_are_input_errors(example_site, tmp_path, tools):
+def test_a_probe_that_fails_for_another_reason_proves_nothing(example_site, tmp_path):
+    tools = Tools(tmp_path, fail={"version": ["10.11.1.11"]})  # an error that is not a connection failure
+    with pytest.raises(OperationError) as caught:
+        run(example_site, tmp_path, tools)
+    assert caught.value.code == ExitCode.REFUSED
+    assert "talosctl version failed for another reason than silence" in str(caught.value)
+    assert len(tools.state()["members"]) == 3
+
+
+def test_a_missing_talosctl_is_a_stop_not_silence(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    out = Console(out=io.StringIO())
+    with pytest.raises(OperationError) as caught:
+        remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", LoggedTerraform(tools),
+                           Talosctl(str(tmp_path / "nowhere" / "talosctl")), tools.kubectl(), out, options())
+    assert caught.value.code == ExitCode.TERRAFORM_FAILED  # FAILED: an external step is missing
+    assert str(caught.value) == (f"probe 1 of 2: cannot run {tmp_path}/nowhere/talosctl: No such file or directory; "
+                                 f"nothing was done")
+
+
+def test_terraforms_state_step_is_checked_before_etcd_is_touched(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    tf = LoggedTerraform(tools, fail=("state list",))
+    with pytest.raises(OperationError) as caught:
+        run(example_site, tmp_path, tools, tf)
+    assert caught.value.code == ExitCode.TERRAFORM_FAILED
+    assert "terraform state list failed" in str(caught.value)
+    assert not [line for line in tools.log() if "remove-member" in line]
+    assert len(tools.state()["members"]) == 3 and not tools.kubectl_log.exists()
+
+
+def test_the_hook_before_the_irreversible_step_runs_last_and_can_stop_it(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    seen = []
+
+    def snapshot(what):
+        seen.append((what.node, what.member_id, what.through, what.through_address, list(tools.log())))
+        raise OperationError("etcd snapshot through cp-b could not be verified; nothing was done",
+                             ExitCode.BACKUP_FAILED)
+
+    with pytest.raises(OperationError) as caught:
+        run(example_site, tmp_path, tools, before_irreversible=snapshot)
+    assert caught.value.code == ExitCode.BACKUP_FAILED
+    [(node, member, through, address, log_then)] = seen
+    assert (node, member, through, address) == ("cp-a", "2a8f0e61c5b7d3f9", "cp-b", "10.11.1.12")
+    assert log_then[-2:] == ["terraform show -json -no-color " + _backup(tmp_path), "terraform output -raw kubeconfig"]
+    assert len(tools.state()["members"]) == 3
+
+
+def test_a_member_already_gone_still_forgets_the_apply(example_site, tmp_path):
+    tools = Tools(tmp_path, members=ETCD[1:])
+    code, output = run(example_site, tmp_path, tools)
+    assert code == ExitCode.OK and "cp-a is not a member" in output
+    assert not [line for line in tools.log() if "remove-member" in line]
+    assert tools.log()[-1] == f"terraform state rm {APPLY}.node_cp-a_apply"
+
+
+# ---------------------------------------------------------------------------------------------------------- asking
+def test_typed_confirmation(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    console = Console(out=io.StringIO(), answers=iter([CONFIRM]))
+    code, output = run(example_site, tmp_path, tools, console=console, confirm=None)
+    assert code == ExitCode.OK
+    assert output.startswith("This removes cp-a from etcd for good (after checking it stays silent and that "
+                             f"Terraform can forget its apply): type {CONFIRM} to confirm: {CONFIRM}\n")
+
+
+@pytest.mark.parametrize("given, answers, message", [
+    ("homelab/prod/cp-b", None, "confirmation 'homelab/prod/cp-b' is not 'homelab/prod/cp-a': nothing was done"),
+    (None, ["prod/cp-a"], "confirmation 'prod/cp-a' is not 'homelab/prod/cp-a': nothing was done"),
+    (None, None, "no terminal to confirm on: pass --confirm homelab/prod/cp-a; nothing was done"),
+])
+def test_a_wrong_or_missing_confirmation_does_nothing(example_site, tmp_path, given, answers, message):
+    tools = Tools(tmp_path)
+    tf = LoggedTerraform(tools)
+    console = Console(out=io.StringIO(), answers=iter(answers) if answers is not None else None)
+    with pytest.raises(OperationError) as caught:
+        run(example_site, tmp_path, tools, tf, console=console, confirm=given)
+    assert caught.value.code == ExitCode.DECLINED and str(caught.value) == message
+    assert tools.log() == [] and tf.calls == []  # not even a probe
+
+
+def test_workers_and_unknown_nodes_are_input_errors(example_site, tmp_path):
+    tools = Tools(tmp_path)
     for node in ("wk-a", "cp-z"):
         with pytest.raises(OperationError) as caught:
-            remove_dead_member(Workspace(example_site, root=tmp_path), "prod", node, fake(), Talosctl("talosconfig"))
+            remove_dead_member(Workspace(example_site, root=tmp_path), "prod", node, LoggedTerraform(tools),
+                               tools.talosctl(), tools.kubectl(), Console(out=io.StringIO()), options())
         assert caught.value.code == ExitCode.BAD_INPUT
         assert f"{node!r} is not a control plane of prod in the site file" in str(caught.value)
 
 
-def test_cli_exit_code_without_a_live_member(tmp_path, tools):
-    (tmp_path / "members.txt").write_text("")  # nobody lists members: quorum is gone
-    for name in ("talosctl",):
-        script = tmp_path / "bin" / name
-        script.write_text(script.read_text().replace('"etcd members") cat', '"etcd members") exit 1; cat'))
-    result = subprocess.run([sys.executable, "-m", "terravixens.cli", "remove-dead-member", "prod", "cp-a",
-                             "--site", str(ROOT / "sites" / "example.yaml")], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+# ---------------------------------------------------------------------------------------------------------- CLI
+def cli(tmp_path: Path, tools: Tools, *arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "terravixens.cli", "remove-dead-member", "prod", "cp-a",
+                           "--site", str(ROOT / "sites" / "example.yaml"), "--talosctl", str(tools.talosctl_path),
+                           *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_cli_without_a_terminal_or_confirm_is_declined(tmp_path):
+    tools = Tools(tmp_path)
+    result = cli(tmp_path, tools)
+    assert result.returncode == ExitCode.DECLINED and "Traceback" not in result.stderr
+    assert result.stderr == ("terravixens remove-dead-member: no terminal to confirm on: pass --confirm "
+                             "homelab/prod/cp-a; nothing was done\n")
+    assert tools.log() == []
+
+
+def test_cli_exit_code_without_a_live_member(tmp_path):
+    tools = Tools(tmp_path, unreachable=["10.11.1.11", "10.11.1.12", "10.11.1.13"])  # nobody lists members
+    result = cli(tmp_path, tools, "--confirm", CONFIRM, "--probes", "2", "--probe-window", "1s")
     assert result.returncode == ExitCode.REFUSED, result.stderr
     assert "no control plane of prod answers `talosctl etcd members`: etcd has lost quorum" in result.stderr
+    assert "probed 2 times over 1s: no answer" in result.stdout
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--probes", "1", "'1' is not a number of probes: give a whole number, 2 or more"),
+    ("--probe-window", "soon", "'soon' is not a duration"),
+])
+def test_cli_refuses_bad_probe_options(tmp_path, option, value, message):
+    tools = Tools(tmp_path)
+    result = cli(tmp_path, tools, "--confirm", CONFIRM, option, value)
+    assert result.returncode == 2 and message in result.stderr and tools.log() == []

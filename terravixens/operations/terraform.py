@@ -2,24 +2,53 @@
 user's environment is passed through, plus what the provider installation mode asks for (nothing for the registry,
 the default; the offline mirror's CLI config with TERRAVIXENS_PROVIDERS=mirror — terravixens.provider_install). Machine-readable output (`-json`) is read line by line, so progress is shown as it
 happens and the plan's diagnostics are kept for the guard.
+
+Every call goes through the one bounded runner (terravixens.runner): a deadline per call
+($TERRAVIXENS_TERRAFORM_TIMEOUT, default 6h: an apply that creates many VMs is slow, one that never ends is a stop),
+Terraform and its provider plugins ended together at the deadline, SIGTERM first so Terraform can write its state. A missing binary or a hung
+call stops the operation with the command named (exit 4); an interrupt propagates once Terraform is stopped.
 """
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terravixens import provider_install
+from terravixens import provider_install, runner
 from terravixens.operations.outcome import ExitCode, OperationError
 
 TAIL_LINES = 25
+TIMEOUT_ENV = "TERRAVIXENS_TERRAFORM_TIMEOUT"
+DEFAULT_TIMEOUT = 6 * 3600
+# SIGTERM to SIGKILL: Terraform stops gracefully on SIGTERM (it finishes what is in flight and writes the state).
+STOP_GRACE = 60.0
 
 
 def terraform_binary() -> str:
     return os.environ.get("TERRAFORM_BINARY_NAME") or "terraform"
+
+
+def terraform_timeout() -> float:
+    """$TERRAVIXENS_TERRAFORM_TIMEOUT (90s, 30m, 6h or seconds), else 6 hours."""
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        return runner.parse_duration(text)
+    except ValueError as error:
+        raise OperationError(f"${TIMEOUT_ENV}: {error}", ExitCode.BAD_INPUT) from None
+
+
+def command_name(args: Sequence[str]) -> str:
+    """`terraform init`, `terraform state list`, `terraform output`: the words before the first option."""
+    words = []
+    for arg in args:
+        if arg.startswith("-") or len(words) == 2 or (words and words[0] != "state"):
+            break
+        words.append(arg)
+    return " ".join(["terraform", *words])
 
 
 @dataclass
@@ -48,8 +77,9 @@ class Terraform:
 
     binary: str = field(default_factory=terraform_binary)
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 6 * 3600
+    timeout: float = field(default_factory=terraform_timeout)
     layer_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    grace: float = STOP_GRACE
 
     def environment(self, workdir: Path | None = None) -> dict[str, str]:
         try:
@@ -65,41 +95,47 @@ class Terraform:
     def _command(self, args: Sequence[str]) -> list[str]:
         return [self.binary, *args]
 
+    def _run(self, workdir: Path, args: Sequence[str], on_line: Callable[[str], None] | None = None) -> runner.Ran:
+        name = command_name(args)
+        ran = runner.run(self._command(args), timeout=self.timeout, cwd=workdir, env=self.environment(workdir),
+                         on_stdout_line=on_line, label=name, grace=self.grace)
+        layer = Path(workdir).name
+        if ran.interrupted:
+            raise runner.Interrupted(runner.stopping() or "SIGINT", [name])
+        if ran.timed_out:
+            raise OperationError(f"{layer}: {name} did not finish within {runner.seconds(self.timeout)} "
+                                 f"(${TIMEOUT_ENV}): stopped with its process group; nothing after it was run",
+                                 ExitCode.TERRAFORM_FAILED)
+        if ran.returncode is None:
+            raise OperationError(f"{layer}: {ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
+                                 ExitCode.TERRAFORM_FAILED)
+        return ran
+
     def run(self, workdir: Path, *args: str) -> Result:
-        try:
-            done = subprocess.run(self._command(args), cwd=workdir, env=self.environment(workdir), capture_output=True,
-                                  text=True, timeout=self.timeout, stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise OperationError(f"{self.binary}: not found; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
-                                 ExitCode.TERRAFORM_FAILED) from None
-        return Result(done.returncode, done.stdout, done.stderr)
+        ran = self._run(workdir, args)
+        return Result(ran.returncode or 0, ran.stdout, ran.stderr)
 
     def run_json(self, workdir: Path, *args: str, on_message: Callable[[dict], None] | None = None) -> Result:
         """Runs with `-json` and hands each UI message to `on_message` as it arrives."""
-        try:
-            process = subprocess.Popen(self._command([args[0], "-json", *args[1:]]), cwd=workdir, env=self.environment(workdir),
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise OperationError(f"{self.binary}: not found; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
-                                 ExitCode.TERRAFORM_FAILED) from None
-        messages, other = [], []
-        for line in process.stdout or ():  # stdout=PIPE: never None
+        messages: list[dict] = []
+        other: list[str] = []
+
+        def on_line(line: str) -> None:
             try:
                 message = json.loads(line)
             except ValueError:
-                other.append(line)
-                continue
+                other.append(line + "\n")
+                return
             if not isinstance(message, dict):
-                continue
+                return
             if message.get("type") in ("diagnostic", "change_summary", "planned_change", "apply_complete",
                                        "apply_errored", "resource_drift"):
                 messages.append(message)
             if on_message is not None:
                 on_message(message)
-        stderr = process.stderr.read() if process.stderr else ""
-        returncode = process.wait(timeout=self.timeout)
-        return Result(returncode, "".join(other), stderr, messages)
+
+        ran = self._run(workdir, [args[0], "-json", *args[1:]], on_line)
+        return Result(ran.returncode or 0, "".join(other), ran.stderr, messages)
 
     def check(self, result: Result, step: str, layer: str) -> Result:
         if result.returncode != 0:

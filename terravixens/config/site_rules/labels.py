@@ -4,7 +4,7 @@ and the labels a worker may set on itself.
 Talos writes `machine.nodeLabels` and `machine.nodeTaints` onto the Node object from the node itself (its
 NodeApplyController): with a temporary admin client on a control plane, with the kubelet's own credentials on a
 worker. Kubernetes' NodeRestriction admission plugin (which Talos always enables) refuses a kubelet's update that
-sets a label in the kubernetes.io or k8s.io namespaces other than the kubelet's own (docs/adr/0028), and labels and
+sets a label in the kubernetes.io or k8s.io namespaces other than the kubelet's own (docs/adr/0032), and labels and
 taints travel in one update: one such label on a worker and none of its labels or taints land. Every message names
 the field, the value and the fix; the rules judge only what `validate` can see (not what a running cluster holds).
 """

@@ -1,0 +1,340 @@
+"""The one bounded runner for every external command terravixens starts (terraform, talosctl, kubectl).
+
+An operation must always be able to say where it stopped, so running a program never raises for what the program
+did: a binary that is missing or not executable, a call past its deadline, a non-zero exit, all come back as a
+`Ran` whose `reason` says why. The rules (ADR 0033):
+
+- every call has a deadline; the program starts in its own session (its own process group), so at the deadline
+  the whole group — a wrapper script's children, Terraform's provider plugins — gets SIGTERM, then after a grace
+  SIGKILL;
+- its output is read by threads, never by the caller: a grandchild that keeps stdout open (a helper left behind by
+  a wrapper, a daemon that escaped the group) is abandoned at the deadline, or shortly after the program itself
+  exited, instead of holding the caller for ever;
+- inside `handle_signals()` SIGTERM and SIGHUP behave like Ctrl-C: every process group the runner started is ended
+  (SIGTERM, grace, SIGKILL), then `Interrupted` (a KeyboardInterrupt) is raised in the main thread, so the command
+  can print one line of what is done and what is not. A second signal during that stop kills at once (and raises
+  nothing more). Calls started after a stop was asked for do not start.
+
+Output is streamed: `on_stdout_line` gets each line as it arrives (Terraform's `-json` progress).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+# SIGTERM to SIGKILL: long enough for Terraform to write its state after an interrupt, short enough for an operator.
+TERM_GRACE = 20.0
+# After the program exited, how long its output pipes may stay open (held by a left-behind grandchild) before the
+# rest of its group is killed and the pipes are abandoned: everything the program wrote is already in the pipe.
+PIPE_LINGER = 2.0
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+MESSAGE_LIMIT = 300
+
+DURATION = re.compile(r"^(\d+)(s|m|h)?$")
+UNITS = {"s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def parse_duration(text: str) -> int:
+    """'90s', '15m', '1h' or plain seconds -> seconds (at least 1)."""
+    found = DURATION.match(text.strip())
+    if not found or int(found.group(1)) == 0:
+        raise ValueError(f"{text!r} is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h")
+    return int(found.group(1)) * UNITS[found.group(2)]
+
+
+def seconds(value: float) -> str:
+    """How a deadline is said: 90s, 15m, 6h, 1.5s."""
+    if value >= 60 and value % 3600 == 0:
+        return f"{int(value // 3600)}h"
+    if value >= 60 and value % 60 == 0:
+        return f"{int(value // 60)}m"
+    return f"{value:g}s"
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one external command did. `returncode` is None when it never started or was stopped by us;
+    `reason` is empty when it succeeded, else one line: why it could not start, that it was stopped at its deadline
+    or by a signal, or its exit code and last message."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    reason: str
+    timed_out: bool = False
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.interrupted
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP arrived; every child group was ended before this was raised.
+
+    `signal` is the signal's name; `stopped` the labels of the commands that were running. On the way up the
+    command may set `where` (what it was doing) and `summary` (what is done and what is not) for the one line the
+    command line prints (terravixens.cli)."""
+
+    def __init__(self, signal_name: str, stopped: Sequence[str] = ()):
+        super().__init__(signal_name)
+        self.signal = signal_name
+        self.stopped = tuple(stopped)
+        self.where: str | None = None
+        self.summary: str | None = None
+
+
+def annotate(error: BaseException, *, where: str | None = None, summary: str | None = None) -> None:
+    """On an interrupt's way up, a command says where it was and what is done and what is not (any
+    KeyboardInterrupt: a plain Ctrl-C outside handle_signals is not an `Interrupted`)."""
+    if where is not None:
+        setattr(error, "where", where)
+    if summary is not None:
+        setattr(error, "summary", summary)
+
+
+def interrupted_line(error: BaseException) -> str:
+    """One line for an interrupt (an `Interrupted`, or a plain KeyboardInterrupt outside handle_signals):
+    'interrupted by SIGTERM during X (terraform apply stopped with its process group); done: …; not done: …'."""
+    name = getattr(error, "signal", "SIGINT")
+    where = getattr(error, "where", None)
+    stopped = getattr(error, "stopped", ())
+    summary = getattr(error, "summary", None) or "nothing after it was started; the lines above say what is done"
+    return (f"interrupted by {name}{' ' + where if where else ''}"
+            f"{' (' + ', '.join(stopped) + ' stopped with its process group)' if stopped else ''}; {summary}")
+
+
+# ------------------------------------------------------------------------------------------------ live groups
+@dataclass
+class _Live:
+    process: subprocess.Popen
+    label: str
+    grace: float
+    stopped_by: str | None = None  # the signal whose stop ended it
+
+
+# Re-entrant: the signal handler runs in the main thread, possibly while that thread holds the lock.
+_lock = threading.RLock()
+_live: dict[int, _Live] = {}      # process group id (= the leader's pid) -> the call
+_stopping: str | None = None      # the signal that asked every call to stop (inside handle_signals)
+
+
+def stopping() -> str | None:
+    """The signal a stop was asked for with, or None."""
+    return _stopping
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _end(entries: Sequence[_Live], now: bool = False) -> None:
+    """SIGTERM to each group, up to its grace for the leader to exit, then SIGKILL to whatever is left of the group."""
+    if not now:
+        for entry in entries:
+            _signal_group(entry.process.pid, signal.SIGTERM)
+        for entry in entries:
+            deadline = time.monotonic() + entry.grace
+            while entry.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+    for entry in entries:
+        _signal_group(entry.process.pid, signal.SIGKILL)
+    for entry in entries:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            entry.process.wait(timeout=5)
+
+
+def _stop_all(name: str, now: bool = False) -> list[str]:
+    with _lock:
+        entries = list(_live.values())
+        for entry in entries:
+            entry.stopped_by = entry.stopped_by or name
+    _end(entries, now)
+    return [entry.label for entry in entries]
+
+
+def _on_signal(signum: int, _frame) -> None:
+    global _stopping
+    name = signal.Signals(signum).name
+    if _stopping is not None:
+        # A second signal while stopping: no more grace (the first stop's wait ends as the groups die). Nothing is
+        # raised: the first Interrupted is already on its way up, and cleanup code must not be cut short.
+        _stop_all(name, now=True)
+        return
+    _stopping = name
+    raise Interrupted(name, _stop_all(name))
+
+
+@contextlib.contextmanager
+def handle_signals() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` in the main thread after every child group the runner started
+    is ended. Outside the main thread (where Python cannot install handlers) it changes nothing."""
+    global _stopping
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    for signum in SIGNALS:
+        signal.signal(signum, _on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _stopping = None
+
+
+# ------------------------------------------------------------------------------------------------ one call
+def _reader(stream, into: list[str], on_line: Callable[[str], None] | None, errors: list[BaseException]) -> None:
+    try:
+        for line in stream:
+            into.append(line)
+            if on_line is not None and not errors:
+                try:
+                    on_line(line.rstrip("\n"))
+                except Exception as error:  # reported to the caller once the call is over
+                    errors.append(error)
+    except (OSError, ValueError):  # the pipe was closed under us
+        pass
+
+
+def _writer(stream, text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(text)
+        stream.close()
+
+
+def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float) -> _Live | OSError:
+    """Starts the program in its own session and registers its group, in a helper thread: a signal arriving in the
+    main thread while Popen is half done can then never leave an unregistered child behind."""
+    box: dict[str, object] = {}
+
+    def start() -> None:
+        try:
+            process = subprocess.Popen(
+                argv, cwd=cwd, env=None if env is None else dict(env), start_new_session=True,
+                stdin=subprocess.PIPE if with_input else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace")
+        except OSError as error:
+            box["result"] = error
+            return
+        entry = _Live(process, label, grace)
+        with _lock:
+            _live[process.pid] = entry
+        box["result"] = entry
+        if _stopping is not None:  # a stop was asked for while it started: it does not run
+            entry.stopped_by = _stopping
+            _signal_group(process.pid, signal.SIGKILL)
+
+    helper = threading.Thread(target=start, name=f"start {label}", daemon=True)
+    helper.start()
+    try:
+        helper.join()
+    except BaseException:
+        helper.join()
+        started = box.get("result")
+        if isinstance(started, _Live):
+            _finish(started.process, now=True)
+        raise
+    return box["result"]  # type: ignore[return-value]
+
+
+def _finish(process: subprocess.Popen, now: bool = False, grace: float = TERM_GRACE) -> None:
+    """Ends the call's group; it stays registered until then, so a second signal meanwhile still reaches it."""
+    with _lock:
+        entry = _live.get(process.pid)
+    try:
+        _end([entry or _Live(process, "", grace)], now)
+    finally:
+        with _lock:
+            _live.pop(process.pid, None)
+
+
+def _forget(process: subprocess.Popen) -> None:
+    with _lock:
+        _live.pop(process.pid, None)
+
+
+def _message(stderr: str, stdout: str) -> str:
+    lines = [line.strip() for line in (stderr or stdout).strip().splitlines() if line.strip()]
+    return " ".join(lines)[:MESSAGE_LIMIT] or "no message"
+
+
+def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = None,
+        env: Mapping[str, str] | None = None, input: str | None = None,
+        on_stdout_line: Callable[[str], None] | None = None, label: str | None = None,
+        grace: float = TERM_GRACE) -> Ran:
+    """Runs `argv` to completion or to its deadline (`timeout` seconds); never raises for what the program does.
+
+    `label` names the command in reasons (default: the binary's name); `grace` is the time between SIGTERM and
+    SIGKILL. A KeyboardInterrupt (or `Interrupted`) while it runs ends its group, then propagates."""
+    argv = [str(part) for part in argv]
+    label = label or os.path.basename(argv[0])
+    if _stopping is not None:
+        return Ran(tuple(argv), None, "", "", f"{label} not started: {_stopping} received", interrupted=True)
+    started = time.monotonic()
+    entry = _spawn(argv, cwd, env, input is not None, label, grace)
+    if isinstance(entry, OSError):
+        return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {entry.strerror or entry}")
+    process = entry.process
+    out: list[str] = []
+    err: list[str] = []
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=_reader, args=(process.stdout, out, on_stdout_line, errors), daemon=True),
+               threading.Thread(target=_reader, args=(process.stderr, err, None, errors), daemon=True)]
+    if input is not None:
+        threads.append(threading.Thread(target=_writer, args=(process.stdin, input), daemon=True))
+    for thread in threads:
+        thread.start()
+    deadline = started + timeout
+    timed_out = False
+    try:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _finish(process, grace=grace)
+        else:
+            # The program is done; its pipes close unless something it left behind still holds them: then the
+            # rest of its group is killed (a grandchild outside the group is abandoned below).
+            _join(threads[:2], min(PIPE_LINGER, max(0.0, deadline - time.monotonic())))
+            if any(thread.is_alive() for thread in threads[:2]):
+                _finish(process, now=True)
+            else:
+                _forget(process)
+        _join(threads[:2], 1.0)  # what is still open now is held outside the group: abandoned
+    except BaseException:
+        _finish(process, grace=grace)
+        raise
+    if errors:
+        raise errors[0]
+    stdout, stderr = "".join(list(out)), "".join(list(err))
+    argv_t = tuple(argv)
+    if timed_out:
+        return Ran(argv_t, None, stdout, stderr, f"{label} did not finish within {seconds(timeout)}: stopped "
+                                                 f"(SIGTERM, then SIGKILL to its process group)", timed_out=True)
+    if entry.stopped_by is not None:
+        return Ran(argv_t, None, stdout, stderr, f"{label} stopped: {entry.stopped_by} received", interrupted=True)
+    if process.returncode != 0:
+        return Ran(argv_t, process.returncode, stdout, stderr,
+                   f"exit {process.returncode}: {_message(stderr, stdout)}")
+    return Ran(argv_t, 0, stdout, stderr, "")
+
+
+def _join(threads: Sequence[threading.Thread], within: float) -> None:
+    until = time.monotonic() + within
+    for thread in threads:
+        thread.join(max(0.0, until - time.monotonic()))
+
+
+__all__ = ["Interrupted", "PIPE_LINGER", "Ran", "TERM_GRACE", "annotate", "handle_signals", "interrupted_line",
+           "parse_duration", "run", "seconds", "stopping"]

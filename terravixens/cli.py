@@ -88,7 +88,9 @@ def _operation(command, stopped: int | None = None):
 
         private_process()
         try:
-            layer_env = standalone_layer_env(site, args.site, getattr(args, "secrets", None), _selected_layers(args))
+            # Only the commands that take --secrets plan or apply a layer with apply-time variables.
+            selected = _selected_layers(args) if hasattr(args, "secrets") else []
+            layer_env = standalone_layer_env(site, args.site, getattr(args, "secrets", None), selected)
             return command(args, Workspace(site), Terraform(layer_env=layer_env))
         except OperationError as error:
             print(f"terravixens {args.command}: {error}", file=sys.stderr)
@@ -259,7 +261,7 @@ def _spec_get(args: argparse.Namespace) -> int:
 
 
 def _secrets_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--secrets", help="standalone (L2) layers: the secrets file their nodes' tokens come from "
+    command.add_argument("--secrets", help="the secrets file: L2 nodes' tokens, gitops layers' Flux git credentials "
                                            "(default: $TERRAVIXENS_SECRETS)")
 
 

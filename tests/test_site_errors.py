@@ -515,12 +515,14 @@ def test_config_contract_ahead_of_the_nodes():
         "first, or keep the contract at v1.11 or below")
 
 
-def test_ssh_flux_url_needs_a_git_secret():
+def test_ssh_flux_url_needs_credentials():
     data = example()
     del prod(data)["flux"]["git_secret"]
+    prod(data)["flux"]["git_auth"] = "none"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.flux"
-    assert problem.message.startswith("url 'ssh://git@git.lab.internal/platform/fleet.git' is ssh but git_secret is not set")
+    assert problem.message.startswith("url 'ssh://git@git.lab.internal/platform/fleet.git' is ssh but git_auth is "
+                                      "none: Flux needs a deploy key for ssh")
 
 
 # ---------------------------------------------------------------------------------------------------------- keys

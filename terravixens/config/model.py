@@ -254,17 +254,42 @@ class CiliumConfig(Strict):
                                           "overlap.")
 
 
+# A Kubernetes object name (RFC 1123 subdomain): what a Secret may be called.
+OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+SOPS_SECRET = "sops-age"
+
+
+def object_name(value: str) -> str:
+    if len(value) > 253 or not OBJECT_NAME.match(value):
+        raise ValueError(f"{shown(value)} is not a Kubernetes object name: use lowercase letters, digits, '-' and "
+                         f"'.', starting and ending with a letter or digit (e.g. 'flux-system')")
+    if value == SOPS_SECRET:
+        raise ValueError(f"{shown(value)} is the SOPS age key's Secret: name the git credentials' Secret otherwise "
+                         f"(e.g. 'flux-system')")
+    return value
+
+
 class FluxConfig(Strict):
     chart_version: Version = Field("v2.17.1", description="fluxcd-community `flux2` chart version.")
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
-    url: str = Field(description="Git URL: `https://…` or `ssh://git@host/org/repo.git`.")
+    url: str = Field(description="Git URL: `https://…` or `ssh://git@host/org/repo.git` (Flux takes no scp-like "
+                                 "`git@host:org/repo.git`). No password in it: credentials go in the secrets file.")
     branch: str = Field("main", description="Branch Flux follows.")
     path: str = Field("./", description="Path in the repository Flux applies.")
     interval: str = Field("10m", description="How often Flux looks for changes.")
-    git_secret: str | None = Field(
-        None, description="Secret in flux-system holding the git credentials (e.g. an ssh deploy key), created "
-                          "outside terravixens; required for `ssh://` URLs, none for public https."
-    )
+    git_auth: Literal["secrets_file", "none"] = Field(
+        "secrets_file", description="Where Flux's git credentials come from. `secrets_file`: the secrets file's "
+                                    "`flux.<cluster>` (an ssh deploy key, or an https token), which `terravixens "
+                                    "deploy` hands the gitops layer at apply time and terravixens writes into "
+                                    "`git_secret` (ADR 0034); `none`: a public https repository, no Secret at all.")
+    git_secret: Annotated[str, AfterValidator(object_name)] = Field(
+        "flux-system", description="Name of the Secret in flux-system that terravixens writes the git credentials "
+                                   "into and the GitRepository reads (`secretRef`); only with `git_auth: "
+                                   "secrets_file`.")
+    git_credentials_revision: int = Field(
+        1, ge=1, description="Bump after changing `flux.<cluster>` in the secrets file (a rotated key or token, or "
+                             "another kind): the Secret is written through a write-only attribute (kept out of state "
+                             "and plans), so Terraform re-sends it only when this number changes.")
     sops_age_key_file: str = Field(
         "~/.config/sops/age/keys.txt", description="Read at apply time into the `sops-age` secret; its content never "
                                                    "enters the synthesized JSON."
@@ -280,15 +305,31 @@ class FluxConfig(Strict):
         if not re.match(r"^(https://|ssh://|http://)", value):
             raise ValueError(f"{shown(value)} is not a git URL Flux accepts: use https://… or "
                              f"ssh://git@host/org/repo.git")
-        return checked_url(value, info, others=("ssh",), example="https://git.example.org/org/repo.git")
+        checked_url(value, info, others=("ssh",), example="https://git.example.org/org/repo.git")
+        try:
+            password = urlsplit(value).password
+        except ValueError:  # checked_url parsed it already
+            password = None
+        if password is not None or (not value.startswith("ssh://") and urlsplit(value).username is not None):
+            # Never shown: the part before '@' is a credential, and the URL reaches the synthesized JSON.
+            raise ValueError("holds credentials before '@': they would be written into the synthesized JSON and "
+                             "the cluster in clear; remove them from the URL and put them in the secrets file "
+                             "(flux.<cluster>.https: username and password, or bearer_token)")
+        return value
 
     @model_validator(mode="after")
-    def _ssh_needs_credentials(self) -> FluxConfig:
-        if self.url.startswith("ssh://") and not self.git_secret:
-            raise ValueError(
-                f"url {shown(self.url)} is ssh but git_secret is not set: Flux needs a Secret in flux-system holding "
-                f"the deploy key (flux create secret git NAME --url=…); name it in git_secret"
-            )
+    def _credentials_fit_the_url(self) -> FluxConfig:
+        if self.git_auth == "none":
+            if self.url.startswith("ssh://"):
+                raise ValueError(
+                    f"url {shown(self.url)} is ssh but git_auth is none: Flux needs a deploy key for ssh; remove "
+                    f"git_auth (the default, secrets_file, takes it from the secrets file's flux.<cluster>.ssh), or "
+                    f"use the repository's public https URL")
+            unused = sorted({"git_secret", "git_credentials_revision"} & self.model_fields_set)
+            if unused:
+                raise ValueError(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} set but git_auth is "
+                                 f"none (no Secret is written): remove {'it' if len(unused) == 1 else 'them'}, or "
+                                 f"remove git_auth: none")
         unused_insecure_http(self, "url")
         return self
 

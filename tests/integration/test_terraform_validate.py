@@ -37,7 +37,7 @@ EXPECTED_DROPPED = {
     "gitops-prod": {
         "helm_release.cluster_cilium", "helm_release.cluster_cilium_l2", "helm_release.cluster_flux",
         "helm_release.cluster_flux_sync", "kubernetes_namespace_v1.cluster_flux_namespace",
-        "kubernetes_secret_v1.cluster_flux_sops_age",
+        "kubernetes_secret_v1.cluster_flux_sops_age", "kubernetes_secret_v1.cluster_flux_git_credentials",
     },
 }
 

@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
+from terravixens.exitcodes import ExitCode
 from terravixens.roles import Role
 from terravixens.talos.image import installer_image
 from terravixens.talosctl import Call, Talosctl
 
 SERVER_TAG = re.compile(r"Server:.*?Tag:\s*(v\S+)", re.S)
 RELEASE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(\S+))?$")
-# Exit codes of `terravixens upgrade` (docs/commands.md).
-EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+# Exit codes of `terravixens upgrade`: the one table (terravixens.exitcodes). The EXIT_* names are aliases kept for
+# code written before it.
+EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.REFUSED
 Log = Callable[[str], None]
 
 
@@ -60,8 +62,8 @@ class Outcome:
         return self.stopped_at is None and not self.refused
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.ok else EXIT_REFUSED if self.refused else EXIT_STOPPED
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.REFUSED if self.refused else ExitCode.FAILED
 
     def summary(self) -> str:
         if self.refused:
@@ -288,7 +290,7 @@ def command(site: Site, cluster_name: str, talosctl: Talosctl, *, kubernetes: bo
         for line in (describe_kubernetes(site, cluster_name) if kubernetes
                      else describe_rolling(site, cluster_name, worker_batch)):
             log(line)
-        return EXIT_OK
+        return ExitCode.OK
     if kubernetes:
         return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
     return rolling_upgrade(site, cluster_name, talosctl, worker_batch=worker_batch, force=force, log=log).exit_code

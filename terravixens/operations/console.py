@@ -1,12 +1,24 @@
 """Progress lines and confirmations. Tests give `answers`; without a terminal and without answers nothing is
-confirmed (an unattended run must say --yes)."""
+confirmed (an unattended run must say --yes).
+
+The console also keeps the operation's journal (terravixens.operations.steps.Journal): each progress step it prints
+is where the operation is, and the command line reads the journal when the operation stops or is interrupted."""
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from terravixens.operations.steps import Journal
+
+
+def _journal() -> Journal:
+    from terravixens.operations.steps import Journal  # steps imports this module
+
+    return Journal()
 
 
 @dataclass
@@ -14,11 +26,13 @@ class Console:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     answers: Iterator[str] | None = None
     started: float = field(default_factory=time.monotonic)
+    journal: Journal = field(default_factory=_journal)
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
     def step(self, layer: str, step: str, text: str = "") -> None:
+        self.journal.saw(layer, step)
         elapsed = time.monotonic() - self.started
         self.say(f"[{elapsed:6.1f}s] {layer}: {step}{' — ' + text if text else ''}")
 

@@ -19,9 +19,9 @@ from terravixens.config.addressing import node_address
 from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import backup_state
 from terravixens.operations.console import Console
-from terravixens.operations.decommission import apply_address, state_addresses
 from terravixens.operations.kube import Kubectl, Runner, default_runner, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
@@ -88,7 +88,7 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
         removed = talosctl(address[healthy], "etcd", "remove-member", identifier)
         if removed.returncode != 0:
             raise OperationError(f"talosctl etcd remove-member {identifier} through {healthy} failed: "
-                                 f"{(removed.stderr or removed.stdout).strip()[:300]}", ExitCode.REFUSED)
+                                 f"{(removed.stderr or removed.stdout).strip()[:300]}", ExitCode.FAILED)
         console.step(layer, "etcd", f"member {identifier} ({hostname}) removed through {healthy}")
 
     if synth:

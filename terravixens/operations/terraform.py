@@ -104,7 +104,7 @@ class Terraform:
     def check(self, result: Result, step: str, layer: str) -> Result:
         if result.returncode != 0:
             raise OperationError(f"{layer}: terraform {step} failed (exit {result.returncode}):\n{result.tail()}",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         return result
 
     def init(self, workdir: Path, layer: str) -> None:

@@ -506,8 +506,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("spec validate", "check a spec file or folder, or a site's standalone setup", _spec_validate_args,
             _spec_validate, codes(OK, (BAD_INPUT, "every problem printed"), INTERRUPTED)),
     Command("spec serve", "serve each standalone node its resolved spec", _spec_serve_args, _spec_serve,
-            codes((OK, "stopped (SIGINT, SIGTERM): a normal end for a server"),
-                  (BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"))),
+            codes((BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"),
+                  (INTERRUPTED, "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
+                                "ends by that signal, as systemd expects)"))),
     Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get,
             codes(*SpecGetExit)),
 )

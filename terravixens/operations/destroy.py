@@ -53,16 +53,18 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
     typed_confirmation(console, f"{ws.site.site}/{layer}", options.confirm,
                        f"This destroys every resource of layer {layer} of site {ws.site.site}")
     journal = console.journal
-    journal.expect(*(["synth"] if options.synth else []), "backup", f"destroy {layer}")
+    journal.expect(*(["synth"] if options.synth else []), "checks", "backup", f"destroy {layer}")
     if options.synth:
         with journal.unit("synth"):
             console.step("site", "synth", ws.site.site)
             ws.synth()
-    with journal.unit("backup") as unit:
+    with journal.unit("checks"):
         children_first(ws, tf, console, layer)
+    with journal.unit("backup") as unit:
         workdir = ws.stack_dir(layer)
         console.step(layer, "init")
         tf.init(workdir, layer)
+        journal.saw(layer, "backup")
         backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, "before-destroy")
         if backup is None:
             unit.note = "no state"

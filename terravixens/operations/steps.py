@@ -93,7 +93,8 @@ class Journal:
         if self.current and self.step and self.step != self.current:
             where += f" ({self.step})"
         not_done = ([self.current] if self.current else []) + self.pending
-        return f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; not done: {', '.join(not_done) or 'nothing'}"
+        return (f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; "
+                f"not done: {', '.join(not_done) or 'nothing'}")
 
 
 # ----------------------------------------------------------------------------------------------------- plan

@@ -463,7 +463,8 @@ COMMANDS: tuple[Command, ...] = (
             codes((OK, "applied, or no changes"),
                   (REFUSED, f"the plan guard refused a layer's plan, or {SYNTH_RULE}; later layers untouched"),
                   (BAD_INPUT, "site file, unknown layer, secrets file, or --save-plan-json names an existing file"),
-                  DECLINED, (FAILED, "terraform failed: the state before it is in the backup printed"),
+                  DECLINED, (FAILED, "terraform failed (the state before it is in the backup printed) or is "
+                                     "missing"),
                   BACKUP_FAILED, INTERRUPTED)),
     Command("destroy", "destroy one layer, after a verified state backup", _destroy_args, _operation(_destroy),
             codes((OK, "destroyed, or nothing to destroy"),

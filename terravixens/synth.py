@@ -29,6 +29,22 @@ def rule_messages(error: BaseException) -> str | None:
                      if not line.startswith(BYPASS_ADVICE)).strip()
 
 
+def synth_failure(error: BaseException) -> str:
+    """cdktf's own message for a synth that failed for another reason than a rule (a validation cdktf runs, such as
+    `terraform version` for terraform_data when no Terraform CLI is found), without the JavaScript stack."""
+    lines = []
+    for line in str(error).splitlines():
+        if line.strip().startswith("at ") or "If you wish to ignore these validations" in line:
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    text = "\n".join(lines) or type(error).__name__
+    if "Could not determine version of terraform" in text:
+        text += ("\nsynth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
+                 "TERRAFORM_BINARY_NAME")
+    return text
+
+
 def synth_main(outdir: str | None = None) -> int:
     """Synthesize the site named by $TERRAVIXENS_SITE (default sites/example.yaml) into `outdir` (cdktf's default)."""
     try:

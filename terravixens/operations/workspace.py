@@ -16,7 +16,7 @@ from terravixens.config.model import Site
 from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
 from terravixens.decommission_settings import Decommission
 from terravixens.operations.outcome import ExitCode, OperationError
-from terravixens.synth import rule_messages
+from terravixens.synth import rule_messages, synth_failure
 
 Transform = Callable[[str, dict], dict]
 
@@ -52,11 +52,11 @@ class Workspace:
 
         try:
             build_app(self.site, str(self.outdir), dict(self.decommission)).synth()
-        except RuntimeError as error:
+        except RuntimeError as error:  # what cdktf raises for error annotations and failed validations
             messages = rule_messages(error)
-            if messages is None:
-                raise
-            raise OperationError("synth stopped by safety rules:\n" + messages, ExitCode.REFUSED) from None
+            if messages is not None:
+                raise OperationError("synth stopped by safety rules:\n" + messages, ExitCode.REFUSED) from None
+            raise OperationError("synth failed:\n" + synth_failure(error), ExitCode.FAILED) from None
         layers = stack_names(self.site)
         if self.transform is not None:
             for layer in layers:

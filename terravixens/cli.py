@@ -154,7 +154,7 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
 
         private_process()
         console = Console()
-        name = args.spec.name
+        name = args.entry.name
         try:
             layer_env = standalone_layer_env(site, args.site, getattr(args, "secrets", None), _selected_layers(args))
             return command(args, Workspace(site), _terraform(layer_env), console)
@@ -537,7 +537,7 @@ def parser() -> argparse.ArgumentParser:
         sub = where.add_parser(words[-1], help=entry.help, description=entry.help, epilog=epilog(entry.codes),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         entry.build(sub)
-        sub.set_defaults(spec=entry)
+        sub.set_defaults(entry=entry)
     return top
 
 
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
-    entry: Command = args.spec
+    entry: Command = args.entry
     if not entry.returns(INTERRUPTED):
         return entry.run(args)
     try:

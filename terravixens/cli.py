@@ -549,12 +549,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     entry: Command = args.entry
     if not entry.returns(INTERRUPTED):
-        return entry.run(args)
+        return int(entry.run(args))
     try:
-        return entry.run(args)
+        return int(entry.run(args))  # a plain number for the shell and for callers: codes print as 0, 2…
     except KeyboardInterrupt:
         print(f"terravixens {entry.name}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return int(INTERRUPTED)
 
 
 if __name__ == "__main__":

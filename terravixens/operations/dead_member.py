@@ -32,7 +32,7 @@ from terravixens.config.addressing import node_address
 from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
-from terravixens.operations.decommission import apply_address, state_addresses
+from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
@@ -124,7 +124,7 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
                 ExitCode.REFUSED)
         if answer.returncode is None and not answer.timed_out:
             raise OperationError(f"probe {number} of {count}: {answer.reason}; nothing was done",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         if silent(answer):
             console.step(layer, "probe", f"{number} of {count} at {at:.0f}s: no answer")
         elif not options.force:
@@ -149,7 +149,7 @@ def healthy_member_list(talosctl: Talosctl, cluster_name: str, dead: str, addres
                                     f"the next one")
     stuck = [answer for answer in failures if answer.returncode is None]
     if stuck:
-        raise OperationError(f"{stuck[0].reason}; nothing was done", ExitCode.TERRAFORM_FAILED)
+        raise OperationError(f"{stuck[0].reason}; nothing was done", ExitCode.FAILED)
     raise OperationError(f"no control plane of {cluster_name} answers `talosctl etcd members`: etcd has lost quorum; "
                          f"restore etcd from a snapshot (talosctl bootstrap --recover-from); nothing was done",
                          ExitCode.REFUSED)
@@ -223,13 +223,13 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
                     f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); " + (
                         f"whether the member was removed is not known: list the members (talosctl etcd members) "
                         f"and run the same command again" if unknown else "nothing was done"),
-                    ExitCode.TERRAFORM_FAILED)
+                    ExitCode.FAILED)
             console.step(layer, "etcd", f"member {member.id} ({hostname}) removed through {healthy}")
             again = talosctl.etcd_members(address[healthy])
             if again.ok and any(m.id == member.id for m in members(again.stdout)):
                 raise OperationError(f"member {member.id} ({hostname}) is still listed by {healthy} after "
                                      f"remove-member returned: nothing else was done; list the members and run the "
-                                     f"same command again", ExitCode.TERRAFORM_FAILED)
+                                     f"same command again", ExitCode.FAILED)
             mark(IRREVERSIBLE_STEPS[0])
             console.step(layer, "etcd", f"{len(members(again.stdout))} members left (read back through {healthy})"
                          if again.ok else f"could not read the members back ({again.reason[:200]})")

@@ -29,9 +29,6 @@ class ExitCode(IntEnum):
     FAILED = 4
     BACKUP_FAILED = 5
     INTERRUPTED = 130
-    # The name FAILED had before this table (an alias: iteration and the docs never show it). Kept only so that a
-    # branch written before the rename still merges; use FAILED.
-    TERRAFORM_FAILED = 4
 
 
 class MonitorExit(IntEnum):

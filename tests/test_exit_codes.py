@@ -83,6 +83,8 @@ def test_one_table_every_code_means_one_thing():
     assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REFUSED", 1), ("BAD_INPUT", 2), ("DECLINED", 3),
                                                    ("FAILED", 4), ("BACKUP_FAILED", 5), ("INTERRUPTED", 130)]
     assert [(c.name, int(c)) for c in MonitorExit] == [("IN_SYNC", 0), ("ERROR", 1), ("FOUND", 2)]
+    for table in (ExitCode, MonitorExit):  # one name per code: no alias (TERRAFORM_FAILED was one) hides in a table
+        assert list(table.__members__) == [code.name for code in table], table
 
 
 # ---------------------------------------------------------------------------------------------------- harness

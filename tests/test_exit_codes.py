@@ -3,7 +3,9 @@ by a real run of that command (`cli.main`, in this process) with the meaning the
 (terravixens.exitcodes), never a traceback — and docs/commands.md and each `--help` say the same as the table.
 
 Terraform is tests/fake_terraform.py behind the command line's one seam (`cli._terraform`); talosctl and kubectl are
-fakes on PATH (tests/fake_talosctl.py for upgrade). What a real cluster adds is in tests/integration/.
+fakes on PATH: tests/fake_talosctl.py (talosctl's own output formats and errors) and a kubectl script, as
+tests/test_dead_member.py's Tools sets them up, and test_upgrade's Fake for upgrade. What a real cluster adds is in
+tests/integration/.
 Ctrl-C is simulated by the fake raising KeyboardInterrupt in the middle of a step, which is what Python (and the
 runner, for SIGTERM/SIGHUP) does to the main thread.
 """
@@ -25,6 +27,7 @@ from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meani
 from terravixens.operations.terraform import Result
 from tests import support
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests.test_dead_member import Tools
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "commands.md"
@@ -32,6 +35,8 @@ PLANS = ROOT / "tests" / "fixtures" / "plans"
 BEGIN, END = "<!-- exit-codes:begin -->", "<!-- exit-codes:end -->"
 TOKEN_LIKE = "abcdef.0123456789abcdef"  # a valid label value shaped like a bootstrap token: TV006 stops synth
 GITOPS = {"helm_release.cluster_flux": {"values": {"name": "flux"}, "depends_on": []}}
+# A command with no journal, interrupted (terravixens.runner.interrupted_line of a plain Ctrl-C)
+NOTHING_STARTED = "interrupted by SIGINT; nothing after it was started; the lines above say what is done"
 
 
 # ------------------------------------------------------------------------------------------------------- docs
@@ -143,20 +148,6 @@ def gitops(**script) -> Scripted:
     return Scripted({"gitops-prod": json.loads(json.dumps(GITOPS))}, **script)
 
 
-FAKE_TALOSCTL = """#!/bin/sh
-# remove-dead-member's talosctl: cp-a (10.11.1.11) is dead, the others answer; every call is recorded.
-echo "$@" >> "{log}"
-node=""
-while [ $# -gt 0 ]; do
-  case "$1" in --nodes) node="$2"; shift 2;; --talosconfig) shift 2;; *) break;; esac
-done
-if [ "$node" = "10.11.1.11" ]; then echo "rpc error: code = Unavailable desc = connection refused" >&2; exit 1; fi
-case "$1 $2" in
-  "etcd members") printf 'NODE ID HOSTNAME PEER-URLS CLIENT-URLS LEARNER\\n%s 2a8f0e61c5b7d3f9 cp-a x y n\\n' "$node";;
-  "etcd remove-member") {remove};;
-  version*) echo "Server: Tag: v1.11.5";;
-esac
-"""
 
 
 @dataclass
@@ -178,17 +169,12 @@ class Lab:
             data["clusters"]["prod"]["workers"]["wk-a"]["labels"] = {"node.kubernetes.io/pool": TOKEN_LIKE}
         return self.site(label, "token.yaml")
 
-    def tools(self, remove_member: str = 'echo "removed"') -> Path:
-        """Fake talosctl and kubectl first on PATH; returns the talosctl log."""
-        folder = self.folder / "bin"
-        folder.mkdir(exist_ok=True)
-        log = self.folder / "talosctl.log"
-        (folder / "talosctl").write_text(FAKE_TALOSCTL.format(log=log, remove=remove_member))
-        (folder / "kubectl").write_text(f'#!/bin/sh\necho "$@" >> "{self.folder / "kubectl.log"}"\n')
-        for tool in ("talosctl", "kubectl"):
-            (folder / tool).chmod(0o755)
-        self.monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-        return log
+    def tools(self, **scenario) -> Tools:
+        """The faithful fake talosctl (cp-a, 10.11.1.11, unreachable; `scenario` as tests/fake_talosctl.py reads it)
+        and a kubectl that records its calls, first on PATH."""
+        tools = Tools(self.folder, **scenario)
+        self.monkeypatch.setenv("PATH", f"{tools.talosctl_path.parent}{os.pathsep}{os.environ['PATH']}")
+        return tools
 
     def backup(self, layer: str = "gitops-prod", lineage: str | None = None) -> str:
         path = self.folder / "saved.tfstate"
@@ -322,7 +308,8 @@ def deploy_interrupted(lab: Lab) -> None:
     ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err.splitlines() == [
-        "interrupted at platform-prod (apply): done: synth, hypervisors (no changes); not done: platform-prod"]
+        "terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors (no changes); "
+        "not done: platform-prod"]
 
 
 # destroy --------------------------------------------------------------------------------------------------
@@ -379,7 +366,8 @@ def destroy_interrupted(lab: Lab) -> None:
     tf = gitops(interrupt={"apply": 1})
     ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert re.fullmatch(r"interrupted at destroy gitops-prod \(apply\): done: synth, checks, backup "
+    assert re.fullmatch(r"terravixens destroy: interrupted by SIGINT at destroy gitops-prod \(apply\): done: synth, "
+                        r"checks, backup "
                         r"\(state-backups/homelab/gitops-prod/\S+-before-destroy\.tfstate\); not done: destroy "
                         r"gitops-prod\n", ran.err)
 
@@ -439,7 +427,8 @@ def restore_interrupted(lab: Lab) -> None:
     ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
                   tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == "interrupted at restore gitops-prod: done: synth; not done: restore gitops-prod\n"
+    assert ran.err == ("terravixens restore: interrupted by SIGINT at restore gitops-prod: done: synth; not done: "
+                       "restore gitops-prod\n")
 
 
 # decommission ---------------------------------------------------------------------------------------------
@@ -508,32 +497,58 @@ def decommission_interrupted(lab: Lab) -> None:
     tf = platform(interrupt={"apply": 2})
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == (f"interrupted at reset workers wk-a, wk-b (apply): done: synth, checks, prepare; not done: "
-                       f"{RESETS}\n")
+    assert ran.err == (f"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b (apply): done: "
+                       f"synth, checks, prepare; not done: {RESETS}\n")
     # cdktf.out is back to the normal synth even so (the decommission settings never stay there)
     stack = json.loads((lab.folder / "cdktf.out" / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
     assert {body["on_destroy"]["graceful"] for body in stack["resource"][APPLY].values()} == {True}
 
 
 # remove-dead-member ---------------------------------------------------------------------------------------
+# cp-a (10.11.1.11) does not answer (talosctl's own unreachable error); cp-b and cp-c list the three members. The
+# probes are shortened to 2 over 1s.
 DEAD = ("remove-dead-member", "prod", "cp-a")
+PROBES = ("--probes", "2", "--probe-window", "1s")
+CONFIRMED = (*DEAD, "--confirm", "homelab/prod/cp-a", *PROBES)
+BEFORE_ETCD = "synth, probe (silent over 1s), etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)"
+BACKED_UP = r"backup \(state-backups/homelab/platform-prod/\S+-remove-dead-cp-a\.tfstate\)"
+IRREVERSIBLE = "etcd removal, Node deletion, forget the apply"
+
+
+def _members(tools: Tools) -> list[str]:
+    return [member["hostname"] for member in tools.state()["members"]]
+
+
+def _etcd_untouched(tools: Tools, tf: Scripted) -> None:
+    assert _members(tools) == ["cp-a", "cp-b", "cp-c"]
+    assert not [call for call in tools.log() if "remove-member" in call] and not tools.kubectl_log.exists()
+    assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
 
 
 @case("remove-dead-member", ExitCode.OK)
 def dead_member_removed(lab: Lab) -> None:
-    log = lab.tools()
+    tools = lab.tools()
     tf = platform()
-    ran = lab.run(*DEAD, "--site", lab.site(), tf=tf)
-    assert ran.code == ExitCode.OK and "etcd remove-member 2a8f0e61c5b7d3f9" in log.read_text()
-    assert f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.OK and ran.err == ""
+    assert "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9" in tools.log()
+    assert _members(tools) == ["cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
+    assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
+    assert ran.out.splitlines()[-1].startswith("next: remove cp-a from clusters.prod.control_planes in the site file")
 
 
 @case("remove-dead-member", ExitCode.REFUSED)
 def dead_member_answers(lab: Lab) -> None:
-    log = lab.tools()
-    ran = lab.run("remove-dead-member", "prod", "cp-b", "--site", lab.site())
-    assert ran.code == ExitCode.REFUSED and "cp-b (10.11.1.12) answers: remove it the normal way" in ran.err
-    assert "remove-member" not in log.read_text()
+    tools = lab.tools()
+    ran = lab.run("remove-dead-member", "prod", "cp-b", "--confirm", "homelab/prod/cp-b", *PROBES, "--site",
+                  lab.site())
+    assert ran.code == ExitCode.REFUSED
+    assert ran.err.splitlines() == [
+        "terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. Remove "
+        "it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if its etcd "
+        "is broken while Talos answers, pass --force; nothing was done",
+        f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}"]
+    assert tools.log() == ["talosctl 10.11.1.12 version"] and len(_members(tools)) == 3
 
 
 @case("remove-dead-member", ExitCode.BAD_INPUT)
@@ -542,31 +557,71 @@ def dead_member_is_a_worker(lab: Lab) -> None:
     assert ran.code == ExitCode.BAD_INPUT and "'wk-a' is not a control plane of prod in the site file" in ran.err
 
 
+@case("remove-dead-member", ExitCode.DECLINED)
+def dead_member_without_a_terminal_or_confirm(lab: Lab) -> None:
+    tools = lab.tools()
+    ran = lab.run(*DEAD, *PROBES, "--site", lab.site())
+    assert ran.code == ExitCode.DECLINED and ran.out == ""
+    assert ran.err == ("terravixens remove-dead-member: no terminal to confirm on: pass --confirm homelab/prod/cp-a; "
+                       "nothing was done\n")
+    assert tools.log() == [] and not (lab.folder / "cdktf.out").exists()  # not even a synth
+
+
 @case("remove-dead-member", ExitCode.FAILED)
 def dead_member_remove_member_fails(lab: Lab) -> None:
-    lab.tools(remove_member='echo "rpc error: code = DeadlineExceeded" >&2; exit 1')
+    tools = lab.tools(fail={"etcd remove-member": ["10.11.1.12"]})
     tf = platform()
-    ran = lab.run(*DEAD, "--site", lab.site(), tf=tf)
-    assert ran.code == ExitCode.FAILED and tf.calls == []
-    assert "talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b failed: rpc error" in ran.err
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.FAILED
+    message, line = ran.err.splitlines()
+    assert message == ("terravixens remove-dead-member: talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b "
+                       "failed (exit 1: error: etcd on 10.11.1.12 failed: rpc error: code = Unavailable); etcd is "
+                       "unchanged")
+    assert re.fullmatch(rf"stopped at etcd removal: done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
+                        rf"state\), {BACKED_UP}; not done: {IRREVERSIBLE}", line)
+    assert tools.log()[-1] == "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9"
+    assert _members(tools) == ["cp-a", "cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
 
 
 @case("remove-dead-member", ExitCode.BACKUP_FAILED)
 def dead_member_backup_fails(lab: Lab) -> None:
-    lab.tools()
+    tools = lab.tools()
     tf = platform(fail={"state pull": 1})
-    ran = lab.run(*DEAD, "--site", lab.site(), tf=tf)
-    assert ran.code == ExitCode.BACKUP_FAILED and f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED
+    assert ran.err.splitlines()[-1] == (f"stopped at backup: done: {BEFORE_ETCD}, state check (apply in the state); "
+                                        f"not done: backup, {IRREVERSIBLE}")
+    _etcd_untouched(tools, tf)
 
 
 @case("remove-dead-member", ExitCode.INTERRUPTED)
-def dead_member_interrupted(lab: Lab) -> None:
-    lab.tools()
+def dead_member_interrupted_before_etcd(lab: Lab) -> None:
+    tools = lab.tools()
     tf = platform(interrupt={"init": 1})
-    ran = lab.run(*DEAD, "--site", lab.site(), tf=tf)
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == ("interrupted at platform-prod (etcd): done: what the lines above report; not done: the steps "
-                       "after it\n")
+    assert ran.err == (f"terravixens remove-dead-member: interrupted by SIGINT at state check (init): done: "
+                       f"{BEFORE_ETCD}; not done: state check, backup, {IRREVERSIBLE}\n")
+    _etcd_untouched(tools, tf)
+
+
+@case("remove-dead-member", ExitCode.INTERRUPTED)
+def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
+    """Ctrl-C while `etcd remove-member` runs: it may have reached etcd, so its outcome is said to be not known."""
+    from terravixens.talosctl import Talosctl
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+    tools = lab.tools()
+    lab.monkeypatch.setattr(Talosctl, "etcd_remove_member", interrupted)
+    tf = platform()
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert re.fullmatch(
+        rf"terravixens remove-dead-member: interrupted by SIGINT at etcd removal: done: {re.escape(BEFORE_ETCD)}, "
+        rf"state check \(apply in the state\), {BACKED_UP}; not known: etcd removal \(list the members \(talosctl etcd "
+        rf"members\) and run the same command again\); not done: Node deletion, forget the apply\n", ran.err)
+    assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"] and not tools.kubectl_log.exists()
 
 
 # drift ----------------------------------------------------------------------------------------------------
@@ -602,8 +657,8 @@ def drift_unknown_layer(lab: Lab) -> None:
 def drift_interrupted(lab: Lab) -> None:
     ran = lab.run("drift", "--site", lab.site(), tf=platform(interrupt={"plan": 1}))
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == ("interrupted at hypervisors (plan): done: synth; not done: hypervisors, platform-prod, "
-                       "gitops-prod\n")
+    assert ran.err == ("terravixens drift: interrupted by SIGINT at hypervisors (plan): done: synth; not done: "
+                       "hypervisors, platform-prod, gitops-prod\n")
 
 
 # upgrade --------------------------------------------------------------------------------------------------
@@ -652,14 +707,19 @@ def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
 
 @case("upgrade", ExitCode.INTERRUPTED)
 def upgrade_interrupted(lab: Lab) -> None:
+    """Ctrl-C while cp-a's `talosctl upgrade` runs: Talos may already be upgrading it (the note of its 130)."""
     from terravixens.talosctl import Talosctl
+    from tests.test_upgrade import FIVE, Fake
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
-    lab.monkeypatch.setattr(Talosctl, "health", interrupted)
-    ran = lab.run("upgrade", "prod", "--site", _upgrade_site(lab))
+    fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
+    lab.monkeypatch.setattr(Talosctl, "upgrade", interrupted)
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err.startswith("interrupted: a node upgrade already started goes on inside Talos")
+    assert ran.err == ("terravixens upgrade: interrupted by SIGINT during talosctl upgrade of cp-a; done: none; not "
+                       "touched: cp-b, cp-c, wk-a, wk-b; an upgrade Talos already started goes on inside the node: run "
+                       "the same command again to check health and resume\n")
 
 
 # review ---------------------------------------------------------------------------------------------------
@@ -716,7 +776,7 @@ def review_interrupted(lab: Lab) -> None:
         raise KeyboardInterrupt
     lab.monkeypatch.setattr("terravixens.operations.review.review_dirs", interrupted)
     ran = lab.run("review", "--before", "a", "--after", "b")
-    assert ran.code == ExitCode.INTERRUPTED and ran.err == "terravixens review: interrupted\n"
+    assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens review: {NOTHING_STARTED}\n"
 
 
 # site, plan and spec commands -----------------------------------------------------------------------------
@@ -742,7 +802,7 @@ def validate_bad_site(lab: Lab) -> None:
 def validate_interrupted(lab: Lab) -> None:
     _interrupt_site_loading(lab)
     ran = lab.run("validate", "whatever.yaml")
-    assert ran.code == ExitCode.INTERRUPTED and ran.err == "terravixens validate: interrupted\n"
+    assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens validate: {NOTHING_STARTED}\n"
 
 
 @case("stacks", ExitCode.OK)
@@ -834,7 +894,7 @@ def spec_serve_stopped_with_ctrl_c(lab: Lab) -> None:
     server.process.send_signal(signal.SIGINT)
     assert server.process.wait(timeout=30) == ExitCode.INTERRUPTED
     lines = server.log_text().splitlines()  # its JSON log, and stderr
-    assert "Traceback" not in server.log_text() and lines[-1] == "terravixens spec serve: interrupted"
+    assert "Traceback" not in server.log_text() and lines[-1] == f"terravixens spec serve: {NOTHING_STARTED}"
     assert json.loads([line for line in lines if line.startswith("{")][-1])["event"] == "stopped"
 
 
@@ -875,9 +935,9 @@ RULE_STOPS = {
     "drift": (("drift",), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
     "decommission": (DECOMMISSION + ("--yes",), "stopped at synth: done: nothing; not done: synth, checks, prepare, "
                                                 "the resets"),
-    # Today its synth follows the etcd steps (the branch `runner` moves the Terraform checks before them).
-    "remove-dead-member": (DEAD, "stopped at platform-prod (etcd): done: what the lines above report; not done: the "
-                                 "steps after it"),
+    # its synth comes right after the confirmation: a rule stop calls nothing, etcd untouched
+    "remove-dead-member": (CONFIRMED, f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state "
+                                      f"check, backup, {IRREVERSIBLE}"),
 }
 
 
@@ -886,7 +946,7 @@ def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(
     """A valid site (validate accepts it) whose synth TV006 stops: a label value shaped like a bootstrap token.
     Before: every operation died with an ImportError traceback (exit 1 by accident)."""
     assert lab.run("validate", lab.token_site()).code == ExitCode.OK
-    lab.tools()
+    tools = lab.tools()
     argv, last_line = RULE_STOPS[operation]
     tf = gitops()
     ran = lab.run(*(lab.backup() if word == "BACKUP" else word for word in argv), "--site", lab.token_site(), tf=tf)
@@ -900,6 +960,7 @@ def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(
     assert lines[-1] == last_line
     assert "CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS" not in ran.err  # turning the rules off is never the advice
     assert tf.calls == [] and TOKEN_LIKE not in ran.err + ran.out
+    assert tools.log() == [] and len(_members(tools)) == 3  # no talosctl call: no probe, no `etcd remove-member`
 
 
 def test_review_reads_a_rule_stop_from_its_synth_process():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -109,6 +110,9 @@ def test_a_hung_talosctl_stops_remove_dead_member_before_anything_is_changed(tmp
     assert one_line(result.stderr) == (
         "terravixens remove-dead-member: talosctl etcd members did not answer within 2s (timeout 1s): stopped with "
         "its process group; nothing was done")
+    assert result.stderr.splitlines()[1] == (
+        "stopped at etcd members (etcd): done: synth, probe (silent over 1s); not done: etcd members, state check, "
+        "backup, etcd removal, Node deletion, forget the apply")
     assert "cp-a (10.11.1.11) probed 2 times over 1s: no answer" in result.stdout
     assert len(tools.state()["members"]) == 3
     pids = processes.recorded(Path(f"{tools.scenario}.hung"))
@@ -118,12 +122,12 @@ def test_a_hung_talosctl_stops_remove_dead_member_before_anything_is_changed(tmp
 def test_a_hung_kubectl_after_the_etcd_step_says_what_is_done(example_site, tmp_path):
     tools = Tools(tmp_path)
     kubectl = hanging_tool(tmp_path / "kbin", "kubectl")
+    console = Console(out=io.StringIO())
     os.environ.update(FAKE_HANG_ON="delete node", FAKE_HANG_DIR=str(tmp_path))
     try:
         with pytest.raises(OperationError) as caught:
             remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", LoggedTerraform(tools),
-                               tools.talosctl(), Kubectl(str(kubectl), timeout=1, grace=1),
-                               Console(out=io.StringIO()),
+                               tools.talosctl(), Kubectl(str(kubectl), timeout=1, grace=1), console,
                                DeadMemberOptions(confirm=CONFIRM, probes=2, probe_window=0.2))
     finally:
         for name in ("FAKE_HANG_ON", "FAKE_HANG_DIR"):
@@ -131,8 +135,13 @@ def test_a_hung_kubectl_after_the_etcd_step_says_what_is_done(example_site, tmp_
     assert caught.value.code == ExitCode.FAILED
     assert str(caught.value) == (
         "platform-prod: kubectl delete node did not finish within 1s: stopped (SIGTERM, then SIGKILL to its process "
-        "group); Node objects not deleted: cp-a (delete them by hand: kubectl delete node NAME); done: etcd member "
-        "removed; not done: Node object deleted, apply forgotten in the state")
+        "group); Node objects not deleted: cp-a (delete them by hand: kubectl delete node NAME)")
+    # the line the command prints next (terravixens.cli): the etcd member is gone, the apply still in the state
+    assert re.fullmatch(
+        r"stopped at Node deletion: done: synth, probe \(silent over 0\.2s\), etcd members \(cp-a is member "
+        r"2a8f0e61c5b7d3f9, through cp-b\), state check \(apply in the state\), backup \(state-backups/homelab/"
+        r"platform-prod/\S+-remove-dead-cp-a\.tfstate\), etcd removal \(member 2a8f0e61c5b7d3f9\); not done: Node "
+        r"deletion, forget the apply", console.journal.line(interrupted=False))
     assert [m["hostname"] for m in tools.state()["members"]] == ["cp-b", "cp-c"]
     pids = processes.recorded(tmp_path / "hung")
     assert len(pids) == 2 and processes.all_gone(pids)
@@ -141,14 +150,19 @@ def test_a_hung_kubectl_after_the_etcd_step_says_what_is_done(example_site, tmp_
 def test_a_hung_etcd_remove_member_says_its_outcome_is_unknown(example_site, tmp_path):
     tools = Tools(tmp_path, hang={"etcd remove-member": ["*"]})
     tf = LoggedTerraform(tools)
+    console = Console(out=io.StringIO())
     with pytest.raises(OperationError) as caught:
         remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", tf, tools.talosctl(timeout=1),
-                           tools.kubectl(), Console(out=io.StringIO()),
-                           DeadMemberOptions(confirm=CONFIRM, probes=2, probe_window=0.2))
+                           tools.kubectl(), console, DeadMemberOptions(confirm=CONFIRM, probes=2, probe_window=0.2))
     assert caught.value.code == ExitCode.FAILED
     assert str(caught.value) == (
         "talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b failed (talosctl etcd remove-member did not answer "
         "within 2s (timeout 1s): stopped with its process group); whether the member was removed is not known: list "
         "the members (talosctl etcd members) and run the same command again")
+    # neither done nor not done in the journal's line: not known, with what to check
+    line = console.journal.line(interrupted=False)
+    assert line.startswith("stopped at etcd removal: done: synth, probe (silent over 0.2s), ")
+    assert line.endswith("; not known: etcd removal (list the members (talosctl etcd members) and run the same "
+                         "command again); not done: Node deletion, forget the apply")
     assert not [c for c in tf.calls if c[1:3] == ("state", "rm")] and not tools.kubectl_log.exists()
     assert processes.all_gone(processes.recorded(Path(f"{tools.scenario}.hung")))

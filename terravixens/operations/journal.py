@@ -32,6 +32,7 @@ class Journal:
     current: str | None = None
     step: str | None = None
     last: str | None = None  # the last progress step seen, "layer (step)", for operations that declare no units
+    unknown: str | None = None  # why the current unit may or may not have happened (outcome_unknown)
 
     def expect(self, *units: str) -> None:
         self.pending += [name for name in units if name not in self.pending and name not in self.done]
@@ -44,13 +45,19 @@ class Journal:
 
     @contextlib.contextmanager
     def unit(self, name: str) -> Iterator[Unit]:
-        self.current, self.step = name, None
+        self.current, self.step, self.unknown = name, None, None
         if name in self.pending:
             self.pending.remove(name)
         entry = Unit(name)
-        yield entry  # an exception here leaves the unit current: not done
+        yield entry  # an exception here leaves the unit current: not done (or not known, see outcome_unknown)
         self.done.append(f"{name} ({entry.note})" if entry.note else name)
         self.current = self.step = None
+
+    def outcome_unknown(self, why: str) -> None:
+        """The current unit may have happened or not: its call hung or was stopped after it was sent (an etcd member
+        removal that reached etcd, or not). A stop now counts it apart, neither done nor not done, with `why` (what
+        to check before running again)."""
+        self.unknown = why
 
     def saw(self, layer: str, step: str) -> None:
         self.step, self.last = step, f"{layer} ({step})"
@@ -60,8 +67,8 @@ class Journal:
         return bool(self.done or self.pending or self.current)
 
     def line(self, interrupted: bool) -> str | None:
-        """`interrupted|stopped at <where>: done: …; not done: …`; None when the operation had not started (its
-        error message says it all: nothing was done)."""
+        """`interrupted|stopped at <where>: done: …; [not known: <unit> (<why>); ]not done: …`; None when the
+        operation had not started (its error message says it all: nothing was done)."""
         head = "interrupted" if interrupted else "stopped"
         if not self.started:
             if self.last is None:
@@ -70,6 +77,7 @@ class Journal:
         where = self.current or (self.pending[0] if self.pending else "the end")
         if self.current and self.step and self.step != self.current:
             where += f" ({self.step})"
-        not_done = ([self.current] if self.current else []) + self.pending
-        return (f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; "
+        unknown = f"not known: {self.current} ({self.unknown}); " if self.current and self.unknown else ""
+        not_done = ([self.current] if self.current and not unknown else []) + self.pending
+        return (f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; {unknown}"
                 f"not done: {', '.join(not_done) or 'nothing'}")

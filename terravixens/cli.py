@@ -45,13 +45,19 @@ SITE_HELP = "site file (default: $TERRAVIXENS_SITE or sites/example.yaml)"
 class Command:
     """One `terravixens` command: `name` (two words for a subcommand: "spec get"), its one-line help, the function
     that adds its arguments, the handler that runs it and returns its exit code, and the codes it can return, each
-    with what it means for this command ("" when the table says it all)."""
+    with what it means for this command ("" when the table says it all).
+
+    `signals`: SIGTERM and SIGHUP behave like Ctrl-C (terravixens.runner.handle_signals: the external commands it
+    started are ended with their process groups, then one line). False for a service that starts none and handles
+    them itself (`spec serve`: SIGTERM is a graceful stop, then the process ends by that signal, as systemd expects;
+    SIGHUP reloads its specs)."""
 
     name: str
     help: str
     build: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     codes: Declared
+    signals: bool = True
 
     def returns(self, code: IntEnum) -> bool:
         return any(type(declared) is type(code) and declared == code for declared, _ in self.codes)
@@ -544,7 +550,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("spec serve", "serve each standalone node its resolved spec", _spec_serve_args, _spec_serve,
             codes((BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"),
                   (INTERRUPTED, "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
-                                "ends by that signal, as systemd expects)"))),
+                                "ends by that signal, as systemd expects)")), signals=False),
     Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get,
             codes(*SpecGetExit)),
 )
@@ -589,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # The one place signals are handled: SIGTERM and SIGHUP behave like Ctrl-C (terravixens.runner): the external
     # commands running are ended with their process groups, then one line says where it stopped.
-    with handle_signals():
+    with handle_signals() if entry.signals else contextlib.nullcontext():
         try:
             return int(entry.run(args))  # a plain number for the shell and for callers: codes print as 0, 2…
         except KeyboardInterrupt as error:

@@ -896,6 +896,16 @@ def spec_serve_stopped_with_ctrl_c(lab: Lab) -> None:
     lines = server.log_text().splitlines()  # its JSON log, and stderr
     assert "Traceback" not in server.log_text() and lines[-1] == f"terravixens spec serve: {NOTHING_STARTED}"
     assert json.loads([line for line in lines if line.startswith("{")][-1])["event"] == "stopped"
+    # SIGTERM (systemd's stop): not turned into Ctrl-C (cli.Command.signals), the server stops gracefully and the
+    # process then ends by that signal, which systemd counts as a clean stop
+    server = spec_support.start_server(site, secrets, lab.folder / "serve-term.log", host="127.0.0.9")
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=30) == -signal.SIGTERM
+    lines = server.log_text().splitlines()
+    assert "Traceback" not in server.log_text() and not [line for line in lines if "interrupted" in line]
+    # uvicorn's graceful shutdown ran to its end (its last line), then the signal ended the process
+    assert json.loads(lines[-1]) | {"ts": ""} == {"ts": "", "event": "server", "level": "info",
+                                                 "message": f"Finished server process [{server.process.pid}]"}
 
 
 @case("spec serve", ExitCode.BAD_INPUT)

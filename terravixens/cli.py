@@ -143,7 +143,8 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
 
     An OperationError prints its message, then (when the operation had started) one line `stopped at <step>:
     done: …; not done: …`, and exits with its code; Ctrl-C (and SIGTERM/SIGHUP, which the runner turns into the
-    same exception) prints `interrupted at …` and exits INTERRUPTED. A monitor (`monitor`: drift) exits
+    same exception) prints `interrupted by SIGINT (… stopped with its process group) at …` (its journal,
+    terravixens.operations.journal.interrupted_line) and exits INTERRUPTED. A monitor (`monitor`: drift) exits
     MonitorExit.ERROR for every stop and for a bad site, so that 2 only ever means drift.
 
     When the operation touches an L2 layer, each such layer's apply-time tokens come from the secrets file
@@ -152,6 +153,7 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
         from terravixens.operations import OperationError
         from terravixens.operations.console import Console
         from terravixens.operations.files import private_process
+        from terravixens.operations.journal import interrupted_line
         from terravixens.operations.standalone_env import standalone_layer_env
         from terravixens.operations.workspace import Workspace
 
@@ -168,23 +170,9 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
                 print(line, file=sys.stderr)
             return MonitorExit.ERROR if monitor else error.code
         except KeyboardInterrupt as error:
-            print(f"terravixens {name}: {_interrupted(error, console.journal.line(interrupted=True))}",
-                  file=sys.stderr)
+            print(f"terravixens {name}: {interrupted_line(error, console.journal)}", file=sys.stderr)
             return INTERRUPTED
     return _with_site(run, bad_site=MonitorExit.ERROR if monitor else BAD_INPUT)
-
-
-def _interrupted(error: BaseException, journal_line: str | None) -> str:
-    """One line for an interrupt: which signal, which external command was stopped with its process group
-    (terravixens.runner), and what is done and not — the operation's own summary when it made one, else its journal."""
-    from terravixens.runner import interrupted_line
-
-    if getattr(error, "summary", None) or not journal_line:
-        return interrupted_line(error)
-    stopped = getattr(error, "stopped", ())
-    how = f" by {getattr(error, 'signal', 'SIGINT')}" + (f" ({', '.join(stopped)} stopped with its process group)"
-                                                         if stopped else "")
-    return journal_line.replace("interrupted", f"interrupted{how}", 1)
 
 
 def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:

@@ -38,10 +38,31 @@ def test_nothing_imports_the_command_line():
             assert not {"terravixens.cli"} & imported(path), path.relative_to(PACKAGE.parent)
 
 
+def _numbers_bound_to_code_names(path: Path) -> list[str]:
+    """`NAME = 4` or `A, B = 2, 130` where NAME is the name of an exit code of the one table (FAILED, INTERRUPTED…):
+    a module keeping its own copy of a code (tfwrap's `BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 2, 3, 4, 130`)."""
+    from terravixens.exitcodes import TABLES
+
+    names = {code.name for table in TABLES for code in table}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = (list(zip(target.elts, node.value.elts)) if isinstance(target, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+            found += [f"{name.id} = {value.value} (line {node.lineno})" for name, value in pairs
+                      if isinstance(name, ast.Name) and name.id.split("EXIT_")[-1] in names
+                      and isinstance(value, ast.Constant) and type(value.value) is int]
+    return found
+
+
 def test_exit_codes_are_spelled_in_one_place():
-    """No module keeps its own list of exit codes any more (upgrade's EXIT_* are aliases of the table's)."""
+    """No module keeps its own list of exit codes any more (upgrade's EXIT_* are aliases of the table's, tfwrap's
+    names are the table's members)."""
     for path in sorted(PACKAGE.rglob("*.py")):
         text = path.read_text()
         if path.name != "exitcodes.py":
             assert "class ExitCode" not in text and "IN_SYNC, ERROR, DRIFT = " not in text, path
             assert "= 0, 1, 2, 3" not in text and "= 0, 2, 3, 4, 5, 6, 7" not in text, path
+            assert not _numbers_bound_to_code_names(path), (path, _numbers_bound_to_code_names(path))

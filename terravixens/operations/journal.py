@@ -1,11 +1,14 @@
 """What an operation has done and has not done yet: its units of work (synth, each layer, each decommission step)
 and the step inside the current one, so that a stop or an interrupt ends with one line saying where it stopped.
-Kept by the Console (terravixens.operations.console); read by the command line."""
+Kept by the Console (terravixens.operations.console); read by the command lines (`terravixens`, and
+`terravixens-terraform`, the Terraform `npx cdktf` runs)."""
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from terravixens import runner
 
 
 @dataclass
@@ -81,3 +84,18 @@ class Journal:
         not_done = ([self.current] if self.current and not unknown else []) + self.pending
         return (f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; {unknown}"
                 f"not done: {', '.join(not_done) or 'nothing'}")
+
+
+def interrupted_line(error: BaseException, journal: Journal) -> str:
+    """One line for an interrupt: which signal, which external command was stopped with its process group
+    (terravixens.runner), and what is done and not — the operation's own summary when it made one (an `upgrade`
+    annotates its interrupt), else its journal, else the runner's line:
+    `interrupted by SIGTERM (terraform plan stopped with its process group) at hypervisors (plan): done: synth; not
+    done: hypervisors`."""
+    line = journal.line(interrupted=True)
+    if getattr(error, "summary", None) or not line:
+        return runner.interrupted_line(error)
+    stopped = getattr(error, "stopped", ())
+    how = f" by {getattr(error, 'signal', 'SIGINT')}" + (f" ({', '.join(stopped)} stopped with its process group)"
+                                                         if stopped else "")
+    return line.replace("interrupted", f"interrupted{how}", 1)

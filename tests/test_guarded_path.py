@@ -246,8 +246,6 @@ def interrupted_wrapper(stack_dir: Path, tmp_path: Path, hang_on: str, signum: i
                         *args: str) -> tuple[int, str, list[int]]:
     """The wrapper run as cdktf runs it, its Terraform hanging (tests/fake_hang.py) on `hang_on` holding its output
     through a child; `signum` sent to the wrapper once it hangs. Returns the exit status, stderr and the hung pids."""
-    import signal
-
     from tests import processes
     from tests.test_hangs import hanging_tool
     from tests.test_runner import pid_in

@@ -1,16 +1,48 @@
 """The cdktf app (main.py): synthesize every layer of the site, or say why not without a traceback.
 
-Exit codes: 0 synthesized; 1 a safety rule (TV001…) stopped synth, its messages printed; 2 the site file is wrong,
-every problem printed with file, field, value and fix.
+Exit codes (terravixens.exitcodes): OK synthesized; REFUSED a safety rule (TV001…) stopped synth, its messages
+printed; BAD_INPUT the site file is wrong, every problem printed with file, field, value and fix.
 """
 from __future__ import annotations
 
 import sys
 
 from terravixens.config.loader import SiteError, load_site
+from terravixens.exitcodes import ExitCode
 
 # cdktf raises one RuntimeError for all error annotations; its text after this mark is the list of rule messages.
 RULE_FAILURE_MARK = "Encountered Annotations with level \"ERROR\""
+# cdktf's closing advice, to turn every error annotation off: never the way out of a safety rule, so not repeated.
+BYPASS_ADVICE = "Either fix the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS"
+
+
+def rule_messages(error: BaseException) -> str | None:
+    """The safety rules' messages when `error` is cdktf stopping synth on them; None for any other error.
+
+    The one place that reads cdktf's text: the app (synth_main) and the operations (Workspace.synth, review) say the
+    same thing."""
+    text = str(error)
+    if RULE_FAILURE_MARK not in text:
+        return None
+    messages = text.split(RULE_FAILURE_MARK, 1)[1]
+    return "\n".join(line for line in messages.strip(": \n").splitlines()
+                     if not line.startswith(BYPASS_ADVICE)).strip()
+
+
+def synth_failure(error: BaseException) -> str:
+    """cdktf's own message for a synth that failed for another reason than a rule (a validation cdktf runs, such as
+    `terraform version` for terraform_data when no Terraform CLI is found), without the JavaScript stack."""
+    lines = []
+    for line in str(error).splitlines():
+        if line.strip().startswith("at ") or "If you wish to ignore these validations" in line:
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    text = "\n".join(lines) or type(error).__name__
+    if "Could not determine version of terraform" in text:
+        text += ("\nsynth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
+                 "TERRAFORM_BINARY_NAME")
+    return text
 
 
 def synth_main(outdir: str | None = None) -> int:
@@ -19,16 +51,15 @@ def synth_main(outdir: str | None = None) -> int:
         site = load_site()
     except SiteError as error:
         print(error, file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     from terravixens.stacks import build_app
 
     try:
         build_app(site, outdir).synth()
     except RuntimeError as error:
-        text = str(error)
-        if RULE_FAILURE_MARK not in text:
+        messages = rule_messages(error)
+        if messages is None:
             raise
-        print("terravixens: synth stopped by safety rules:\n" + text.split(RULE_FAILURE_MARK, 1)[1].strip(": \n"),
-              file=sys.stderr)
-        return 1
-    return 0
+        print("terravixens: synth stopped by safety rules:\n" + messages, file=sys.stderr)
+        return ExitCode.REFUSED
+    return ExitCode.OK

@@ -10,9 +10,16 @@ scripts/terravixens-terraform, which runs this:
   summary → cdktf's approval (or -auto-approve) → verified state backup → apply of that saved plan.
 - `destroy` is `terravixens destroy LAYER`: it needs the typed confirmation SITE/LAYER in $TERRAVIXENS_CONFIRM (cdktf's
   prompt can only answer yes or no), else it refuses and prints the exact command.
-- `plan` runs as asked, with the stacks' `terravixens_guarded` requirement met, and its plan file (0600 under umask
-  077) is deleted afterwards: nothing can apply it later around the guard.
+- `plan` runs as asked, with the stacks' `terravixens_guarded` requirement met, through the one bounded runner (its
+  deadline $TERRAVIXENS_TERRAFORM_TIMEOUT, its process group ended on a stop), its output passed on; its plan file
+  (0600 under umask 077) is deleted afterwards: nothing can apply it later around the guard.
 - anything else is Terraform itself (exec), after the same umask.
+
+`apply`, `destroy` and `plan` run inside terravixens.runner.handle_signals(), as `terravixens` does: SIGINT, SIGTERM
+and SIGHUP (cdktf stopping its child, a closed terminal) end the Terraform the runner started with its process group,
+then one line says which signal, what was stopped and what is done and not (the operation's journal), exit 130. The
+wrapper's own exit codes are those of the one table (terravixens.exitcodes.ExitCode); `plan` and the commands passed
+through return Terraform's own.
 
 Whatever runs: umask 077, HashiCorp's checkpoint off, and the layer's local state folder 0700 and its files 0600
 before Terraform starts (terravixens.state_files). The real binary is $TERRAVIXENS_TERRAFORM (the .npmrc keeps a
@@ -22,12 +29,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from terravixens import runner
+from terravixens.exitcodes import ExitCode
 from terravixens.guarded_path import CONFIRM_ENV, ENV_NAME, WRAPPER, commands
 from terravixens.operations.console import Console
 from terravixens.state_files import tighten_local_state, tighten_tree
@@ -38,9 +45,10 @@ PROJECT_FROM_STACK = 3  # cdktf.out/stacks/<layer>/ (terravixens.stacks.backend.
 GUARDED = ("apply", "destroy")
 # What cdktf passes to `apply`/`destroy` that the guarded path honours; -no-color and -input change nothing here.
 ACCEPTED = {"-auto-approve", "-no-color", "-input=false", "-input=true"}
-# Exit codes of the wrapper's own stops, those of terravixens.operations (ExitCode): bad input, not confirmed, an
-# external step failed or is missing, interrupted. The guarded path returns the operation's own code.
-BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 2, 3, 4, 130
+# The wrapper's own stops (the one table): bad input, not confirmed, an external step failed or is missing,
+# interrupted. The guarded path returns the operation's own code.
+BAD_INPUT, DECLINED, FAILED, INTERRUPTED = (ExitCode.BAD_INPUT, ExitCode.DECLINED, ExitCode.FAILED,
+                                            ExitCode.INTERRUPTED)
 
 
 def say(text: str) -> None:
@@ -108,29 +116,36 @@ def plan_file(args: Sequence[str]) -> str | None:
     return None
 
 
-def _forwarding(child: subprocess.Popen):
-    """Ctrl-C reaches the child from the terminal itself (same process group): the wrapper only waits for it.
-    SIGTERM and SIGHUP sent to the wrapper are handed on."""
-    def forward(signum, _frame):
-        child.send_signal(signum)
-    return {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: forward, signal.SIGHUP: forward}
-
-
 def run_plan(binary: str, argv: Sequence[str], args: Sequence[str], stack_dir: Path) -> int:
-    """`cdktf diff`: the plan as asked, then its saved plan deleted (cdktf never reads it)."""
+    """`cdktf diff`: the plan as asked, through the one bounded runner (stdout passed on line by line as Terraform
+    writes it, stderr once it ends), then its saved plan deleted (cdktf never reads it). Terraform's own exit code;
+    a Terraform that cannot start or passes its deadline is a stop (FAILED) naming why."""
+    from terravixens.operations.outcome import OperationError
+    from terravixens.operations.terraform import STOP_GRACE, terraform_timeout
+
+    try:
+        timeout = terraform_timeout()
+    except OperationError as error:
+        say(str(error))
+        return int(error.code)
     saved = plan_file(args)
     target = (stack_dir / saved) if saved else None
     if target is not None:
         target.unlink(missing_ok=True)  # created anew under umask 077, never rewritten in place with an old mode
-    child = subprocess.Popen([binary, *argv], env=terraform_environment(guarded=True))
-    previous = {signum: signal.signal(signum, handler) for signum, handler in _forwarding(child).items()}
     try:
-        return child.wait()
+        ran = runner.run([binary, *argv], timeout=timeout, env=terraform_environment(guarded=True),
+                         on_stdout_line=lambda line: print(line, flush=True), label="terraform plan",
+                         grace=STOP_GRACE)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         if target is not None:
             target.unlink(missing_ok=True)
+    if ran.stderr:
+        sys.stderr.write(ran.stderr)
+        sys.stderr.flush()
+    if ran.returncode is not None:
+        return ran.returncode
+    say(f"{ran.reason}; nothing was planned")
+    return int(FAILED)
 
 
 def refuse_options(command: str, layer: str, args: Sequence[str]) -> str | None:
@@ -201,21 +216,27 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
     except SiteError as error:
         print(error, file=sys.stderr)
         return BAD_INPUT
+    from terravixens.operations.journal import interrupted_line
+
     console = CdktfConsole()
+    again = (f"run `npx cdktf {'deploy' if command == 'apply' else 'destroy'} {layer}` again, or `pipenv run "
+             f"terravixens drift {layer}` to see where {layer} stands")
     try:
         ws = Workspace(site, root=root, outdir=stack_dir.parent.parent)
         tf = Terraform(binary=binary, env={ACTIVE_ENV: "1"},
                        layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer]))
         if command == "apply":
-            return deploy(ws, [layer], tf, DeployOptions(yes="-auto-approve" in args, synth=False), console)
-        return destroy(ws, layer, tf, DestroyOptions(confirm=confirmation, synth=False), console)
+            return int(deploy(ws, [layer], tf, DeployOptions(yes="-auto-approve" in args, synth=False), console))
+        return int(destroy(ws, layer, tf, DestroyOptions(confirm=confirmation, synth=False), console))
     except OperationError as error:
         say(str(error))
+        line = console.journal.line(interrupted=False)
+        if line:
+            say(line)
         return int(error.code)
-    except KeyboardInterrupt:
-        say(f"interrupted: Terraform stopped; see the lines above for what was done. Run `npx cdktf {command}` "
-            f"again, or `pipenv run terravixens drift {layer}` to see where {layer} stands.")
-        return INTERRUPTED
+    except KeyboardInterrupt as error:
+        say(f"{interrupted_line(error, console.journal)}; {again}")
+        return int(INTERRUPTED)
     finally:
         tighten(stack_dir)
         from terravixens.operations.backup import BACKUP_DIR
@@ -224,7 +245,18 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The wrapper: its own stops, the guarded path and the plan inside runner.handle_signals() (an interrupt ends
+    the Terraform the runner started, then one line), everything else exec'd. A plain number for the shell."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    with runner.handle_signals():
+        try:
+            return int(_main(argv))
+        except KeyboardInterrupt as error:  # outside an operation (its own line is said in `guarded`)
+            say(runner.interrupted_line(error))
+            return int(INTERRUPTED)
+
+
+def _main(argv: list[str]) -> int:
     os.umask(0o077)
     if os.environ.get(ACTIVE_ENV):
         say(f"the Terraform {WRAPPER} found is {WRAPPER} itself: set {REAL_ENV} to the real terraform (or tofu)")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
+from terravixens.exitcodes import ExitCode
 from terravixens.roles import Role
 from terravixens.runner import annotate
 from terravixens.talos.image import installer_image, schematic_id
@@ -42,8 +43,9 @@ IDENTIFIER = r"[0-9A-Za-z-]+"
 DOTTED = rf"{IDENTIFIER}(?:\.{IDENTIFIER})*"
 RELEASE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-({DOTTED}))?(?:\+({DOTTED}))?$")
 NO_PATCH = re.compile(r"^v?\d+\.\d+$")
-# Exit codes of `terravixens upgrade` (docs/commands.md).
-EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+# Exit codes of `terravixens upgrade`: the one table (terravixens.exitcodes). The EXIT_* names are aliases kept for
+# code written before it.
+EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.REFUSED
 Log = Callable[[str], None]
 RESUME = ("an upgrade Talos already started goes on inside the node: run the same command again to check health and "
           "resume")
@@ -114,8 +116,8 @@ class Outcome:
         return self.stopped_at is None and not self.refused
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.ok else EXIT_REFUSED if self.refused else EXIT_STOPPED
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.ok else ExitCode.REFUSED if self.refused else ExitCode.FAILED
 
     def summary(self) -> str:
         if self.refused:
@@ -429,7 +431,7 @@ def command(site: Site, cluster_name: str, talosctl: Talosctl, *, kubernetes: bo
         for line in (describe_kubernetes(site, cluster_name) if kubernetes
                      else describe_rolling(site, cluster_name, worker_batch)):
             log(line)
-        return EXIT_OK
+        return ExitCode.OK
     if kubernetes:
         return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
     return rolling_upgrade(site, cluster_name, talosctl, worker_batch=worker_batch, force=force, log=log).exit_code

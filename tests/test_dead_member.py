@@ -74,8 +74,9 @@ class Tools:
         return json.loads(self.scenario.read_text())
 
     def log(self) -> list[str]:
-        """Every call in order: talosctl as `talosctl ADDRESS COMMAND…`, Terraform as `terraform …`."""
-        return [" ".join(call) if call[0] == "terraform" else " ".join(["talosctl", call[3], *call[4:]])
+        """Every call in order: talosctl as `talosctl ADDRESS COMMAND…`, Terraform as `terraform …`, a synth (of
+        LoggedWorkspace) as `synth`."""
+        return [" ".join(call) if call[0] in ("terraform", "synth") else " ".join(["talosctl", call[3], *call[4:]])
                 for call in self.state()["calls"]]
 
     def record(self, *entry: str) -> None:
@@ -102,13 +103,26 @@ class LoggedTerraform(FakeTerraform):
         return super().run(workdir, *args)
 
 
+class LoggedWorkspace(Workspace):
+    """The workspace, its synth also written into the talosctl fake's log (where it stands among the calls)."""
+
+    def __init__(self, site, tools: Tools, **kwargs):
+        super().__init__(site, **kwargs)
+        self.tools = tools
+
+    def synth(self):
+        self.tools.record("synth")
+        return super().synth()
+
+
 def options(**changes) -> DeadMemberOptions:
     return DeadMemberOptions(**{"confirm": CONFIRM, "probes": 2, "probe_window": 0.5, **changes})
 
 
 def run(example_site, tmp_path, tools: Tools, tf=None, console=None, **changes) -> tuple[int, str]:
     out = console or Console(out=io.StringIO())
-    code = remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", tf or LoggedTerraform(tools),
+    code = remove_dead_member(LoggedWorkspace(example_site, tools, root=tmp_path), "prod", "cp-a",
+                              tf or LoggedTerraform(tools),
                               tools.talosctl(), tools.kubectl(), out, options(**changes))
     return code, out.out.getvalue()
 
@@ -142,18 +156,24 @@ def test_what_counts_as_silence():
 def test_silent_over_the_window_state_checked_then_member_removed(example_site, tmp_path):
     tools = Tools(tmp_path)
     tf = LoggedTerraform(tools)
+    console = Console(out=io.StringIO())
     started = time.monotonic()
-    code, output = run(example_site, tmp_path, tools, tf, probes=3, probe_window=1.0)
+    code, output = run(example_site, tmp_path, tools, tf, console, probes=3, probe_window=1.0)
     assert code == ExitCode.OK
     assert time.monotonic() - started >= 1.0  # the last probe waited for the end of the window
     assert tools.log() == [
+        "synth",  # first: a safety rule stopping it stops everything before any call
         "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version",
         "talosctl 10.11.1.12 etcd members",
-        "terraform init -input=false -no-color", "terraform state list",
+        "terraform init -input=false -no-color", "terraform state list", "terraform output -raw kubeconfig",
         "terraform state pull", f"terraform show -json -no-color {_backup(tmp_path)}",  # backup, verified
-        "terraform output -raw kubeconfig",
         "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9", "talosctl 10.11.1.12 etcd members",
         f"terraform state rm {APPLY}.node_cp-a_apply"]
+    assert console.journal.done == [
+        "synth", "probe (silent over 1s)", "etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)",
+        "state check (apply in the state)", f"backup ({Path(_backup(tmp_path)).relative_to(tmp_path)})",
+        "etcd removal (member 2a8f0e61c5b7d3f9)", "Node deletion", "forget the apply"]
+    assert console.journal.pending == [] and console.journal.current is None
     assert [m["hostname"] for m in tools.state()["members"]] == ["cp-b", "cp-c"]
     assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
     assert f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
@@ -179,7 +199,7 @@ def test_one_answer_during_the_window_refuses(example_site, tmp_path):
     assert caught.value.code == ExitCode.REFUSED
     assert str(caught.value).startswith("cp-a (10.11.1.11) answered probe 3 of 4 (at ")
     assert str(caught.value).endswith("nothing was done")
-    assert tools.log() == ["talosctl 10.11.1.11 version"] * 3 and tf.calls == []
+    assert tools.log() == ["synth", *["talosctl 10.11.1.11 version"] * 3] and tf.calls == []
     assert len(tools.state()["members"]) == 3
 
 
@@ -198,7 +218,7 @@ def test_a_missing_talosctl_is_a_stop_not_silence(example_site, tmp_path):
     with pytest.raises(OperationError) as caught:
         remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", LoggedTerraform(tools),
                            Talosctl(str(tmp_path / "nowhere" / "talosctl")), tools.kubectl(), out, options())
-    assert caught.value.code == ExitCode.TERRAFORM_FAILED  # FAILED: an external step is missing
+    assert caught.value.code == ExitCode.FAILED  # FAILED: an external step is missing
     assert str(caught.value) == (f"probe 1 of 2: cannot run {tmp_path}/nowhere/talosctl: No such file or directory; "
                                  f"nothing was done")
 
@@ -206,10 +226,14 @@ def test_a_missing_talosctl_is_a_stop_not_silence(example_site, tmp_path):
 def test_terraforms_state_step_is_checked_before_etcd_is_touched(example_site, tmp_path):
     tools = Tools(tmp_path)
     tf = LoggedTerraform(tools, fail=("state list",))
+    console = Console(out=io.StringIO())
     with pytest.raises(OperationError) as caught:
-        run(example_site, tmp_path, tools, tf)
-    assert caught.value.code == ExitCode.TERRAFORM_FAILED
+        run(example_site, tmp_path, tools, tf, console)
+    assert caught.value.code == ExitCode.FAILED
     assert "terraform state list failed" in str(caught.value)
+    assert console.journal.line(interrupted=False) == (
+        "stopped at state check (init): done: synth, probe (silent over 0.5s), etcd members (cp-a is member "
+        "2a8f0e61c5b7d3f9, through cp-b); not done: state check, backup, etcd removal, Node deletion, forget the apply")
     assert not [line for line in tools.log() if "remove-member" in line]
     assert len(tools.state()["members"]) == 3 and not tools.kubectl_log.exists()
 
@@ -228,7 +252,9 @@ def test_the_hook_before_the_irreversible_step_runs_last_and_can_stop_it(example
     assert caught.value.code == ExitCode.BACKUP_FAILED
     [(node, member, through, address, log_then)] = seen
     assert (node, member, through, address) == ("cp-a", "2a8f0e61c5b7d3f9", "cp-b", "10.11.1.12")
-    assert log_then[-2:] == ["terraform show -json -no-color " + _backup(tmp_path), "terraform output -raw kubeconfig"]
+    # the verified backup is the last thing before it (the kubeconfig output was read with the state check)
+    assert log_then[-3:] == ["terraform output -raw kubeconfig", "terraform state pull",
+                             "terraform show -json -no-color " + _backup(tmp_path)]
     assert len(tools.state()["members"]) == 3
 
 

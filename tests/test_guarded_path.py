@@ -14,6 +14,7 @@ import pytest
 from cdktf import App
 
 from terravixens import provider_install, tfwrap
+from terravixens.exitcodes import ExitCode
 from terravixens.guarded_path import ENV_NAME, VARIABLE
 from terravixens.state_files import tighten_local_state, tighten_tree
 from tests import support
@@ -239,6 +240,62 @@ def test_the_real_terraform_is_never_the_wrapper_itself(layer, tmp_path):
     assert result.returncode == 4 and "is terravixens-terraform itself" in result.stderr and calls(log) == []
     result = wrapper(stack_dir, fake, log, "version", PATH="/nonexistent")
     assert result.returncode == 4 and "no `terraform` on PATH" in result.stderr
+
+
+def interrupted_wrapper(stack_dir: Path, tmp_path: Path, hang_on: str, signum: int,
+                        *args: str) -> tuple[int, str, list[int]]:
+    """The wrapper run as cdktf runs it, its Terraform hanging (tests/fake_hang.py) on `hang_on` holding its output
+    through a child; `signum` sent to the wrapper once it hangs. Returns the exit status, stderr and the hung pids."""
+    from tests import processes
+    from tests.test_hangs import hanging_tool
+    from tests.test_runner import pid_in
+
+    terraform = hanging_tool(tmp_path / "hang-bin", "terraform")
+    environ = {k: v for k, v in os.environ.items() if k not in (ENV_NAME, "CHECKPOINT_DISABLE", tfwrap.ACTIVE_ENV,
+                                                                    "TERRAVIXENS_CONFIRM", "TERRAVIXENS_PROVIDERS")}
+    environ.update({"PATH": f"{terraform.parent}{os.pathsep}{environ['PATH']}", "FAKE_HANG_ON": hang_on,
+                    "FAKE_HANG_DIR": str(tmp_path), "TERRAVIXENS_SITE": str(ROOT / "sites" / "example.yaml")})
+    process = subprocess.Popen([str(WRAPPER), *args], cwd=stack_dir, env=environ, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        pid_in(tmp_path / "hung", within=120)
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    return process.returncode, stderr, processes.recorded(tmp_path / "hung")
+
+
+def test_an_interrupted_cdktf_deploy_ends_terraform_and_says_what_is_done(layer, tmp_path):
+    """cdktf stopping its Terraform (SIGTERM) during the guarded apply: the Terraform the operation started is ended
+    with its process group (before, the wrapper died at once and left it running), one line, exit 130."""
+    import signal
+
+    from tests import processes
+
+    stack_dir, _, _ = layer
+    code, stderr, pids = interrupted_wrapper(stack_dir, tmp_path, "init", signal.SIGTERM, "apply", "-auto-approve")
+    assert code == ExitCode.INTERRUPTED and "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == (
+        "terravixens-terraform: interrupted by SIGTERM (terraform init stopped with its process group) at hypervisors "
+        "(init): done: nothing; not done: hypervisors; run `npx cdktf deploy hypervisors` again, or `pipenv run "
+        "terravixens drift hypervisors` to see where hypervisors stands")
+    assert len(pids) == 2 and processes.all_gone(pids)  # terraform and the child that held its output
+
+
+def test_an_interrupted_cdktf_diff_ends_terraform_and_leaves_no_plan(layer, tmp_path):
+    import signal
+
+    from tests import processes
+
+    stack_dir, _, _ = layer
+    code, stderr, pids = interrupted_wrapper(stack_dir, tmp_path, "plan", signal.SIGHUP, "plan", "-input=false",
+                                             "-out", "plan")
+    assert code == ExitCode.INTERRUPTED and "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == (
+        "terravixens-terraform: interrupted by SIGHUP (terraform plan stopped with its process group); nothing after "
+        "it was started; the lines above say what is done")
+    assert len(pids) == 2 and processes.all_gone(pids) and not (stack_dir / "plan").exists()
 
 
 def test_the_approval_question_is_the_one_cdktf_answers():

@@ -50,10 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # Edges another branch removes (issue 16): excluded from the cycle and layering checks until then, and
 # test_edges_owned_elsewhere_are_gone fails as soon as they are gone, so this list is emptied right away.
-OWNED_ELSEWHERE = {
-    # branch ops-core: operations/workspace.py takes RULE_FAILURE_MARK from cli.py (the cli <-> operations cycle)
-    ("terravixens.operations.workspace", "terravixens.cli"),
-}
+OWNED_ELSEWHERE: set[tuple[str, str]] = set()  # edges another branch removes: none left
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -174,8 +171,6 @@ def test_no_upward_import(edges):
     assert upward(without_owned_elsewhere(edges)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="branch ops-core removes operations/workspace.py's import of cli.py (issue 16, "
-                                       "item 1); when it is merged this passes: empty OWNED_ELSEWHERE")
 def test_edges_owned_elsewhere_are_gone(edges):
     assert [edge for edge in sorted(OWNED_ELSEWHERE) if edge[1] in edges.get(edge[0], set())] == []
 

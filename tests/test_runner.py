@@ -195,5 +195,5 @@ def test_terravixens_interrupted_ends_terraform_and_exits_130_with_one_line(tmp_
         process.kill()
     assert process.returncode == 130
     assert stderr == (f"terravixens drift: interrupted by {signal.Signals(signum).name} (terraform init stopped with "
-                      f"its process group); nothing after it was started; the lines above say what is done\n")
+                      f"its process group) at platform-prod: done: synth; not done: platform-prod\n")
     assert processes.all_gone(processes.recorded(tmp_path / "hung"))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from terravixens.exitcodes import ExitCode
 from terravixens.talosctl import Talosctl, parse_duration
 from terravixens.upgrade import (
     describe_kubernetes, kubernetes_upgrade, parse_version, release, rolling_upgrade, skips_a_minor, upgrade_plan,
@@ -156,7 +157,8 @@ def test_a_cluster_already_on_target_is_still_checked_at_the_end(site, tmp_path)
 def test_unhealthy_after_a_node_stops_and_the_rerun_touches_nothing_more(site, tmp_path):
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-b"])
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
-    assert outcome.exit_code == 1 and outcome.stopped_at == "cp-b" and outcome.upgraded == ["cp-a", "cp-b"]
+    assert outcome.exit_code == ExitCode.FAILED
+    assert outcome.stopped_at == "cp-b" and outcome.upgraded == ["cp-a", "cp-b"]
     assert outcome.summary() == (
         "stopped at cp-b: health check after upgrading cp-b failed (exit 1: waiting for etcd members to be "
         "healthy: 127.11.1.12: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b")
@@ -230,7 +232,7 @@ def test_a_missing_talosctl_ends_with_where_it_stopped_not_a_traceback(problem, 
         binary.write_text("#!/bin/sh\n")
     run = cli(tmp_path, "--talosctl", str(binary))
     error = "No such file or directory" if problem == "missing" else "Permission denied"
-    assert (run.returncode, run.stderr) == (1, "")
+    assert (run.returncode, run.stderr) == (ExitCode.FAILED, "")
     assert run.stdout.splitlines()[-1] == (
         f"stopped at cp-a: health check before the first node failed (cannot run {binary}: {error}); done: none; "
         f"not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
@@ -280,7 +282,7 @@ def test_a_node_that_rolled_back_is_a_failure_naming_it(site, tmp_path):
     """`talosctl upgrade --wait` returned 0, but cp-b booted its previous image again (Talos' A/B fallback)."""
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), rolls_back=["cp-b"])
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
-    assert outcome.exit_code == 1 and outcome.upgraded == ["cp-a"] and outcome.stopped_at == "cp-b"
+    assert outcome.exit_code == ExitCode.FAILED and outcome.upgraded == ["cp-a"] and outcome.stopped_at == "cp-b"
     assert outcome.summary() == (
         "stopped at cp-b: not on the target after its upgrade (cp-b still runs v1.11.5 after talosctl upgrade --wait "
         "returned: Talos rolled back to its previous image (A/B fallback after a failed boot); look at its console "
@@ -353,7 +355,7 @@ def test_version_parsing_and_order():
 def test_a_downgrade_is_refused_before_anything_is_touched(site, tmp_path):
     fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.11.7", "cp-c": "v1.12.0-beta.1"})
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
-    assert outcome.exit_code == 3 and outcome.refused
+    assert outcome.exit_code == ExitCode.REFUSED and outcome.refused
     assert outcome.summary() == (
         "refused: cp-c runs v1.12.0-beta.1, wk-b runs v1.11.7, newer than the target v1.11.6: that is a downgrade. "
         "Set talos_version to the version the nodes run, or pass --force to downgrade; nothing touched")
@@ -363,7 +365,7 @@ def test_a_downgrade_is_refused_before_anything_is_touched(site, tmp_path):
 def test_force_downgrades(tmp_path):
     fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.11.7"})
     refused = cli(tmp_path, "--talosctl", str(fake.path))
-    assert refused.returncode == 3 and fake.upgraded() == []
+    assert refused.returncode == ExitCode.REFUSED and fake.upgraded() == []
     forced = cli(tmp_path, "--talosctl", str(fake.path), "--force")
     assert forced.returncode == 0 and fake.upgraded() == ["wk-b"]
     assert "wk-b (worker, 127.11.1.22): v1.11.7 -> v1.11.6" in forced.stdout.splitlines()
@@ -376,7 +378,7 @@ def test_skipping_a_talos_minor_is_refused_before_anything_is_touched(tmp_path):
     site = support.site_from(site_data(talos_version="v1.13.0"))
     fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.12.7"), "cp-b": "v1.11.6", "wk-a": "v1.11.5"})
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
-    assert outcome.exit_code == 3 and outcome.refused
+    assert outcome.exit_code == ExitCode.REFUSED and outcome.refused
     assert outcome.summary() == (
         "refused: cp-b runs v1.11.6, wk-a runs v1.11.5, more than one minor behind the target v1.13.0: Talos "
         "upgrades one minor at a time. Set talos_version to the newest patch of the next minor, run the upgrade, "
@@ -399,7 +401,7 @@ def test_force_skips_a_minor(tmp_path):
     command = [sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file), "--talosctl",
                str(fake.path)]
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 3 and fake.upgraded() == []
+    assert refused.returncode == ExitCode.REFUSED and fake.upgraded() == []
     assert refused.stdout.splitlines()[-1].startswith("refused: cp-a runs v1.11.6, cp-b runs v1.11.6")
     forced = subprocess.run([*command, "--force"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert forced.returncode == 0 and fake.upgraded() == FIVE
@@ -483,7 +485,7 @@ def test_kubernetes_upgrade_is_not_started_on_an_unhealthy_cluster(site, tmp_pat
 def test_kubernetes_upgrade_failure_stops(site, tmp_path):
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"), fail={"upgrade-k8s": ["*"]})
     result = kubernetes_upgrade(site, "prod", fake.talosctl(), log=quiet)
-    assert result.exit_code == 1
+    assert result.exit_code == ExitCode.FAILED
     assert result.summary() == (
         "stopped at cp-a: talosctl upgrade-k8s failed (exit 1: error: upgrade-k8s on 127.11.1.11 failed: rpc "
         "error: code = Unavailable); components may be partly upgraded: fix the cause and run it again; done: none; "
@@ -518,7 +520,7 @@ def test_cli_dry_run_honours_kubernetes(site, tmp_path):
 def test_cli_exit_codes_and_last_line(tmp_path):
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-a"])
     run = cli(tmp_path, "--talosctl", str(fake.path), "--timeout", "90s")
-    assert run.returncode == 1 and run.stderr == ""
+    assert run.returncode == ExitCode.FAILED and run.stderr == ""
     assert run.stdout.splitlines()[0] == "cluster healthy before the first node"
     assert run.stdout.splitlines()[-1].startswith("stopped at cp-a: health check after upgrading cp-a failed")
     assert fake.calls()[0][fake.calls()[0].index("--wait-timeout") + 1] == "90s"

@@ -115,5 +115,5 @@ def restore_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Pat
         args.append("-force")
     pushed = tf.run(workdir, *args, str(path))
     if pushed.returncode != 0:
-        raise OperationError(f"{layer}: terraform state push failed:\n{pushed.tail()}", ExitCode.TERRAFORM_FAILED)
+        raise OperationError(f"{layer}: terraform state push failed:\n{pushed.tail()}", ExitCode.FAILED)
     return current, wanted

@@ -1,5 +1,8 @@
 """Progress lines and confirmations. Tests give `answers`; without a terminal and without answers nothing is
-confirmed (an unattended run must say --yes)."""
+confirmed (an unattended run must say --yes).
+
+The console also keeps the operation's journal (terravixens.operations.journal.Journal): each progress step it prints
+is where the operation is, and the command line reads the journal when the operation stops or is interrupted."""
 from __future__ import annotations
 
 import sys
@@ -8,17 +11,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from terravixens.operations.journal import Journal
+
+
 
 @dataclass
 class Console:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     answers: Iterator[str] | None = None
     started: float = field(default_factory=time.monotonic)
+    journal: Journal = field(default_factory=Journal)
 
     def say(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
     def step(self, layer: str, step: str, text: str = "") -> None:
+        self.journal.saw(layer, step)
         elapsed = time.monotonic() - self.started
         self.say(f"[{elapsed:6.1f}s] {layer}: {step}{' — ' + text if text else ''}")
 

@@ -4,22 +4,24 @@ waits before it acts, and checks everything else first:
 
 1. the typed confirmation `SITE/CLUSTER/NODE` (or `--confirm` for automation); no terminal and no --confirm: nothing
    is done (exit 3);
-2. NODE must stay silent over a period: `--probes` probes (`talosctl version` with a short deadline) spread over
+2. synth: a safety rule that stops it stops the command before anything is called (exit 1);
+3. NODE must stay silent over a period: `--probes` probes (`talosctl version` with a short deadline) spread over
    `--probe-window` — one reboot or network blip must not take a live control plane out of etcd. One answer refuses
    (a live node leaves etcd gracefully through the normal removal: take it out of the site file and deploy). A
    probe that fails for another reason than silence (a certificate, a missing talosctl) cannot prove silence either;
-3. a healthy control plane answers `talosctl etcd members`, and NODE's member id is found there (by hostname);
-4. Terraform's state step is checked: synth, init, `state list` — the apply address present (then the state is
-   backed up and verified now) or the reason it is not —, and the kubeconfig output read;
-5. `before_irreversible` (a hook: a fresh, verified etcd snapshot belongs there), then the irreversible step:
+4. a healthy control plane answers `talosctl etcd members`, and NODE's member id is found there (by hostname);
+5. Terraform's state step is checked: init, `state list` — the apply address present or the reason it is not —,
+   the kubeconfig output read; then the state is backed up and verified (when the apply is in it);
+6. `before_irreversible` (a hook: a fresh, verified etcd snapshot belongs there), then the irreversible step:
    `talosctl etcd remove-member <id>` through the healthy control plane, read back with `etcd members`;
-6. NODE's Kubernetes Node object deleted (kubectl, the platform layer's kubeconfig);
-7. `terraform state rm` of NODE's configuration apply, so that no reset is attempted;
-8. the operator then takes NODE out of the site file (adding a replacement keeps the count odd) and runs
+7. NODE's Kubernetes Node object deleted (kubectl, the platform layer's kubeconfig);
+8. `terraform state rm` of NODE's configuration apply, so that no reset is attempted;
+9. the operator then takes NODE out of the site file (adding a replacement keeps the count odd) and runs
    `terravixens deploy platform-CLUSTER`: its VM is deleted, nothing else is touched.
 
-Every talosctl, kubectl and terraform call is bounded (terravixens.runner). A stop or an interrupt after step 5
-says in one line what is done and what is not.
+Every talosctl, kubectl and terraform call is bounded (terravixens.runner). Steps 2 to 8 are the units of the
+console's journal (UNITS), so a stop or an interrupt ends with one line saying what is done and what is not; a
+remove-member whose call hung or was stopped is said to be "not known" there, with what to check.
 """
 from __future__ import annotations
 
@@ -32,19 +34,21 @@ from terravixens.config.addressing import node_address
 from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
-from terravixens.operations.decommission import apply_address, state_addresses
+from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.runner import annotate
 from terravixens.talosctl import Call, Member, Talosctl, members
 
 # How talosctl (through apid, gRPC) says the node could not be reached: nothing else counts as silence — above all
 # not `code = Unavailable` alone, which a TLS handshake failure (a wrong talosconfig) also carries.
 SILENCE = re.compile(r"connect: (connection refused|no route to host|network is unreachable|host is down)|"
                      r"i/o timeout|context deadline exceeded|code = DeadlineExceeded|connection reset by peer", re.I)
-IRREVERSIBLE_STEPS = ("etcd member removed", "Node object deleted", "apply forgotten in the state")
+# The journal's units, in order (the confirmation comes first and says itself that nothing was done).
+SYNTH, PROBE, MEMBERS, STATE, BACKUP, REMOVAL, NODE, FORGET = UNITS = (
+    "synth", "probe", "etcd members", "state check", "backup", "etcd removal", "Node deletion", "forget the apply")
+UNKNOWN = "list the members (talosctl etcd members) and run the same command again"
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,9 @@ def confirmation(console: Console, expected: str, given: str | None, dead: str) 
 
 
 def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemberOptions, console: Console,
-                  layer: str) -> None:
+                  layer: str) -> str:
     """`options.probes` probes evenly over `options.probe_window` seconds (the first at once, the last at the end);
-    one answer refuses, unless --force."""
+    one answer refuses, unless --force. Returns what the probes found, for the journal."""
     started = time.monotonic()
     count, window = options.probes, options.probe_window
     console.step(layer, "probe", f"{dead} ({address}): {count} probes (talosctl version) over {window:g}s; one "
@@ -116,7 +120,7 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
             if options.force:
                 console.step(layer, "probe", f"{dead} ({address}) answered probe {number} of {count} at {at:.0f}s; "
                                              f"--force: going on")
-                return
+                return f"answered probe {number} of {count}; --force"
             raise OperationError(
                 f"{dead} ({address}) answered probe {number} of {count} (at {at:.0f}s of {window:g}s): it is alive. "
                 f"Remove it the normal way (take it out of the site file and deploy; its reset leaves etcd "
@@ -124,7 +128,7 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
                 ExitCode.REFUSED)
         if answer.returncode is None and not answer.timed_out:
             raise OperationError(f"probe {number} of {count}: {answer.reason}; nothing was done",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         if silent(answer):
             console.step(layer, "probe", f"{number} of {count} at {at:.0f}s: no answer")
         elif not options.force:
@@ -133,6 +137,7 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
                 f"({answer.reason}): that does not prove {dead} is dead; check --talosconfig and --talosctl; "
                 f"nothing was done", ExitCode.REFUSED)
     console.step(layer, "probe", f"{dead} ({address}) probed {count} times over {window:g}s: no answer")
+    return f"silent over {window:g}s"
 
 
 def healthy_member_list(talosctl: Talosctl, cluster_name: str, dead: str, address: dict[str, str], console: Console,
@@ -149,7 +154,7 @@ def healthy_member_list(talosctl: Talosctl, cluster_name: str, dead: str, addres
                                     f"the next one")
     stuck = [answer for answer in failures if answer.returncode is None]
     if stuck:
-        raise OperationError(f"{stuck[0].reason}; nothing was done", ExitCode.TERRAFORM_FAILED)
+        raise OperationError(f"{stuck[0].reason}; nothing was done", ExitCode.FAILED)
     raise OperationError(f"no control plane of {cluster_name} answers `talosctl etcd members`: etcd has lost quorum; "
                          f"restore etcd from a snapshot (talosctl bootstrap --recover-from); nothing was done",
                          ExitCode.REFUSED)
@@ -175,85 +180,89 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
     hostname = cluster.control_planes[dead].hostname or dead
     confirmation(console, f"{ws.site.site}/{cluster_name}/{dead}", options.confirm, dead)
 
-    done: list[str] = []
-    pending = list(IRREVERSIBLE_STEPS)
-
-    def mark(step: str, text: str | None = None) -> None:
-        pending.remove(step)
-        done.append(text or step)
-
-    def not_done() -> str:
-        return f"done: {', '.join(done) or 'nothing'}; not done: {', '.join(pending) or 'nothing'}"
-
-    doing = f"probing {dead}"
-    try:
-        probe_silence(talosctl, dead, address[dead], options, console, layer)
-        doing = "listing the etcd members"
+    journal = console.journal
+    journal.expect(*(UNITS if options.synth else UNITS[1:]))
+    if options.synth:  # first: a safety rule that stops synth stops the command before any call
+        with journal.unit(SYNTH):
+            console.step("site", "synth", ws.site.site)
+            ws.synth()
+    with journal.unit(PROBE) as unit:
+        unit.note = probe_silence(talosctl, dead, address[dead], options, console, layer)
+    with journal.unit(MEMBERS) as unit:
         healthy, listed = healthy_member_list(talosctl, cluster_name, dead, address, console, layer)
         member = next((m for m in listed if m.hostname == hostname), None)
         found = f"{hostname} is member {member.id}" if member else f"{hostname} is not a member"
         console.step(layer, "etcd", f"{len(listed)} members listed through {healthy}; {found}")
+        unit.note = f"{found}, through {healthy}"
 
-        doing = "checking Terraform's state step"
-        if options.synth:
-            ws.synth()
-        workdir = ws.stack_dir(layer)
+    workdir = ws.stack_dir(layer)
+    target = apply_address(dead)
+    with journal.unit(STATE) as unit:
+        console.step(layer, "init")
         tf.init(workdir, layer)
-        target = apply_address(dead)
         in_state = target in state_addresses(tf, ws, layer)
-        backup: Backup | None = None
+        kubeconfig = kubeconfig_of(tf, workdir)
         if in_state:
-            backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, f"remove-dead-{dead}")
-            console.step(layer, "state", f"{target} is in the state: it will be forgotten; backup "
-                                         + (f"{backup.path.relative_to(ws.root)} (verified)" if backup else "none"))
+            console.step(layer, "state", f"{target} is in the state: it will be forgotten")
         else:
             console.step(layer, "state", f"{target} is not in the state (already forgotten, or never applied): "
                                          f"nothing to forget")
-        kubeconfig = kubeconfig_of(tf, workdir)
+        unit.note = "apply in the state" if in_state else "apply not in the state"
+    with journal.unit(BACKUP) as unit:
+        backup: Backup | None = None
+        if in_state:
+            journal.saw(layer, "backup")
+            backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, f"remove-dead-{dead}")
+        shown = str(backup.path.relative_to(ws.root)) if backup else ""
+        unit.note = shown or ("no state" if in_state else "nothing to back up")
+        console.step(layer, "backup", f"{shown} (verified)" if backup else unit.note)
 
-        if member is not None:
+    with journal.unit(REMOVAL) as unit:
+        if member is None:
+            unit.note = "already gone"
+        else:
             if options.before_irreversible is not None:
                 options.before_irreversible(Irreversible(cluster_name, dead, member.id, healthy, address[healthy],
                                                          talosctl, console))
-            doing = f"removing etcd member {member.id}"
-            removed = talosctl.etcd_remove_member(address[healthy], member.id)
-            if not removed.ok:
-                unknown = removed.timed_out or removed.interrupted  # it may have reached etcd
-                raise OperationError(
-                    f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); " + (
-                        f"whether the member was removed is not known: list the members (talosctl etcd members) "
-                        f"and run the same command again" if unknown else "nothing was done"),
-                    ExitCode.TERRAFORM_FAILED)
-            console.step(layer, "etcd", f"member {member.id} ({hostname}) removed through {healthy}")
-            again = talosctl.etcd_members(address[healthy])
-            if again.ok and any(m.id == member.id for m in members(again.stdout)):
-                raise OperationError(f"member {member.id} ({hostname}) is still listed by {healthy} after "
-                                     f"remove-member returned: nothing else was done; list the members and run the "
-                                     f"same command again", ExitCode.TERRAFORM_FAILED)
-            mark(IRREVERSIBLE_STEPS[0])
-            console.step(layer, "etcd", f"{len(members(again.stdout))} members left (read back through {healthy})"
-                         if again.ok else f"could not read the members back ({again.reason[:200]})")
-        else:
-            mark(IRREVERSIBLE_STEPS[0], "etcd member already gone")
-
-        doing = f"deleting Node {hostname}"
-        failed = delete_nodes(kubectl, kubeconfig, [hostname], console, layer)
-        mark(IRREVERSIBLE_STEPS[1], "Node object left (see above)" if failed else None)
-        doing = f"forgetting {target}"
+            remove_member(talosctl, healthy, address[healthy], member, console, layer)
+            unit.note = f"member {member.id}"
+    with journal.unit(NODE) as unit:
+        if delete_nodes(kubectl, kubeconfig, [hostname], console, layer):
+            unit.note = f"Node {hostname} left: see above"
+    with journal.unit(FORGET) as unit:
         if in_state:
             tf.check(tf.run(workdir, "state", "rm", target), "state rm", layer)
             console.step(layer, "state", f"{target} forgotten: no reset will be attempted on the dead machine")
-        mark(IRREVERSIBLE_STEPS[2], None if in_state else "apply not in the state")
-    except OperationError as error:
-        if done:
-            raise OperationError(f"{error}; {not_done()}", error.code) from None
-        raise
-    except KeyboardInterrupt as error:
-        annotate(error, where=f"while {doing}", summary=not_done() if done else (
-            f"whether the etcd member was removed is not known: list the members (talosctl etcd members) and run "
-            f"the same command again" if doing.startswith("removing") else
-            "etcd member not removed: run the same command again"))
-        raise
+        else:
+            unit.note = "not in the state"
     console.say(f"next: remove {dead} from clusters.{cluster_name}.control_planes in the site file (add a "
                 f"replacement to keep an odd count), then `terravixens deploy {layer}`: its VM is deleted")
     return ExitCode.OK
+
+
+def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member, console: Console,
+                  layer: str) -> None:
+    """`talosctl etcd remove-member` through the healthy control plane, read back. A call that hung or was stopped
+    may have reached etcd: the journal says its outcome is not known, with what to check."""
+    journal = console.journal
+    try:
+        removed = talosctl.etcd_remove_member(through, member.id)
+    except KeyboardInterrupt:
+        journal.outcome_unknown(UNKNOWN)
+        raise
+    if not removed.ok:
+        unknown = removed.timed_out or removed.interrupted
+        if unknown:
+            journal.outcome_unknown(UNKNOWN)
+        raise OperationError(
+            f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); " + (
+                f"whether the member was removed is not known: {UNKNOWN}" if unknown else "etcd is unchanged"),
+            ExitCode.FAILED)
+    console.step(layer, "etcd", f"member {member.id} ({member.hostname}) removed through {healthy}")
+    again = talosctl.etcd_members(through)
+    if again.ok and any(m.id == member.id for m in members(again.stdout)):
+        raise OperationError(f"member {member.id} ({member.hostname}) is still listed by {healthy} after "
+                             f"remove-member returned: nothing else was done; list the members and run the "
+                             f"same command again", ExitCode.FAILED)
+    console.step(layer, "etcd", f"{len(members(again.stdout))} members left (read back through {healthy})"
+                 if again.ok else f"could not read the members back ({again.reason[:200]})")

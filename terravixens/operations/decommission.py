@@ -22,17 +22,20 @@ from dataclasses import dataclass
 from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
 from terravixens.decommission_settings import Decommission
 from terravixens.layers import gitops_stack_name, platform_stack_name
-from terravixens.logical_ids import cluster_id, node_id
+from terravixens.logical_ids import cluster_id
 from terravixens.operations import summary
 from terravixens.operations.backup import pull_state
 from terravixens.operations.console import Console
-from terravixens.operations.deploy import apply_saved, confirm, guard_context, judge, make_plan
-from terravixens.operations.destroy import typed_confirmation
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.steps import (apply_address, apply_saved, confirm, guard_context, judge, make_plan,
+                                          state_addresses, typed_confirmation)
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+
+
+RESETS = "the resets"  # in the journal until the state says which nodes are left to reset
 
 
 @dataclass(frozen=True)
@@ -41,17 +44,6 @@ class DecommissionOptions:
     delete_vms: bool = False
     destroy_secrets: bool = False
     yes: bool = False
-
-
-def apply_address(node: str) -> str:
-    return f"{NODE_APPLY}.{node_id(node, 'apply')}"
-
-
-def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
-    result = tf.run(ws.stack_dir(layer), "state", "list")
-    if result.returncode != 0:
-        tf.check(result, "state list", layer)
-    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 
 def not_only_on_destroy(plan) -> list[str]:
@@ -99,16 +91,21 @@ def decommission(ws: Workspace, cluster_name: str, tf: Terraform, options: Decom
                        f"This resets every node of cluster {cluster_name} of site {ws.site.site}")
     last = cluster.bootstrap
 
+    journal = console.journal
+    journal.expect("synth", "checks", "prepare", RESETS, *(["delete the VMs"] if options.delete_vms else []),
+                   *(["destroy the machine secrets"] if options.destroy_secrets else []))
     ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}))}
-    console.step("site", "synth", f"{ws.site.site} with decommission settings for {cluster_name}")
-    ws.synth()
-    for name in (gitops, layer):
-        tf.init(ws.stack_dir(name), name)
-    if state_addresses(tf, ws, gitops):
-        raise OperationError(f"{gitops} still has resources: destroy it first (terravixens destroy {gitops}); "
-                             f"nothing was changed", ExitCode.REFUSED)
-    in_state = set(state_addresses(tf, ws, layer))
-    kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
+    with journal.unit("synth"):
+        console.step("site", "synth", f"{ws.site.site} with decommission settings for {cluster_name}")
+        ws.synth()
+    with journal.unit("checks"):  # the gitops layer is gone; what the state still holds
+        for name in (gitops, layer):
+            tf.init(ws.stack_dir(name), name)
+        if state_addresses(tf, ws, gitops):
+            raise OperationError(f"{gitops} still has resources: destroy it first (terravixens destroy {gitops}); "
+                                 f"nothing was changed", ExitCode.REFUSED)
+        in_state = set(state_addresses(tf, ws, layer))
+        kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
 
     try:
         _teardown(ws, tf, console, cluster_name, options, kubectl, kubeconfig, in_state)
@@ -125,44 +122,62 @@ def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str,
     cluster = ws.site.clusters[cluster_name]
     layer = platform_stack_name(cluster_name)
     last = cluster.bootstrap
-    others = sorted(name for name in cluster.control_planes if name != last)
+    others = [name for name in sorted(cluster.control_planes) if name != last and apply_address(name) in in_state]
     hostnames = {name: node.hostname or name for name, (_, node) in cluster.nodes().items()}
-    run_step(ws, tf, console, layer, "prepare the resets (on_destroy: reboot into maintenance mode, last control "
-             "plane non-graceful)", [], frozenset(), options, prepare=True)
     workers = [name for name in sorted(cluster.workers) if apply_address(name) in in_state]
+    journal = console.journal
+    journal.replace(RESETS, *([f"reset workers {', '.join(workers)}"] if workers else []),
+                   *(f"reset control plane {name}" for name in others),
+                   *([f"reset the last control plane {last}"] if apply_address(last) in in_state else []))
+
+    def step(unit: str, title: str, args: list[str], waived: frozenset[str] = frozenset(),
+             prepare: bool = False) -> None:
+        with journal.unit(unit) as done:
+            if not run_step(ws, tf, console, layer, title, args, waived, options, prepare=prepare):
+                done.note = "nothing to do"
+
+    step("prepare", "prepare the resets (on_destroy: reboot into maintenance mode, last control plane "
+         "non-graceful)", [], prepare=True)
     if workers:
-        run_step(ws, tf, console, layer, f"reset workers {', '.join(workers)}",
-                 ["-destroy", *(f"-target={apply_address(n)}" for n in workers)], frozenset(), options)
+        step(f"reset workers {', '.join(workers)}", f"reset workers {', '.join(workers)}",
+             ["-destroy", *(f"-target={apply_address(n)}" for n in workers)])
         delete_nodes(kubectl, kubeconfig, [hostnames[n] for n in workers], console, layer)
     for name in others:
-        if apply_address(name) in in_state:
-            run_step(ws, tf, console, layer, f"reset control plane {name} (leaves etcd)",
-                     ["-destroy", f"-target={apply_address(name)}"], frozenset(), options)
-            delete_nodes(kubectl, kubeconfig, [hostnames[name]], console, layer)
+        step(f"reset control plane {name}", f"reset control plane {name} (leaves etcd)",
+             ["-destroy", f"-target={apply_address(name)}"])
+        delete_nodes(kubectl, kubeconfig, [hostnames[name]], console, layer)
     if apply_address(last) in in_state:
-        run_step(ws, tf, console, layer, f"reset the last control plane {last} (non-graceful)",
-                 ["-destroy", f"-target={apply_address(last)}"], frozenset({"PG003"}), options)
+        step(f"reset the last control plane {last}", f"reset the last control plane {last} (non-graceful)",
+             ["-destroy", f"-target={apply_address(last)}"], frozenset({"PG003"}))
 
     remaining = state_addresses(tf, ws, layer)
     secrets = f"{MACHINE_SECRETS}.{cluster_id('secrets')}"
     if options.delete_vms:
         targets = [a for a in remaining if a != secrets and not a.startswith("data.")]
-        if targets:
-            run_step(ws, tf, console, layer, "delete the VMs and the cluster records",
-                     ["-destroy", *(f"-target={a}" for a in targets)], frozenset(), options)
+        with journal.unit("delete the VMs") as done:
+            if targets:
+                if not run_step(ws, tf, console, layer, "delete the VMs and the cluster records",
+                                ["-destroy", *(f"-target={a}" for a in targets)], frozenset(), options):
+                    done.note = "nothing to do"
+            else:
+                done.note = "none left"
     else:
         vms = [a for a in remaining if a.split(".", 1)[0] in VMS]
         console.step(layer, "vms", f"kept in maintenance mode: {', '.join(vms) or 'none'} (--delete-vms deletes them)")
     if options.destroy_secrets:
-        left = [a for a in state_addresses(tf, ws, layer) if a.startswith(NODE_APPLY + ".")]
-        if left:
-            raise OperationError(f"machine secrets kept: node applies are still in the state ({', '.join(left)})",
-                                 ExitCode.REFUSED)
-        if secrets in state_addresses(tf, ws, layer):
-            ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}), release_secrets=True)}
-            ws.synth()
-            run_step(ws, tf, console, layer, "destroy the machine secrets (the cluster's identity, for good)",
-                     ["-destroy", f"-target={secrets}"], frozenset({"PG004"}), options)
+        with journal.unit("destroy the machine secrets") as done:
+            left = [a for a in state_addresses(tf, ws, layer) if a.startswith(NODE_APPLY + ".")]
+            if left:
+                raise OperationError(f"machine secrets kept: node applies are still in the state ({', '.join(left)})",
+                                     ExitCode.REFUSED)
+            if secrets in state_addresses(tf, ws, layer):
+                ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}), release_secrets=True)}
+                ws.synth()
+                if not run_step(ws, tf, console, layer, "destroy the machine secrets (the cluster's identity, for "
+                                "good)", ["-destroy", f"-target={secrets}"], frozenset({"PG004"}), options):
+                    done.note = "nothing to do"
+            else:
+                done.note = "already gone"
     else:
         console.step(layer, "secrets", "kept (prevent_destroy); --destroy-secrets removes them, last")
 

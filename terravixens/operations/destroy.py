@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from terravixens.operations import summary
 from terravixens.operations.backup import backup_state, pull_state
 from terravixens.operations.console import Console
-from terravixens.operations.deploy import apply_saved, guard_context, judge, make_plan
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.steps import (apply_saved, guard_context, judge, make_plan, managed_count,
+                                          typed_confirmation)
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
@@ -29,20 +30,6 @@ PREVENT_DESTROY = "Instance cannot be destroyed"
 class DestroyOptions:
     confirm: str | None = None
     synth: bool = True
-
-
-def typed_confirmation(console: Console, expected: str, given: str | None, what: str) -> None:
-    answer = given if given is not None else console.ask(f"{what}: type {expected} to confirm: ")
-    if answer is None:
-        raise OperationError(f"no terminal to confirm on: pass --confirm {expected}", ExitCode.DECLINED)
-    if answer.strip() != expected:
-        raise OperationError(f"confirmation {answer.strip()!r} is not {expected!r}: nothing was destroyed",
-                             ExitCode.DECLINED)
-
-
-def managed_count(state: dict | None) -> int:
-    return sum(len(r.get("instances") or []) for r in (state or {}).get("resources") or []
-               if isinstance(r, dict) and r.get("mode", "managed") == "managed")
 
 
 def children_first(ws: Workspace, tf: Terraform, console: Console, layer: str) -> None:
@@ -65,39 +52,51 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
     [layer] = ws.layers([layer])
     typed_confirmation(console, f"{ws.site.site}/{layer}", options.confirm,
                        f"This destroys every resource of layer {layer} of site {ws.site.site}")
+    journal = console.journal
+    journal.expect(*(["synth"] if options.synth else []), "checks", "backup", f"destroy {layer}")
     if options.synth:
-        console.step("site", "synth", ws.site.site)
-        ws.synth()
-    children_first(ws, tf, console, layer)
-    workdir = ws.stack_dir(layer)
-    console.step(layer, "init")
-    tf.init(workdir, layer)
-    backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, "before-destroy")
+        with journal.unit("synth"):
+            console.step("site", "synth", ws.site.site)
+            ws.synth()
+    with journal.unit("checks"):
+        children_first(ws, tf, console, layer)
+    with journal.unit("backup") as unit:
+        workdir = ws.stack_dir(layer)
+        console.step(layer, "init")
+        tf.init(workdir, layer)
+        journal.saw(layer, "backup")
+        backup = backup_state(tf, workdir, layer, ws.site.site, ws.root, "before-destroy")
+        if backup is None:
+            unit.note = "no state"
+        else:
+            unit.note = str(backup.path.relative_to(ws.root))
     if backup is None:
         console.step(layer, "backup", "no state: nothing to destroy")
         return ExitCode.OK
     console.step(layer, "backup", f"{backup.path.relative_to(ws.root)} (serial {backup.info.serial}, "
                                   f"{backup.info.instances} resources, verified restorable)")
-    try:
-        planned = make_plan(ws, tf, console, layer, "-destroy")
-    except OperationError as error:
-        if PREVENT_DESTROY in str(error):
-            raise OperationError(
-                f"{layer}: Terraform refuses, a resource carries prevent_destroy (machine secrets or storage). A "
-                f"platform layer is torn down with `terravixens decommission CLUSTER`; storage is never destroyed "
-                f"by terravixens.\n{error}", ExitCode.REFUSED) from None
-        raise
-    try:
-        if not planned.changed:
-            console.step(layer, "plan", "nothing to destroy")
-            return ExitCode.OK
-        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), teardown=True))
-        console.step(layer, "summary", summary.counts(planned.plan))
-        for line in summary.lines(planned.plan):
-            console.say(line)
-        apply_saved(ws, tf, console, planned, "destroy", backup=backup)
-    finally:
-        remove_quietly(planned.path)
+    with journal.unit(f"destroy {layer}") as unit:
+        try:
+            planned = make_plan(ws, tf, console, layer, "-destroy")
+        except OperationError as error:
+            if PREVENT_DESTROY in str(error):
+                raise OperationError(
+                    f"{layer}: Terraform refuses, a resource carries prevent_destroy (machine secrets or storage). A "
+                    f"platform layer is torn down with `terravixens decommission CLUSTER`; storage is never destroyed "
+                    f"by terravixens.\n{error}", ExitCode.REFUSED) from None
+            raise
+        try:
+            if not planned.changed:
+                console.step(layer, "plan", "nothing to destroy")
+                unit.note = "nothing to destroy"
+                return ExitCode.OK
+            judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), teardown=True))
+            console.step(layer, "summary", summary.counts(planned.plan))
+            for line in summary.lines(planned.plan):
+                console.say(line)
+            apply_saved(ws, tf, console, planned, "destroy", backup=backup)
+        finally:
+            remove_quietly(planned.path)
     console.say(f"destroyed {layer}; restore the state with: terravixens restore {layer} "
                 f"{backup.path.relative_to(ws.root)}")
     return ExitCode.OK

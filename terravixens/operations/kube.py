@@ -71,7 +71,7 @@ def delete_nodes(kubectl: Kubectl, kubeconfig: str | None, names: Sequence[str],
             if result.timed_out:
                 left = ", ".join(names[index:])
                 raise OperationError(f"{layer}: {result.reason}; Node objects not deleted: {left} (delete them by "
-                                     f"hand: kubectl delete node NAME)", ExitCode.TERRAFORM_FAILED)
+                                     f"hand: kubectl delete node NAME)", ExitCode.FAILED)
             if result.ok:
                 console.step(layer, "kubernetes", f"Node {name} deleted")
             else:

@@ -1,16 +1,8 @@
-"""Exit codes shared by the operations (docs/commands.md lists them per command)."""
+"""What an operation ends with: an exit code from the one table (terravixens.exitcodes, re-exported here so existing
+imports keep working), or an OperationError carrying its message and code."""
 from __future__ import annotations
 
-from enum import IntEnum
-
-
-class ExitCode(IntEnum):
-    OK = 0              # applied, or nothing to do
-    REFUSED = 1         # the plan guard refused a plan (nothing applied)
-    BAD_INPUT = 2       # a site file, plan, backup or argument that cannot be used
-    DECLINED = 3        # the operator did not confirm (nothing applied)
-    TERRAFORM_FAILED = 4  # terraform init/plan/apply failed (state intact: see the backup path printed)
-    BACKUP_FAILED = 5   # the state could not be backed up or the backup not verified (nothing applied)
+from terravixens.exitcodes import ExitCode, MonitorExit
 
 
 class OperationError(Exception):
@@ -19,3 +11,6 @@ class OperationError(Exception):
     def __init__(self, message: str, code: ExitCode):
         super().__init__(message)
         self.code = code
+
+
+__all__ = ["ExitCode", "MonitorExit", "OperationError"]

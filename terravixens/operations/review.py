@@ -21,6 +21,7 @@ from terravixens.operations.files import private_directory
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.summary import owner
 from terravixens.stackdiff import Changes, diff
+from terravixens.synth import rule_messages
 
 SYNTH_SCRIPT = """
 import sys
@@ -112,8 +113,13 @@ def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subp
 
 
 def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str, dict]:
+    """The synth's stacks; a synth the safety rules stopped is REFUSED with their messages (read from the child's
+    error text: the code at BASE may predate any helper), any other failure BAD_INPUT with its tail."""
     out, err = process.communicate(timeout=900)
     if process.returncode != 0:
+        messages = rule_messages(RuntimeError(err or ""))
+        if messages is not None:
+            raise OperationError(f"synth {what} stopped by safety rules:\n{messages}", ExitCode.REFUSED)
         raise OperationError(f"synth {what} failed:\n{(err or out).strip()[-1500:]}", ExitCode.BAD_INPUT)
     return read_stacks(outdir)
 

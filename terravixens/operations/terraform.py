@@ -105,10 +105,10 @@ class Terraform:
         if ran.timed_out:
             raise OperationError(f"{layer}: {name} did not finish within {runner.seconds(self.timeout)} "
                                  f"(${TIMEOUT_ENV}): stopped with its process group; nothing after it was run",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         if ran.returncode is None:
             raise OperationError(f"{layer}: {ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         return ran
 
     def run(self, workdir: Path, *args: str) -> Result:
@@ -140,7 +140,7 @@ class Terraform:
     def check(self, result: Result, step: str, layer: str) -> Result:
         if result.returncode != 0:
             raise OperationError(f"{layer}: terraform {step} failed (exit {result.returncode}):\n{result.tail()}",
-                                 ExitCode.TERRAFORM_FAILED)
+                                 ExitCode.FAILED)
         return result
 
     def init(self, workdir: Path, layer: str) -> None:

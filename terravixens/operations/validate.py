@@ -4,11 +4,12 @@ from __future__ import annotations
 from typing import TextIO
 
 from terravixens.config.model import Site
+from terravixens.exitcodes import ExitCode
 
 
 def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int:
-    """0 and a summary on `out` when the site (already loaded and checked) and its standalone specs are sound;
-    2 and every spec problem on `err` otherwise."""
+    """OK and a summary on `out` when the site (already loaded and checked) and its standalone specs are sound;
+    BAD_INPUT and every spec problem on `err` otherwise."""
     nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
     standalone = ""
     if site.standalone.nodes:
@@ -17,8 +18,8 @@ def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int
         problems = validate_site_specs(site_path)
         if problems:
             print(problems, file=err)
-            return 2
+            return ExitCode.BAD_INPUT
         standalone = f", {len(site.standalone.nodes)} standalone nodes"
     print(f"{site_path or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
           f"{len(site.clusters)} clusters, {nodes} nodes{standalone}", file=out)
-    return 0
+    return ExitCode.OK

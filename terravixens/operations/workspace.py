@@ -14,8 +14,9 @@ from pathlib import Path
 
 from terravixens.config.model import Site
 from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
-from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.decommission_settings import Decommission
+from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.synth import rule_messages, synth_failure
 
 Transform = Callable[[str, dict], dict]
 
@@ -51,14 +52,11 @@ class Workspace:
 
         try:
             build_app(self.site, str(self.outdir), dict(self.decommission)).synth()
-        except RuntimeError as error:
-            from terravixens.cli import RULE_FAILURE_MARK
-
-            text = str(error)
-            if RULE_FAILURE_MARK not in text:
-                raise
-            raise OperationError("synth stopped by safety rules:\n" + text.split(RULE_FAILURE_MARK, 1)[1].strip(": \n"),
-                                 ExitCode.REFUSED) from None
+        except RuntimeError as error:  # what cdktf raises for error annotations and failed validations
+            messages = rule_messages(error)
+            if messages is not None:
+                raise OperationError("synth stopped by safety rules:\n" + messages, ExitCode.REFUSED) from None
+            raise OperationError("synth failed:\n" + synth_failure(error), ExitCode.FAILED) from None
         layers = stack_names(self.site)
         if self.transform is not None:
             for layer in layers:

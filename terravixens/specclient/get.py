@@ -1,13 +1,7 @@
 """`terravixens spec get`: fetch this node's spec and write it atomically, readable by its owner only.
 
-Exit codes (docs/commands.md):
-    0  the spec was fetched, verified and written
-    2  the environment file or the options are unusable (nothing was sent)
-    3  the server could not be reached, or kept failing (5xx, 429), within the time budget
-    4  the server refused the credentials (401 or 403)
-    5  the server does not know this identity (404)
-    6  the answer could not be verified: TLS certificate, not JSON, wrong schema_version or identity, other status
-    7  the spec could not be written
+Exit codes: its own table, terravixens.exitcodes.SpecGetExit (which side to fix: options, network, credentials,
+server, disk), printed by `terravixens spec get --help` and in docs/commands.md.
 """
 from __future__ import annotations
 
@@ -17,13 +11,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from terravixens.exitcodes import SpecGetExit
 from terravixens.inputs import InputError, load_json
 from terravixens.specclient import envfile
 from terravixens.specclient.fetch import Answer, Permanent, request_once, with_retries
 
 DEFAULT_OUT = Path("/var/lib/terravixens/spec.json")
 SCHEMA_VERSION = 1
-OK, USAGE, UNREACHABLE, REFUSED, UNKNOWN, UNVERIFIED, UNWRITABLE = 0, 2, 3, 4, 5, 6, 7
+# Its own table (terravixens.exitcodes.SpecGetExit), under the names this module has always used.
+OK, USAGE, UNREACHABLE, REFUSED = SpecGetExit.OK, SpecGetExit.USAGE, SpecGetExit.UNREACHABLE, SpecGetExit.REFUSED
+UNKNOWN, UNVERIFIED, UNWRITABLE = SpecGetExit.UNKNOWN, SpecGetExit.UNVERIFIED, SpecGetExit.UNWRITABLE
 
 
 @dataclass(frozen=True)

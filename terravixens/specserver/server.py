@@ -16,6 +16,7 @@ from pathlib import Path
 import uvicorn
 
 from terravixens.config.loader import SiteError
+from terravixens.exitcodes import ExitCode
 from terravixens.inputs import InputError
 from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
 from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
@@ -115,25 +116,25 @@ def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
     log = log or JsonLog(sys.stdout)
     if (options.tls_cert is None) != (options.tls_key is None):
         print("spec serve: give both --tls-cert and --tls-key, or neither", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     sources = Sources(options.site, options.secrets)
     try:
         first, specs_dir = build(sources, 1)
     except (SiteError, CatalogError, InputError) as error:
         print(error, file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     if options.tls_cert is not None:
         try:
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(options.tls_cert, options.tls_key)
         except (OSError, ssl.SSLError) as error:
             print(f"spec serve: cannot use the TLS certificate/key ({error}): give PEM files that match",
                   file=sys.stderr)
-            return 2
+            return ExitCode.BAD_INPUT
     try:
         sock = _bind(options.host, options.port)
     except OSError as error:
         print(f"spec serve: cannot listen on {options.host}:{options.port} ({error.strerror})", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     route_uvicorn_logs(log)
     asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock))
-    return 0
+    return ExitCode.OK

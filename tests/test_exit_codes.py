@@ -1,0 +1,994 @@
+"""Every command's documented exit codes, walked: each code a command declares (terravixens.cli.COMMANDS) is produced
+by a real run of that command (`cli.main`, in this process) with the meaning the one table gives it
+(terravixens.exitcodes), never a traceback — and docs/commands.md and each `--help` say the same as the table.
+
+Terraform is tests/fake_terraform.py behind the command line's one seam (`cli._terraform`); talosctl and kubectl are
+fakes on PATH: tests/fake_talosctl.py (talosctl's own output formats and errors) and a kubectl script, as
+tests/test_dead_member.py's Tools sets them up, and test_upgrade's Fake for upgrade. What a real cluster adds is in
+tests/integration/.
+Ctrl-C is simulated by the fake raising KeyboardInterrupt in the middle of a step, which is what Python (and the
+runner, for SIGTERM/SIGHUP) does to the main thread.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from terravixens import cli
+from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
+from terravixens.operations.terraform import Result
+from tests import support
+from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests.test_dead_member import Tools
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs" / "commands.md"
+PLANS = ROOT / "tests" / "fixtures" / "plans"
+BEGIN, END = "<!-- exit-codes:begin -->", "<!-- exit-codes:end -->"
+TOKEN_LIKE = "abcdef.0123456789abcdef"  # a valid label value shaped like a bootstrap token: TV006 stops synth
+GITOPS = {"helm_release.cluster_flux": {"values": {"name": "flux"}, "depends_on": []}}
+# A command with no journal, interrupted (terravixens.runner.interrupted_line of a plain Ctrl-C)
+NOTHING_STARTED = "interrupted by SIGINT; nothing after it was started; the lines above say what is done"
+
+
+# ------------------------------------------------------------------------------------------------------- docs
+def documented() -> str:
+    return "\n".join(f"{BEGIN}\n{markdown([(c.name, c.codes) for c in cli.COMMANDS])}\n{END}".splitlines())
+
+
+def test_docs_exit_codes_are_the_table():
+    """docs/commands.md#exit-codes is rendered from terravixens.exitcodes and the command table; rewrite it with
+    TERRAVIXENS_UPDATE_DOCS=1 pipenv run pytest tests/test_exit_codes.py -k docs."""
+    text = DOCS.read_text()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, f"{DOCS}: one {BEGIN} … {END} block"
+    found = text[text.index(BEGIN):text.index(END) + len(END)]
+    if os.environ.get("TERRAVIXENS_UPDATE_DOCS") and found != documented():
+        DOCS.write_text(text.replace(found, documented()))
+        found = documented()
+    assert found == documented()
+    for table in (ExitCode, MonitorExit):
+        for code in table:
+            assert f"| {int(code)} | `{code.name}` | {meaning(code)} |" in found
+
+
+def test_docs_name_no_other_exit_code_table():
+    """Outside the generated block, docs/commands.md points at it instead of keeping its own lists of codes."""
+    text = DOCS.read_text()
+    outside = text[:text.index(BEGIN)] + text[text.index(END):]
+    assert not re.search(r"^\| (exit )?code \| (name \| )?meaning \|$", outside, re.M)
+    assert "Exit codes (deploy, destroy" not in outside
+
+
+@pytest.mark.parametrize("entry", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_help_lists_its_codes_with_their_meaning(entry, capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main([*entry.name.split(), "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert text.split("exit codes (docs/commands.md#exit-codes):\n", 1)[1].rstrip("\n") == \
+        epilog(entry.codes).split("\n", 1)[1]
+    for code, _ in entry.codes:
+        assert re.search(rf"^  {int(code):<4}{code.name} ", text, re.M), (entry.name, code)
+        assert " ".join(meaning(code).split()[:4]) in " ".join(text.split())
+
+
+def test_one_table_every_code_means_one_thing():
+    """A number means the same whichever command returns it (upgrade's old 1 = stopped, 3 = refused are gone)."""
+    for entry in cli.COMMANDS:
+        for code, _ in entry.codes:
+            assert type(code) in (ExitCode, MonitorExit) or entry.name == "spec get", entry.name
+    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REFUSED", 1), ("BAD_INPUT", 2), ("DECLINED", 3),
+                                                   ("FAILED", 4), ("BACKUP_FAILED", 5), ("INTERRUPTED", 130)]
+    assert [(c.name, int(c)) for c in MonitorExit] == [("IN_SYNC", 0), ("ERROR", 1), ("FOUND", 2)]
+    for table in (ExitCode, MonitorExit):  # one name per code: no alias (TERRAFORM_FAILED was one) hides in a table
+        assert list(table.__members__) == [code.name for code in table], table
+
+
+# ---------------------------------------------------------------------------------------------------- harness
+@dataclass
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+class Scripted(FakeTerraform):
+    """The fake Terraform, told to fail (exit 1, as Terraform does) or to be interrupted at the n-th call of a
+    command ("apply", "state pull", "plan", "state push"...)."""
+
+    def __init__(self, states: dict[str, dict[str, dict]], fail: dict[str, int] | None = None,
+                 interrupt: dict[str, int] | None = None):
+        super().__init__(states)
+        self.fail, self.interrupt, self.seen = fail or {}, interrupt or {}, {}
+        self.pushed: dict[str, dict] = {}
+
+    def _trip(self, args: tuple[str, ...]) -> Result | None:
+        for command in set(self.fail) | set(self.interrupt):
+            if " ".join(args).startswith(command):
+                self.seen[command] = self.seen.get(command, 0) + 1
+                if self.interrupt.get(command) == self.seen[command]:
+                    raise KeyboardInterrupt
+                if self.fail.get(command) == self.seen[command]:
+                    return Result(1, "", f"Error: {command} failed (scripted by the test)")
+        return None
+
+    def run(self, workdir: Path, *args: str) -> Result:
+        tripped = self._trip(args)
+        if tripped is not None:
+            self.calls.append((Path(workdir).name, *args))
+            return tripped
+        if args[:2] == ("state", "push"):
+            self.calls.append((Path(workdir).name, *args))
+            self.pushed[Path(workdir).name] = json.loads(Path(args[-1]).read_text())
+            return Result(0, "", "")
+        return super().run(workdir, *args)
+
+    def run_json(self, workdir: Path, *args: str, on_message=None) -> Result:
+        tripped = self._trip(args)
+        if tripped is not None:
+            self.calls.append((Path(workdir).name, *args))
+            return tripped
+        return super().run_json(workdir, *args, on_message=on_message)
+
+
+def platform(**script) -> Scripted:
+    return Scripted({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a"),
+                     "gitops-prod": {}}, **script)
+
+
+def gitops(**script) -> Scripted:
+    return Scripted({"gitops-prod": json.loads(json.dumps(GITOPS))}, **script)
+
+
+
+
+@dataclass
+class Lab:
+    folder: Path
+    run: Callable[..., Ran]
+    monkeypatch: pytest.MonkeyPatch
+
+    def site(self, change: Callable[[dict], None] | None = None, name: str = "site.yaml") -> str:
+        data = support.example_data()
+        if change is not None:
+            change(data)
+        path = self.folder / name
+        path.write_text(json.dumps(data))  # JSON is YAML
+        return str(path)
+
+    def token_site(self) -> str:
+        def label(data: dict) -> None:
+            data["clusters"]["prod"]["workers"]["wk-a"]["labels"] = {"node.kubernetes.io/pool": TOKEN_LIKE}
+        return self.site(label, "token.yaml")
+
+    def tools(self, **scenario) -> Tools:
+        """The faithful fake talosctl (cp-a, 10.11.1.11, unreachable; `scenario` as tests/fake_talosctl.py reads it)
+        and a kubectl that records its calls, first on PATH."""
+        tools = Tools(self.folder, **scenario)
+        self.monkeypatch.setenv("PATH", f"{tools.talosctl_path.parent}{os.pathsep}{os.environ['PATH']}")
+        return tools
+
+    def backup(self, layer: str = "gitops-prod", lineage: str | None = None) -> str:
+        path = self.folder / "saved.tfstate"
+        path.write_text(json.dumps({"version": 4, "lineage": lineage or f"lineage-{layer}", "serial": 1,
+                                    "resources": []}))
+        return str(path)
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    umask = os.umask(0o022)  # the operations set 077 for the process: given back afterwards
+    os.umask(umask)
+    nothing = FakeTerraform({})
+
+    def run(*argv: str, tf: FakeTerraform | None = None) -> Ran:
+        monkeypatch.setattr(cli, "_terraform", lambda layer_env: tf if tf is not None else nothing)
+        code = cli.main(list(argv))
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        return Ran(code, captured.out, captured.err)
+
+    yield Lab(tmp_path, run, monkeypatch)
+    os.umask(umask)
+    assert nothing.calls == []  # a case that gave no Terraform never reached one
+
+
+def _without(*workers: str, control_planes: tuple[str, ...] = ()) -> Callable[[dict], None]:
+    def change(data: dict) -> None:
+        for name in workers:
+            del data["clusters"]["prod"]["workers"][name]
+        for name in control_planes:
+            del data["clusters"]["prod"]["control_planes"][name]
+    return change
+
+
+def _applied(tf: FakeTerraform) -> bool:
+    return any(call[1] == "apply" for call in tf.calls)
+
+
+# --------------------------------------------------------------------------------------------- the cases
+CASES: dict[tuple[str, str, int], list[Callable[[Lab], None]]] = {}
+
+
+def case(command: str, code: ExitCode | MonitorExit):
+    def register(function: Callable[[Lab], None]) -> Callable[[Lab], None]:
+        CASES.setdefault((command, type(code).__name__, int(code)), []).append(function)
+        return function
+    return register
+
+
+# deploy ---------------------------------------------------------------------------------------------------
+@case("deploy", ExitCode.OK)
+def deploy_applies(lab: Lab) -> None:
+    lab.tools()
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == ExitCode.OK and ran.out.splitlines()[-1] == "deployed: platform-prod"
+    assert tf.applied == [[f"delete {APPLY}.node_wk-b_apply"]]
+
+
+@case("deploy", ExitCode.REFUSED)
+def deploy_guard_refuses(lab: Lab) -> None:
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without(control_planes=("cp-b", "cp-c"))),
+                  tf=tf)
+    assert ran.code == ExitCode.REFUSED and not _applied(tf)
+    assert "[PG002 OneControlPlaneLeavesPerApply]" in ran.out
+    assert ran.err.splitlines() == [
+        "terravixens deploy: platform-prod: plan refused by the guard (1 problem); nothing was applied",
+        "stopped at platform-prod (guard): done: synth; not done: platform-prod"]
+
+
+@case("deploy", ExitCode.BAD_INPUT)
+def deploy_plan_json_onto_an_existing_file(lab: Lab) -> None:
+    existing = lab.folder / "plan.json"
+    existing.write_text("someone's file")
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--save-plan-json", str(existing), "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BAD_INPUT and ran.out == ""
+    assert ran.err.strip() == (f"terravixens deploy: --save-plan-json {existing}: the file already exists; give a new "
+                               f"path or remove it first (nothing was run)")
+    assert tf.calls == [] and not (lab.folder / "cdktf.out").exists() and existing.read_text() == "someone's file"
+
+
+@case("deploy", ExitCode.BAD_INPUT)
+def deploy_plan_json_per_layer_onto_an_existing_file(lab: Lab) -> None:
+    (lab.folder / "plan-platform-prod.json").write_text("")
+    ran = lab.run("deploy", "hypervisors", "platform-prod", "--save-plan-json", "plan.json", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and "--save-plan-json plan-platform-prod.json: the file already" in ran.err
+
+
+@case("deploy", ExitCode.BAD_INPUT)
+def deploy_plan_json_into_a_file_as_folder(lab: Lab) -> None:
+    (lab.folder / "file").write_text("")
+    ran = lab.run("deploy", "--save-plan-json", "file/plan.json", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and "is not a folder this user can write into" in ran.err
+
+
+@case("deploy", ExitCode.DECLINED)
+def deploy_without_a_terminal(lab: Lab) -> None:
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == ExitCode.DECLINED and not _applied(tf)
+    assert ran.err.splitlines() == [
+        "terravixens deploy: platform-prod: no terminal to confirm on and no --yes: nothing was applied",
+        "stopped at platform-prod (confirm): done: synth; not done: platform-prod"]
+
+
+@case("deploy", ExitCode.FAILED)
+def deploy_apply_fails(lab: Lab) -> None:
+    tf = platform(fail={"apply": 1})
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == ExitCode.FAILED
+    assert "terravixens deploy: platform-prod: terraform apply failed (exit 1); the state before it is in " in ran.err
+    assert ran.err.splitlines()[-1] == "stopped at platform-prod (apply): done: synth; not done: platform-prod"
+
+
+@case("deploy", ExitCode.BACKUP_FAILED)
+def deploy_backup_fails(lab: Lab) -> None:
+    tf = platform(fail={"state pull": 1})
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+    assert "terravixens deploy: platform-prod: terraform state pull failed" in ran.err
+    assert ran.err.splitlines()[-1] == "stopped at platform-prod (backup): done: synth; not done: platform-prod"
+
+
+@case("deploy", ExitCode.INTERRUPTED)
+def deploy_interrupted(lab: Lab) -> None:
+    tf = platform(interrupt={"apply": 1})
+    ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err.splitlines() == [
+        "terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors (no changes); "
+        "not done: platform-prod"]
+
+
+# destroy --------------------------------------------------------------------------------------------------
+@case("destroy", ExitCode.OK)
+def destroy_a_layer(lab: Lab) -> None:
+    tf = gitops()
+    ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.OK and tf.applied == [["delete helm_release.cluster_flux"]]
+    assert ran.out.splitlines()[-1].startswith("destroyed gitops-prod; restore the state with: terravixens restore")
+
+
+@case("destroy", ExitCode.REFUSED)
+def destroy_a_platform_layer(lab: Lab) -> None:
+    tf = platform()
+    ran = lab.run("destroy", "platform-prod", "--confirm", "homelab/platform-prod", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.REFUSED and not _applied(tf)
+    assert "A platform layer is torn down with `terravixens decommission CLUSTER`" in ran.err
+    assert re.search(r"^stopped at destroy platform-prod \(plan\): done: synth, checks, backup \(state-backups/homelab/"
+                     r"platform-prod/\S+-before-destroy\.tfstate\); not done: destroy platform-prod$", ran.err, re.M)
+
+
+@case("destroy", ExitCode.BAD_INPUT)
+def destroy_unknown_layer(lab: Lab) -> None:
+    ran = lab.run("destroy", "platform-nowhere", "--confirm", "homelab/platform-nowhere", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT
+    assert ran.err.strip() == ("terravixens destroy: unknown layer 'platform-nowhere': use one of hypervisors, "
+                               "platform-prod, gitops-prod")
+
+
+@case("destroy", ExitCode.DECLINED)
+def destroy_unconfirmed(lab: Lab) -> None:
+    ran = lab.run("destroy", "gitops-prod", "--site", lab.site())
+    assert ran.code == ExitCode.DECLINED
+    assert ran.err.strip() == "terravixens destroy: no terminal to confirm on: pass --confirm homelab/gitops-prod"
+
+
+@case("destroy", ExitCode.FAILED)
+def destroy_apply_fails(lab: Lab) -> None:
+    tf = gitops(fail={"apply": 1})
+    ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.FAILED and "gitops-prod: terraform apply failed (exit 1)" in ran.err
+
+
+@case("destroy", ExitCode.BACKUP_FAILED)
+def destroy_backup_fails(lab: Lab) -> None:
+    tf = gitops(fail={"state pull": 1})
+    ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+    assert ran.err.splitlines()[-1] == "stopped at backup: done: synth, checks; not done: backup, destroy gitops-prod"
+
+
+@case("destroy", ExitCode.INTERRUPTED)
+def destroy_interrupted(lab: Lab) -> None:
+    tf = gitops(interrupt={"apply": 1})
+    ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert re.fullmatch(r"terravixens destroy: interrupted by SIGINT at destroy gitops-prod \(apply\): done: synth, "
+                        r"checks, backup "
+                        r"\(state-backups/homelab/gitops-prod/\S+-before-destroy\.tfstate\); not done: destroy "
+                        r"gitops-prod\n", ran.err)
+
+
+# restore --------------------------------------------------------------------------------------------------
+@case("restore", ExitCode.OK)
+def restore_a_backup(lab: Lab) -> None:
+    tf = gitops()
+    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
+                  tf=tf)
+    assert ran.code == ExitCode.OK and tf.pushed["gitops-prod"]["lineage"] == "lineage-gitops-prod"
+    assert "gitops-prod: restore — state of serial 1 (0 resources) pushed" in ran.out
+
+
+@case("restore", ExitCode.BAD_INPUT)
+def restore_another_lineage(lab: Lab) -> None:
+    tf = gitops()
+    ran = lab.run("restore", "gitops-prod", lab.backup(lineage="other"), "--confirm", "homelab/gitops-prod",
+                  "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BAD_INPUT and "lineage other is not the layer's (lineage-gitops-prod)" in ran.err
+    assert "gitops-prod" not in tf.pushed
+
+
+@case("restore", ExitCode.BAD_INPUT)
+def restore_not_a_state(lab: Lab) -> None:
+    ran = lab.run("restore", "gitops-prod", lab.site(), "--confirm", "homelab/gitops-prod", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and ": not a Terraform state (no lineage and serial)" in ran.err
+    assert not (lab.folder / "cdktf.out").exists()  # before anything ran
+
+
+@case("restore", ExitCode.DECLINED)
+def restore_unconfirmed(lab: Lab) -> None:
+    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/hypervisors", "--site", lab.site())
+    assert ran.code == ExitCode.DECLINED and "is not 'homelab/gitops-prod'" in ran.err
+
+
+@case("restore", ExitCode.FAILED)
+def restore_push_fails(lab: Lab) -> None:
+    tf = gitops(fail={"state push": 1})
+    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
+                  tf=tf)
+    assert ran.code == ExitCode.FAILED and "gitops-prod: terraform state push failed" in ran.err
+    assert ran.err.splitlines()[-1] == "stopped at restore gitops-prod: done: synth; not done: restore gitops-prod"
+
+
+@case("restore", ExitCode.BACKUP_FAILED)
+def restore_backup_of_the_current_state_fails(lab: Lab) -> None:
+    tf = gitops(fail={"state pull": 1})
+    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
+                  tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and "gitops-prod" not in tf.pushed
+
+
+@case("restore", ExitCode.INTERRUPTED)
+def restore_interrupted(lab: Lab) -> None:
+    tf = gitops(interrupt={"state push": 1})
+    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
+                  tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == ("terravixens restore: interrupted by SIGINT at restore gitops-prod: done: synth; not done: "
+                       "restore gitops-prod\n")
+
+
+# decommission ---------------------------------------------------------------------------------------------
+DECOMMISSION = ("decommission", "prod", "--confirm", "homelab/prod")
+RESETS = ("reset workers wk-a, wk-b, reset control plane cp-b, reset control plane cp-c, "
+          "reset the last control plane cp-a")
+
+
+@case("decommission", ExitCode.OK)
+def decommission_a_cluster(lab: Lab) -> None:
+    lab.tools()
+    tf = platform()
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.OK and len(tf.applied) == 5
+    assert ran.out.splitlines()[-1] == "decommissioned prod: 7 resources left in platform-prod"
+
+
+@case("decommission", ExitCode.REFUSED)
+def decommission_with_gitops_left(lab: Lab) -> None:
+    tf = platform()
+    tf.states["gitops-prod"] = json.loads(json.dumps(GITOPS))
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.REFUSED and not _applied(tf)
+    assert ran.err.splitlines() == [
+        "terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
+        "gitops-prod); nothing was changed",
+        "stopped at checks: done: synth; not done: checks, prepare, the resets"]
+
+
+@case("decommission", ExitCode.BAD_INPUT)
+def decommission_unknown_cluster(lab: Lab) -> None:
+    ran = lab.run("decommission", "staging", "--confirm", "homelab/staging", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and ran.err.strip() == (
+        "terravixens decommission: unknown cluster 'staging': use one of prod")
+
+
+@case("decommission", ExitCode.DECLINED)
+def decommission_step_unconfirmed(lab: Lab) -> None:
+    tf = platform()
+    ran = lab.run(*DECOMMISSION, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.DECLINED and not _applied(tf)
+    assert ran.err.splitlines()[-1] == f"stopped at prepare (confirm): done: synth, checks; not done: prepare, {RESETS}"
+
+
+@case("decommission", ExitCode.FAILED)
+def decommission_reset_fails(lab: Lab) -> None:
+    lab.tools()
+    tf = platform(fail={"apply": 3})
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.FAILED and "platform-prod: terraform apply failed (exit 1)" in ran.err
+    assert ran.err.splitlines()[-1] == (
+        "stopped at reset control plane cp-b (apply): done: synth, checks, prepare, reset workers wk-a, wk-b; "
+        "not done: reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a")
+
+
+@case("decommission", ExitCode.BACKUP_FAILED)
+def decommission_backup_fails(lab: Lab) -> None:
+    tf = platform(fail={"state pull": 1})
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+
+
+@case("decommission", ExitCode.INTERRUPTED)
+def decommission_interrupted(lab: Lab) -> None:
+    lab.tools()
+    tf = platform(interrupt={"apply": 2})
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == (f"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b (apply): done: "
+                       f"synth, checks, prepare; not done: {RESETS}\n")
+    # cdktf.out is back to the normal synth even so (the decommission settings never stay there)
+    stack = json.loads((lab.folder / "cdktf.out" / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
+    assert {body["on_destroy"]["graceful"] for body in stack["resource"][APPLY].values()} == {True}
+
+
+# remove-dead-member ---------------------------------------------------------------------------------------
+# cp-a (10.11.1.11) does not answer (talosctl's own unreachable error); cp-b and cp-c list the three members. The
+# probes are shortened to 2 over 1s.
+DEAD = ("remove-dead-member", "prod", "cp-a")
+PROBES = ("--probes", "2", "--probe-window", "1s")
+CONFIRMED = (*DEAD, "--confirm", "homelab/prod/cp-a", *PROBES)
+BEFORE_ETCD = "synth, probe (silent over 1s), etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)"
+BACKED_UP = r"backup \(state-backups/homelab/platform-prod/\S+-remove-dead-cp-a\.tfstate\)"
+IRREVERSIBLE = "etcd removal, Node deletion, forget the apply"
+
+
+def _members(tools: Tools) -> list[str]:
+    return [member["hostname"] for member in tools.state()["members"]]
+
+
+def _etcd_untouched(tools: Tools, tf: Scripted) -> None:
+    assert _members(tools) == ["cp-a", "cp-b", "cp-c"]
+    assert not [call for call in tools.log() if "remove-member" in call] and not tools.kubectl_log.exists()
+    assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
+
+
+@case("remove-dead-member", ExitCode.OK)
+def dead_member_removed(lab: Lab) -> None:
+    tools = lab.tools()
+    tf = platform()
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.OK and ran.err == ""
+    assert "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9" in tools.log()
+    assert _members(tools) == ["cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
+    assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
+    assert ran.out.splitlines()[-1].startswith("next: remove cp-a from clusters.prod.control_planes in the site file")
+
+
+@case("remove-dead-member", ExitCode.REFUSED)
+def dead_member_answers(lab: Lab) -> None:
+    tools = lab.tools()
+    ran = lab.run("remove-dead-member", "prod", "cp-b", "--confirm", "homelab/prod/cp-b", *PROBES, "--site",
+                  lab.site())
+    assert ran.code == ExitCode.REFUSED
+    assert ran.err.splitlines() == [
+        "terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. Remove "
+        "it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if its etcd "
+        "is broken while Talos answers, pass --force; nothing was done",
+        f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}"]
+    assert tools.log() == ["talosctl 10.11.1.12 version"] and len(_members(tools)) == 3
+
+
+@case("remove-dead-member", ExitCode.BAD_INPUT)
+def dead_member_is_a_worker(lab: Lab) -> None:
+    ran = lab.run("remove-dead-member", "prod", "wk-a", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and "'wk-a' is not a control plane of prod in the site file" in ran.err
+
+
+@case("remove-dead-member", ExitCode.DECLINED)
+def dead_member_without_a_terminal_or_confirm(lab: Lab) -> None:
+    tools = lab.tools()
+    ran = lab.run(*DEAD, *PROBES, "--site", lab.site())
+    assert ran.code == ExitCode.DECLINED and ran.out == ""
+    assert ran.err == ("terravixens remove-dead-member: no terminal to confirm on: pass --confirm homelab/prod/cp-a; "
+                       "nothing was done\n")
+    assert tools.log() == [] and not (lab.folder / "cdktf.out").exists()  # not even a synth
+
+
+@case("remove-dead-member", ExitCode.FAILED)
+def dead_member_remove_member_fails(lab: Lab) -> None:
+    tools = lab.tools(fail={"etcd remove-member": ["10.11.1.12"]})
+    tf = platform()
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.FAILED
+    message, line = ran.err.splitlines()
+    assert message == ("terravixens remove-dead-member: talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b "
+                       "failed (exit 1: error: etcd on 10.11.1.12 failed: rpc error: code = Unavailable); etcd is "
+                       "unchanged")
+    assert re.fullmatch(rf"stopped at etcd removal: done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
+                        rf"state\), {BACKED_UP}; not done: {IRREVERSIBLE}", line)
+    assert tools.log()[-1] == "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9"
+    assert _members(tools) == ["cp-a", "cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
+
+
+@case("remove-dead-member", ExitCode.BACKUP_FAILED)
+def dead_member_backup_fails(lab: Lab) -> None:
+    tools = lab.tools()
+    tf = platform(fail={"state pull": 1})
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED
+    assert ran.err.splitlines()[-1] == (f"stopped at backup: done: {BEFORE_ETCD}, state check (apply in the state); "
+                                        f"not done: backup, {IRREVERSIBLE}")
+    _etcd_untouched(tools, tf)
+
+
+@case("remove-dead-member", ExitCode.INTERRUPTED)
+def dead_member_interrupted_before_etcd(lab: Lab) -> None:
+    tools = lab.tools()
+    tf = platform(interrupt={"init": 1})
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == (f"terravixens remove-dead-member: interrupted by SIGINT at state check (init): done: "
+                       f"{BEFORE_ETCD}; not done: state check, backup, {IRREVERSIBLE}\n")
+    _etcd_untouched(tools, tf)
+
+
+@case("remove-dead-member", ExitCode.INTERRUPTED)
+def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
+    """Ctrl-C while `etcd remove-member` runs: it may have reached etcd, so its outcome is said to be not known."""
+    from terravixens.talosctl import Talosctl
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+    tools = lab.tools()
+    lab.monkeypatch.setattr(Talosctl, "etcd_remove_member", interrupted)
+    tf = platform()
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED
+    assert re.fullmatch(
+        rf"terravixens remove-dead-member: interrupted by SIGINT at etcd removal: done: {re.escape(BEFORE_ETCD)}, "
+        rf"state check \(apply in the state\), {BACKED_UP}; not known: etcd removal \(list the members \(talosctl etcd "
+        rf"members\) and run the same command again\); not done: Node deletion, forget the apply\n", ran.err)
+    assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"] and not tools.kubectl_log.exists()
+
+
+# drift ----------------------------------------------------------------------------------------------------
+@case("drift", MonitorExit.IN_SYNC)
+def drift_in_sync(lab: Lab) -> None:
+    ran = lab.run("drift", "platform-prod", "--site", lab.site(), tf=platform())
+    assert ran.code == MonitorExit.IN_SYNC and ran.out.splitlines()[-1] == "no drift"
+
+
+@case("drift", MonitorExit.FOUND)
+def drift_found(lab: Lab) -> None:
+    tf = platform()
+    ran = lab.run("drift", "platform-prod", "--site", lab.site(_without("wk-b")), tf=tf)
+    assert ran.code == MonitorExit.FOUND and ran.out.splitlines()[-1] == "drift in: platform-prod"
+    assert not _applied(tf)
+
+
+@case("drift", MonitorExit.ERROR)
+def drift_plan_fails(lab: Lab) -> None:
+    ran = lab.run("drift", "--site", lab.site(), tf=platform(fail={"plan": 2}))
+    assert ran.code == MonitorExit.ERROR and "platform-prod: terraform plan failed (exit 1)" in ran.err
+    assert ran.err.splitlines()[-1] == ("stopped at platform-prod (plan): done: synth, hypervisors (in sync); "
+                                        "not done: platform-prod, gitops-prod")
+
+
+@case("drift", MonitorExit.ERROR)
+def drift_unknown_layer(lab: Lab) -> None:
+    ran = lab.run("drift", "platform-nowhere", "--site", lab.site())
+    assert ran.code == MonitorExit.ERROR and "unknown layer 'platform-nowhere'" in ran.err
+
+
+@case("drift", ExitCode.INTERRUPTED)
+def drift_interrupted(lab: Lab) -> None:
+    ran = lab.run("drift", "--site", lab.site(), tf=platform(interrupt={"plan": 1}))
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == ("terravixens drift: interrupted by SIGINT at hypervisors (plan): done: synth; not done: "
+                       "hypervisors, platform-prod, gitops-prod\n")
+
+
+# upgrade --------------------------------------------------------------------------------------------------
+def _upgrade_site(lab: Lab) -> str:
+    from tests.test_upgrade import site_data
+
+    path = lab.folder / "upgrade.yaml"
+    path.write_text(json.dumps(site_data()))
+    return str(path)
+
+
+@case("upgrade", ExitCode.OK)
+def upgrade_done(lab: Lab) -> None:
+    from tests.test_upgrade import FIVE, Fake
+
+    fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    assert ran.code == ExitCode.OK and fake.upgraded() == FIVE
+
+
+@case("upgrade", ExitCode.REFUSED)
+def upgrade_downgrade_refused(lab: Lab) -> None:
+    from tests.test_upgrade import FIVE, Fake
+
+    fake = Fake(lab.folder, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.12.0"})
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    assert ran.code == ExitCode.REFUSED and fake.upgraded() == []
+    assert ran.out.splitlines()[-1].startswith("refused: wk-b runs v1.12.0, newer than the target v1.11.6")
+
+
+@case("upgrade", ExitCode.BAD_INPUT)
+def upgrade_unknown_cluster(lab: Lab) -> None:
+    ran = lab.run("upgrade", "staging", "--site", _upgrade_site(lab))
+    assert ran.code == ExitCode.BAD_INPUT and ran.err.strip() == "unknown cluster 'staging': use one of prod"
+
+
+@case("upgrade", ExitCode.FAILED)
+def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
+    from tests.test_upgrade import FIVE, Fake
+
+    fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-a"])
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    assert ran.code == ExitCode.FAILED and fake.upgraded() == ["cp-a"]
+    assert ran.out.splitlines()[-1].startswith("stopped at cp-a: health check after upgrading cp-a failed")
+
+
+@case("upgrade", ExitCode.INTERRUPTED)
+def upgrade_interrupted(lab: Lab) -> None:
+    """Ctrl-C while cp-a's `talosctl upgrade` runs: Talos may already be upgrading it (the note of its 130)."""
+    from terravixens.talosctl import Talosctl
+    from tests.test_upgrade import FIVE, Fake
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+    fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
+    lab.monkeypatch.setattr(Talosctl, "upgrade", interrupted)
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == ("terravixens upgrade: interrupted by SIGINT during talosctl upgrade of cp-a; done: none; not "
+                       "touched: cp-b, cp-c, wk-a, wk-b; an upgrade Talos already started goes on inside the node: run "
+                       "the same command again to check health and resume\n")
+
+
+# review ---------------------------------------------------------------------------------------------------
+def _stacks_dir(lab: Lab, name: str) -> str:
+    folder = lab.folder / name / "stacks" / "hypervisors"
+    folder.mkdir(parents=True)
+    (folder / "cdk.tf.json").write_text(json.dumps({"resource": {}}))
+    return str(lab.folder / name)
+
+
+@case("review", ExitCode.OK)
+def review_two_directories(lab: Lab) -> None:
+    output = lab.folder / "review.md"
+    ran = lab.run("review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output",
+                  str(output))
+    assert ran.code == ExitCode.OK and "No stack changes." in ran.out and output.read_text() == ran.out
+
+
+@case("review", ExitCode.REFUSED)
+def review_strict_flags_a_code_change(lab: Lab) -> None:
+    """A change to the library (no site entry names it) that touches every node's VM: flagged, and --strict exits
+    REFUSED. A real review: a clone of this repository at HEAD against its edited working tree."""
+    clone = lab.folder / "repo"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True, timeout=120)
+    (clone / "imports").symlink_to(ROOT / "imports")
+    node = clone / "terravixens" / "constructs" / "talos_node.py"
+    node.write_text(node.read_text().replace('"Talos node managed by terravixens"', '"Talos node, edited"'))
+    lab.monkeypatch.chdir(clone)
+    ran = lab.run("review", "HEAD", "--strict")
+    assert ran.code == ExitCode.REFUSED
+    assert "5 addresses of nodes the change does not name: cp-a, cp-b, cp-c, wk-a, wk-b" in ran.out
+
+
+@case("review", ExitCode.BAD_INPUT)
+def review_output_onto_an_existing_file(lab: Lab) -> None:
+    output = lab.folder / "review.md"
+    output.write_text("last week's review")
+    ran = lab.run("review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output",
+                  str(output))
+    assert ran.code == ExitCode.BAD_INPUT and ran.out == "" and output.read_text() == "last week's review"
+    assert ran.err.strip() == (f"terravixens review: --output {output}: the file already exists; give a new path or "
+                               f"remove it first (nothing was run)")
+
+
+@case("review", ExitCode.BAD_INPUT)
+def review_without_a_base(lab: Lab) -> None:
+    ran = lab.run("review")
+    assert ran.code == ExitCode.BAD_INPUT and "give BASE (a git ref), or --before DIR --after DIR" in ran.err
+
+
+@case("review", ExitCode.INTERRUPTED)
+def review_interrupted(lab: Lab) -> None:
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    lab.monkeypatch.setattr("terravixens.operations.review.review_dirs", interrupted)
+    ran = lab.run("review", "--before", "a", "--after", "b")
+    assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens review: {NOTHING_STARTED}\n"
+
+
+# site, plan and spec commands -----------------------------------------------------------------------------
+def _interrupt_site_loading(lab: Lab) -> None:
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    lab.monkeypatch.setattr(cli, "load_site", interrupted)
+
+
+@case("validate", ExitCode.OK)
+def validate_ok(lab: Lab) -> None:
+    ran = lab.run("validate", lab.site())
+    assert ran.code == ExitCode.OK and ": ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes" in ran.out
+
+
+@case("validate", ExitCode.BAD_INPUT)
+def validate_bad_site(lab: Lab) -> None:
+    ran = lab.run("validate", lab.site(lambda d: d.update(site="Not A Name")))
+    assert ran.code == ExitCode.BAD_INPUT and "1 problem in the site file" in ran.err
+
+
+@case("validate", ExitCode.INTERRUPTED)
+def validate_interrupted(lab: Lab) -> None:
+    _interrupt_site_loading(lab)
+    ran = lab.run("validate", "whatever.yaml")
+    assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens validate: {NOTHING_STARTED}\n"
+
+
+@case("stacks", ExitCode.OK)
+def stacks_ok(lab: Lab) -> None:
+    ran = lab.run("stacks", lab.site())
+    assert ran.code == ExitCode.OK and ran.out.split() == ["hypervisors", "platform-prod", "gitops-prod"]
+
+
+@case("stacks", ExitCode.BAD_INPUT)
+def stacks_missing_site(lab: Lab) -> None:
+    ran = lab.run("stacks", "missing.yaml")
+    assert ran.code == ExitCode.BAD_INPUT and "missing.yaml" in ran.err
+
+
+@case("stacks", ExitCode.INTERRUPTED)
+def stacks_interrupted(lab: Lab) -> None:
+    _interrupt_site_loading(lab)
+    assert lab.run("stacks", "whatever.yaml").code == ExitCode.INTERRUPTED
+
+
+@case("plan-guard", ExitCode.OK)
+def plan_guard_ok(lab: Lab) -> None:
+    ran = lab.run("plan-guard", str(PLANS / "hand-ok-staged-change.json"), "--site", lab.site())
+    assert ran.code == ExitCode.OK and "hand-ok-staged-change.json: ok" in ran.out
+
+
+@case("plan-guard", ExitCode.REFUSED)
+def plan_guard_refuses(lab: Lab) -> None:
+    ran = lab.run("plan-guard", str(PLANS / "hand-pg002-two-control-planes-leave.json"), "--site", lab.site())
+    assert ran.code == ExitCode.REFUSED and ran.err.splitlines()[-1].endswith(": refused, 1 problem")
+
+
+@case("plan-guard", ExitCode.BAD_INPUT)
+def plan_guard_not_a_plan(lab: Lab) -> None:
+    ran = lab.run("plan-guard", lab.site(), "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and "problem in the plan" in ran.err
+
+
+@case("plan-guard", ExitCode.INTERRUPTED)
+def plan_guard_interrupted(lab: Lab) -> None:
+    _interrupt_site_loading(lab)
+    assert lab.run("plan-guard", "plan.json").code == ExitCode.INTERRUPTED
+
+
+@case("schema export", ExitCode.OK)
+def schema_export_ok(lab: Lab) -> None:
+    ran = lab.run("schema", "export", "--out", str(lab.folder / "schemas"))
+    assert ran.code == ExitCode.OK and len(list((lab.folder / "schemas").glob("*.json"))) >= 3
+
+
+@case("schema export", ExitCode.INTERRUPTED)
+def schema_export_interrupted(lab: Lab) -> None:
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    lab.monkeypatch.setattr("terravixens.standalone.schemas.export", interrupted)
+    assert lab.run("schema", "export", "--out", str(lab.folder)).code == ExitCode.INTERRUPTED
+
+
+@case("spec validate", ExitCode.OK)
+def spec_validate_ok(lab: Lab) -> None:
+    ran = lab.run("spec", "validate", str(ROOT / "sites" / "specs"))
+    assert ran.code == ExitCode.OK and ": ok — " in ran.out
+
+
+@case("spec validate", ExitCode.BAD_INPUT)
+def spec_validate_nothing_given(lab: Lab) -> None:
+    ran = lab.run("spec", "validate")
+    assert ran.code == ExitCode.BAD_INPUT and "give a spec file or folder" in ran.err
+
+
+@case("spec validate", ExitCode.INTERRUPTED)
+def spec_validate_interrupted(lab: Lab) -> None:
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    lab.monkeypatch.setattr("terravixens.standalone.validate.validate", interrupted)
+    assert lab.run("spec", "validate", "x").code == ExitCode.INTERRUPTED
+
+
+@case("spec serve", ExitCode.INTERRUPTED)
+def spec_serve_stopped_with_ctrl_c(lab: Lab) -> None:
+    """A server's normal end: Ctrl-C stops it (130, never a traceback); SIGTERM ends it by that signal after a
+    graceful shutdown, which is what systemd expects of a service."""
+    import signal
+
+    from tests import spec_support
+
+    site, secrets = spec_support.standalone_copy(lab.folder)
+    server = spec_support.start_server(site, secrets, lab.folder / "serve.log", host="127.0.0.9")
+    server.process.send_signal(signal.SIGINT)
+    assert server.process.wait(timeout=30) == ExitCode.INTERRUPTED
+    lines = server.log_text().splitlines()  # its JSON log, and stderr
+    assert "Traceback" not in server.log_text() and lines[-1] == f"terravixens spec serve: {NOTHING_STARTED}"
+    assert json.loads([line for line in lines if line.startswith("{")][-1])["event"] == "stopped"
+    # SIGTERM (systemd's stop): not turned into Ctrl-C (cli.Command.signals), the server stops gracefully and the
+    # process then ends by that signal, which systemd counts as a clean stop
+    server = spec_support.start_server(site, secrets, lab.folder / "serve-term.log", host="127.0.0.9")
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=30) == -signal.SIGTERM
+    lines = server.log_text().splitlines()
+    assert "Traceback" not in server.log_text() and not [line for line in lines if "interrupted" in line]
+    # uvicorn's graceful shutdown ran to its end (its last line), then the signal ended the process
+    assert json.loads(lines[-1]) | {"ts": ""} == {"ts": "", "event": "server", "level": "info",
+                                                 "message": f"Finished server process [{server.process.pid}]"}
+
+
+@case("spec serve", ExitCode.BAD_INPUT)
+def spec_serve_without_secrets(lab: Lab) -> None:
+    lab.monkeypatch.delenv("TERRAVIXENS_SECRETS", raising=False)
+    ran = lab.run("spec", "serve")
+    assert ran.code == ExitCode.BAD_INPUT and "give the secrets file" in ran.err
+
+
+def _declared() -> set[tuple[str, str, int]]:
+    """Every (command, table, code) the command table declares; `spec get` has its own table, walked code by code
+    in tests/test_spec_client.py."""
+    return {(entry.name, type(code).__name__, int(code)) for entry in cli.COMMANDS if entry.name != "spec get"
+            for code, _ in entry.codes}
+
+
+def test_every_declared_code_has_a_case_and_no_case_is_undeclared():
+    """The cases here and the rule-stop cases below, together, produce every declared code and no other."""
+    rule_stops = {(name, "MonitorExit" if name == "drift" else "ExitCode", 1) for name in RULE_STOPS}
+    assert set(CASES) | rule_stops == _declared()
+
+
+@pytest.mark.parametrize("function", [f for functions in CASES.values() for f in functions],
+                         ids=lambda f: f.__name__)
+def test_each_code_is_produced_with_its_meaning(function, lab):
+    function(lab)
+
+
+# ----------------------------------------------------------------------------------- a rule stopping synth
+RULE_STOPS = {
+    "deploy": (("deploy", "--yes"), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, "
+                                     "gitops-prod"),
+    "destroy": (("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod"),
+                "stopped at synth: done: nothing; not done: synth, checks, backup, destroy gitops-prod"),
+    "restore": (("restore", "gitops-prod", "BACKUP", "--confirm", "homelab/gitops-prod"),
+                "stopped at synth: done: nothing; not done: synth, restore gitops-prod"),
+    "drift": (("drift",), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
+    "decommission": (DECOMMISSION + ("--yes",), "stopped at synth: done: nothing; not done: synth, checks, prepare, "
+                                                "the resets"),
+    # its synth comes right after the confirmation: a rule stop calls nothing, etcd untouched
+    "remove-dead-member": (CONFIRMED, f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state "
+                                      f"check, backup, {IRREVERSIBLE}"),
+}
+
+
+@pytest.mark.parametrize("operation", RULE_STOPS)
+def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(operation, lab):
+    """A valid site (validate accepts it) whose synth TV006 stops: a label value shaped like a bootstrap token.
+    Before: every operation died with an ImportError traceback (exit 1 by accident)."""
+    assert lab.run("validate", lab.token_site()).code == ExitCode.OK
+    tools = lab.tools()
+    argv, last_line = RULE_STOPS[operation]
+    tf = gitops()
+    ran = lab.run(*(lab.backup() if word == "BACKUP" else word for word in argv), "--site", lab.token_site(), tf=tf)
+    expected = MonitorExit.ERROR if operation == "drift" else ExitCode.REFUSED
+    assert ran.code == expected and cli.command(operation).returns(expected)
+    lines = ran.err.splitlines()
+    assert lines[0] == f"terravixens {operation}: synth stopped by safety rules:"
+    assert lines[1].startswith("[platform-prod] [TV006 NoSecretLiterals] stack 'platform-prod' contains a Kubernetes "
+                               "bootstrap token in ")
+    assert "read it at apply time (file(), a variable or an environment variable) instead" in lines[1]
+    assert lines[-1] == last_line
+    assert "CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS" not in ran.err  # turning the rules off is never the advice
+    assert tf.calls == [] and TOKEN_LIKE not in ran.err + ran.out
+    assert tools.log() == [] and len(_members(tools)) == 3  # no talosctl call: no probe, no `etcd remove-member`
+
+
+def test_review_reads_a_rule_stop_from_its_synth_process():
+    """review synthesizes in child processes (BASE runs the code as it was): their rule stop is REFUSED with the
+    messages, whatever else the child printed; any other failure stays BAD_INPUT."""
+    from terravixens.operations import OperationError
+    from terravixens.operations.review import finish_synth
+
+    script = ("import sys; print('noise', file=sys.stderr); raise RuntimeError('Validation failed: Encountered "
+              "Annotations with level \"ERROR\":\\n[platform-prod] [TV006 NoSecretLiterals] a token\\n\\nEither fix "
+              "the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS to ignore "
+              "these annotations.')")
+    for code, expected, text in ((script, ExitCode.REFUSED, "synth at HEAD stopped by safety rules:\n[platform-prod] "
+                                                            "[TV006 NoSecretLiterals] a token"),
+                                 ("raise SystemExit(3)", ExitCode.BAD_INPUT, "synth at HEAD failed:")):
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        with pytest.raises(OperationError) as caught:
+            finish_synth(process, "at HEAD", Path("/nonexistent"))
+        assert caught.value.code == expected and str(caught.value).startswith(text)
+        assert str(caught.value).strip() == text or expected == ExitCode.BAD_INPUT

@@ -1,0 +1,68 @@
+"""The operations' shape: commands import shared steps, never each other, and nothing imports the command line
+(docs/architecture.md). Read from the source (every import, also those inside functions), not from what happens to
+be loaded."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "terravixens"
+COMMANDS = {"deploy", "destroy", "restore", "decommission", "dead_member", "drift", "review", "plan_guard", "validate"}
+
+
+def imported(path: Path) -> set[str]:
+    """Every module `path` imports, by full name (`from a.b import c` counts a.b and a.b.c)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_commands_import_steps_never_each_other():
+    assert {path.stem for path in (PACKAGE / "operations").glob("*.py")} >= COMMANDS | {"steps"}
+    for name in sorted(COMMANDS):
+        others = {f"terravixens.operations.{other}" for other in COMMANDS - {name}}
+        assert not imported(PACKAGE / "operations" / f"{name}.py") & others, name
+    users = {name for name in COMMANDS
+             if "terravixens.operations.steps" in imported(PACKAGE / "operations" / f"{name}.py")}
+    assert users >= {"deploy", "destroy", "restore", "decommission", "dead_member", "drift"}
+
+
+def test_nothing_imports_the_command_line():
+    """The import cycle cli ↔ operations was how a rule stopping synth became an ImportError."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path != PACKAGE / "cli.py":
+            assert not {"terravixens.cli"} & imported(path), path.relative_to(PACKAGE.parent)
+
+
+def _numbers_bound_to_code_names(path: Path) -> list[str]:
+    """`NAME = 4` or `A, B = 2, 130` where NAME is the name of an exit code of the one table (FAILED, INTERRUPTED…):
+    a module keeping its own copy of a code (tfwrap's `BAD_INPUT, DECLINED, FAILED, INTERRUPTED = 2, 3, 4, 130`)."""
+    from terravixens.exitcodes import TABLES
+
+    names = {code.name for table in TABLES for code in table}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = (list(zip(target.elts, node.value.elts)) if isinstance(target, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+            found += [f"{name.id} = {value.value} (line {node.lineno})" for name, value in pairs
+                      if isinstance(name, ast.Name) and name.id.split("EXIT_")[-1] in names
+                      and isinstance(value, ast.Constant) and type(value.value) is int]
+    return found
+
+
+def test_exit_codes_are_spelled_in_one_place():
+    """No module keeps its own list of exit codes any more (upgrade's EXIT_* are aliases of the table's, tfwrap's
+    names are the table's members)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        if path.name != "exitcodes.py":
+            assert "class ExitCode" not in text and "IN_SYNC, ERROR, DRIFT = " not in text, path
+            assert "= 0, 1, 2, 3" not in text and "= 0, 2, 3, 4, 5, 6, 7" not in text, path
+            assert not _numbers_bound_to_code_names(path), (path, _numbers_bound_to_code_names(path))

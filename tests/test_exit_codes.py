@@ -150,6 +150,16 @@ def gitops(**script) -> Scripted:
 
 
 
+def public_fleet(data: dict) -> None:
+    """The example cluster's Flux repository as a public https one (`git_auth: none`): exit codes do not depend on
+    Flux's git credentials, which would otherwise have to come from a secrets file (tests/test_flux_credentials.py
+    walks that path)."""
+    flux = data["clusters"]["prod"]["flux"]
+    flux.pop("git_secret", None)
+    flux.pop("git_credentials_revision", None)
+    flux.update(url="https://git.lab.internal/platform/fleet.git", git_auth="none")
+
+
 @dataclass
 class Lab:
     folder: Path
@@ -158,6 +168,7 @@ class Lab:
 
     def site(self, change: Callable[[dict], None] | None = None, name: str = "site.yaml") -> str:
         data = support.example_data()
+        public_fleet(data)
         if change is not None:
             change(data)
         path = self.folder / name

@@ -1,6 +1,7 @@
 """The operations' command line: bad input and missing confirmations stop before anything runs, with their exit
 codes (docs/commands.md) and no traceback."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,8 +79,12 @@ def test_a_rule_stopping_synth_is_refused_not_an_import_error(tmp_path):
     """The issue's report, as a user runs it: a valid site (a label value shaped like a bootstrap token) whose synth
     the safety rules stop. Before: ImportError traceback (exit 1 by accident)."""
     site = tmp_path / "site.yaml"
-    site.write_text((ROOT / "sites" / "example.yaml").read_text().replace(
-        "node.kubernetes.io/pool: general}", "node.kubernetes.io/pool: abcdef.0123456789abcdef}", 1))
+    text = (ROOT / "sites" / "example.yaml").read_text().replace(
+        "node.kubernetes.io/pool: general}", "node.kubernetes.io/pool: abcdef.0123456789abcdef}", 1)
+    # a public https fleet repository: no Flux git credentials (no secrets file) needed for this deploy
+    text = text.replace("url: ssh://git@git.lab.internal/platform/fleet.git",
+                        "url: https://git.lab.internal/platform/fleet.git\n      git_auth: none", 1)
+    site.write_text(re.sub(r"\n      git_(secret|credentials_revision): [^\n]*", "", text))
     assert cli("validate", str(site), cwd=tmp_path).returncode == 0
     terraform = tmp_path / "terraform"  # synth asks the Terraform CLI its version; nothing else may run
     terraform.write_text(FAKE_TERRAFORM.format(log=tmp_path / "terraform.log", pid=tmp_path / "plan.pid"))

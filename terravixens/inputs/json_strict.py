@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, NoReturn
 
 from terravixens.inputs.problems import InputError, Problem, shown
 
 MAX_DEPTH = 100
+# A JSON object as a reader holds it once its shape is checked (plans, states, etcd's status): keys are text, values
+# whatever JSON allows.
+JsonObject = dict[str, Any]
 MAX_INT_DIGITS = 20
 
 
@@ -25,7 +29,7 @@ class _BadNumber(Exception):
         self.text = text
 
 
-def _pairs(pairs: list[tuple[str, object]]) -> dict:
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
@@ -42,7 +46,7 @@ def _integer(text: str) -> int:
     return int(text)
 
 
-def _constant(text: str):
+def _constant(text: str) -> NoReturn:
     raise _BadNumber(text)
 
 
@@ -67,7 +71,7 @@ def _depth_problem(data: object, limit: int) -> bool:
 
 
 def load_json(text: str, path: Path | str, *, what: str = "file", max_depth: int = MAX_DEPTH) -> object:
-    def fail(where: str, message: str, line: int | None = None):
+    def fail(where: str, message: str, line: int | None = None) -> NoReturn:
         raise InputError(path, [Problem(where, message, line)], what) from None
 
     try:

@@ -1,15 +1,18 @@
 """PG007 NoSilentReboot: a staying node whose apply mode is `staged_if_needing_reboot` is not planned to reboot."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import NODE_APPLY
 from terravixens.guard.checks.base import Check
-from terravixens.guard.context import apply_node_address
+from terravixens.guard.context import GuardContext, apply_node_address
+from terravixens.guard.plan import Change, Plan
 
 STAGED_IF_NEEDED = "staged_if_needing_reboot"
 CONFIGURATION = ("machine_configuration", "machine_configuration_input", "config_patches")
 
 
-def _configuration_changes(change) -> bool:
+def _configuration_changes(change: Change) -> bool:
     return any(change.after_unknown.get(key) or change.before.get(key) != change.after.get(key) for key in CONFIGURATION)
 
 
@@ -20,7 +23,7 @@ class NoSilentReboot(Check):
            "a reboot; when the node cannot be reached it only warns and plans `auto`, which may reboot it. Several "
            "nodes rebooting at once can take the cluster down.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         for change in plan.changes_of(NODE_APPLY):
             if change.actions != ("update",) or change.after.get("apply_mode") != STAGED_IF_NEEDED:
                 continue

@@ -96,6 +96,10 @@ class StandaloneContainer(Construct):
         props, placed = self.props, self.props.placed
         unprivileged = placed.unprivileged is not False
         nesting = unprivileged if props.nesting is None else props.nesting
+        template = placed.template
+        if template is None:  # the site rules refuse a ct node without one
+            raise ValueError(f"standalone container {placed.name!r} has no template: give it standalone.nodes."
+                             f"{placed.name}.template (a vztmpl volume id)")
         return VirtualEnvironmentContainer(
             self, "ct",
             node_name=props.proxmox_node,
@@ -106,7 +110,7 @@ class StandaloneContainer(Construct):
             start_on_boot=True,
             started=True,
             operating_system=VirtualEnvironmentContainerOperatingSystem(
-                template_file_id=placed.template, type=props.os_type or os_type_of(placed.template)),
+                template_file_id=template, type=props.os_type or os_type_of(template)),
             cpu=VirtualEnvironmentContainerCpu(cores=placed.cores),
             memory=VirtualEnvironmentContainerMemory(dedicated=placed.memory_mib, swap=props.swap_mib),
             disk=VirtualEnvironmentContainerDisk(datastore_id=props.datastores.vm, size=placed.disk_gib),

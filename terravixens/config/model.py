@@ -139,10 +139,10 @@ class TalosImage(Strict):
     @classmethod
     def _sha256(cls, value: dict[str, str]) -> dict[str, str]:
         for version, digest in value.items():
-            if not isinstance(version, str) or not re.fullmatch(r"v\d+\.\d+\.\d+", version):
+            if not re.fullmatch(r"v\d+\.\d+\.\d+", version):
                 raise ValueError(f"{shown(version)} is not a Talos version like v1.11.5: write it exactly as "
                                  f"talos_version is written, with the leading 'v'")
-            if not isinstance(digest, str) or not SHA256.match(digest):
+            if not SHA256.match(digest):
                 raise ValueError(f"the checksum of {version}, {shown(digest)}, is not a SHA-256: give its 64 "
                                  f"hexadecimal digits, as `sha256sum` prints them (no `sha256:` prefix)")
         return {version: digest.lower() for version, digest in value.items()}

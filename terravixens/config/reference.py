@@ -81,7 +81,7 @@ def _value(value) -> str:
 def default_text(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
-    value = field.default_factory() if field.default_factory is not None else field.default
+    value = field.get_default(call_default_factory=True)
     if value is None:
         return "none"
     if isinstance(value, BaseModel):

@@ -59,7 +59,7 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
         # An unknown identity is not logged: a client that put its token where the identity goes must not leak it.
         _note(request, route="/spec/{identity}", identity=identity if entry else None, principal=str(principal),
               generation=specs.generation)
-        if status == 200:
+        if status == 200 and entry is not None:  # decide() answers 200 only for a known identity
             return _json(200, entry.body)
         if status == 401:
             error = ', error="invalid_token"' if principal.kind == "invalid" else ""

@@ -7,6 +7,7 @@ in (ties: the first node by name). An interface outside it cannot talk to its pe
 """
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 from collections.abc import Iterator
 
@@ -45,11 +46,13 @@ def _vlan_members(site: Site, cluster_name: str) -> dict[tuple[int, int], list[t
     members: dict[tuple[int, int], list[tuple[str, Interface]]] = {}
     for at in sorted(cluster_nodes(site, cluster_name), key=lambda item: item.name):
         for interface in interfaces(at):
+            if interface.vlan is None:  # only a standalone node's untagged NIC has none
+                continue
             members.setdefault((interface.vlan, interface.address.version), []).append((at.name, interface))
     return members
 
 
-def _holders(members: list[tuple[str, Interface]], subnet) -> str:
+def _holders(members: list[tuple[str, Interface]], subnet: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
     names = sorted({name for name, interface in members if interface.address.network == subnet})
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 

@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TypedDict, Unpack
 
@@ -170,7 +170,7 @@ class Taken:
 def stamp(when: datetime) -> str:
     if when.tzinfo is None:
         raise ValueError("a snapshot time must be timezone-aware (UTC)")
-    return when.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+    return when.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
 def snapshot_name(cluster: str, taken_at: datetime, node: str, reason: str, counter: int = 1) -> str:
@@ -188,7 +188,7 @@ def parse_name(name: str) -> tuple[str, datetime, str, str] | None:
     found = NAME.match(name)
     if found is None:
         return None
-    taken_at = datetime.strptime(found["stamp"], STAMP_FORMAT).replace(tzinfo=timezone.utc)
+    taken_at = datetime.strptime(found["stamp"], STAMP_FORMAT).replace(tzinfo=UTC)
     return found["cluster"], taken_at, found["node"], found["reason"]
 
 
@@ -326,7 +326,7 @@ def _hash_file(path: Path) -> tuple[int, str, str, bytes] | str:
         return error.strerror or str(error)
 
 
-def verify_snapshot(path: Path, tool: Path | None | bool = True, require_tool: bool = False,
+def verify_snapshot(path: Path, tool: Path | bool | None = True, require_tool: bool = False,
                     timeout: float = TOOL_TIMEOUT) -> Verification:
     """Verifies the file at `path` as an etcd snapshot; never raises for a bad file.
 
@@ -452,7 +452,7 @@ class SnapshotStore:
     tool: Path | bool = True
     require_tool: bool = False
     timeout: float = TOOL_TIMEOUT
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc), repr=False, compare=False)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.keep < 1:
@@ -516,7 +516,7 @@ class SnapshotStore:
         with self._locked(cluster) as folder:
             path = self._place(folder, source, cluster, taken_at, node, reason, verification)
             manifest = {"format": MANIFEST_FORMAT, "file": path.name, "site": self.site, "cluster": cluster,
-                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(timezone.utc).isoformat(),
+                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(UTC).isoformat(),
                         "size": verification.size, "sha256": verification.sha256,
                         "verification": verification.record()}
             try:
@@ -671,6 +671,20 @@ def describe(pruned: Pruned) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DEFAULT_KEEP", "SNAPSHOT_DIR", "TOOL_ENV", "Pruned", "Snapshot", "SnapshotError", "SnapshotStore",
-           "Verification", "describe", "find_tool", "manifest_path", "parse_name", "snapshot_name",
-           "Taken", "verify_snapshot"]
+__all__ = [
+    "DEFAULT_KEEP",
+    "SNAPSHOT_DIR",
+    "TOOL_ENV",
+    "Pruned",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotStore",
+    "Taken",
+    "Verification",
+    "describe",
+    "find_tool",
+    "manifest_path",
+    "parse_name",
+    "snapshot_name",
+    "verify_snapshot",
+]

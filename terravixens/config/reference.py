@@ -146,8 +146,8 @@ def render(root: type[BaseModel] = m.Site) -> str:
         lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
         for name, field in model.model_fields.items():
             meaning = " ".join((field.description or "").split()).replace("|", "\\|")
-            lines.append(f"| `{name}` | {type_text(field.annotation, field.metadata, titles)} | {default_text(field)} | "
-                         f"{meaning} |")
+            kind = type_text(field.annotation, field.metadata, titles)
+            lines.append(f"| `{name}` | {kind} | {default_text(field)} | {meaning} |")
         lines.append("")
     lines.append(END)
     return "\n".join(lines) + "\n"

@@ -26,7 +26,6 @@ from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnipp
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.topology import Nic, PlacedNode
 
-
 # Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
 # (`debian-12-standard_…`, `ubuntu-24.04-standard_…`, `rockylinux-9-default_…`). bpg's default, `unmanaged`,
 # makes PVE skip setting up the hostname and network inside the container, and PVE would report another type.

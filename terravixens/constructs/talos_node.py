@@ -119,7 +119,8 @@ class TalosNode(Construct):
             disk=[VirtualEnvironmentVmDisk(
                 interface="scsi0",
                 datastore_id=hypervisor.datastores.vm,
-                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images),
+                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version,
+                                                         hypervisor.datastores.images),
                 size=node.disk_gib,
                 file_format="raw",
                 iothread=True,

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terravixens.inputs import JsonObject
-
 from terravixens.guard.checks import ALL_CHECKS, Check, Violation
 from terravixens.guard.context import GuardContext, RebootChecks, Usage, deployed_usage, site_roles, site_usage
 from terravixens.guard.nodes import Fate, NodesView, NodeView, node_view
 from terravixens.guard.plan import PLAN_LIMIT, NotAPlan, Plan, load_plan_data, parse_plan_text, read_plan
+from terravixens.inputs import JsonObject
 
 
 def check_plan(plan: JsonObject | Plan, context: GuardContext | None = None) -> list[Violation]:

@@ -421,7 +421,8 @@ def _paired(events: list[Event]) -> tuple[Event, ...]:
     for event in events:
         if event.action in ("deleted", "forgotten"):
             free = [other for other in created if id(other) not in used and _family(other.kind) == _family(event.kind)]
-            match = next((other for other in free if event.identity is None or other.identity in (None, event.identity)),
+            match = next((other for other in free
+                          if event.identity is None or other.identity in (None, event.identity)),
                          free[0] if free else None)
             if match is not None:
                 used.add(id(match))

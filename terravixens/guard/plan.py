@@ -226,7 +226,8 @@ def _prior_resources(data: JsonObject, problems: list[Problem]) -> list[PriorRes
             continue
         for index, resource in enumerate(module.get("resources") or []):
             at = f"{where}.resources[{index}]"
-            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str) for k in ("address", "type", "name"))
+            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str)
+                                                       for k in ("address", "type", "name"))
             if not named:
                 problems.append(_problem(at, "has no address, type and name"))
                 continue
@@ -378,7 +379,8 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     data = _plan_object(data, source)
     if "format_version" not in data:
         raise NotAPlan(source, [_problem("(top level)", (
-            f"has no format_version: this is not Terraform's JSON output ({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
+            f"has no format_version: this is not Terraform's JSON output "
+            f"({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
     version = data["format_version"]
     if not isinstance(version, str) or version.split(".", 1)[0] != "1":
         raise NotAPlan(source, [_problem("format_version", (
@@ -422,6 +424,7 @@ def load_plan_data(path: Path | str, limit: int = PLAN_LIMIT) -> JsonObject:
 def parse_plan_text(text: str, source: Path | str = "<plan>", limit: int = PLAN_LIMIT) -> tuple[JsonObject, Plan]:
     """Plan JSON held in memory (piped from `terraform show -json`): the same bounds and checks as a file."""
     if len(text) > limit:
-        raise NotAPlan(source, [_problem("(file)", f"is {len(text):,} characters, over the {limit:,} limit for a plan")])
+        raise NotAPlan(source, [_problem("(file)",
+                                         f"is {len(text):,} characters, over the {limit:,} limit for a plan")])
     data = _plan_object(load_json(text, source, what="plan"), source)
     return data, read_plan(data, source)

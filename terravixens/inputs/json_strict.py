@@ -79,10 +79,12 @@ def load_json(text: str, path: Path | str, *, what: str = "file", max_depth: int
     except json.JSONDecodeError as error:
         fail("(file)", f"is not valid JSON: {error.msg} (column {error.colno})", error.lineno)
     except _Duplicate as duplicate:
-        fail("(file)", f"key {shown(duplicate.key)} appears twice in one object{_duplicate_lines(text, duplicate.key)}: "
-                       f"JSON readers would keep only one silently; regenerate the file")
+        fail("(file)", f"key {shown(duplicate.key)} appears twice in one object"
+                       f"{_duplicate_lines(text, duplicate.key)}: JSON readers would keep only one silently; "
+                       f"regenerate the file")
     except _BadNumber as bad:
-        fail("(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below 10^{MAX_INT_DIGITS}")
+        fail("(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below "
+                       f"10^{MAX_INT_DIGITS}")
     except RecursionError:
         fail("(file)", f"is nested more than {max_depth} levels deep: check that this is the right file")
     if _depth_problem(data, max_depth):

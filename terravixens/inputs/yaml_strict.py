@@ -192,7 +192,8 @@ class _Builder:
 
     def take_key(self, top: _Frame, key: object, line: int) -> None:
         if isinstance(key, (dict, list)):
-            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list", line))
+            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list",
+                                         line))
             key = f"<complex key at line {line}>"
         top.key, top.key_line, top.key_written = key, line, self.written
 
@@ -250,7 +251,8 @@ class _Builder:
     def check_collection_tag(self, event: events.CollectionStartEvent, line: int) -> None:
         allowed = (None, "!", f"{_TAG}map", f"{_TAG}seq")
         if event.tag not in allowed:
-            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line))
+            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it",
+                                         line))
 
     def scalar(self, event: events.ScalarEvent, line: int) -> object:
         tag = event.tag

@@ -16,8 +16,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar, cast, overload
 
-from cdktf import DefaultTokenResolver, StringConcat, TerraformDataSource, TerraformElement, TerraformResource, \
-    TerraformStack, Tokenization
+from cdktf import (
+    DefaultTokenResolver,
+    StringConcat,
+    TerraformDataSource,
+    TerraformElement,
+    TerraformResource,
+    TerraformStack,
+    Tokenization,
+)
 from constructs import IConstruct, Node
 
 C = TypeVar("C", bound=IConstruct)
@@ -190,7 +197,7 @@ class StackView:
         for key, written in blocks.items():
             if len(elements.get(key, ())) == len(written):
                 writers.update({(block.kind, block.type, block.logical_id): element
-                                for block, element in zip(written, elements[key])})
+                                for block, element in zip(written, elements[key], strict=True)})
         return writers
 
     def element_of(self, block: Block) -> tuple[TerraformElement, dict[str, Any]]:

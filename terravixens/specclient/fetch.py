@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import random
-import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -75,7 +74,7 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
     except ssl.SSLCertVerificationError as error:
         raise Permanent("tls", f"the server's certificate is not trusted ({error.verify_message}): give the CA "
                                f"that signed it in TERRAVIXENS_CA_FILE") from None
-    except (ssl.SSLError, ConnectionError, socket.timeout, TimeoutError, OSError, http.client.HTTPException) as error:
+    except (ssl.SSLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException) as error:
         raise Transient(f"{type(error).__name__}: {error}"[:200]) from None
     finally:
         connection.close()

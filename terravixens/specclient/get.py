@@ -11,6 +11,7 @@ Exit codes (docs/commands.md):
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -63,10 +64,8 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
     folder = os.open(path.parent, os.O_RDONLY)
     try:

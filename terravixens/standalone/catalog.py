@@ -60,8 +60,8 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
         return []
     if len(entries) > MAX_FILES:
         errors.append(InputError(folder, [Problem("(folder)", f"holds {len(entries):,} entries, over the "
-                                                              f"{MAX_FILES:,} limit: check that this is the specs folder")],
-                                 what))
+                                                              f"{MAX_FILES:,} limit: check that this is the specs "
+                                                              f"folder")], what))
         return []
     found = []
     for entry in entries:

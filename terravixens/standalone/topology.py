@@ -85,7 +85,8 @@ def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
         name=name, type=node.type, parent=node.parent, chain=chain, tier=len(chain), vm_id=node.vm_id,
         cores=_size(name, node.preset, "cores", node.cores or preset.cores),
         memory_mib=_size(name, node.preset, "memory_mib", node.memory_mib or preset.memory_mib),
-        disk_gib=_size(name, node.preset, "disk_gib", node.disk_gib or preset.disk_gib), nics=nics, spec=node.spec, image=node.image,
+        disk_gib=_size(name, node.preset, "disk_gib", node.disk_gib or preset.disk_gib), nics=nics, spec=node.spec,
+        image=node.image,
         template=node.template, unprivileged=(node.unprivileged is not False) if node.type == "ct" else None,
         tags=tuple(sorted({tag.lower() for tag in node.tags})),
     )

@@ -13,7 +13,12 @@ from collections.abc import Iterator
 
 from terravixens.config.model import Site
 from terravixens.config.site_rules.walk import (
-    Finding, Interface, cluster_nodes, interfaces, machines, parse_address,
+    Finding,
+    Interface,
+    cluster_nodes,
+    interfaces,
+    machines,
+    parse_address,
 )
 from terravixens.roles import Role
 
@@ -64,7 +69,7 @@ def vlan_subnets(site: Site) -> Iterator[Finding]:
             if len(counts) < 2:
                 continue
             subnet = counts.most_common(1)[0][0]
-            for name, interface in members:
+            for _, interface in members:
                 if interface.address.network != subnet:
                     yield (*interface.path, "address"), (
                         f"address {interface.address} is outside VLAN {vlan}'s subnet {subnet} (that of "
@@ -114,6 +119,7 @@ def vip_in_management_subnet(site: Site) -> Iterator[Finding]:
                 f"endpoint VIP {vip} is outside the control planes' subnet on the management VLAN "
                 f"{cluster.management_vlan} ({', '.join(map(str, subnets))}): Talos puts the VIP on that interface, "
                 f"where clients outside the subnet cannot reach it; pick a free address in {subnets[0]}")
-        elif vip.version == 4 and any(vip in (s.network_address, s.broadcast_address) for s in inside if s.prefixlen < 31):
+        elif vip.version == 4 and any(vip in (s.network_address, s.broadcast_address)
+                                      for s in inside if s.prefixlen < 31):
             yield where, (f"endpoint VIP {vip} is the network or broadcast address of {inside[0]}: pick a free host "
                           f"address in it")

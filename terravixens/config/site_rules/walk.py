@@ -130,7 +130,8 @@ def interfaces(at: NodeAt | StandaloneAt) -> Iterator[Interface]:
                         interface.gateway)
 
 
-def node_addresses(at: NodeAt | StandaloneAt, found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
+def node_addresses(at: NodeAt | StandaloneAt,
+                   found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
     """Every address of a node with the path of the field that holds it: maintenance IP (cluster nodes), then the
     untagged NIC (standalone nodes), the VLANs (by id on standalone nodes), the routable address last."""
     if isinstance(at, NodeAt) and at.node.networks.maintenance_ip:

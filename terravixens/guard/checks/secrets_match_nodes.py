@@ -24,7 +24,8 @@ class SecretsMatchRunningNodes(Check):
             if change.creates and not change.deletes:
                 yield (f"{change.address} would be created while {len(running)} node applies run on today's secrets "
                        f"({nodes}): a state lost its secrets or the address changed. Restore the state from a backup "
-                       f"(`terravixens restore`) or `terraform import` the secrets; never mint new ones under running nodes.")
+                       f"(`terravixens restore`) or `terraform import` the secrets; never mint new ones under "
+                       f"running nodes.")
             if change.forgets:
                 yield (f"{change.address} would be forgotten while {len(running)} node applies use it ({nodes}): the "
                        f"next plan would create new secrets. Remove the `removed` block.")

@@ -13,7 +13,8 @@ CONFIGURATION = ("machine_configuration", "machine_configuration_input", "config
 
 
 def _configuration_changes(change: Change) -> bool:
-    return any(change.after_unknown.get(key) or change.before.get(key) != change.after.get(key) for key in CONFIGURATION)
+    return any(change.after_unknown.get(key) or change.before.get(key) != change.after.get(key)
+               for key in CONFIGURATION)
 
 
 class NoSilentReboot(Check):
@@ -29,18 +30,20 @@ class NoSilentReboot(Check):
                 continue
             if not _configuration_changes(change) or change.node in context.allow_reboot:
                 continue
-            resolved = None if change.after_unknown.get("resolved_apply_mode") else change.after.get("resolved_apply_mode")
+            unknown = change.after_unknown.get("resolved_apply_mode")
+            resolved = None if unknown else change.after.get("resolved_apply_mode")
             allow = f"re-plan when the node answers, or allow it with --allow-reboot {change.node or change.address}"
             if resolved == "reboot":
-                yield f"{change.address} is planned to reboot node {change.node!r} (resolved_apply_mode 'reboot'): {allow}."
+                yield (f"{change.address} is planned to reboot node {change.node!r} (resolved_apply_mode "
+                       f"'reboot'): {allow}.")
             elif resolved is None:
                 yield (f"{change.address}: the reboot check of node {change.node!r} has not run (resolved_apply_mode "
                        f"unknown until apply, when an unreachable node falls back to 'auto'): {allow}.")
             elif resolved == "auto":
                 if context.reboot_checks is None:
                     yield (f"{change.address} changes node {change.node!r}'s configuration with resolved_apply_mode "
-                           f"'auto', and the plan's log was not given, so the guard cannot tell 'no reboot needed' from "
-                           f"'node unreachable, may reboot': run `terravixens deploy` (it reads the log), pass "
+                           f"'auto', and the plan's log was not given, so the guard cannot tell 'no reboot needed' "
+                           f"from 'node unreachable, may reboot': run `terravixens deploy` (it reads the log), pass "
                            f"--plan-log (`terraform plan -json` output), or {allow.split(', or ')[1]}.")
                 elif context.reboot_checks.unchecked(change.address, apply_node_address(change.after)):
                     yield (f"{change.address}: node {change.node!r} could not be asked whether the change needs a "

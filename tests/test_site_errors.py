@@ -940,8 +940,8 @@ def test_one_vlan_may_carry_ipv4_and_ipv6_subnets():
 
 @pytest.mark.parametrize(("networks", "field", "message"), [
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.2.1"}}}, "vlans.111.gateway",
-     ("gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node could not "
-     "reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length")),
+     ("gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node "
+      "could not reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length")),
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.1.21"}}}, "vlans.111.gateway",
      "gateway 10.11.1.21 is the node's own address: use the router's address in 10.11.1.0/24"),
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "2001:db8::1"}}}, "vlans.111.gateway",

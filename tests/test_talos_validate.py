@@ -266,8 +266,8 @@ BROKEN = {
         ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"]),
     "interface-and-selector": (
         "cp-a", lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
-        [("validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are "
-         "mutually exclusive")]),
+        [("validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections "
+          "are mutually exclusive")]),
     "vip-on-a-worker": (
         "wk-a", lambda p: [*p, WORKER_VIP],
         ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"]),

@@ -320,8 +320,8 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     actions = tuple(actions)
     if actions not in ACTION_LISTS:
         problems.append(_problem(f"{where}.change.actions", (
-            f"is {list(actions)}: Terraform writes one of {', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. "
-            f"{NEVER_WRITTEN}")))
+            f"is {list(actions)}: Terraform writes one of "
+            f"{', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. {NEVER_WRITTEN}")))
         return None
     mode = item.get("mode")
     if mode not in MODES:
@@ -358,8 +358,8 @@ def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -
         key = (item.get("mode"), item["address"], item.get("deposed"))
         if key in seen:
             problems.append(_problem(f"resource_changes[{index}]", (
-                f"is a second change for {shown(item['address'], 120)} (the first is resource_changes[{seen[key]}]): "
-                f"Terraform writes one change per object. {NEVER_WRITTEN}")))
+                f"is a second change for {shown(item['address'], 120)} (the first is "
+                f"resource_changes[{seen[key]}]): Terraform writes one change per object. {NEVER_WRITTEN}")))
         seen.setdefault(key, index)
         if item.get("deposed") is None:
             current.setdefault(item["address"], index)
@@ -384,16 +384,17 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     version = data["format_version"]
     if not isinstance(version, str) or version.split(".", 1)[0] != "1":
         raise NotAPlan(source, [_problem("format_version", (
-            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version changes only "
-            f"with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that writes 1.x"))])
+            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version "
+            f"changes only with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that "
+            f"writes 1.x"))])
     if "planned_values" not in data:
         what = ("a state (`terraform show -json` without a plan file prints the state)" if "values" in data or
                 len(data) <= 2 else "not a plan")
         raise NotAPlan(source, [_problem("(top level)", f"is {what}, not a plan: {GIVE_A_PLAN}")])
     if data.get("errored") is True:
         raise NotAPlan(source, [_problem("errored", (
-            "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors `terraform plan` "
-            "printed and plan again"))])
+            "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors "
+            "`terraform plan` printed and plan again"))])
     problems: list[Problem] = []
     raw_changes = data.get("resource_changes") or []
     if not isinstance(raw_changes, list):

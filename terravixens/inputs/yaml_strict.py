@@ -217,8 +217,8 @@ class _Builder:
             first_line, first_written = first
             spelled = self.spellings(first_written or text, top.key_written or text)
             self.problems.append(Problem(field_path((*top.path, key)), (
-                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would keep "
-                f"only the second silently; remove or rename one"), key_line))
+                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would "
+                f"keep only the second silently; remove or rename one"), key_line))
             return
         top.seen[text] = (key_line, top.key_written)
         if isinstance(key, (int, float)):

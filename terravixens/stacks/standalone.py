@@ -41,13 +41,14 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
         type="map(string)",
         sensitive=True,
         nullable=False,
-        description="Standalone node -> the token its posture asks for (site token or its node token); nodes with a "
-                    "`network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
+        description="Standalone node -> the token its posture asks for (site token or its node token); nodes "
+                    "with a `network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
         validation=[TerraformVariableValidationConfig(
             # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
             condition=f'${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : '
                       f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
-            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - (as in the secrets file).",
+            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - "
+                          "(as in the secrets file).",
         )],
     ), TOKENS_VARIABLE)
 

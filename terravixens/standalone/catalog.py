@@ -71,9 +71,9 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
                                                               f"(only .yaml files are read)")], what))
         elif entry.name.endswith(".yaml"):
             if not DNS_LABEL.match(path.stem):
-                errors.append(InputError(path, [Problem("(file)", (
-                    f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s name, "
-                    f"referenced from the site file; use lowercase letters, digits and '-'"))], what))
+                message = (f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s "
+                           f"name, referenced from the site file; use lowercase letters, digits and '-'")
+                errors.append(InputError(path, [Problem("(file)", message)], what))
             else:
                 found.append(path)
     return found
@@ -125,10 +125,11 @@ def _unknown_postures(catalog: Catalog) -> list[InputError]:
     for name, spec in catalog.specs.items():
         if spec.access.posture not in catalog.postures:
             loaded = catalog.spec_file(name)
-            errors.append(InputError(loaded.path, [Problem("access.posture", (
-                f"unknown posture {shown(spec.access.posture)}: use one of {', '.join(sorted(catalog.postures))} "
-                f"or add {POSTURES_DIR}/{spec.access.posture}.yaml next to the spec"),
-                loaded.lines.of(("access", "posture")))], SPEC))
+            message = (f"unknown posture {shown(spec.access.posture)}: use one of "
+                       f"{', '.join(sorted(catalog.postures))} or add {POSTURES_DIR}/{spec.access.posture}.yaml "
+                       f"next to the spec")
+            errors.append(InputError(loaded.path, [Problem("access.posture", message,
+                                                           loaded.lines.of(("access", "posture")))], SPEC))
     return errors
 
 

@@ -117,8 +117,8 @@ def vip_in_management_subnet(site: Site) -> Iterator[Finding]:
         if not inside:
             yield where, (
                 f"endpoint VIP {vip} is outside the control planes' subnet on the management VLAN "
-                f"{cluster.management_vlan} ({', '.join(map(str, subnets))}): Talos puts the VIP on that interface, "
-                f"where clients outside the subnet cannot reach it; pick a free address in {subnets[0]}")
+                f"{cluster.management_vlan} ({', '.join(map(str, subnets))}): Talos puts the VIP on that "
+                f"interface, where clients outside the subnet cannot reach it; pick a free address in {subnets[0]}")
         elif vip.version == 4 and any(vip in (s.network_address, s.broadcast_address)
                                       for s in inside if s.prefixlen < 31):
             yield where, (f"endpoint VIP {vip} is the network or broadcast address of {inside[0]}: pick a free host "

@@ -1,6 +1,6 @@
 # terravixens: two commands on a fresh machine (see README.md)
 #   make synth   set up what synth needs (bindings; no provider binary, no Go), then synthesize the example site
-#   make test    set up what the tests need (also the offline provider mirror), then run the whole test suite
+#   make test    set up what the tests need (also the offline provider mirror), then lint and run the whole test suite
 SHELL := /bin/bash
 .DEFAULT_GOAL := synth
 
@@ -25,7 +25,7 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup setup-test synth test test-unit test-integration test-fuzz-nightly mirror providers provider-env tools clean
+.PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror providers provider-env tools clean
 
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
@@ -127,7 +127,16 @@ synth: setup
 # `make test PYTEST_PARALLEL=` runs in one process.
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
+# Lint and types, as configured in pyproject.toml ([tool.ruff], [tool.mypy]): ruff's rules, ruff's formatting (checked,
+# never rewritten here) and mypy over terravixens/. mypy reads the generated bindings (imports/) for the constructs'
+# types. `make test` runs it first, so CI fails on a lint or type error before any test runs.
+lint: .venv/.installed-dev imports/.schema-stamp
+	pipenv run ruff check
+	pipenv run ruff format --check
+	pipenv run mypy
+
 test: setup-test
+	@$(MAKE) --no-print-directory lint
 	pipenv run pytest $(PYTEST_PARALLEL)
 
 test-unit: TEST_MIRROR := $(ASKED_MIRROR)

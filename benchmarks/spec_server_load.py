@@ -123,7 +123,7 @@ async def run_load(host: str, port: int, plan: list[tuple[str, str | None]], req
                 latencies.append(time.perf_counter() - started)
                 if status != 200 or f'"name":"{name}"'.encode() not in body:
                     errors.append(f"{name}: HTTP {status}")
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as error:
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as error:
                 errors.append(f"{name}: {type(error).__name__}")
                 connection = None
                 continue

@@ -176,7 +176,8 @@ def main() -> None:
             results.append(result)
             slope = "" if previous is None else f"{1000 * (result['median'] - previous[1]) / (size - previous[0]):.1f}"
             print(f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
-                  f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}", flush=True)
+                  f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}",
+                  flush=True)
             previous = (size, result["median"])
     if args.phases:
         print("phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "

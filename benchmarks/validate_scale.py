@@ -31,7 +31,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from terravixens.config import model as site_model, site_rules  # noqa: E402
+from terravixens.config import model as site_model  # noqa: E402
+from terravixens.config import site_rules  # noqa: E402
 from terravixens.config.loader import DEFAULT_SITE, SITE_LIMIT, load_site  # noqa: E402
 from terravixens.config.model import Site  # noqa: E402
 from terravixens.inputs import load_yaml, read_text  # noqa: E402

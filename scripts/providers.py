@@ -2,7 +2,8 @@
 """Provider toolchain: bindings for synth, and the offline provider mirror when asked. Idempotent; stdlib only.
 
     python3 scripts/providers.py bindings   # what synth needs (make setup): typed bindings in imports/, no Go, no CLI
-    python3 scripts/providers.py mirror     # what offline Terraform needs (make mirror; tests, TERRAVIXENS_PROVIDERS=mirror)
+    python3 scripts/providers.py mirror     # what offline Terraform needs (make mirror; tests,
+                                            # TERRAVIXENS_PROVIDERS=mirror)
     python3 scripts/providers.py env [MODE] # shell exports of a provider installation mode (make -s provider-env)
     python3 scripts/providers.py            # mirror, then bindings (make providers)
 
@@ -119,7 +120,8 @@ def terraform_version_ok(binary: str) -> bool:
 
 def mirror_path(source: str, version: str) -> Path:
     namespace, name = source.split("/")
-    return MIRROR / "registry.terraform.io" / namespace / name / version / PLATFORM / f"terraform-provider-{name}_v{version}"
+    binary = f"terraform-provider-{name}_v{version}"
+    return MIRROR / "registry.terraform.io" / namespace / name / version / PLATFORM / binary
 
 
 def buildable() -> dict[str, dict]:
@@ -127,7 +129,7 @@ def buildable() -> dict[str, dict]:
 
 
 def build_providers() -> None:
-    for name, pin in buildable().items():
+    for pin in buildable().values():
         target = mirror_path(pin["source"], pin["version"])
         if not target.exists():
             print(f"[providers] building {pin['source']} {pin['version']} with Go")
@@ -142,7 +144,8 @@ def build_providers() -> None:
 
 
 def write_cli_config() -> None:
-    """The mirror mode's CLI config, in the cache. Nothing points Terraform at it unless the mirror mode is asked for."""
+    """The mirror mode's CLI config, in the cache. Nothing points Terraform at it unless the mirror mode is asked
+    for."""
     CLI_CONFIG.parent.mkdir(parents=True, exist_ok=True)
     text = provider_install.mirror_cli_config_text(MIRROR)
     if not CLI_CONFIG.exists() or CLI_CONFIG.read_text() != text:
@@ -273,7 +276,8 @@ def generate_bindings(started: float) -> None:
         "cdktf": cdktf_version, "providers": {name: providers[name]["constraint"] for name in sorted(providers)},
     }, indent=2) + "\n")
     (IMPORTS / "versions.json").write_text(json.dumps({
-        f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"] for name, item in providers.items()
+        f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"]
+        for name, item in providers.items()
     }, indent=2) + "\n")
     shutil.rmtree(STAGING, ignore_errors=True)
     STAMP.write_text(stamp + "\n")
@@ -323,7 +327,7 @@ def main(argv: list[str]) -> None:
             selected = argv[1] if len(argv) > 1 else provider_install.mode()
             sys.stdout.write(provider_install.shell_exports(selected))
         except provider_install.ProviderModeError as error:
-            raise SystemExit(f"[providers] {error}")
+            raise SystemExit(f"[providers] {error}") from None
         return
     if command not in ("all", "mirror", "bindings"):
         raise SystemExit(f"[providers] unknown command {command!r}: use bindings, mirror, env or nothing (both)")

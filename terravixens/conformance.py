@@ -1,10 +1,10 @@
 """Schema conformance: synthesized JSON checked against the committed provider schemas, without Terraform.
 
-Fast enough for the unit suite (pure Python over `terravixens/schemas/*.json`, the format `terraform providers schema -json`
-prints). For every resource, data source and provider block it reports unknown attributes or blocks, missing
-required ones, computed-only attributes that are set, wrong block nesting and item counts, and wrong literal types
-(expressions `${...}` are unknown until plan and are not typed). Each finding names the stack, the address, the
-attribute path and what the schema says.
+Fast enough for the unit suite (pure Python over `terravixens/schemas/*.json`, the format
+`terraform providers schema -json` prints). For every resource, data source and provider block it reports unknown
+attributes or blocks, missing required ones, computed-only attributes that are set, wrong block nesting and item
+counts, and wrong literal types (expressions `${...}` are unknown until plan and are not typed). Each finding names
+the stack, the address, the attribute path and what the schema says.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _check_type(value, spec, path: str):
         if isinstance(value, (dict, list)):
             yield path, f"is a {type(value).__name__}, the schema says string"
     elif spec == "number":
-        if isinstance(value, bool) or isinstance(value, (dict, list)) or (
+        if isinstance(value, (bool, dict, list)) or (
                 isinstance(value, str) and not _numeric(value)):
             yield path, f"is {value!r}, the schema says number"
     elif spec == "bool":
@@ -179,7 +179,8 @@ def check_block(body: dict, block: dict, path: str = "", ignore: frozenset = fro
             if not isinstance(item, dict):
                 yield f"{here}[{index}]", f"is a {type(item).__name__}, the schema says a block"
                 continue
-            yield from check_block(item, inner, f"{here}[{index}]." if len(items) > 1 or mode != "single" else f"{here}.")
+            prefix = f"{here}[{index}]." if len(items) > 1 or mode != "single" else f"{here}."
+            yield from check_block(item, inner, prefix)
 
 
 def check_stack(stack_name: str, stack: dict, schemas: dict[str, dict]) -> tuple[list[Finding], set[str]]:
@@ -202,7 +203,8 @@ def check_stack(stack_name: str, stack: dict, schemas: dict[str, dict]) -> tuple
             for name, body in items.items():
                 address = f"{prefix}{block_type}.{name}"
                 if schema is None:
-                    findings.append(Finding(stack_name, address, block_type, f"is not a {kind} type of provider {provider}"))
+                    findings.append(Finding(stack_name, address, block_type,
+                                            f"is not a {kind} type of provider {provider}"))
                     continue
                 add(address, check_block(body, schema["block"], ignore=frozenset(META_ARGUMENTS)))
     for provider, configs in stack.get("provider", {}).items():

@@ -40,8 +40,9 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, BinaryIO, TypedDict, Unpack
 
 SNAPSHOT_DIR = "etcd-snapshots"
 SUFFIX = ".snapshot"
@@ -97,7 +98,7 @@ class Verification:
     etcd_hash: str = ""              # the hash talosctl prints after "snapshot info: hash"
     storage_version: str = ""        # empty before etcd 3.6
     cluster_version: str = ""
-    members: tuple[dict, ...] = ()
+    members: tuple[dict[str, Any], ...] = ()
     tool: str = ""                   # the tool and etcd module that judged it
     note: str = ""                   # what was not checked, and why
 
@@ -110,7 +111,7 @@ class Verification:
                     f"{self.revision}, {self.total_keys} keys, {self.size} bytes, sha256 {self.sha256[:12]}")
         return f"{self.path.name}: verified {', '.join(self.passed)} ({self.size} bytes); {self.note}"
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """The manifest's `verification`."""
         return {"level": self.level, "passed": list(self.passed), "db_sha256": self.db_sha256,
                 "revision": self.revision, "total_keys": self.total_keys, "etcd_hash": self.etcd_hash,
@@ -127,11 +128,11 @@ class Snapshot:
     taken_at: datetime
     node: str
     reason: str
-    manifest: dict | None = None
+    manifest: dict[str, Any] | None = None
 
     @property
     def verified(self) -> bool:
-        return bool(self.manifest) and self.manifest.get("sha256") is not None
+        return self.manifest is not None and self.manifest.get("sha256") is not None
 
     @property
     def sha256(self) -> str | None:
@@ -169,7 +170,7 @@ class Taken:
 def stamp(when: datetime) -> str:
     if when.tzinfo is None:
         raise ValueError("a snapshot time must be timezone-aware (UTC)")
-    return when.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+    return when.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
 def snapshot_name(cluster: str, taken_at: datetime, node: str, reason: str, counter: int = 1) -> str:
@@ -187,7 +188,7 @@ def parse_name(name: str) -> tuple[str, datetime, str, str] | None:
     found = NAME.match(name)
     if found is None:
         return None
-    taken_at = datetime.strptime(found["stamp"], STAMP_FORMAT).replace(tzinfo=timezone.utc)
+    taken_at = datetime.strptime(found["stamp"], STAMP_FORMAT).replace(tzinfo=UTC)
     return found["cluster"], taken_at, found["node"], found["reason"]
 
 
@@ -245,7 +246,7 @@ def _fnv1a64(data: bytes) -> int:
     return value
 
 
-def _meta(page: bytes) -> dict | None:
+def _meta(page: bytes) -> dict[str, int] | None:
     """bbolt's meta at the start of `page`, when it validates as bbolt's Meta.Validate does; else None."""
     if len(page) < PAGE_HEADER + META.size:
         return None
@@ -256,7 +257,7 @@ def _meta(page: bytes) -> dict | None:
     return {"page_size": page_size, "root": root, "freelist": freelist, "pgid": pgid, "txid": txid}
 
 
-def _bbolt_meta(handle, db_size: int) -> str:
+def _bbolt_meta(handle: BinaryIO, db_size: int) -> str:
     """Why the database's meta pages do not hold (bbolt reads the newer valid one of the two); '' when they do."""
     handle.seek(0)
     first = _meta(handle.read(4096))
@@ -279,6 +280,26 @@ def _bbolt_meta(handle, db_size: int) -> str:
         return (f"its meta page counts {counted} bytes of pages, the file holds {db_size} before the digest: "
                 f"truncated")
     return ""
+
+
+class _Found(TypedDict, total=False):
+    """What the checks found so far, for the Verification (size and digests; nothing when the file is unreadable)."""
+
+    size: int
+    sha256: str
+    db_sha256: str
+
+
+class _Status(TypedDict):
+    """etcd's snapshot status, as the tool reports it."""
+
+    revision: int | None
+    total_keys: int | None
+    etcd_hash: str
+    storage_version: str
+    cluster_version: str
+    members: tuple[dict[str, Any], ...]
+    tool: str
 
 
 def _hash_file(path: Path) -> tuple[int, str, str, bytes] | str:
@@ -305,7 +326,7 @@ def _hash_file(path: Path) -> tuple[int, str, str, bytes] | str:
         return error.strerror or str(error)
 
 
-def verify_snapshot(path: Path, tool: Path | None | bool = True, require_tool: bool = False,
+def verify_snapshot(path: Path, tool: Path | bool | None = True, require_tool: bool = False,
                     timeout: float = TOOL_TIMEOUT) -> Verification:
     """Verifies the file at `path` as an etcd snapshot; never raises for a bad file.
 
@@ -315,14 +336,14 @@ def verify_snapshot(path: Path, tool: Path | None | bool = True, require_tool: b
     binary = find_tool() if tool is True else (tool or None)
     level = "etcd" if binary else "sha256"
 
-    def failed(check: str, reason: str, passed: list[str], **found) -> Verification:
+    def failed(check: str, reason: str, passed: list[str], **found: Unpack[_Found]) -> Verification:
         return Verification(False, path, level, tuple(passed), check, reason, **found)
 
     hashed = _hash_file(path)
     if isinstance(hashed, str):
         return failed("read", hashed, [])
     size, whole, database, trailer = hashed
-    found = {"size": size, "sha256": whole}
+    found: _Found = {"size": size, "sha256": whole}
     if size == 0:
         return failed("size", "the file is empty: no snapshot was written", [], **found)
     if size % SECTOR != DIGEST_SIZE:
@@ -347,7 +368,7 @@ def verify_snapshot(path: Path, tool: Path | None | bool = True, require_tool: b
     return _verify_with_tool(path, Path(binary), timeout, found)
 
 
-def _verify_with_tool(path: Path, binary: Path, timeout: float, found: dict) -> Verification:
+def _verify_with_tool(path: Path, binary: Path, timeout: float, found: _Found) -> Verification:
     ran = _run_tool([str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)], timeout,
                     grace=min(30.0, timeout))
     passed = ("size", "sha256", "bbolt-meta")
@@ -363,7 +384,7 @@ def _verify_with_tool(path: Path, binary: Path, timeout: float, found: dict) -> 
                             f"{binary.name} exit {ran.returncode} without a report: {message}", **found)
     if report.get("sha256") and report["sha256"] != found["sha256"]:
         return Verification(False, path, "etcd", passed, "read", "the file changed while it was verified", **found)
-    details = {"revision": report.get("revision"), "total_keys": report.get("total_keys"),
+    details: _Status = {"revision": report.get("revision"), "total_keys": report.get("total_keys"),
                "etcd_hash": report.get("etcd_hash", ""), "storage_version": report.get("storage_version", ""),
                "cluster_version": report.get("cluster_version", ""),
                "members": tuple(report.get("members") or ()), "tool": report.get("tool", "")}
@@ -431,9 +452,9 @@ class SnapshotStore:
     tool: Path | bool = True
     require_tool: bool = False
     timeout: float = TOOL_TIMEOUT
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc), repr=False, compare=False)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC), repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.keep < 1:
             raise ValueError(f"keep={self.keep}: retention keeps at least the snapshot just taken (1 or more)")
         if not TOKEN.match(self.site):
@@ -495,7 +516,7 @@ class SnapshotStore:
         with self._locked(cluster) as folder:
             path = self._place(folder, source, cluster, taken_at, node, reason, verification)
             manifest = {"format": MANIFEST_FORMAT, "file": path.name, "site": self.site, "cluster": cluster,
-                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(timezone.utc).isoformat(),
+                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(UTC).isoformat(),
                         "size": verification.size, "sha256": verification.sha256,
                         "verification": verification.record()}
             try:
@@ -650,6 +671,20 @@ def describe(pruned: Pruned) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DEFAULT_KEEP", "SNAPSHOT_DIR", "TOOL_ENV", "Pruned", "Snapshot", "SnapshotError", "SnapshotStore",
-           "Verification", "describe", "find_tool", "manifest_path", "parse_name", "snapshot_name",
-           "Taken", "verify_snapshot"]
+__all__ = [
+    "DEFAULT_KEEP",
+    "SNAPSHOT_DIR",
+    "TOOL_ENV",
+    "Pruned",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotStore",
+    "Taken",
+    "Verification",
+    "describe",
+    "find_tool",
+    "manifest_path",
+    "parse_name",
+    "snapshot_name",
+    "verify_snapshot",
+]

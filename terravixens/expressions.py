@@ -18,7 +18,7 @@ REMOTE_OUTPUT = re.compile(r"(?<![\w.-])data\.terraform_remote_state\.([A-Za-z0-
 NOT_RESOURCES = frozenset({"var", "local", "module", "each", "count", "path", "terraform", "self"})
 
 
-def strings_in(value) -> list[str]:
+def strings_in(value: object) -> list[str]:
     """Every string value inside a JSON-like value (map keys left out)."""
     if isinstance(value, str):
         return [value]
@@ -45,7 +45,7 @@ def expressions(text: str) -> list[str]:
     return found
 
 
-def addresses_in(value) -> set[str]:
+def addresses_in(value: object) -> set[str]:
     """Every address (`type.id`, `data.type.id`) of a resource or data source that `value` refers to, wherever in
     an expression."""
     found: set[str] = set()
@@ -57,12 +57,17 @@ def addresses_in(value) -> set[str]:
     return found
 
 
-def references(value) -> set[tuple[str, str]]:
+def _type_and_id(address: str) -> tuple[str, str]:
+    kind, logical_id = address.split(".")[-2:]  # ADDRESS matches `type.id` at least
+    return kind, logical_id
+
+
+def references(value: object) -> set[tuple[str, str]]:
     """Every (type, logical id) of a resource or data source that `value` refers to, data sources included."""
-    return {tuple(address.split(".")[-2:]) for address in addresses_in(value)}
+    return {_type_and_id(address) for address in addresses_in(value)}
 
 
-def remote_outputs(value) -> set[tuple[str, str]]:
+def remote_outputs(value: object) -> set[tuple[str, str]]:
     """Every (remote state, output) that `value` reads, wherever in an expression."""
     found: set[tuple[str, str]] = set()
     for text in strings_in(value):

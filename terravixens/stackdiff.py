@@ -63,7 +63,7 @@ def changed_paths(before: object, after: object, prefix: str = "", limit: int = 
             for key in sorted(set(old) | set(new)):
                 walk(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
         elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-            for index, (a, b) in enumerate(zip(old, new)):
+            for index, (a, b) in enumerate(zip(old, new, strict=True)):
                 walk(a, b, f"{path}[{index}]")
         else:
             found.append(path or "(whole)")

@@ -41,7 +41,7 @@ def minor_of(version: str) -> Minor:
 
 
 def text(minor: Minor) -> str:
-    return "v%d.%d" % minor
+    return f"v{minor[0]}.{minor[1]}"
 
 
 def supported_range() -> str:

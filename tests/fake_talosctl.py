@@ -111,7 +111,7 @@ elif arguments[4:6] == ["get", "extensions"]:
         rows.append([node, "runtime", "ExtensionStatus", "0", "1", "schematic", booted])
     widths = [max(len(row[i]) for row in rows) for i in range(7)]
     for row in rows:
-        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 elif command == "upgrade":
     with scenario() as state:
         together, wait = state.get("together", []), state.get("together_wait", 10)
@@ -140,7 +140,7 @@ elif arguments[4:6] == ["etcd", "members"]:
                  for m in state["members"]]
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
-        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 elif arguments[4:6] == ["etcd", "remove-member"]:
     wanted = arguments[6]
     with scenario() as state:
@@ -195,7 +195,9 @@ def _tabwriter(rows: list[list[str]]) -> str:
     """Go's tabwriter (minwidth 0, tabwidth 0, padding 3, spaces): every cell but a line's last one is padded to its
     column's width plus 3."""
     widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
-    return "".join("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1] + "\n" for row in rows)
+    # The last cell is not padded: zip stops at the last width on purpose.
+    return "".join("".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1] + "\n"
+                   for row in rows)
 
 
 def _member_id(address: str) -> str:

@@ -20,15 +20,18 @@ ADDRESSES = {"cp-a": "10.11.1.11", "cp-b": "10.11.1.12", "cp-c": "10.11.1.13", "
 
 def platform_state(control_planes: list[str], workers: list[str], bootstrap: str) -> dict[str, dict]:
     """address -> {"values": …, "depends_on": […]} of a converged platform layer (normal on_destroy)."""
-    state: dict[str, dict] = {"talos_machine_secrets.cluster_secrets": {"values": {"id": "machine_secrets"}, "depends_on": []}}
+    state: dict[str, dict] = {
+        "talos_machine_secrets.cluster_secrets": {"values": {"id": "machine_secrets"}, "depends_on": []}}
     for node in sorted(control_planes + workers):
         state[f"proxmox_virtual_environment_vm.node_{node}_vm"] = {"values": {"name": node}, "depends_on": []}
         state[f"{APPLY}.node_{node}_apply"] = {"values": {
             "node": ADDRESSES[node], "apply_mode": "staged_if_needing_reboot", "resolved_apply_mode": "auto",
             "on_destroy": {"reset": True, "graceful": True, "reboot": False}},
             "depends_on": [f"proxmox_virtual_environment_vm.node_{node}_vm", "talos_machine_secrets.cluster_secrets"]}
-    state["talos_machine_bootstrap.cluster_bootstrap"] = {"values": {}, "depends_on": [f"{APPLY}.node_{bootstrap}_apply"]}
-    state["talos_cluster_kubeconfig.cluster_kubeconfig"] = {"values": {}, "depends_on": ["talos_machine_bootstrap.cluster_bootstrap"]}
+    state["talos_machine_bootstrap.cluster_bootstrap"] = {"values": {},
+                                                          "depends_on": [f"{APPLY}.node_{bootstrap}_apply"]}
+    state["talos_cluster_kubeconfig.cluster_kubeconfig"] = {"values": {},
+                                                            "depends_on": ["talos_machine_bootstrap.cluster_bootstrap"]}
     state["terraform_data.cluster_membership"] = {"values": {"input": {
         "control_planes": {n: ADDRESSES[n] for n in control_planes}, "workers": {n: ADDRESSES[n] for n in workers}}},
         "depends_on": []}
@@ -39,7 +42,7 @@ class FakeTerraform(Terraform):
     def __init__(self, states: dict[str, dict[str, dict]]):
         super().__init__(binary="fake-terraform")
         self.states = states            # layer -> address -> resource
-        self.serial = {layer: 1 for layer in states}
+        self.serial = dict.fromkeys(states, 1)
         self.pending: dict[str, list[dict]] = {}
         self.calls: list[tuple[str, ...]] = []
         self.applied: list[list[str]] = []  # per apply: "action address"
@@ -100,7 +103,8 @@ class FakeTerraform(Terraform):
             kind, name = address.split(".", 1)
             resources.append({"mode": "managed", "type": kind, "name": name, "provider": "fake",
                               "instances": [{"attributes": resource["values"]}]})
-        return {"version": 4, "lineage": f"lineage-{layer}", "serial": self.serial.get(layer, 1), "resources": resources}
+        return {"version": 4, "lineage": f"lineage-{layer}", "serial": self.serial.get(layer, 1),
+                "resources": resources}
 
     def plan(self, workdir: Path, layer: str, args: tuple[str, ...]) -> Result:
         document = json.loads((workdir / "cdk.tf.json").read_text())
@@ -118,7 +122,8 @@ class FakeTerraform(Terraform):
                 kind, name = address.split(".", 1)
                 lifecycle = document.get("resource", {}).get(kind, {}).get(name, {}).get("lifecycle", {})
                 if lifecycle.get("prevent_destroy"):
-                    return Result(1, "", f"Error: Instance cannot be destroyed: {address} has lifecycle.prevent_destroy")
+                    return Result(1, "", f"Error: Instance cannot be destroyed: {address} has "
+                                         f"lifecycle.prevent_destroy")
                 changes.append({"address": address, "action": "delete", "after": None})
         else:
             wanted = {f"{APPLY}.{name}" for name in document.get("resource", {}).get(APPLY, {})}
@@ -127,7 +132,8 @@ class FakeTerraform(Terraform):
             for name, body in document.get("resource", {}).get(APPLY, {}).items():
                 address = f"{APPLY}.{name}"
                 if address in state and body["on_destroy"] != state[address]["values"]["on_destroy"]:
-                    changes.append({"address": address, "action": "update", "after": {"on_destroy": body["on_destroy"]}})
+                    changes.append({"address": address, "action": "update",
+                                    "after": {"on_destroy": body["on_destroy"]}})
         self.pending[layer] = changes
         (workdir / "terravixens.tfplan").write_text("fake plan")
         return Result(2 if changes else 0, "", "", [])

@@ -77,12 +77,12 @@ class TvFakePve(FakePve):
         return self._net_view(v['iface'], cfg)
 
     def _net_params(self, v):
-        return dict((k, x) for k, x in v.items() if k not in NET_SKIP and x is not None)
+        return {k: x for k, x in v.items() if k not in NET_SKIP and x is not None}
 
     async def _tv_net_create(self, v, user):
         ifaces = self._ifaces(v['node'])
         if v['iface'] in ifaces:
-            raise die("interface '{0}' already exists".format(v['iface']))
+            raise die("interface '{}' already exists".format(v['iface']))
         ifaces[v['iface']] = self._net_params(v)
 
     async def _tv_net_update(self, v, user):
@@ -126,7 +126,7 @@ class TvFakePve(FakePve):
 
     def _role(self, roleid):
         if roleid not in self.tv_roles:
-            raise die("role '{0}' does not exist".format(roleid))
+            raise die(f"role '{roleid}' does not exist")
         return self.tv_roles[roleid]
 
     async def _tv_role_list(self, v, user):
@@ -134,7 +134,7 @@ class TvFakePve(FakePve):
 
     async def _tv_role_create(self, v, user):
         if v['roleid'] in self.tv_roles:
-            raise die("role '{0}' already exists".format(v['roleid']))
+            raise die("role '{}' already exists".format(v['roleid']))
         self.tv_roles[v['roleid']] = set(split_list(v.get('privs')))
 
     async def _tv_role_read(self, v, user):
@@ -155,16 +155,16 @@ class TvFakePve(FakePve):
 
     def _user(self, userid):
         if userid not in self.tv_users:
-            raise die("no such user ('{0}')".format(userid))
+            raise die(f"no such user ('{userid}')")
         return self.tv_users[userid]
 
     def _user_view(self, userid, listing=False):
         u = self.tv_users[userid]
-        out = dict((k, x) for k, x in u.items() if x not in ('', None) and k != 'groups')
+        out = {k: x for k, x in u.items() if x not in ('', None) and k != 'groups'}
         out['groups'] = ','.join(u.get('groups') or []) if listing else list(u.get('groups') or [])
         if not out['groups']:
             out.pop('groups')
-        toks = dict((t, dict(i)) for (uid, t), i in self.tv_tokens.items() if uid == userid)
+        toks = {t: dict(i) for (uid, t), i in self.tv_tokens.items() if uid == userid}
         if listing:
             out['userid'] = userid
             out['tokens'] = [dict(i, tokenid=t) for t, i in sorted(toks.items())]
@@ -178,8 +178,8 @@ class TvFakePve(FakePve):
     async def _tv_user_create(self, v, user):
         uid = v['userid']
         if uid in self.tv_users:
-            raise die("create user failed: user '{0}' already exists".format(uid))
-        rec = dict((k, v[k]) for k in USER_FIELDS if k in v)
+            raise die(f"create user failed: user '{uid}' already exists")
+        rec = {k: v[k] for k in USER_FIELDS if k in v}
         rec['groups'] = split_list(rec.get('groups'))
         rec.setdefault('enable', 1)
         rec.setdefault('expire', 0)
@@ -208,7 +208,7 @@ class TvFakePve(FakePve):
         self.users.pop(uid, None)
         for key in [k for k in self.tv_tokens if k[0] == uid]:
             del self.tv_tokens[key]
-            self.apitokens.pop('{0}!{1}'.format(*key), None)
+            self.apitokens.pop('{}!{}'.format(*key), None)
         self.tv_acl = [e for e in self.tv_acl if e['ugid'].split('!')[0] != uid]
         self._tv_regrant()
 
@@ -222,7 +222,7 @@ class TvFakePve(FakePve):
               [('token', t) for t in split_list(v.get('tokens'))]
         for role in roles:
             if role not in self.tv_roles and role not in ('Administrator', 'PVEAdmin', 'PVEAuditor', 'NoAccess'):
-                raise die("role '{0}' does not exist".format(role))
+                raise die(f"role '{role}' does not exist")
         for kind, ugid in who:
             for role in roles:
                 self.tv_acl = [e for e in self.tv_acl
@@ -265,7 +265,7 @@ class TvFakePve(FakePve):
         if v.get('comment'):
             info['comment'] = v['comment']
         self.tv_tokens[key] = info
-        full = '{0}!{1}'.format(*key)
+        full = '{}!{}'.format(*key)
         secret = str(uuid.uuid4())
         self.apitokens[full] = secret
         return {'full-tokenid': full, 'info': dict(info), 'value': secret}
@@ -280,7 +280,7 @@ class TvFakePve(FakePve):
                 info[k] = v[k]
         out = dict(info)
         if v.get('regenerate'):
-            full = '{0}!{1}'.format(*key)
+            full = '{}!{}'.format(*key)
             self.apitokens[full] = out['value'] = str(uuid.uuid4())
             out['full-tokenid'] = full
         return out
@@ -288,7 +288,7 @@ class TvFakePve(FakePve):
     async def _tv_token_delete(self, v, user):
         key = self._token(v)
         del self.tv_tokens[key]
-        self.apitokens.pop('{0}!{1}'.format(*key), None)
+        self.apitokens.pop('{}!{}'.format(*key), None)
 
     # ------------------------------------------------------ trailing slash
     # bpg deletes a VM with `DELETE /nodes/{node}/qemu/{vmid}/`. PVE accepts the trailing slash; fakepve's router
@@ -318,7 +318,7 @@ class TvFakePve(FakePve):
         from fakepve.server import params
         raw = await params(request)
         checked = self._verify(request, raw)
-        return dict((k, checked.get(k, x)) for k, x in raw.items())
+        return {k: checked.get(k, x) for k, x in raw.items()}
 
     async def _apply_config(self, vm, user, p):
         await super()._apply_config(vm, user, p)
@@ -367,10 +367,10 @@ class TvFakePve(FakePve):
         sid, old = volume_ref(made[0])
         store = self.storages[sid]
         suffix = '.' + old.rsplit('.', 1)[1] if '.' in old else ''
-        name = 'vm-{0}-cloudinit{1}'.format(vmid, suffix)
+        name = f'vm-{vmid}-cloudinit{suffix}'
         store['volumes'][name] = store['volumes'].pop(old)
         _, props = split_drive(result)
-        return join_drive('{0}:{1}'.format(sid, name), props), ['{0}:{1}'.format(sid, name)]
+        return join_drive(f'{sid}:{name}', props), [f'{sid}:{name}']
 
 
 class FakePveServer:
@@ -389,7 +389,7 @@ class FakePveServer:
     def url(self) -> str:
         return f"https://{self.host}:{self.port}/"
 
-    def start(self) -> "FakePveServer":
+    def start(self) -> FakePveServer:
         self.pki.mkdir(parents=True, exist_ok=True)
         certfile, keyfile, _ = make_cert(str(self.pki), hosts=(self.host,))
         self.cafile = certfile
@@ -403,7 +403,7 @@ class FakePveServer:
             # PVE's default `local` storage lacks the 'import' content our Talos images and VM disks use.
             pve.storages["local"]["content"] = "iso,vztmpl,backup,import,snippets"
             await pve.start(certfile, keyfile)
-            asyncio.ensure_future(self._guest_agents(pve))
+            self.guest_agents = asyncio.ensure_future(self._guest_agents(pve))  # a reference keeps the task alive
             return pve
 
         self.pve = asyncio.run_coroutine_threadsafe(boot(), self.loop).result(timeout=30)

@@ -38,7 +38,7 @@ class FakeSsh:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.server = None
 
-    def start(self) -> "FakeSsh":
+    def start(self) -> FakeSsh:
         self.root.mkdir(parents=True, exist_ok=True)
         self.thread.start()
         self.server = asyncio.run_coroutine_threadsafe(self._listen(), self.loop).result(timeout=30)

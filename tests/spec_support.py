@@ -104,12 +104,11 @@ class Server:
 def start_server(site: Path, secrets: Path, log_path: Path, *, host: str = "127.0.0.1", port: int = 0,
                  extra: list[str] | None = None, scheme: str = "http") -> Server:
     """`terravixens spec serve` in a subprocess; returns once it logs that it listens (port 0: a free port)."""
-    log = open(log_path, "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "terravixens.cli", "spec", "serve", "--site", str(site), "--secrets", str(secrets),
-         "--host", host, "--port", str(port), *(extra or [])],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    log.close()
+    with open(log_path, "w") as log:  # the server keeps its own descriptor of the file
+        process = subprocess.Popen(
+            [sys.executable, "-m", "terravixens.cli", "spec", "serve", "--site", str(site), "--secrets", str(secrets),
+             "--host", host, "--port", str(port), *(extra or [])],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = Server(process, host, port, log_path, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -184,7 +183,7 @@ def make_tls(folder, host="127.0.0.8"):
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def name(common):
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])

@@ -74,5 +74,6 @@ def validate(binary: str, document: dict, workdir: Path) -> dict:
 
 
 def problems(report: dict) -> list[str]:
-    return [f"{d['severity']}: {d['summary']} — {d.get('detail', '')} @ {d.get('address', d.get('range', {}).get('filename', ''))}"
+    return [f"{d['severity']}: {d['summary']} — {d.get('detail', '')} "
+            f"@ {d.get('address', d.get('range', {}).get('filename', ''))}"
             for d in report.get("diagnostics", [])]

@@ -11,14 +11,14 @@ def networks(**fields) -> NodeNetworks:
     return NodeNetworks.model_validate(fields)
 
 
-FULL = dict(
-    maintenance_ip="10.0.0.51",
-    vlans={111: {"address": "10.11.1.11/24", "gateway": "10.11.1.1"}, 120: {"address": "10.12.0.11/24"}},
-    routable={"vlan": 130, "address": "192.0.2.11/24", "gateway": "192.0.2.1"},
-)
+FULL = {
+    "maintenance_ip": "10.0.0.51",
+    "vlans": {111: {"address": "10.11.1.11/24", "gateway": "10.11.1.1"}, 120: {"address": "10.12.0.11/24"}},
+    "routable": {"vlan": 130, "address": "192.0.2.11/24", "gateway": "192.0.2.1"},
+}
 
 
-# ---------------------------------------------------------------------------------------------------------- node_address
+# --------------------------------------------------------------------------------------------------------- node_address
 def test_routable_wins_over_everything():
     assert node_address(networks(**FULL)) == "192.0.2.11"
 
@@ -92,7 +92,7 @@ def test_no_address_error_is_a_value_error():
         node_address(NodeNetworks())
 
 
-# ---------------------------------------------------------------------------------------------------------- first_contact
+# -------------------------------------------------------------------------------------------------------- first_contact
 def test_first_contact_is_the_maintenance_ip_when_present():
     assert first_contact_address(networks(**FULL)) == "10.0.0.51"
 
@@ -117,7 +117,7 @@ def test_first_contact_with_nothing_raises_no_address_error():
         first_contact_address(networks())
 
 
-# ---------------------------------------------------------------------------------------------------------- partial configs
+# ------------------------------------------------------------------------------------------------------ partial configs
 @pytest.mark.parametrize(("fields", "managed", "first"), [
     ({"routable": {"vlan": 130, "address": "192.0.2.11/24", "gateway": "192.0.2.1"}}, "192.0.2.11", "192.0.2.11"),
     ({"routable": {"vlan": 130, "address": "192.0.2.11/24"}, "maintenance_ip": "10.0.0.51"}, "192.0.2.11", "10.0.0.51"),

@@ -27,8 +27,10 @@ def test_validate_reports_every_problem_with_file_and_field(tmp_path):
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[0] == f"{site}: 2 problems in the site file"
-    assert "  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or add it under 'hypervisors'" in lines
-    assert "  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id" in lines
+    assert ("  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or "
+            "add it under 'hypervisors'") in lines
+    assert ("  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by "
+            "clusters.prod.control_planes.cp-a: give each VM its own id") in lines
 
 
 def test_stacks_lists_layers_in_apply_order():
@@ -41,9 +43,11 @@ def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
     """validate, stacks and upgrade all go through the strict, bounded loader: a duplicate key is a located problem."""
     text = (ROOT / "sites" / "example.yaml").read_text()
     site = tmp_path / "site.yaml"
-    site.write_text(text.replace("      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"))
+    site.write_text(text.replace("      wk-b:\n",
+                                 "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"))
     first = text.splitlines().index("      wk-a:") + 1
-    for command in (["validate", str(site)], ["stacks", str(site)], ["upgrade", "prod", "--dry-run", "--site", str(site)]):
+    for command in (["validate", str(site)], ["stacks", str(site)],
+                    ["upgrade", "prod", "--dry-run", "--site", str(site)]):
         result = cli(*command)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert result.stdout == "" and "Traceback" not in result.stderr

@@ -156,7 +156,8 @@ def test_computed_attribute_set_is_reported(example_synth):
 
 def test_nested_attribute_of_talos_apply_is_checked(example_synth):
     schema = SCHEMAS["talos"]["resource_schemas"]["talos_machine_configuration_apply"]["block"]
-    apply = copy.deepcopy(example_synth["platform-prod"]["resource"]["talos_machine_configuration_apply"]["node_cp-a_apply"])
+    applies = example_synth["platform-prod"]["resource"]["talos_machine_configuration_apply"]
+    apply = copy.deepcopy(applies["node_cp-a_apply"])
     apply["on_destroy"]["wipe"] = True
     assert findings(apply, schema) == ["on_destroy.wipe: is not an attribute of this nested object"]
 

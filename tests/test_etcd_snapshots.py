@@ -20,7 +20,7 @@ import struct
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ from terravixens.talosctl import Talosctl
 from tests import etcd_tool
 
 FAKE = Path(__file__).resolve().parent / "fake_talosctl.py"
-T0 = datetime(2026, 11, 26, 8, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 26, 8, 0, 0, tzinfo=UTC)
 CP = "127.11.1.11"
 
 
@@ -57,7 +57,8 @@ def _root_page_corrupted(data: bytes) -> bytes:
 DAMAGES = {
     # name: (make the file from the genuine bytes, the check that fails, words its reason has)
     "truncated": (lambda data: data[:-1000], "size", "512*k+32"),
-    "flipped byte": (lambda data: data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01]) + data[len(data) // 2 + 1:],
+    "flipped byte": (lambda data: (data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01])
+                                   + data[len(data) // 2 + 1:]),
                      "sha256", "altered after etcd streamed it"),
     "appended garbage": (lambda data: data + b"garbage\n", "size", "512*k+32"),
     "empty": (lambda data: b"", "size", "empty"),
@@ -242,7 +243,8 @@ def test_a_kept_snapshot_is_0600_in_0700_folders_with_its_manifest(tmp_path):
     assert manifest["verification"]["level"] == "etcd"
     assert manifest["verification"]["revision"] == etcd_tool.genuine_report()["revision"]
     # Nothing else is left behind: no .part, no incoming folder, no temporary manifest.
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([".lock", path.name, taken.snapshot.manifest_path.name])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([".lock", path.name,
+                                                                    taken.snapshot.manifest_path.name])
     assert store.snapshots("alpha") == [taken.snapshot]
     assert "kept 1; removed 0" in taken.summary()
 
@@ -286,7 +288,7 @@ def test_names_refuse_what_would_break_them(cluster, node, reason):
 
 def test_names_need_an_aware_time():
     with pytest.raises(ValueError, match="timezone-aware"):
-        es.snapshot_name("alpha", datetime(2026, 11, 26), "cp-a", "manual")
+        es.snapshot_name("alpha", datetime(2026, 11, 26), "cp-a", "manual")  # noqa: DTZ001 (naive on purpose)
 
 
 def test_retention_keeps_the_newest_n(tmp_path):
@@ -336,7 +338,7 @@ def test_a_damaged_snapshot_is_refused_and_nothing_is_kept(tmp_path):
     store = _store(tmp_path)
     with store.incoming("alpha") as target:
         target.write_bytes(DAMAGES["flipped byte"][0](etcd_tool.genuine_snapshot().read_bytes()))
-        with pytest.raises(es.SnapshotError, match="not kept.*sha256") as refused:
+        with pytest.raises(es.SnapshotError, match=r"not kept.*sha256") as refused:
             store.add("alpha", target, "cp-a", "manual", taken_at=T0)
     assert refused.value.verification.check == "sha256"
     assert store.snapshots("alpha") == [] and set(os.listdir(store.folder("alpha"))) <= {".lock"}
@@ -368,7 +370,7 @@ def test_check_finds_a_stored_snapshot_that_changed(tmp_path):
 
 
 def _add_in_process(arguments: tuple[str, str, int]) -> str:
-    root, source, index = arguments
+    root, source, _index = arguments
     store = es.SnapshotStore(Path(root), "lab", keep=50)
     with store.incoming("alpha") as target:
         shutil.copyfile(source, target)
@@ -430,8 +432,8 @@ def test_talosctl_prints_what_the_real_one_prints(tmp_path):
     report = etcd_tool.genuine_report()
     assert ran.returncode == 0 and ran.stdout.splitlines() == [
         f'etcd snapshot saved to "{tmp_path / "db.snapshot"}" ({report["size"]} bytes)',
-        f"snapshot info: hash {report['etcd_hash']}, revision {report['revision']}, total keys "
-        f"{report['total_keys']}, total size {report['total_size']}"]
+        (f"snapshot info: hash {report['etcd_hash']}, revision {report['revision']}, total keys "
+        f"{report['total_keys']}, total size {report['total_size']}")]
     assert stat.S_IMODE((tmp_path / "db.snapshot").stat().st_mode) == 0o600
     multi = fake.run("--nodes", f"{CP},127.11.1.12", "etcd", "snapshot", str(tmp_path / "x.snapshot"))
     assert multi.returncode == 1 and "not supported with multiple nodes" in multi.stderr

@@ -217,10 +217,10 @@ def test_git_auth_none_refuses_the_settings_of_a_secret_it_does_not_write():
 
 
 @pytest.mark.parametrize("name, message", [
-    ("Flux_Git", "'Flux_Git' is not a Kubernetes object name: use lowercase letters, digits, '-' and '.', starting "
-                 "and ending with a letter or digit (e.g. 'flux-system')"),
-    ("sops-age", "'sops-age' is the SOPS age key's Secret: name the git credentials' Secret otherwise (e.g. "
-                 "'flux-system')"),
+    ("Flux_Git", ("'Flux_Git' is not a Kubernetes object name: use lowercase letters, digits, '-' and '.', starting "
+                 "and ending with a letter or digit (e.g. 'flux-system')")),
+    ("sops-age", ("'sops-age' is the SOPS age key's Secret: name the git credentials' Secret otherwise (e.g. "
+                 "'flux-system')")),
 ], ids=["not-a-name", "the-age-key-secret"])
 def test_git_secret_is_a_secret_name_of_its_own(name, message):
     data = support.example_data()
@@ -337,8 +337,8 @@ def test_known_hosts_lines_are_parsed(tmp_path, identity, host_key, known_hosts,
 @pytest.mark.parametrize("https, field, message", [
     ({"username": "git", "password": TOKEN, "bearer_token": TOKEN}, "flux.prod.https",
      "give username and password, or bearer_token, not both"),
-    ({}, "flux.prod.https", "give username and password (for a GitHub, GitLab or Bitbucket token: username git and "
-                            "the token as password), or bearer_token"),
+    ({}, "flux.prod.https", ("give username and password (for a GitHub, GitLab or Bitbucket token: username git and "
+                            "the token as password), or bearer_token")),
     ({"username": "git"}, "flux.prod.https", "username needs password: for a token, the token is the password"),
     ({"password": TOKEN}, "flux.prod.https", "password needs username (Flux refuses a password alone)"),
     ({"username": "git:x", "password": TOKEN}, "flux.prod.https.username",
@@ -357,8 +357,8 @@ def test_https_credentials(tmp_path, https, field, message):
 def test_an_entry_is_ssh_or_https(tmp_path, identity, host_key):
     both = only(secrets_problems(tmp_path, {"prod": {**ssh_entry(identity, f"{HOST} {host_key}"),
                                                      "https": {"bearer_token": TOKEN}}}, [TOKEN, *key_lines(identity)]))
-    assert (both.field, both.message) == ("flux.prod", "give ssh or https, not both: Flux uses the one the site's "
-                                                       "flux.url asks for")
+    assert (both.field, both.message) == ("flux.prod", ("give ssh or https, not both: Flux uses the one the site's "
+                                                       "flux.url asks for"))
     neither = only(secrets_problems(tmp_path, {"prod": {}}, []))
     assert neither.message.startswith("give ssh (a deploy key: identity and known_hosts) or https")
 
@@ -594,7 +594,8 @@ def test_the_credentials_reach_their_gitops_layer_only_and_no_file(tmp_path, sta
     site = site_file(tmp_path, data)
     for layers in (["hypervisors"], ["platform-prod"], [G]):
         result = cli(tmp_path, binary, "deploy", *layers, "--site", str(site), "--secrets", str(ssh_secrets), "--yes")
-        assert result.returncode == 4, result.stderr  # FAILED (TERRAFORM_FAILED until branch ops-core): the stand-in stops every plan
+        # FAILED (TERRAFORM_FAILED until branch ops-core): the stand-in stops every plan
+        assert result.returncode == 4, result.stderr
         for canary in (PASSPHRASE, *key_lines(identity)):
             assert canary not in result.stdout + result.stderr
     recorded = calls(log)
@@ -617,7 +618,7 @@ def test_the_credentials_reach_their_gitops_layer_only_and_no_file(tmp_path, sta
 def test_commands_that_plan_no_gitops_layer_need_no_credentials(tmp_path, stand_in, monkeypatch):
     """restore (a state push), decommission and remove-dead-member (the platform layer) take no --secrets: they are
     never stopped for Flux's credentials."""
-    binary, log = stand_in
+    binary, _log = stand_in
     site = site_file(tmp_path, support.example_data())
     restore = cli(tmp_path, binary, "restore", G, str(tmp_path / "no-such-backup.json"), "--site", str(site),
                   "--confirm", f"homelab/{G}")

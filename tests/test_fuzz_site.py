@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
@@ -176,7 +177,7 @@ def site_files(draw) -> bytes:
 
 class Stats:
     runs = 0
-    exits: dict[int, int] = {}
+    exits: ClassVar[dict[int, int]] = {}
     slowest = 0.0
     slowest_wall = 0.0
     slowest_case = b""
@@ -238,7 +239,8 @@ def _fuzz_summary():
 
 
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.large_base_example])
 NIGHTLY = settings(FUZZ, max_examples=NIGHTLY_EXAMPLES, derandomize=False)
 
 

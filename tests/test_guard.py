@@ -18,8 +18,18 @@ import pytest
 import yaml
 
 from terravixens import catalogue
-from terravixens.guard import (ALL_CHECKS, Fate, GuardContext, NotAPlan, RebootChecks, Usage, check_plan, node_view,
-                               ok_line, refusals)
+from terravixens.guard import (
+    ALL_CHECKS,
+    Fate,
+    GuardContext,
+    NotAPlan,
+    RebootChecks,
+    Usage,
+    check_plan,
+    node_view,
+    ok_line,
+    refusals,
+)
 from terravixens.guard.context import site_roles, site_usage
 from terravixens.guard.plan import read_plan
 from terravixens.rules import reset_scoped_to_node, storage_prevent_destroy
@@ -191,7 +201,8 @@ TABLE: dict[str, Case] = {
                                       mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.spare"),
                                       says="no node of the site or of the state owns it"),
     "standalone guest replaced": Case("real-vm-tainted.json", GuardContext(), ("PG001",), {"dns1": R},
-                                      mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct"),
+                                      mutate=rename_everywhere(VM_B,
+                                                               "proxmox_virtual_environment_container.sa_dns1_ct"),
                                       says="node 'dns1' stays in the site but would be destroyed and re-created"),
     # ------------------------------------------------------------------ refused: the apply (stand-ins)
     "apply deleted while the site keeps the node": Case("real-standin-apply-deleted.json", SITE, ("PG001",),
@@ -271,7 +282,8 @@ TABLE: dict[str, Case] = {
     "workers reset by decommission (teardown)": Case("real-standin-workers-reset-by-targeted-destroy.json", TEARDOWN,
                                                      (), {"wk-a": L, "wk-b": L, "cp-a": K}),
     "standalone guest removed": Case("real-vm-deleted-outright.json", GuardContext(), (), {"dns1": L},
-                                     mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct")),
+                                     mutate=rename_everywhere(VM_B,
+                                                              "proxmox_virtual_environment_container.sa_dns1_ct")),
     "first platform deploy": Case("real-platform-create.json", SITE, (), {"cp-a": N}),
     "first hypervisors deploy": Case("real-hypervisors-create.json", SITE, (), says="no node in this plan"),
     "hand: first cluster": Case("hand-ok-first-cluster.json", GuardContext(roles={"cp-a": "controlplane"}), (),
@@ -392,7 +404,8 @@ def test_decommission_waives_exactly_what_it_names():
 def test_pg004_secrets_message():
     [violation] = check_plan(fixture("hand-pg004-secrets-destroyed.json"), GuardContext(roles=THREE))
     assert str(violation) == ("[PG004 ClusterIdentityKept] talos_machine_secrets.cluster_secrets would be destroyed: "
-                              "the cluster's certificates and keys would be lost. Restore the cluster in the site file.")
+                              "the cluster's certificates and keys would be lost. Restore the cluster in the site "
+                              "file.")
 
 
 def test_pg005_and_pg006_messages_point_at_the_backup():
@@ -408,7 +421,8 @@ def test_pg007_auto_needs_the_plan_log_to_tell_no_reboot_from_unreachable():
     plan = fixture("hand-pg007-auto-after-a-change.json")
     [no_log] = check_plan(plan, GuardContext(roles=THREE))
     assert "the plan's log was not given" in no_log.message
-    [unreachable] = check_plan(plan, GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-unreachable.log.jsonl")))
+    [unreachable] = check_plan(plan, GuardContext(roles=THREE,
+                                                  reboot_checks=log("hand-pg007-node-unreachable.log.jsonl")))
     assert "could not be asked whether the change needs a reboot" in unreachable.message
     assert unreachable.message.endswith("or allow it with --allow-reboot cp-b.")
     assert check_plan(plan, GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl"))) == []
@@ -419,8 +433,8 @@ def test_pg007_planned_reboot_is_refused_even_with_a_clean_log():
     result = check_plan(fixture("hand-pg007-planned-reboot.json"),
                         GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl")))
     assert [str(v) for v in result] == [
-        "[PG007 NoSilentReboot] talos_machine_configuration_apply.node_wk-a_apply is planned to reboot node 'wk-a' "
-        "(resolved_apply_mode 'reboot'): re-plan when the node answers, or allow it with --allow-reboot wk-a."]
+        ("[PG007 NoSilentReboot] talos_machine_configuration_apply.node_wk-a_apply is planned to reboot node 'wk-a' "
+        "(resolved_apply_mode 'reboot'): re-plan when the node answers, or allow it with --allow-reboot wk-a.")]
 
 
 @pytest.mark.integration
@@ -461,7 +475,8 @@ def test_pg008_bridge_used_by_a_deployed_vm():
 
 def test_pg008_image_a_site_node_boots_from(example_site):
     usage = site_usage(example_site)
-    wanted = {"node_name": "pve1", "datastore_id": "local", "file_name": "talos-ce4c980550dd-v1.11.5-nocloud-amd64.qcow2"}
+    wanted = {"node_name": "pve1", "datastore_id": "local",
+              "file_name": "talos-ce4c980550dd-v1.11.5-nocloud-amd64.qcow2"}
     [violation] = check_plan(l0_plan("proxmox_download_file", wanted), GuardContext(usage=usage))
     assert "which node cp-a of cluster prod (site file)" in violation.message
     old = dict(wanted, file_name="talos-ce4c980550dd-v1.11.4-nocloud-amd64.qcow2")  # an upgrade drops the old image
@@ -481,12 +496,13 @@ NOT_PLANS = {
                    "is a state (`terraform show -json` without a plan file prints the state), not a plan"),
     "empty state": ({"format_version": "1.0"}, "is a state"),
     "a list": ([], "is a list of 0 items, not a JSON object"),
-    "errored plan": ({"format_version": "1.2", "planned_values": {}, "errored": True}, "Terraform stopped while planning"),
+    "errored plan": ({"format_version": "1.2", "planned_values": {}, "errored": True},
+                     "Terraform stopped while planning"),
     "bad actions": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [
         {"address": "a.b", "type": "a", "name": "b", "change": {"actions": ["explode"]}}]},
         "resource_changes[0] ('a.b').change.actions: holds 'explode'"),
-    "format 2": ({"format_version": "2.0", "planned_values": {}}, "format_version: is '2.0': this guard reads "
-                                                                  "Terraform's JSON format 1.x"),
+    "format 2": ({"format_version": "2.0", "planned_values": {}}, ("format_version: is '2.0': this guard reads "
+                                                                  "Terraform's JSON format 1.x")),
     "change without address": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [{"type": "a"}]},
                                "resource_changes[0]: has no address, name"),
 }
@@ -677,7 +693,8 @@ def test_site_roles_refuses_a_name_with_two_roles():
     lab = data["clusters"]["lab"]
     lab["endpoint_vip"] = "10.21.1.10"
     lab["control_planes"] = {"wk-a": lab["workers"].pop("wk-a")}
-    lab["control_planes"]["wk-a"].update(vm_id=2101, hostname="lab-wk-a", networks={"vlans": {111: {"address": "10.21.1.21/24"}}})
+    lab["control_planes"]["wk-a"].update(vm_id=2101, hostname="lab-wk-a",
+                                         networks={"vlans": {111: {"address": "10.21.1.21/24"}}})
     lab["workers"] = {}
     lab.pop("cilium"), lab.pop("flux")
     from terravixens.guard.context import AmbiguousRoles

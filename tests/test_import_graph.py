@@ -180,8 +180,8 @@ def test_the_checks_see_a_cycle_and_an_upward_import():
     edges = {"terravixens.config.model": {"terravixens.stacks.app"},
              "terravixens.stacks.app": {"terravixens.config.model"}}
     assert cycles(edges) == [["terravixens.config.model", "terravixens.stacks.app"]]
-    assert upward(edges) == ["terravixens.config.model (site model) imports terravixens.stacks.app "
-                             "(stacks and the app)"]
+    assert upward(edges) == [("terravixens.config.model (site model) imports terravixens.stacks.app "
+                             "(stacks and the app)")]
 
 
 def test_lazy_relative_and_type_checking_imports_count(tmp_path):
@@ -210,8 +210,8 @@ def summary(edges: dict[str, set[str]]) -> str:
             top, other = (".".join(name.split(".")[:2]) for name in (module, target))
             if top != other:
                 packages.setdefault(top, set()).add(other)
-    lines = [f"{len(edges)} modules, {sum(map(len, edges.values()))} edges, {len(found)} cycles (strongly connected "
-             f"components), {len(cycles(packages))} between packages, {len(upward(edges))} upward imports"]
+    lines = [(f"{len(edges)} modules, {sum(map(len, edges.values()))} edges, {len(found)} cycles (strongly connected "
+             f"components), {len(cycles(packages))} between packages, {len(upward(edges))} upward imports")]
     lines += [f"  cycle: {' <-> '.join(component)}" for component in found]
     lines += [f"  package cycle: {' <-> '.join(component)}" for component in cycles(packages)]
     lines += [f"  upward: {line}" for line in upward(edges)]

@@ -37,7 +37,8 @@ def cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
 
 # ------------------------------------------------------------------------------------------------ duplicate keys
 def test_duplicate_node_key_names_both_lines():
-    pasted = EXAMPLE.replace("      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n")
+    pasted = EXAMPLE.replace("      wk-b:\n",
+                             "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n")
     [problem] = yaml_problems(pasted)
     first = EXAMPLE.splitlines().index("      wk-a:") + 1
     second = pasted.splitlines().index("      wk-a:", first) + 1
@@ -119,14 +120,21 @@ def test_dates_stay_text():
 def test_devices_are_not_read(device):
     with pytest.raises(InputError) as caught:
         read_text(device, limit=1024, what="site file")
-    assert [str(p) for p in caught.value.problems] == ["(file): is a device, not a regular file: give the path of the site file"]
+    assert [str(p) for p in caught.value.problems] == [
+        "(file): is a device, not a regular file: give the path of the site file"]
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "site.yaml"
     os.mkfifo(fifo)
     outcome: list = []
-    reader = threading.Thread(target=lambda: outcome.append(pytest.raises(InputError, read_text, fifo, limit=10, what="x")))
+
+    def read() -> None:
+        with pytest.raises(InputError) as caught:
+            read_text(fifo, limit=10, what="x")
+        outcome.append(caught)
+
+    reader = threading.Thread(target=read)
     reader.start()
     reader.join(timeout=5)
     assert not reader.is_alive(), "read_text waited on a FIFO"
@@ -144,7 +152,8 @@ def test_size_cap_is_checked_before_reading(tmp_path):
     with pytest.raises(InputError) as caught:
         read_text(big, limit=1024 * 1024, what="site file")
     assert str(caught.value).splitlines()[1] == (
-        "  - (file): is 10,485,760 bytes, over the 1,048,576-byte limit for a site file: check that this is the right file")
+        "  - (file): is 10,485,760 bytes, over the 1,048,576-byte limit for a site file: check that this is the right "
+        "file")
 
 
 def test_invalid_utf8_is_located(tmp_path):
@@ -179,11 +188,13 @@ HOSTILE_SITES = {
     "deep nesting": "a: " + "[" * 3000 + "]" * 3000 + "\n",
     "billion laughs": "\n".join(['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] + [
         f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]) + "\n",
-    "duplicate node": EXAMPLE.replace("      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"),
+    "duplicate node": EXAMPLE.replace("      wk-b:\n",
+                                      "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"),
     "binary": "site: \x00\x01\x02\n",
     "scalar document": "just a string\n",
     "empty": "",
-    "secret under a mistyped key": EXAMPLE.replace("  insecure: false\n", "  insecure: false\n  api_token: 'root@pam!x=0123456789abcdef-hunter2-SECRET'\n"),
+    "secret under a mistyped key": EXAMPLE.replace(
+        "  insecure: false\n", "  insecure: false\n  api_token: 'root@pam!x=0123456789abcdef-hunter2-SECRET'\n"),
     "float for an integer": EXAMPLE.replace("cpu: 8", "cpu: 4.5", 1),
 }
 
@@ -206,8 +217,8 @@ def test_secret_under_a_mistyped_key_is_named_not_shown(tmp_path):
     site.write_text(HOSTILE_SITES["secret under a mistyped key"])
     result = cli("validate", str(site))
     line = EXAMPLE.splitlines().index("  insecure: false") + 2
-    assert f"  - line {line}, proxmox.api_token: unknown key: remove it or check its spelling against docs/site-file.md" \
-        in result.stderr.splitlines()
+    assert (f"  - line {line}, proxmox.api_token: unknown key: remove it or check its spelling against "
+            f"docs/site-file.md") in result.stderr.splitlines()
 
 
 def test_a_float_where_an_integer_belongs_names_the_value():

@@ -7,10 +7,17 @@ from cdktf import App, LocalBackend, TerraformStack
 
 from imports.proxmox.provider import ProxmoxProvider
 from imports.talos.provider import TalosProvider
-from terravixens.config.model import Cluster, Hypervisor as HypervisorSpec, Node, NodeNetworks, VlanInterface
+from terravixens.config.model import Cluster, Node, NodeNetworks, VlanInterface
+from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.placement import place
 from terravixens.constructs import (
-    ClusterConfig, ClusterConfigProps, ControlPlane, ControlPlaneProps, Hypervisor, HypervisorProps, TalosNode,
+    ClusterConfig,
+    ClusterConfigProps,
+    ControlPlane,
+    ControlPlaneProps,
+    Hypervisor,
+    HypervisorProps,
+    TalosNode,
     TalosNodeProps,
 )
 from terravixens.rules import apply_rules
@@ -34,7 +41,8 @@ class EdgeStack(TerraformStack):
         solo = TalosNode(self, "solo", TalosNodeProps(
             placed=place("solo", "controlplane", node, cluster, spec), cluster=cluster, cluster_config=config))
         ControlPlane(self, "control_plane", ControlPlaneProps(
-            cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={}, bootstrap_node="solo"))
+            cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={},
+            bootstrap_node="solo"))
         apply_rules(self)
 
 

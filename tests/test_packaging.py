@@ -66,8 +66,8 @@ def stub_calls(elsewhere) -> list[list[str]]:
 
 def test_the_bindings_import_from_the_environment_outside_the_checkout(elsewhere):
     folder, env = elsewhere
-    result = subprocess.run([sys.executable, "-c", "import imports.proxmox.provider, imports.talos.provider, "
-                             "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')"],
+    result = subprocess.run([sys.executable, "-c", ("import imports.proxmox.provider, imports.talos.provider, "
+                             "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')")],
                             cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 

@@ -1,4 +1,5 @@
-"""Talos machine configuration patches, read back as YAML: what each node gets, and that it depends only on that node."""
+"""Talos machine configuration patches, read back as YAML: what each node gets, and that it depends only on that
+node."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +12,8 @@ from terravixens.config.placement import placed_nodes
 from terravixens.talos.patches import cluster_patch, node_patch
 from tests import support
 
-INSTALLER = "factory.talos.dev/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.5"
+INSTALLER = ("factory.talos.dev/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+             ":v1.11.5")
 
 
 def example() -> dict:
@@ -178,7 +180,8 @@ def test_workers_pin_the_kubelet_only():
 
 def test_routable_network_wins_for_the_pins():
     data = example()
-    data["clusters"]["prod"]["control_planes"]["cp-b"]["networks"]["routable"] = {"vlan": 120, "address": "10.12.0.40/24"}
+    data["clusters"]["prod"]["control_planes"]["cp-b"]["networks"]["routable"] = {"vlan": 120,
+                                                                                  "address": "10.12.0.40/24"}
     document = patch_of(data, "cp-b")
     assert document["cluster"]["etcd"]["advertisedSubnets"] == ["10.12.0.0/24"]
 
@@ -232,7 +235,7 @@ def test_ipv6_gateway_gives_an_ipv6_default_route():
     assert vlans[120]["routes"] == [{"network": "::/0", "gateway": "2001:db8:120::1", "metric": 1025}]
 
 
-# ---------------------------------------------------------------------------------------------------------- labels, taints
+# ------------------------------------------------------------------------------------------------------- labels, taints
 def test_labels_are_rendered():
     assert patch_of(example(), "wk-a")["machine"]["nodeLabels"] == {"node.kubernetes.io/pool": "general"}
 
@@ -272,7 +275,8 @@ def test_install_follows_cluster_disk_version_and_hypervisor_image():
     install_a = patch_of(data, "wk-a")["machine"]["install"]  # wk-a runs on pve1
     assert install_b == {
         "disk": "/dev/vda",
-        "image": "factory.talos.dev/nocloud-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6",
+        "image": ("factory.talos.dev/nocloud-installer/"
+                  "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6"),
     }
     assert install_a["image"] == INSTALLER.replace("v1.11.5", "v1.11.6")
 

@@ -68,9 +68,11 @@ def test_make_provider_env_prints_the_exports_of_the_mode(selected, tmp_path):
     shown = make("provider-env", **env)
     assert shown.returncode == 0, shown.stderr
     if selected == "mirror":
-        assert shown.stdout == f"export TF_CLI_CONFIG_FILE={tmp_path}/mirror.tfrc\nexport CDKTF_SKIP_PROVIDER_LOCK=true\n"
+        assert shown.stdout == (f"export TF_CLI_CONFIG_FILE={tmp_path}/mirror.tfrc\n"
+                                "export CDKTF_SKIP_PROVIDER_LOCK=true\n")
     else:
-        assert shown.stdout == "# TERRAVIXENS_PROVIDERS=registry: Terraform's own provider installation, nothing to export\n"
+        assert shown.stdout == ("# TERRAVIXENS_PROVIDERS=registry: Terraform's own provider installation, nothing to "
+                                "export\n")
 
 
 def test_make_provider_env_refuses_an_unknown_mode():

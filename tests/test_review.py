@@ -99,11 +99,12 @@ def test_a_change_flows_through_a_reference_nested_in_an_expression():
     data source through `lower(…)` is changed too, as Terraform's plan would show it."""
     from terravixens.stackdiff import diff_stack
 
+    worker_input = "${lower(data.talos_machine_configuration.worker.machine_configuration)}"
+
     def stack(version: str) -> dict:
         return {"data": {"talos_machine_configuration": {"worker": {"kubernetes_version": version}}},
                 "resource": {"talos_machine_configuration_apply": {
-                    "node_wk-a_apply": {"machine_configuration_input":
-                                        "${lower(data.talos_machine_configuration.worker.machine_configuration)}"},
+                    "node_wk-a_apply": {"machine_configuration_input": worker_input},
                     "node_wk-b_apply": {"machine_configuration_input": "${var.unrelated}"}}}}
 
     changes = diff_stack(stack("1.34.2"), stack("1.35.0"))

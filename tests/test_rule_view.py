@@ -57,7 +57,8 @@ def test_a_slash_in_an_id_is_written_as_cdktf_writes_it(example_site, tmp_path):
 
     app = App(outdir=str(tmp_path))
     stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
-    odd = ClusterConfig(stack, "odd/config", ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"]))
+    odd = ClusterConfig(stack, "odd/config",
+                        ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"]))
     assert StackView(stack).path_of(odd) == odd.node.path == "platform-prod/odd--config"
 
 

@@ -169,7 +169,8 @@ def test_tv004_one_bootstrap_per_stack(app, platform):
     pin(MachineBootstrap(platform, "second_bootstrap", node_attribute="127.0.0.1",
                          lifecycle=TerraformResourceLifecycle(ignore_changes="all")), "second_bootstrap")
     errors = synth_errors(app)
-    assert "stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per cluster." in errors
+    assert ("stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per "
+            "cluster.") in errors
 
 
 def test_tv004_one_bootstrap_block_for_several_bootstraps(app, platform):
@@ -235,7 +236,8 @@ def test_tv006_password_literal(app):
     pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", password="hunter2hunter2"), "ops")
     apply_rules(stack)
     errors = synth_errors(app)
-    assert "stack 'leaky' sets secret attribute resource.proxmox_virtual_environment_user.ops.password to a literal" in errors
+    assert ("stack 'leaky' sets secret attribute resource.proxmox_virtual_environment_user.ops.password to a "
+            "literal") in errors
 
 
 def test_tv006_age_key_literal(app):
@@ -502,8 +504,8 @@ def test_a_lifecycle_written_as_a_list_is_read(app, platform):
 def test_rules_run_after_every_aspect(app, platform):
     """An Aspect that runs after construction (here: one that lifts prevent_destroy) is judged too: the rules run
     as a stack validation, after all Aspects, on the tree as it will be synthesized."""
-    from cdktf import Aspects, IAspect
     import jsii
+    from cdktf import Aspects, IAspect
 
     @jsii.implements(IAspect)
     class LiftPreventDestroy:
@@ -513,7 +515,8 @@ def test_rules_run_after_every_aspect(app, platform):
 
     Aspects.of(platform).add(LiftPreventDestroy())
     errors = synth_errors(app)
-    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" in errors
+    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle "
+            "prevent_destroy") in errors
 
 
 def test_rules_in_an_app_that_skips_validations(tmp_path):
@@ -532,10 +535,9 @@ def test_rules_in_an_app_that_skips_validations(tmp_path):
 def test_a_rule_alone_is_an_aspect(app):
     """Library users may attach one rule as an Aspect instead of all of them with apply_rules."""
     from cdktf import Aspects
+    from constructs import Construct
 
     from terravixens.rules import StableLogicalIds
-
-    from constructs import Construct
 
     stack = TerraformStack(app, "one_rule")
     ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
@@ -548,8 +550,8 @@ def test_a_rule_alone_is_an_aspect(app):
 def test_a_rule_alone_judges_what_other_aspects_did(app):
     """An Aspect visits the stack before any construct in it: a rule attached alone still judges the finished tree,
     after the Aspects that change elements (lift prevent_destroy) or add them (a stray VM) below the stack."""
-    from cdktf import Aspects, IAspect, TerraformResourceLifecycle
     import jsii
+    from cdktf import Aspects, IAspect, TerraformResourceLifecycle
 
     from terravixens.rules import ResetScopedToNode, StoragePreventDestroy
 

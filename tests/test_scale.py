@@ -42,7 +42,8 @@ def test_round_trips_per_node_stay_few(tmp_path, monkeypatch):
     """Each call into cdktf is a round trip to its Node.js process: what a synth costs per node is mostly how many
     a node takes (docs/adr/0027-synth-speed.md). Today 7: the node's construct, its VM and apply (create, pin each),
     the VM's network device override; the rules read the whole stack at once and one raw configuration per node.
-    A new per-node read of a cdktf attribute fails this test: read it once per cluster (terravixens/constructs/build.py)."""
+    A new per-node read of a cdktf attribute fails this test: read it once per cluster
+    (terravixens/constructs/build.py)."""
     small, large = _round_trips(4, tmp_path, monkeypatch), _round_trips(14, tmp_path, monkeypatch)
     per_node = (large - small) / 10
     assert per_node <= 7, f"{per_node:.1f} round trips per node ({small} for 4 nodes, {large} for 14)"

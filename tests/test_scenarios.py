@@ -51,7 +51,8 @@ def run(before: dict, change) -> dict[str, Changes]:
 
 
 def assert_changes(result: dict[str, Changes], expected: dict[str, dict[str, set[str]]]) -> None:
-    actual = {stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed") if getattr(changes, kind)}
+    actual = {stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed")
+                      if getattr(changes, kind)}
               for stack, changes in result.items()}
     assert actual == expected
 
@@ -83,7 +84,8 @@ def test_control_planes_one_to_three_never_rebootstraps(single_control_plane):
         cluster(d)["control_planes"].update({"cp-b": node(1102, 12), "cp-c": node(1103, 13, "pve1")})
 
     result = run(single_control_plane, grow)
-    assert_changes(result, {P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")}, "changed": NODE_LISTS}})
+    assert_changes(result, {P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")},
+                                "changed": NODE_LISTS}})
 
 
 def test_control_planes_three_to_five(base):
@@ -91,7 +93,8 @@ def test_control_planes_three_to_five(base):
         cluster(d)["control_planes"].update({"cp-d": node(1104, 14), "cp-e": node(1105, 15, "pve1")})
 
     result = run(base, grow)
-    assert_changes(result, {P: {"added": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")}, "changed": NODE_LISTS}})
+    assert_changes(result, {P: {"added": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")},
+                                "changed": NODE_LISTS}})
 
 
 def test_control_planes_five_to_three_resets_only_the_leaving_two(base):
@@ -102,7 +105,8 @@ def test_control_planes_five_to_three_resets_only_the_leaving_two(base):
             del cluster(d)["control_planes"][name]
 
     result = run(base, shrink)
-    assert_changes(result, {P: {"removed": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")}, "changed": NODE_LISTS}})
+    assert_changes(result, {P: {"removed": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")},
+                                "changed": NODE_LISTS}})
 
 
 def test_promote_workers_keeps_their_vms(base):
@@ -155,7 +159,8 @@ def test_talos_version_bump_replaces_no_vm_and_keeps_secrets(base):
 def test_kubernetes_version_bump_reconfigures_every_node_in_place(base):
     """Through the machine configuration data sources, every apply changes (in place, no VM, no secret)."""
     result = run(base, lambda d: cluster(d).update(kubernetes_version="v1.34.3"))
-    configs = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}" for role in ("controlplane", "worker")}
+    configs = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}"
+               for role in ("controlplane", "worker")}
     assert_changes(result, {P: {"changed": {*configs, *(apply(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))}}})
 
 
@@ -239,7 +244,8 @@ def identity(stacks: dict[str, dict]) -> dict:
     vms, applies = resources["proxmox_virtual_environment_vm"], resources["talos_machine_configuration_apply"]
     return {
         "nodes": {name: {"hostname": rendered_hostname(applies[f"node_{name}_apply"]["config_patches"][0]),
-                         **{key: vms[f"node_{name}_vm"][key] for key in ("name", "vm_id", "node_name", "network_device")}}
+                         **{key: vms[f"node_{name}_vm"][key]
+                            for key in ("name", "vm_id", "node_name", "network_device")}}
                   for name in NODES},
         "secrets": resources["talos_machine_secrets"]["cluster_secrets"],
     }

@@ -1,4 +1,5 @@
-"""One small test per site-file error: a minimally changed copy of the example, the exact field, the bad value and the fix.
+"""One small test per site-file error: a minimally changed copy of the example, the exact field, the bad value and the
+fix.
 
 Each test mutates a deep copy of sites/example.yaml (via tests.support.example_data()) and checks what
 terravixens.config.loader.parse_site reports: the field path the user has to edit, and the key parts of the message.
@@ -118,7 +119,8 @@ def test_duplicate_address_between_nodes():
     worker_a(data)["networks"]["vlans"][111]["address"] = "10.11.1.11/24"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.111.address"
-    assert "address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address" in problem.message
+    assert ("address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
+            in problem.message)
     assert "give each address to one node" in problem.message
 
 
@@ -127,7 +129,8 @@ def test_duplicate_maintenance_ip_between_nodes():
     worker_a(data)["networks"]["maintenance_ip"] = "10.0.0.51"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.networks.maintenance_ip"
-    assert "address 10.0.0.51 is already used by clusters.prod.control_planes.cp-a.networks.maintenance_ip" in problem.message
+    assert ("address 10.0.0.51 is already used by clusters.prod.control_planes.cp-a.networks.maintenance_ip"
+            in problem.message)
 
 
 def test_duplicate_address_across_clusters():
@@ -135,7 +138,8 @@ def test_duplicate_address_across_clusters():
     second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.11/24")
     problem = only_problem(data)
     assert problem.field == "clusters.staging.control_planes.st-cp.networks.vlans.111.address"
-    assert "address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address" in problem.message
+    assert ("address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
+            in problem.message)
 
 
 def test_node_address_equal_to_the_endpoint_vip():
@@ -351,7 +355,8 @@ def test_cilium_pool_containing_a_node_address():
     prod(data)["cilium"]["pools"]["services"] = ["10.12.0.16/28"]  # 10.12.0.16-31: holds wk-a (.21) and wk-b (.22)
     problems = problems_of(data)
     assert [p.field for p in problems] == ["clusters.prod.cilium.pools.services"] * 2
-    assert "LoadBalancer pool 10.12.0.16/28 contains 10.12.0.21, used by clusters.prod.workers.wk-a" in problems[0].message
+    assert ("LoadBalancer pool 10.12.0.16/28 contains 10.12.0.21, used by clusters.prod.workers.wk-a"
+            in problems[0].message)
     assert "10.12.0.22, used by clusters.prod.workers.wk-b" in problems[1].message
     assert "shrink the pool or move the address" in problems[0].message
 
@@ -492,8 +497,8 @@ def test_config_contract_defaults_to_the_talos_minor():
 
 
 @pytest.mark.parametrize(("contract", "message"), [
-    ("latest", "'latest' is not a configuration contract like v1.11: write the Talos minor the machine "
-               "configurations are generated for"),
+    ("latest", ("'latest' is not a configuration contract like v1.11: write the Talos minor the machine "
+               "configurations are generated for")),
     ("v1.10", "contract 'v1.10' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
     ("v1.14", "contract 'v1.14' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
 ])
@@ -629,7 +634,8 @@ def test_unknown_state_backend():
 
 
 @pytest.mark.parametrize(("bad", "why"), [
-    ("/var/lib/terravixens", "is absolute"), ("C:\\state", "is absolute"), ("~/state", "starts with '~' (a home folder)"),
+    ("/var/lib/terravixens", "is absolute"), ("C:\\state", "is absolute"),
+    ("~/state", "starts with '~' (a home folder)"),
     ("~", "starts with '~'"), ("../state", "climbs out of the project root with '..'"),
     ("state/../../etc", "climbs out of the project root"), ("./", "names no folder"), ("", "names no folder"),
 ])
@@ -649,7 +655,8 @@ def test_proxmox_endpoint_not_https():
     assert problem.field == "proxmox.endpoint"
     assert problem.message.startswith("'http://pve1.lab.internal:8006/' is plain http: credentials and content would "
                                       "cross the network unencrypted")
-    assert "use https (https://HOST:8006/), or keep http and say why next to it in allow_insecure_http" in problem.message
+    assert ("use https (https://HOST:8006/), or keep http and say why next to it in allow_insecure_http"
+            in problem.message)
 
 
 @pytest.mark.parametrize("bad", ["git@git.lab.internal:platform/fleet.git", "platform/fleet"])
@@ -814,7 +821,8 @@ def test_pool_may_not_contain_another_clusters_vip():
     _second_cluster(data, "10.12.0.200", vlan=120, address="10.12.0.101/24")
     problem = only_problem(data)
     assert problem.field == "clusters.prod.cilium.pools.services"
-    assert "LoadBalancer pool 10.12.0.192/27 contains 10.12.0.200, used by clusters.staging.endpoint_vip" in problem.message
+    assert ("LoadBalancer pool 10.12.0.192/27 contains 10.12.0.200, used by clusters.staging.endpoint_vip"
+            in problem.message)
 
 
 def test_vip_compared_as_an_address_not_as_text():
@@ -845,7 +853,8 @@ def test_non_utf8_site_file(tmp_path):
     path.write_bytes(b"site: \xff\xfe\n")
     with pytest.raises(SiteError) as raised:
         load_site(path)
-    assert raised.value.problems == [SiteProblem("line 1, column 7", "is not UTF-8 text (byte 0xff): save the file as UTF-8")]
+    assert raised.value.problems == [SiteProblem("line 1, column 7",
+                                                 "is not UTF-8 text (byte 0xff): save the file as UTF-8")]
 
 
 def test_garbage_interface_address_is_not_offered_a_prefix():
@@ -901,7 +910,8 @@ def test_node_address_outside_its_vlans_subnet():
     assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.111.address"
     assert problem.message == (
         "address 10.11.2.21/24 is outside VLAN 111's subnet 10.11.1.0/24 (that of cp-a, cp-b, cp-c and 1 more): "
-        "nodes on one VLAN share its subnet; use an address in 10.11.1.0/24 with the same prefix length, or another VLAN")
+        "nodes on one VLAN share its subnet; use an address in 10.11.1.0/24 with the same prefix length, or another "
+        "VLAN")
 
 
 def test_node_address_with_another_prefix_length_on_the_vlan():
@@ -924,13 +934,14 @@ def test_routable_address_is_checked_against_its_vlan_too():
 def test_one_vlan_may_carry_ipv4_and_ipv6_subnets():
     data = example()
     worker_a(data)["networks"]["vlans"][120] = {"address": "2001:db8:120::21/64", "gateway": "2001:db8:120::1"}
-    assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].networks.vlans[120].gateway == "2001:db8:120::1"
+    vlans = parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].networks.vlans
+    assert vlans[120].gateway == "2001:db8:120::1"
 
 
 @pytest.mark.parametrize(("networks", "field", "message"), [
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.2.1"}}}, "vlans.111.gateway",
-     "gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node could not "
-     "reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length"),
+     ("gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node "
+      "could not reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length")),
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.1.21"}}}, "vlans.111.gateway",
      "gateway 10.11.1.21 is the node's own address: use the router's address in 10.11.1.0/24"),
     ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "2001:db8::1"}}}, "vlans.111.gateway",
@@ -958,12 +969,12 @@ def test_mac_address_is_stored_as_proxmox_writes_it(written, stored):
 
 
 @pytest.mark.parametrize(("mac", "message"), [
-    ("bc:24:11:4f:2a", "'bc:24:11:4f:2a' is not a MAC address: write six hexadecimal pairs separated by ':', "
-                       "e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)"),
+    ("bc:24:11:4f:2a", ("'bc:24:11:4f:2a' is not a MAC address: write six hexadecimal pairs separated by ':', "
+                       "e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)")),
     ("bc:24-11:4f:2a:01", "'bc:24-11:4f:2a:01' is not a MAC address: write six hexadecimal pairs separated by ':'"),
     ("bc:24:11:4f:2a:0g", "'bc:24:11:4f:2a:0g' is not a MAC address"),
-    ("01:00:5e:00:00:fb", "'01:00:5e:00:00:fb' is a multicast address (the first byte is odd): a network card needs "
-                          "a unicast MAC, e.g. 02:00:0A:0B:01:0B"),
+    ("01:00:5e:00:00:fb", ("'01:00:5e:00:00:fb' is a multicast address (the first byte is odd): a network card needs "
+                          "a unicast MAC, e.g. 02:00:0A:0B:01:0B")),
     ("ff:ff:ff:ff:ff:ff", "'ff:ff:ff:ff:ff:ff' is a multicast address"),
     ("00:00:00:00:00:00", "'00:00:00:00:00:00' is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B"),
 ])
@@ -1143,7 +1154,8 @@ def test_factory_url_is_a_scheme_and_a_host(bad):
 
 # ---------------------------------------------------------------------------------------------- site text (ADR 0016)
 ENVIRON = '${file("/proc/self/environ")}'
-TEMPLATE_FIXES = "so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); remove it"
+TEMPLATE_FIXES = ("so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); "
+                  "remove it")
 
 TEXT_FIELDS = {
     "label value": (lambda d, v: worker_a(d)["labels"].update(pool=v), "clusters.prod.workers.wk-a.labels.pool"),
@@ -1252,7 +1264,8 @@ def test_a_long_bad_value_is_truncated_in_the_message():
 
 
 @pytest.mark.parametrize(("where", "field"), [
-    (lambda d, v: worker_a(d)["networks"]["vlans"][111].update(address=v), "clusters.prod.workers.wk-a.networks.vlans.111.address"),
+    (lambda d, v: worker_a(d)["networks"]["vlans"][111].update(address=v),
+     "clusters.prod.workers.wk-a.networks.vlans.111.address"),
     (lambda d, v: prod(d).update(kubernetes_version=v), "clusters.prod.kubernetes_version"),
     (lambda d, v: prod(d)["cilium"]["pools"].update(services=[v]), "clusters.prod.cilium.pools.services.0"),
     (lambda d, v: data_api_user(d).update(user_id=v), "hypervisors.pve1.api_user.user_id"),
@@ -1319,7 +1332,7 @@ def test_a_new_sections_rules_plug_into_one_place():
     assert len(site_rules.RULES) == len(set(site_rules.RULES)) >= 13
 
 
-# ------------------------------------------------------------------------- what is read is what the file says (ADR 0032)
+# ------------------------------------------------------------------------ what is read is what the file says (ADR 0032)
 WK_A_VLAN_120 = "            120: {address: 10.12.0.21/24}\n"
 
 
@@ -1397,7 +1410,8 @@ def test_a_vlan_id_in_digits_quoted_is_accepted():
 def test_an_octal_vlan_id_is_refused_with_what_it_reads_as(tmp_path):
     text = site_text().replace("    management_vlan: 111\n", "    management_vlan: 0157\n")
     [problem] = loaded_problems(tmp_path, text)
-    assert problem.line == line_of(text, "    management_vlan: 0157") and problem.field == "clusters.prod.management_vlan"
+    assert problem.line == line_of(text, "    management_vlan: 0157")
+    assert problem.field == "clusters.prod.management_vlan"
     assert problem.message == ("VLAN id written 0157 is read as 111 (YAML 1.1 reads a leading 0 as octal): write 111 "
                                "if you meant VLAN 111, or write 157 without the leading zero")
 
@@ -1467,8 +1481,8 @@ def test_a_map_keyed_by_integers_other_than_vlan_ids_gets_the_same_check():
     check = coercion._Check(Lines())
     check.keys(int, {7: "a", " 7": "b", 8.0: "c"}, ("ids",))
     assert [(p.field, p.message) for p in check.problems] == [
-        ("ids. 7", "' 7' and 7 are both the key 7 once read: the site would keep only one of them, silently; remove "
-                   "one")]
+        ("ids. 7", ("' 7' and 7 are both the key 7 once read: the site would keep only one of them, silently; remove "
+                   "one"))]
 
 
 def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
@@ -1496,8 +1510,8 @@ def control_plane_a(data: dict) -> dict:
 @pytest.mark.parametrize(("key", "why"), [
     ("team/a/b", "has more than one '/'"),
     ("/pool", "has an empty prefix before '/'"),
-    ("Example.com/pool", "has a prefix, 'Example.com', that is not a DNS subdomain (lowercase letters, digits, '-' "
-                         "and '.')"),
+    ("Example.com/pool", ("has a prefix, 'Example.com', that is not a DNS subdomain (lowercase letters, digits, '-' "
+                         "and '.')")),
     ("a" * 254 + "/pool", "has a prefix of 254 characters (at most 253)"),
     ("example.com/", "has no name after '/'"),
     ("p" * 64, "has a name of 64 characters (at most 63)"),

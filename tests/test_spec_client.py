@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -136,7 +137,7 @@ def test_server_down_then_up_is_retried_with_backoff(tmp_path):
     server = s.start_server(site, secrets, tmp_path / "serve.log", host=HOST, port=port,
                             extra=["--watch-interval", "0"])
     try:
-        stdout, stderr = client.communicate(timeout=30)
+        _stdout, stderr = client.communicate(timeout=30)
     finally:
         server.stop()
     assert client.returncode == 0, stderr
@@ -232,7 +233,7 @@ def test_an_unwritable_output_exits_7(lab, tmp_path, spec_get):
 
 # ---------------------------------------------------------------------------------------------------- verification
 class _Fake(BaseHTTPRequestHandler):
-    answers: list = []
+    answers: ClassVar[list] = []
 
     def do_GET(self):
         status, body, headers = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -282,7 +283,8 @@ def test_tls_without_the_ca_exits_6_and_with_it_succeeds(tmp_path, spec_get):
     site, secrets = s.standalone_copy(tmp_path)
     tls = s.make_tls(tmp_path, host=HOST)
     server = s.start_server(site, secrets, tmp_path / "serve.log", host=HOST, scheme="https",
-                            extra=["--watch-interval", "0", "--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])])
+                            extra=["--watch-interval", "0", "--tls-cert", str(tls["cert"]),
+                                   "--tls-key", str(tls["key"])])
     try:
         out = tmp_path / "spec.json"
         untrusted = spec_get(write_env(tmp_path / "a.env", server.url, "dns1", NODE_TOKENS["dns1"]), out)
@@ -320,8 +322,8 @@ def test_an_environment_file_with_a_token_others_can_read_exits_2(tmp_path, spec
     ("TERRAVIXENS_SPEC_SERVER=http://127.0.0.9:1\nTERRAVIXENS_IDENTITY=../etc\n", "is not a node name"),
     ("TERRAVIXENS_SPEC_SERVER=http://127.0.0.9:1\nTERRAVIXENS_IDENTITY=dns1\nTERRAVIXENS_TOKEN=short\n",
      "TERRAVIXENS_TOKEN: is not a usable token"),
-    (f"TERRAVIXENS_SPEC_SERVER=http://specs.lab.internal:8080\nTERRAVIXENS_IDENTITY=dns1\n"
-     f"TERRAVIXENS_TOKEN={SITE_TOKEN}\n", "is plain http and a token is set"),
+    ((f"TERRAVIXENS_SPEC_SERVER=http://specs.lab.internal:8080\nTERRAVIXENS_IDENTITY=dns1\n"
+     f"TERRAVIXENS_TOKEN={SITE_TOKEN}\n"), "is plain http and a token is set"),
     ("just some text\n", "line 1: is not KEY=VALUE"),
 ])
 def test_environment_file_errors(tmp_path, text, problem):

@@ -56,24 +56,24 @@ def test_the_example_resolves_with_its_secrets(lab):
 
 # ---------------------------------------------------------------------------------------------------- site -> specs
 def test_an_unknown_spec(lab):
-    folder, site, _ = lab
+    _folder, site, _ = lab
     site.write_text(site.read_text().replace("spec: tools", "spec: toolz"))
     text = report(site)
     line = site.read_text().splitlines().index("      spec: toolz") + 1
     assert text.splitlines()[0] == f"{site}: 1 problem in the site file"
-    assert lines_of(text) == [f"line {line}, standalone.nodes.tools.spec: unknown spec 'toolz': no specs/toolz.yaml "
-                              f"next to the site file; use one of dns, jump, nested-pve, tools"]
+    assert lines_of(text) == [(f"line {line}, standalone.nodes.tools.spec: unknown spec 'toolz': no specs/toolz.yaml "
+                              f"next to the site file; use one of dns, jump, nested-pve, tools")]
 
 
 def test_a_missing_specs_folder(lab):
-    folder, site, _ = lab
+    _folder, site, _ = lab
     site.write_text(site.read_text().replace("specs_dir: specs", "specs_dir: nowhere"))
     text = report(site)
     assert "unknown spec 'nested-pve': no nowhere/nested-pve.yaml next to the site file; use one of none" in text
 
 
 def test_a_spec_for_another_node_type(lab):
-    folder, site, _ = lab
+    _folder, site, _ = lab
     site.write_text(site.read_text().replace("spec: jump", "spec: dns"))
     [problem] = lines_of(report(site))
     assert "standalone.nodes.jump1.spec: spec 'dns' configures ct nodes (config.ct), not a vm" in problem
@@ -95,14 +95,16 @@ def test_an_address_in_a_shared_spec(lab):
     site.write_text(site.read_text().replace("spec: tools", "spec: jump"))
     edit_yaml(folder / "specs" / "jump.yaml", lambda d: d["network"].update(ip="10.11.1.61/24"))
     [problem] = lines_of(report(site))
-    assert "network.ip: is set (10.11.1.61/24) but nodes jump1, tools use this spec: they would share an address" in problem
+    assert ("network.ip: is set (10.11.1.61/24) but nodes jump1, tools use this spec: they would share an address"
+            in problem)
 
 
 def test_a_spec_address_the_node_does_not_have(lab):
     folder, site, _ = lab
     edit_yaml(folder / "specs" / "tools.yaml", lambda d: d["network"].update(ip="10.11.1.99/24"))
     [problem] = lines_of(report(site))
-    assert "network.ip: 10.11.1.99/24 is not an address node 'tools' has in the site file (10.11.1.62, 10.12.0.62)" in problem
+    assert ("network.ip: 10.11.1.99/24 is not an address node 'tools' has in the site file (10.11.1.62, 10.12.0.62)"
+            in problem)
 
 
 def test_two_nodes_with_one_fqdn(lab):
@@ -119,17 +121,22 @@ def test_two_nodes_with_one_fqdn(lab):
     (lambda d: d["platform"].update(pakages=["x"]), "platform.pakages: unknown key (value a list of 1 item)"),
     (lambda d: d["access"]["users"].update(root={"sudo": True}), "access.users.root.[key]: 'root' is a system account"),
     (lambda d: d["access"]["users"]["ops"].update(ssh_keys=["bad key!"]), "is not a valid ssh key name"),
-    (lambda d: d["access"]["users"]["ops"].update(shell="bash"), "access.users.ops.shell: 'bash' is not a shell path"),
-    (lambda d: d["platform"]["services"].update(disable=["fail2ban"]), "service 'fail2ban' is both enabled and disabled"),
-    (lambda d: d["platform"].update(packages=["Bad Package"]), "platform.packages.0: 'Bad Package' is not a valid package"),
+    (lambda d: d["access"]["users"]["ops"].update(shell="bash"),  # noqa: S604 (a login shell, not a subprocess)
+     "access.users.ops.shell: 'bash' is not a shell path"),
+    (lambda d: d["platform"]["services"].update(disable=["fail2ban"]),
+     "service 'fail2ban' is both enabled and disabled"),
+    (lambda d: d["platform"].update(packages=["Bad Package"]),
+     "platform.packages.0: 'Bad Package' is not a valid package"),
     (lambda d: d.update(run={"trigger": "interval", "interval": "10"}), "run.interval: '10' is not a duration"),
     (lambda d: d.update(run={"trigger": "interval", "interval": "3d"}), "run.interval: '3d' is not a duration"),
     (lambda d: d.update(run={"trigger": "interval", "interval": "30s"}), "run.interval: '30s' is out of range"),
     (lambda d: d.update(run={"trigger": "boot", "interval": "5m"}), "interval '5m' applies to trigger 'interval' only"),
     (lambda d: d.update(run={"trigger": "cron"}), "run.trigger: Input should be 'boot', 'interval' or 'manual'"),
     (lambda d: d["network"].update(gateway="10.11.1.1"), "network: gateway is set without ip"),
-    (lambda d: d["network"].update(dns=["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]), "network.dns: List should have at most 3 items"),
-    (lambda d: d["identity"].update(domain="Lab_Internal"), "identity.domain: 'Lab_Internal' is not a valid DNS domain"),
+    (lambda d: d["network"].update(dns=["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]),
+     "network.dns: List should have at most 3 items"),
+    (lambda d: d["identity"].update(domain="Lab_Internal"),
+     "identity.domain: 'Lab_Internal' is not a valid DNS domain"),
     (lambda d: d["config"].update(vm={"guest_agnt": True}), "config.vm.guest_agnt: unknown key"),
     (lambda d: d["config"].update(pve={"repository": "testing"}), "config.pve.repository: Input should be"),
 ], ids=["schema-2", "no-schema", "unknown-key", "root-user", "key-name", "shell", "service-both", "package", "duration",
@@ -242,8 +249,8 @@ def test_a_missing_node_token(lab):
     _, site, secrets = lab
     s.write_secrets(secrets, s.secrets_data(node_tokens={"nest1": NODE_TOKENS["nest1"]}))
     assert lines_of(report(site, secrets)) == [
-        "line 8, node_tokens.dns1: is required: node 'dns1' uses a node_token posture; add node_tokens.dns1 (make one: "
-        "openssl rand -base64 32)"]
+        ("line 8, node_tokens.dns1: is required: node 'dns1' uses a node_token posture; add node_tokens.dns1 "
+         "(make one: openssl rand -base64 32)")]
 
 
 def test_a_token_for_no_node(lab):
@@ -266,12 +273,14 @@ def test_a_secrets_file_others_can_read_is_refused(lab, mode):
     _, site, secrets = lab
     secrets.chmod(mode)
     [problem] = lines_of(report(site, secrets))
-    assert problem == f"(file): is accessible by group or others (mode {mode:04o}): it holds tokens; run: chmod 600 {secrets}"
+    assert problem == (f"(file): is accessible by group or others (mode {mode:04o}): it holds tokens; run: chmod 600 "
+                       f"{secrets}")
 
 
 def test_a_private_key_in_the_secrets_file_is_never_echoed(lab):
     _, site, secrets = lab
-    private = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
+    private = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+               "-----END OPENSSH PRIVATE KEY-----")
     s.write_secrets(secrets, s.secrets_data(ssh_keys={"alice": private, "bob": s.BOB}))
     text = report(site, secrets)
     assert "ssh_keys.alice: holds a PRIVATE key: give the public key" in text
@@ -279,7 +288,8 @@ def test_a_private_key_in_the_secrets_file_is_never_echoed(lab):
 
 
 @pytest.mark.parametrize("token", ["short", "has spaces in it but is long enough to pass", "ü" * 40,
-                                   "quote'breaks-a-shell-that-sources-node.env-0123", "dollar$HOME-expands-in-a-shell-0123456789"])
+                                   "quote'breaks-a-shell-that-sources-node.env-0123",
+                                   "dollar$HOME-expands-in-a-shell-0123456789"])
 def test_a_bad_token_is_never_echoed(lab, token):
     _, site, secrets = lab
     s.write_secrets(secrets, s.secrets_data(site_token=token))

@@ -131,10 +131,10 @@ def test_other_methods_are_405(server, method):
     ("/spec/%2E%2E/%2E%2E/etc/passwd", 400),
     ("/spec/%2fetc%2fpasswd", 400),
     ("/spec/..%2f..%2fetc%2fpasswd", 400),
-    ("/spec/%64ns1", 400),                      # decodes to a known identity: still refused, identities need no encoding
+    ("/spec/%64ns1", 400),                      # decodes to a known identity: still refused (no encoding needed)
     ("/spec/dns1%00", 400),
     ("/spec/dns1%0d%0aX-Injected:%20yes", 400),
-    ("/spec/dns%C4%B11", 400),                  # 'dnsı1': a dotless i, percent-encoded UTF-8
+    ("/spec/dns%C4%B11", 400),                  # 'dnsı1': a dotless i, percent-encoded UTF-8  # noqa: RUF003
     ("/spec/DNS1", 400),
     ("/spec/-dns1", 400),
     ("/spec/dns1-", 400),
@@ -157,7 +157,8 @@ def test_identity_tricks_never_reach_a_lookup(server, path, status):
 
 
 def test_raw_non_ascii_request_line_is_refused(server):
-    reply = s.raw(server, "GET /spec/dnsı1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    # A dotless i on purpose: a non-ASCII identity that looks like one the server knows.
+    reply = s.raw(server, "GET /spec/dnsı1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # noqa: RUF001
     assert reply.status == 400
     assert s.healthy(server)
 
@@ -217,7 +218,8 @@ def test_a_huge_declared_body_is_refused_without_being_read(server):
     assert s.healthy(server)
 
 
-@pytest.mark.parametrize("body_headers", [b"Content-Length: 5\r\n\r\nhello", b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"],
+@pytest.mark.parametrize("body_headers", [b"Content-Length: 5\r\n\r\nhello",
+                                          b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"],
                          ids=["length", "chunked"])
 def test_a_get_with_a_body_is_413(server, body_headers):
     reply = s.raw(server, b"GET /spec/tools HTTP/1.1\r\nHost: x\r\n" + body_headers)
@@ -225,7 +227,8 @@ def test_a_get_with_a_body_is_413(server, body_headers):
     assert s.healthy(server)
 
 
-@pytest.mark.parametrize("junk", [b"\x00\x01\x02garbage\r\n\r\n", b"GET\r\n\r\n", b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+@pytest.mark.parametrize("junk", [b"\x00\x01\x02garbage\r\n\r\n", b"GET\r\n\r\n",
+                                  b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
                                   b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"],
                          ids=["binary", "no-target", "bad-length", "bad-header"])
 def test_malformed_requests_are_400_and_the_server_goes_on(server, junk):
@@ -253,7 +256,7 @@ def _trickle(server, stop: threading.Event, outcome: list):
                 sock.settimeout(0.2)
                 try:
                     data = sock.recv(1024)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 outcome.append((time.monotonic() - started, data))
                 return

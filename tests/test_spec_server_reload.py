@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ssl
 import time
-from types import SimpleNamespace
 import urllib.request
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -127,7 +127,7 @@ def test_a_secrets_file_others_can_read_is_refused_on_reload(lab):
 
 
 def test_a_node_added_with_its_spec_is_served_after_reload(lab):
-    folder, site, secrets, start = lab
+    _folder, site, _secrets, start = lab
     server = start("--watch-interval", "0")
     assert s.get(server, "/spec/ntp1", s.SITE_TOKEN).status == 404
     data = yaml.safe_load(site.read_text())
@@ -186,7 +186,8 @@ def test_tls_serves_https_with_the_given_certificate(lab):
     server = start("--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"]), scheme="https")
     assert server.log()[0]["tls"] is True
     context = ssl.create_default_context(cafile=str(tls["ca"]))
-    request = urllib.request.Request(f"{server.url}/spec/dns1", headers={"Authorization": f"Bearer {NODE_TOKENS['dns1']}"})
+    request = urllib.request.Request(f"{server.url}/spec/dns1",
+                                     headers={"Authorization": f"Bearer {NODE_TOKENS['dns1']}"})
     with urllib.request.urlopen(request, context=context, timeout=5) as response:
         assert response.status == 200 and b'"name":"dns1"' in response.read()
     with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):

@@ -11,7 +11,8 @@ from tests import support
 def manifest(site) -> dict:
     outdir = Path(tempfile.mkdtemp(prefix="tv-manifest-"))
     support.synth(site, outdir)
-    return {name: stack["dependencies"] for name, stack in json.loads((outdir / "manifest.json").read_text())["stacks"].items()}
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    return {name: stack["dependencies"] for name, stack in manifest["stacks"].items()}
 
 
 def test_layers_depend_on_the_layer_below(example_site):

@@ -256,7 +256,8 @@ def test_a_bridge_missing_on_the_hypervisor():
     nodes(data)["tools"]["bridge"] = "vmbr7"
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.bridge"
-    assert "bridge 'vmbr7' is not declared on parent 'pve1': declare it under hypervisors.pve1.bridges" in problem.message
+    assert ("bridge 'vmbr7' is not declared on parent 'pve1': declare it under hypervisors.pve1.bridges"
+            in problem.message)
 
 
 def test_a_bridge_missing_on_a_nested_host():
@@ -373,7 +374,7 @@ def test_placement_puts_parents_first_with_their_chain_and_tier():
     assert placed["dns1"].unprivileged is True and placed["tools"].unprivileged is None
 
 
-# ---------------------------------------------------------------------------------------------------- coercion (ADR 0032)
+# -------------------------------------------------------------------------------------------------- coercion (ADR 0032)
 def test_vlan_keys_of_a_standalone_node_that_become_one():
     data = lab()
     nodes(data)["tools"]["networks"]["vlans"]["+120"] = {"address": "10.12.0.63/24"}

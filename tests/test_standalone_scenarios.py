@@ -17,8 +17,8 @@ import yaml
 
 from terravixens.conformance import check_stack, load_schemas
 from terravixens.stackdiff import diff
-from terravixens.standalone.tokens import TOKENS_ENV, TokensUnavailable, layer_variables, node_tokens
 from terravixens.standalone.resolve import load_standalone
+from terravixens.standalone.tokens import TOKENS_ENV, TokensUnavailable, layer_variables, node_tokens
 from tests import support
 from tests.spec_support import NODE_TOKENS, SITE, SITE_TOKEN, secrets_data, standalone_copy, write_secrets
 from tests.test_scenarios import assert_changes

@@ -49,7 +49,8 @@ def resources(stack: dict) -> set[str]:
 def test_the_shipped_site_has_the_done_when_topology():
     placed = placement(support.site_from(standalone_data()))
     assert {(n.name, n.type, n.parent, n.tier) for n in placed.values()} == {
-        ("nest1", "pve", "pve1", 1), ("tools", "vm", "pve1", 1), ("jump1", "vm", "nest1", 2), ("dns1", "ct", "nest1", 2)}
+        ("nest1", "pve", "pve1", 1), ("tools", "vm", "pve1", 1), ("jump1", "vm", "nest1", 2),
+        ("dns1", "ct", "nest1", 2)}
 
 
 def test_stacks_in_apply_order_and_each_after_the_one_that_creates_its_host(synthesized):
@@ -204,7 +205,7 @@ def test_a_spec_server_missing_from_a_site_built_by_hand_is_refused_by_the_stack
 
     site = support.site_from(standalone_data())
     broken = site.model_copy(update={"standalone": site.standalone.model_copy(update={"spec_server": None})})
-    with pytest.raises(ValueError, match="no standalone.spec_server: nodes are told where to pull their spec from"):
+    with pytest.raises(ValueError, match=r"no standalone.spec_server: nodes are told where to pull their spec from"):
         StandaloneStack(CdktfTesting.app(), broken, layer_named(broken, "standalone"))
 
 

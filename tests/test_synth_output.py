@@ -43,7 +43,8 @@ def test_s3_backend_one_key_per_layer_with_locking_and_encryption():
 def test_s3_backend_with_a_kms_key():
     data = support.example_data()
     key = "arn:aws:kms:us-east-1:000000000000:key/example"
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate", "kms_key_id": key}}
+    data["state"] = {"backend": "s3",
+                     "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate", "kms_key_id": key}}
     stacks = support.synth(support.site_from(data))
     assert {stack["terraform"]["backend"]["s3"]["kms_key_id"] for stack in stacks.values()} == {key}
     assert stacks["gitops-prod"]["data"]["terraform_remote_state"]["platform"]["config"]["kms_key_id"] == key

@@ -69,7 +69,8 @@ def test_kernel_args_change_the_id_and_keep_their_order():
     # Kernel arguments are order-sensitive on a command line: unlike extensions, they are not sorted.
     assert schematic_id(with_args) != schematic_id(swapped)
     assert schematic_yaml(with_args).startswith(
-        "customization:\n    extraKernelArgs:\n        - console=ttyS0\n        - net.ifnames=0\n    systemExtensions:\n"
+        "customization:\n    extraKernelArgs:\n        - console=ttyS0\n        - net.ifnames=0\n"
+        "    systemExtensions:\n"
     )
 
 
@@ -102,7 +103,8 @@ def test_disk_image_file_name_differs_per_version_and_schematic():
         disk_image_file_name(TalosImage(extensions=[]), "v1.11.5"),
     }
     assert len(names) == 3
-    assert disk_image_file_name(TalosImage(extensions=[]), "v1.11.5") == "talos-376567988ad3-v1.11.5-nocloud-amd64.qcow2"
+    assert disk_image_file_name(TalosImage(extensions=[]),
+                                "v1.11.5") == "talos-376567988ad3-v1.11.5-nocloud-amd64.qcow2"
 
 
 def test_disk_image_file_id_default_image():
@@ -116,7 +118,8 @@ def test_disk_image_file_id_uses_the_datastore():
 
 
 def test_installer_image_default_image():
-    assert installer_image(TalosImage(), "v1.11.5") == f"factory.talos.dev/nocloud-installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
+    assert installer_image(TalosImage(),
+                           "v1.11.5") == f"factory.talos.dev/nocloud-installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
 
 
 @pytest.mark.parametrize("factory_url", ["https://factory.lab.internal", "http://factory.lab.internal"])

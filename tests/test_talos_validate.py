@@ -63,7 +63,8 @@ def _expected_nodes(variant: str) -> dict[str, tuple[str, str, str]]:
 
 
 def _contract_1_11(variant: str) -> bool:
-    return all(cluster.contract == "v1.11" for cluster in support.site_from(_variant(VARIANTS[variant])).clusters.values())
+    clusters = support.site_from(_variant(VARIANTS[variant])).clusters
+    return all(cluster.contract == "v1.11" for cluster in clusters.values())
 
 
 # ---------------------------------------------------------------------------------------------------------- tools
@@ -76,7 +77,8 @@ def test_one_tool_per_supported_minor_built_from_its_pinned_machinery():
 
 
 def test_the_newest_talos_the_model_accepts_has_a_tool():
-    assert "%d.%d" % NEWEST_SUPPORTED_TALOS in talos_tool.supported_minors()
+    newest_major, newest_minor = NEWEST_SUPPORTED_TALOS
+    assert f"{newest_major}.{newest_minor}" in talos_tool.supported_minors()
 
 
 # ---------------------------------------------------------------------------------------------------------- sites
@@ -108,8 +110,9 @@ def test_every_site_is_valid_on_a_newer_talos_too(minor, site_requests):
     report = talos_tool.validate(minor, nodes)
     assert report.machinery == MINORS[minor]
     hostnames = {name: hostname for variant in VARIANTS for name, (_, hostname, _) in _expected_nodes(variant).items()}
-    assert {v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off")) for v in report.verdicts} == {
-        node["name"]: (True, [], [], hostnames[node["name"]], True) for node in nodes}
+    verdicts = {v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off"))
+                for v in report.verdicts}
+    assert verdicts == {node["name"]: (True, [], [], hostnames[node["name"]], True) for node in nodes}
 
 
 def test_the_sites_cover_every_talos_minor_and_contract(site_requests):
@@ -187,15 +190,14 @@ def test_a_node_refuses_a_contract_newer_than_the_talos_it_runs(variant, site_re
     nodes = site_requests[variant]
     rendered = talos_tool.validate(PROVIDER_MINOR, nodes, emit_input=True)
     fed = [{**node, "machine_configuration_input": verdict.machine_configuration_input}
-           for node, verdict in zip(nodes, rendered.verdicts)]
+           for node, verdict in zip(nodes, rendered.verdicts, strict=True)]
     ours = talos_tool.validate("1.11", fed).verdicts
-    assert {v.name: v.errors for v in ours} == dict.fromkeys(
-        [node["name"] for node in nodes],
-        ['talos_machine_configuration_apply: error loading config patches: "HostnameConfig" "v1alpha1": not registered'])
+    not_registered = ('talos_machine_configuration_apply: error loading config patches: "HostnameConfig" '
+                      '"v1alpha1": not registered')
+    assert {v.name: v.errors for v in ours} == {node["name"]: [not_registered] for node in nodes}
     bare = talos_tool.validate("1.11", [{**node, "config_patches": []} for node in fed]).verdicts
-    assert {v.name: v.errors for v in bare} == dict.fromkeys(
-        [node["name"] for node in nodes],
-        ["load: unknown keys found during decoding:\nmachine:\n    install:\n        grubUseUKICmdline: true"])
+    unknown_key = "load: unknown keys found during decoding:\nmachine:\n    install:\n        grubUseUKICmdline: true"
+    assert {v.name: v.errors for v in bare} == {node["name"]: [unknown_key] for node in nodes}
 
 
 # Kubernetes versions around every edge of the table, as written in site files.
@@ -216,7 +218,7 @@ def test_the_kubernetes_table_is_talos_own(minor):
 
 
 def test_the_supported_minors_are_the_tools_minors():
-    assert ["%d.%d" % minor for minor in versions.KUBERNETES] == talos_tool.supported_minors()
+    assert [f"{major}.{minor}" for major, minor in versions.KUBERNETES] == talos_tool.supported_minors()
 
 
 # ---------------------------------------------------------------------------------------------------------- broken
@@ -249,10 +251,10 @@ def _rename(document: dict, old: str, new: str) -> None:
 # case -> (node, how its patches are broken, what the 1.11 tool must say; None: see the test)
 BROKEN = {
     "install-disk-removed": (
-        "cp-a", lambda p: p + [REMOVE_INSTALL_DISK],
+        "cp-a", lambda p: [*p, REMOVE_INSTALL_DISK],
         ["validate: either install disk or diskSelector should be defined"]),
     "install-disk-selector-unparsable": (
-        "cp-a", lambda p: p + [UNPARSABLE_DISK_SELECTOR],
+        "cp-a", lambda p: [*p, UNPARSABLE_DISK_SELECTOR],
         [LOADING + "error decoding  to *v1alpha1.Config: failed to parse disk size banana: strconv.ParseFloat: "
                    "parsing \"\": invalid syntax"]),
     "vlan-id-out-of-range": (
@@ -264,16 +266,16 @@ BROKEN = {
         ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"]),
     "interface-and-selector": (
         "cp-a", lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
-        ["validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections are "
-         "mutually exclusive"]),
+        [("validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections "
+          "are mutually exclusive")]),
     "vip-on-a-worker": (
-        "wk-a", lambda p: p + [WORKER_VIP],
+        "wk-a", lambda p: [*p, WORKER_VIP],
         ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"]),
     "unknown-key": (
         "cp-b", lambda p: [_edit(p[0], lambda d: _rename(d, "install", "instal"))],
         None),
     "taint-effect": (
-        "wk-b", lambda p: p + [BAD_TAINT],
+        "wk-b", lambda p: [*p, BAD_TAINT],
         ["validate: invalid machine node taints: invalid taint effect: \"Sometimes\""]),
     "pinned-subnet-invalid": (
         "cp-c", lambda p: [p[0].replace("10.11.1.0/24", "10.11.1.0/99")],
@@ -281,7 +283,7 @@ BROKEN = {
          "validate: etcd listen subnet is not valid: \"10.11.1.0/99\"",
          "validate: kubelet nodeIP subnet is not valid: \"10.11.1.0/99\""]),
     "not-yaml": (
-        "cp-a", lambda p: p + ["machine: [\n"],
+        "cp-a", lambda p: [*p, "machine: [\n"],
         [LOADING + "decode error: yaml: line 1: did not find expected node content"]),
 }
 
@@ -319,8 +321,8 @@ def test_a_broken_patch_fails_the_tool(case, broken_verdicts):
 def test_an_http_endpoint_fails_the_data_source_step(broken_verdicts):
     verdicts, _ = broken_verdicts
     assert verdicts["endpoint-not-https"].errors == [
-        "talos_machine_configuration: cluster_endpoint \"http://10.11.1.10:6443\" is invalid: the control plane "
-        "endpoint must be an https:// URL"]
+        ("talos_machine_configuration: cluster_endpoint \"http://10.11.1.10:6443\" is invalid: the control plane "
+        "endpoint must be an https:// URL")]
 
 
 def test_metal_mode_is_the_one_that_requires_the_install_disk(broken_verdicts):

@@ -15,7 +15,13 @@ import pytest
 from terravixens.exitcodes import ExitCode
 from terravixens.talosctl import Talosctl, parse_duration
 from terravixens.upgrade import (
-    describe_kubernetes, kubernetes_upgrade, parse_version, release, rolling_upgrade, skips_a_minor, upgrade_plan,
+    describe_kubernetes,
+    kubernetes_upgrade,
+    parse_version,
+    release,
+    rolling_upgrade,
+    skips_a_minor,
+    upgrade_plan,
 )
 from tests import processes, support
 
@@ -57,7 +63,7 @@ class Fake:
 
     def __init__(self, folder: Path, versions: dict[str, str], **scenario):
         self.scenario = folder / "scenario.json"
-        addresses = {key: [ADDRESSES[n] if n in ADDRESSES else n for n in value] for key, value in scenario.items()
+        addresses = {key: [ADDRESSES.get(n, n) for n in value] for key, value in scenario.items()
                      if key in ("broken", "breaks_on_upgrade", "together", "rolls_back")}
         # the image each node booted: the target's schematic unless the test says otherwise (None: no such row)
         tables = {key: {command: [ADDRESSES.get(n, n) for n in nodes] for command, nodes in value.items()}
@@ -319,8 +325,8 @@ def test_a_node_that_boots_another_image_than_asked_is_a_failure(site, tmp_path)
 @pytest.mark.parametrize("tag, understood", [
     ("v1.11.5", True), ("1.11.5", True), ("v1.12.0-beta.1", True), ("v1.11.5+custom", True),
     ("v1.12.0-alpha.1-45-gabc1234-dirty", True),
-    ("v1.11", "cannot understand its Talos version: 'v1.11' has no patch number: it cannot be compared with a "
-              "release like v1.11.6"),
+    ("v1.11", ("cannot understand its Talos version: 'v1.11' has no patch number: it cannot be compared with a "
+              "release like v1.11.6")),
     ("garbage", "cannot understand its Talos version: 'garbage' is not a Talos version like v1.11.6"),
     ("v1.11.x", "cannot understand its Talos version: 'v1.11.x' is not a Talos version like v1.11.6"),
 ])
@@ -418,7 +424,7 @@ def test_what_skips_a_minor():
 def test_versions_are_ordered_as_releases():
     assert release("v1.12.0-beta.1") < release("v1.12.0") < release("v1.12.1") < release("1.13.0")
     assert release("v1.11.10") > release("v1.11.9")
-    with pytest.raises(ValueError, match="'latest' is not a Talos version like v1.11.6"):
+    with pytest.raises(ValueError, match=r"'latest' is not a Talos version like v1.11.6"):
         release("latest")
 
 

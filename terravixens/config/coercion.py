@@ -156,9 +156,9 @@ class _Check:
             fix = ", and write VLAN ids as plain numbers" if vlan else ""
             for raw in raws[1:]:
                 self.add((*path, raw), (
-                    f"{self.written(raw, (*path, raw), key=True)} and {self.written(first, (*path, first), key=True)}"
-                    f"{where} are both {what} once read: the site would keep only one of them, silently; remove "
-                    f"one{fix}"))
+                    f"{self.written(raw, (*path, raw), key=True)} and "
+                    f"{self.written(first, (*path, first), key=True)}{where} are both {what} once read: the site "
+                    f"would keep only one of them, silently; remove one{fix}"))
 
     def written(self, raw: object, path: tuple, *, key: bool = False) -> str:
         """A value as the file wrote it: `0120` for an octal, `'0120'` for text, `120.0` for a float."""
@@ -206,8 +206,8 @@ class _Check:
                 continue
             line = self.lines.of((*path, first[read]))
             self.add((*path, index), (
-                f"VLAN {read} is listed twice (items {first[read]} and {index}{f', line {line}' if line else ''}): a "
-                f"bridge lets a VLAN through once; remove one"))
+                f"VLAN {read} is listed twice (items {first[read]} and {index}"
+                f"{f', line {line}' if line else ''}): a bridge lets a VLAN through once; remove one"))
 
     # ------------------------------------------------------------------------------------------------ integers
     def integer(self, raw: object, path: tuple, *, key: bool = False) -> None:

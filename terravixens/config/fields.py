@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Annotated
+from typing import Annotated, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -203,7 +203,12 @@ def checked_url(value: str, info: ValidationInfo, *, others: tuple[str, ...] = (
     return value
 
 
-def unused_insecure_http(model: BaseModel, url_field: str) -> None:
+class _AllowsInsecureHttp(Protocol):
+    @property
+    def allow_insecure_http(self) -> str | None: ...
+
+
+def unused_insecure_http(model: _AllowsInsecureHttp, url_field: str) -> None:
     if model.allow_insecure_http is not None and not getattr(model, url_field).startswith("http://"):
         raise ValueError(f"allow_insecure_http is set but {url_field} is not an http:// URL: remove "
                          f"allow_insecure_http (it only permits plain http)")

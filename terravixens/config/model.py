@@ -24,10 +24,37 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from terravixens import talos_versions as versions
 from terravixens.config.fields import (
-    CONTROL_CHARACTER, DNS_LABEL, INSECURE_HTTP, MAC, NEWEST_SUPPORTED_TALOS, TEMPLATE_SEQUENCE, VERSION, DnsName,
-    InsecureHttpReason, InterfaceAddress, Network, PlainAddress, Strict, Version, VlanId, at_most, checked_url,
-    contract_version, dns_name, insecure_http_reason, interface_address, network, parse_address, parse_interface,
-    plain_address, safe_relative_path, semver, supported_talos, text_problem, unicast_mac, unused_insecure_http,
+    CONTROL_CHARACTER,
+    DNS_LABEL,
+    INSECURE_HTTP,
+    MAC,
+    NEWEST_SUPPORTED_TALOS,
+    TEMPLATE_SEQUENCE,
+    VERSION,
+    DnsName,
+    InsecureHttpReason,
+    InterfaceAddress,
+    Network,
+    PlainAddress,
+    Strict,
+    Version,
+    VlanId,
+    at_most,
+    checked_url,
+    contract_version,
+    dns_name,
+    insecure_http_reason,
+    interface_address,
+    network,
+    parse_address,
+    parse_interface,
+    plain_address,
+    safe_relative_path,
+    semver,
+    supported_talos,
+    text_problem,
+    unicast_mac,
+    unused_insecure_http,
     vlan_id,
 )
 from terravixens.config.network import DEFAULT_MANAGEMENT_VLAN, Bridge, NodeNetworks, RoutableAddress, VlanInterface
@@ -63,7 +90,8 @@ class S3State(Strict):
     use_lockfile: bool = Field(True, description="S3-native state locking (Terraform >= 1.10).")
     use_path_style: bool = Field(True, description="Path-style URLs (MinIO).")
     # State holds every secret of a layer: encrypted at rest by default (SSE-S3, or SSE-KMS with kms_key_id).
-    encrypt: bool = Field(True, description="Server-side encryption of the state objects (SSE-S3, or SSE-KMS with `kms_key_id`).")
+    encrypt: bool = Field(True, description="Server-side encryption of the state objects (SSE-S3, or SSE-KMS with "
+                                            "`kms_key_id`).")
     kms_key_id: str | None = Field(None, description="KMS key for SSE-KMS; needs `encrypt: true`.")
 
     @field_validator("endpoint")
@@ -89,7 +117,8 @@ class StateConfig(Strict):
     @model_validator(mode="after")
     def _s3_needs_settings(self) -> StateConfig:
         if self.backend == "s3" and self.s3 is None:
-            raise ValueError("backend is 's3' but no 's3' settings are given: add state.s3.endpoint and state.s3.bucket")
+            raise ValueError("backend is 's3' but no 's3' settings are given: add state.s3.endpoint and "
+                             "state.s3.bucket")
         return self
 
 
@@ -129,20 +158,20 @@ class TalosImage(Strict):
     sha256: dict[str, str] = Field(
         default_factory=dict,
         description="Talos version (`v1.11.5`) -> SHA-256 of this schematic's disk image for it, 64 hex digits: "
-                    "Proxmox checks the download against it. The public Image Factory publishes no checksum; an Enterprise "
-                    "Image Factory serves one at the image URL + `.sha256`, or take it once from a download you "
-                    "trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over verified TLS "
-                    "only (ADR 0031). Adding or changing one downloads the image again; VMs keep the disk they "
-                    "imported.")
+                    "Proxmox checks the download against it. The public Image Factory publishes no checksum; an "
+                    "Enterprise Image Factory serves one at the image URL + `.sha256`, or take it once from a "
+                    "download you trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over "
+                    "verified TLS only (ADR 0031). Adding or changing one downloads the image again; VMs keep the "
+                    "disk they imported.")
 
     @field_validator("sha256")
     @classmethod
     def _sha256(cls, value: dict[str, str]) -> dict[str, str]:
         for version, digest in value.items():
-            if not isinstance(version, str) or not re.fullmatch(r"v\d+\.\d+\.\d+", version):
+            if not re.fullmatch(r"v\d+\.\d+\.\d+", version):
                 raise ValueError(f"{shown(version)} is not a Talos version like v1.11.5: write it exactly as "
                                  f"talos_version is written, with the leading 'v'")
-            if not isinstance(digest, str) or not SHA256.match(digest):
+            if not SHA256.match(digest):
                 raise ValueError(f"the checksum of {version}, {shown(digest)}, is not a SHA-256: give its 64 "
                                  f"hexadecimal digits, as `sha256sum` prints them (no `sha256:` prefix)")
         return {version: digest.lower() for version, digest in value.items()}
@@ -214,10 +243,12 @@ class Node(Strict):
     hostname: DnsName | None = Field(None, description="Hostname and VM name; defaults to the node's key. Unique in "
                                                        "the cluster, and VM names unique per hypervisor.")
     cpu: Annotated[int, AfterValidator(at_most(
-        MAX_CORES, "cores", "Proxmox starts no VM with more vCPUs than its host has threads; give fewer cores"))] = Field(
+        MAX_CORES, "cores", "Proxmox starts no VM with more vCPUs than its host has threads; give fewer cores",
+    ))] = Field(
         2, ge=1, description=f"vCPU cores, 1-{MAX_CORES}.")
     memory_mib: Annotated[int, AfterValidator(at_most(
-        MAX_MEMORY_MIB, "MiB", "Proxmox gives a VM at most 4 TiB; write the memory in MiB, e.g. 16384 for 16 GiB"))] = Field(
+        MAX_MEMORY_MIB, "MiB", "Proxmox gives a VM at most 4 TiB; write the memory in MiB, e.g. 16384 for 16 GiB",
+    ))] = Field(
         4096, ge=1024, description=f"Memory in MiB, 1024-{MAX_MEMORY_MIB} (4 TiB, Proxmox' maximum).")
     disk_gib: Annotated[int, AfterValidator(at_most(
         MAX_DISK_GIB, "GiB", "a Talos system disk holds the OS and /var; write the size in GiB, e.g. 100"))] = Field(
@@ -247,8 +278,9 @@ class Node(Strict):
 
 class CiliumConfig(Strict):
     chart_version: Version = Field("v1.18.4", description="Cilium chart version.")
-    l2_interfaces: list[str] = Field(default_factory=lambda: ["^eth[0-9]+"],
-                                     description="Interfaces (regular expressions) that answer ARP for LoadBalancer IPs.")
+    l2_interfaces: list[str] = Field(
+        default_factory=lambda: ["^eth[0-9]+"],
+        description="Interfaces (regular expressions) that answer ARP for LoadBalancer IPs.")
     pools: dict[DnsName, list[Network]] = Field(
         default_factory=dict, description="LoadBalancer IP pools by name (CIDRs); may not contain node addresses or "
                                           "overlap.")
@@ -448,17 +480,19 @@ class Site(Strict):
         description="Standalone VMs, containers and nested Proxmox hosts (L2), their presets and the spec server.")
 
 
+# the sections of this module
 __all__ = [
-    # the sections of this module
     "ALLOWED_CONTROL_PLANE_COUNTS", "MAX_CORES", "MAX_DISK_GIB", "MAX_MEMORY_MIB", "ApiUser", "CiliumConfig", "Cluster",
     "Datastores", "FluxConfig", "Hypervisor", "Node", "ProxmoxConfig", "S3State", "Site", "StateConfig", "Taint",
     "TalosImage",
-    # re-exported: field types (terravixens.config.fields)
+]
+# re-exported: field types (terravixens.config.fields)
+__all__ += [
     "CONTROL_CHARACTER", "DNS_LABEL", "INSECURE_HTTP", "MAC", "NEWEST_SUPPORTED_TALOS", "TEMPLATE_SEQUENCE", "VERSION",
     "DnsName", "InsecureHttpReason", "InterfaceAddress", "Network", "PlainAddress", "Strict", "Version", "VlanId",
     "at_most", "checked_url", "contract_version", "dns_name", "insecure_http_reason", "interface_address", "network",
     "parse_address", "parse_interface", "plain_address", "safe_relative_path", "semver", "supported_talos",
     "text_problem", "unicast_mac", "unused_insecure_http", "vlan_id",
-    # re-exported: network parts (terravixens.config.network) and the standalone section (terravixens.config.standalone)
-    "DEFAULT_MANAGEMENT_VLAN", "Bridge", "NodeNetworks", "RoutableAddress", "VlanInterface", "Standalone",
 ]
+# re-exported: network parts (terravixens.config.network) and the standalone section (terravixens.config.standalone)
+__all__ += ["DEFAULT_MANAGEMENT_VLAN", "Bridge", "NodeNetworks", "RoutableAddress", "Standalone", "VlanInterface"]

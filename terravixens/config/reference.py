@@ -81,7 +81,7 @@ def _value(value) -> str:
 def default_text(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
-    value = field.default_factory() if field.default_factory is not None else field.default
+    value = field.get_default(call_default_factory=True)
     if value is None:
         return "none"
     if isinstance(value, BaseModel):
@@ -146,8 +146,8 @@ def render(root: type[BaseModel] = m.Site) -> str:
         lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
         for name, field in model.model_fields.items():
             meaning = " ".join((field.description or "").split()).replace("|", "\\|")
-            lines.append(f"| `{name}` | {type_text(field.annotation, field.metadata, titles)} | {default_text(field)} | "
-                         f"{meaning} |")
+            kind = type_text(field.annotation, field.metadata, titles)
+            lines.append(f"| `{name}` | {kind} | {default_text(field)} | {meaning} |")
         lines.append("")
     lines.append(END)
     return "\n".join(lines) + "\n"

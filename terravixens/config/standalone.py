@@ -20,7 +20,14 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from terravixens.config.fields import (
-    INSECURE_HTTP, DnsName, InsecureHttpReason, InterfaceAddress, PlainAddress, Strict, VlanId, checked_url,
+    INSECURE_HTTP,
+    DnsName,
+    InsecureHttpReason,
+    InterfaceAddress,
+    PlainAddress,
+    Strict,
+    VlanId,
+    checked_url,
     unused_insecure_http,
 )
 from terravixens.config.network import Bridge
@@ -41,8 +48,10 @@ def _volume(content: tuple[str, ...], example: str):
     return check
 
 
-ImageVolume = Annotated[str, AfterValidator(_volume(("import", "iso"), "local:import/debian-12-genericcloud-amd64.qcow2"))]
-TemplateVolume = Annotated[str, AfterValidator(_volume(("vztmpl",), "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))]
+ImageVolume = Annotated[
+    str, AfterValidator(_volume(("import", "iso"), "local:import/debian-12-genericcloud-amd64.qcow2"))]
+TemplateVolume = Annotated[
+    str, AfterValidator(_volume(("vztmpl",), "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))]
 
 
 class Preset(Strict):
@@ -75,7 +84,8 @@ class StandaloneNetworks(Strict):
     """One NIC per entry on the node's bridge: `untagged` first, then each VLAN by id (the order cloud-init sees)."""
 
     untagged: Interface | None = Field(None, description="The NIC on the bridge without a VLAN tag.")
-    vlans: dict[VlanId, Interface] = Field(default_factory=dict, description="One NIC per VLAN id, tagged on the bridge.")
+    vlans: dict[VlanId, Interface] = Field(default_factory=dict,
+                                           description="One NIC per VLAN id, tagged on the bridge.")
 
     def interfaces(self) -> list[tuple[int | None, Interface]]:
         ordered: list[tuple[int | None, Interface]] = [(None, self.untagged)] if self.untagged else []
@@ -130,10 +140,14 @@ class SpecServer(Strict):
 
 
 class Standalone(Strict):
-    specs_dir: str = Field("specs", description="Folder of the specs (one YAML file per spec), relative to the site file.")
-    spec_server: SpecServer | None = Field(None, description="Where pull-mode nodes fetch their spec (`terravixens spec serve`).")
-    presets: dict[DnsName, Preset] = Field(default_factory=dict, description="Overrides of the shipped presets, or new ones.")
-    nodes: dict[DnsName, StandaloneNode] = Field(default_factory=dict, description="Standalone nodes by stable name (their identity).")
+    specs_dir: str = Field("specs",
+                           description="Folder of the specs (one YAML file per spec), relative to the site file.")
+    spec_server: SpecServer | None = Field(
+        None, description="Where pull-mode nodes fetch their spec (`terravixens spec serve`).")
+    presets: dict[DnsName, Preset] = Field(default_factory=dict,
+                                           description="Overrides of the shipped presets, or new ones.")
+    nodes: dict[DnsName, StandaloneNode] = Field(default_factory=dict,
+                                                 description="Standalone nodes by stable name (their identity).")
 
     @field_validator("specs_dir")
     @classmethod

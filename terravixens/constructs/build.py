@@ -28,7 +28,10 @@ _LOCATION = "_terravixens_location"
 @cache
 def resource_type(binding: type) -> str:
     """The Terraform type a generated binding class writes, e.g. "proxmox_virtual_environment_vm"."""
-    return binding.TF_RESOURCE_TYPE
+    # Every generated binding (and cdktf's DataResource) declares TF_RESOURCE_TYPE, a jsii class property; cdktf's
+    # TerraformResource, the base they share, does not, so no class mypy can name here has it.
+    resource_type_name: str = binding.TF_RESOURCE_TYPE  # type: ignore[attr-defined]
+    return resource_type_name
 
 
 @cache
@@ -36,7 +39,8 @@ def declared_type(cls: type) -> str | None:
     """The Terraform type a class declares (generated bindings, cdktf's DataResource), else None (a plain
     TerraformResource, whose type is per instance)."""
     try:
-        return cls.TF_RESOURCE_TYPE
+        declared: str = cls.TF_RESOURCE_TYPE  # type: ignore[attr-defined]  # see resource_type
+        return declared
     except AttributeError:
         return None
 

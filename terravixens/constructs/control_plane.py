@@ -11,8 +11,8 @@ from imports.talos.data_talos_client_configuration import DataTalosClientConfigu
 from imports.talos.data_talos_cluster_health import DataTalosClusterHealth
 from imports.talos.machine_bootstrap import MachineBootstrap
 from terravixens.constructs.cluster_config import ClusterConfig
-from terravixens.logical_ids import cluster_id, pin
 from terravixens.constructs.talos_node import TalosNode
+from terravixens.logical_ids import cluster_id, pin
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from constructs import Construct
 
 from imports.proxmox.download_file import DownloadFile
 from imports.proxmox.network_linux_bridge import NetworkLinuxBridge
+from imports.proxmox.user_token import UserToken
 from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
 from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
-from imports.proxmox.user_token import UserToken
+from terravixens.config.model import ApiUser
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.logical_ids import hypervisor_id, pin
 from terravixens.talos.image import disk_image_file_name, disk_image_url, schematic_id
@@ -61,16 +62,15 @@ class Hypervisor(Construct):
                 file_name=disk_image_file_name(image, version),
                 overwrite=False,
                 verify=True,
-                **({"checksum": image.sha256[version], "checksum_algorithm": "sha256"} if version in image.sha256
-                   else {}),
+                checksum=image.sha256.get(version),  # None: not written
+                checksum_algorithm="sha256" if version in image.sha256 else None,
             ), hypervisor_id(props.name, "image", version.replace(".", "-"), schematic_id(image)[:12]))
             for version in sorted(props.talos_versions)
         }
         if spec.api_user is not None:
-            self._api_user(props.name, spec)
+            self._api_user(props.name, spec.api_user)
 
-    def _api_user(self, name: str, spec: HypervisorSpec) -> None:
-        user = spec.api_user
+    def _api_user(self, name: str, user: ApiUser) -> None:
         role = pin(VirtualEnvironmentRole(self, "role", role_id=user.role_id, privileges=sorted(user.privileges)),
                    hypervisor_id(name, "role"))
         account = pin(VirtualEnvironmentUser(

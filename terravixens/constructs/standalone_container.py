@@ -26,7 +26,6 @@ from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnipp
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.topology import Nic, PlacedNode
 
-
 # Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
 # (`debian-12-standard_…`, `ubuntu-24.04-standard_…`, `rockylinux-9-default_…`). bpg's default, `unmanaged`,
 # makes PVE skip setting up the hostname and network inside the container, and PVE would report another type.
@@ -96,6 +95,10 @@ class StandaloneContainer(Construct):
         props, placed = self.props, self.props.placed
         unprivileged = placed.unprivileged is not False
         nesting = unprivileged if props.nesting is None else props.nesting
+        template = placed.template
+        if template is None:  # the site rules refuse a ct node without one
+            raise ValueError(f"standalone container {placed.name!r} has no template: give it standalone.nodes."
+                             f"{placed.name}.template (a vztmpl volume id)")
         return VirtualEnvironmentContainer(
             self, "ct",
             node_name=props.proxmox_node,
@@ -106,7 +109,7 @@ class StandaloneContainer(Construct):
             start_on_boot=True,
             started=True,
             operating_system=VirtualEnvironmentContainerOperatingSystem(
-                template_file_id=placed.template, type=props.os_type or os_type_of(placed.template)),
+                template_file_id=template, type=props.os_type or os_type_of(template)),
             cpu=VirtualEnvironmentContainerCpu(cores=placed.cores),
             memory=VirtualEnvironmentContainerMemory(dedicated=placed.memory_mib, swap=props.swap_mib),
             disk=VirtualEnvironmentContainerDisk(datastore_id=props.datastores.vm, size=placed.disk_gib),

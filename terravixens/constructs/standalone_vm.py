@@ -125,9 +125,9 @@ class StandaloneVm(Construct):
         )
         # One NIC per address, in topology order (untagged first, then by VLAN id): what cloud-init numbers them by.
         # bpg types network_device as a list of objects: Terraform wants every key (see TalosNode).
-        devices = []
+        devices: list[dict[str, object]] = []
         for nic in placed.nics:
-            device = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
+            device: dict[str, object] = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
             device.update(bridge=nic.bridge, model="virtio", firewall=False,
                           vlan_id=nic.vlan if nic.vlan is not None else Token.null_value())
             devices.append(device)

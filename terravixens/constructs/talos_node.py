@@ -119,7 +119,8 @@ class TalosNode(Construct):
             disk=[VirtualEnvironmentVmDisk(
                 interface="scsi0",
                 datastore_id=hypervisor.datastores.vm,
-                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images),
+                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version,
+                                                         hypervisor.datastores.images),
                 size=node.disk_gib,
                 file_format="raw",
                 iothread=True,
@@ -131,7 +132,7 @@ class TalosNode(Construct):
         # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
         # bpg types network_device as a list of objects: Terraform wants every key, so unset ones are null
         # (the binding would drop them, and `terraform validate` refuses the result).
-        device = dict.fromkeys(NETWORK_DEVICE_KEYS, null())
+        device: dict[str, object] = dict.fromkeys(NETWORK_DEVICE_KEYS, null())
         device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
         if node.mac_address is not None:
             # bpg updates the NIC in place (no new VM); null lets Proxmox choose, and keeps what it chose (ADR 0024).

@@ -27,9 +27,10 @@ from terravixens.guard.checks import ALL_CHECKS, Check, Violation
 from terravixens.guard.context import GuardContext, RebootChecks, Usage, deployed_usage, site_roles, site_usage
 from terravixens.guard.nodes import Fate, NodesView, NodeView, node_view
 from terravixens.guard.plan import PLAN_LIMIT, NotAPlan, Plan, load_plan_data, parse_plan_text, read_plan
+from terravixens.inputs import JsonObject
 
 
-def check_plan(plan: dict | Plan, context: GuardContext | None = None) -> list[Violation]:
+def check_plan(plan: JsonObject | Plan, context: GuardContext | None = None) -> list[Violation]:
     """Every violation of every check (waived ones included, marked). Raises NotAPlan when `plan` is not one."""
     parsed = plan if isinstance(plan, Plan) else read_plan(plan)
     context = context or GuardContext()
@@ -40,7 +41,7 @@ def refusals(violations: list[Violation]) -> list[Violation]:
     return [violation for violation in violations if not violation.waived]
 
 
-def load_plan(path: str | Path, limit: int = PLAN_LIMIT) -> dict:
+def load_plan(path: str | Path, limit: int = PLAN_LIMIT) -> JsonObject:
     """A plan file (or '-' for stdin), read strictly and bounded; InputError when it cannot be used."""
     return load_plan_data(path, limit)
 
@@ -49,7 +50,7 @@ def check_plan_file(path: str | Path, limit: int = PLAN_LIMIT, context: GuardCon
     return check_plan(load_plan(path, limit), context)
 
 
-def ok_line(plan: dict | Plan, context: GuardContext | None = None) -> str:
+def ok_line(plan: JsonObject | Plan, context: GuardContext | None = None) -> str:
     """What a plan the guard lets through does, per node: e.g. '5 nodes: 4 kept (1 changed in place: cp-b),
     1 leaving (wk-c); none replaced, no machine lost; PG001-PG009 pass'. Derived from the per-node view, so it
     cannot claim what the plan does not do."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from terravixens.catalogue import CONTAINERS, VMS
 from terravixens.config.model import Site
+from terravixens.inputs import JsonObject
 from terravixens.layers import platform_stack_name
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.talos.image import disk_image_file_name
@@ -36,6 +38,18 @@ class Usage:
     def add_image(self, node_name: str, datastore: str, file_name: str, user: str) -> None:
         self.images.setdefault((node_name, datastore, file_name), set()).add(user)
 
+    def bridge_users(self, node_name: object, bridge: object) -> set[str]:
+        """Who uses the bridge a plan's values name (values are what Terraform wrote: none when they are not text)."""
+        if isinstance(node_name, str) and isinstance(bridge, str):
+            return self.bridges.get((node_name, bridge), set())
+        return set()
+
+    def image_users(self, node_name: object, datastore: object, file_name: object) -> set[str]:
+        """Who boots from the image a plan's values name (none when the values are not text)."""
+        if isinstance(node_name, str) and isinstance(datastore, str) and isinstance(file_name, str):
+            return self.images.get((node_name, datastore, file_name), set())
+        return set()
+
 
 def site_usage(site: Site, usage: Usage | None = None) -> Usage:
     """What the site's nodes want from L0: their bridge on their hypervisor and the image they would boot from.
@@ -52,14 +66,14 @@ def site_usage(site: Site, usage: Usage | None = None) -> Usage:
             usage.add_bridge(hypervisor.node_name, node.bridge or cluster.bridge, who)
             usage.add_image(hypervisor.node_name, hypervisor.datastores.images,
                             disk_image_file_name(hypervisor.talos_image, cluster.talos_version), who)
-    for name, node in sorted(site.standalone.nodes.items()):
-        hypervisor = site.hypervisors.get(node.parent)
+    for name, guest in sorted(site.standalone.nodes.items()):
+        hypervisor = site.hypervisors.get(guest.parent)
         if hypervisor is not None:  # a guest of a hypervisor (L2 `standalone`); nested hosts' guests are not L0's
-            usage.add_bridge(hypervisor.node_name, node.bridge, f"standalone {node.type} {name} (site file)")
+            usage.add_bridge(hypervisor.node_name, guest.bridge, f"standalone {guest.type} {name} (site file)")
     return usage
 
 
-def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
+def _state_resources(state: Mapping[str, Any]) -> Iterable[tuple[str, str, JsonObject]]:
     """(type, name, attributes) of every managed resource instance in a raw state (`terraform state pull`) or in
     the state JSON of `terraform show -json`."""
     if "resources" in state:  # raw state, version 4
@@ -83,7 +97,7 @@ def _state_resources(state: Mapping) -> Iterable[tuple[str, str, dict]]:
         modules += module.get("child_modules") or []
 
 
-def deployed_usage(states: Mapping[str, Mapping], usage: Usage | None = None) -> Usage:
+def deployed_usage(states: Mapping[str, Mapping[str, Any]], usage: Usage | None = None) -> Usage:
     """What the deployed VMs and containers use, from the platform stacks' and the `standalone` stack's states
     (layer name -> state JSON)."""
     usage = usage or Usage()
@@ -114,8 +128,9 @@ class RebootChecks:
     unchecked_details: tuple[str, ...] = ()
 
     @classmethod
-    def from_log(cls, messages: Iterable[Mapping]) -> RebootChecks:
-        addresses, details = set(), []
+    def from_log(cls, messages: Iterable[object]) -> RebootChecks:
+        addresses: set[str] = set()
+        details: list[str] = []
         for message in messages:
             diagnostic = message.get("diagnostic") if isinstance(message, Mapping) else None
             if not isinstance(diagnostic, Mapping) or diagnostic.get("summary") != REBOOT_CHECK_FAILED:
@@ -167,7 +182,7 @@ def site_roles(site: Site, layer: str | None = None) -> dict[str, str]:
     return roles
 
 
-def pve_vm_id(values: Mapping) -> int | None:
+def pve_vm_id(values: object) -> int | None:
     """A VM's or container's Proxmox id from its attributes: `vm_id` (the SDK resources), else a numeric `id` (the
     framework ones, whose id is the VM id)."""
     for key in ("vm_id", "id"):
@@ -181,7 +196,7 @@ def pve_vm_id(values: Mapping) -> int | None:
     return None
 
 
-def apply_node_address(values: Mapping) -> str | None:
+def apply_node_address(values: object) -> str | None:
     node = values.get("node") if isinstance(values, Mapping) else None
     return node if isinstance(node, str) else None
 

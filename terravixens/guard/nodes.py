@@ -24,10 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 from terravixens.catalogue import CONTAINERS, NODE_APPLY, TALOS_MACHINE, VMS
 from terravixens.guard.context import GuardContext, apply_node_address, pve_vm_id
 from terravixens.guard.plan import Change, Plan, addresses_in, roles_in
+from terravixens.inputs import JsonObject
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.roles import Role
 
@@ -44,6 +46,9 @@ class Fate(StrEnum):
 
 
 DISRUPTED = frozenset({Fate.LEAVING, Fate.REPLACED, Fate.MACHINE_LOST})
+# What a machine is, whatever its address: ("pve", node_name, vm_id) for a VM or container, ("talos", address) for an
+# apply (see identity_of).
+Identity = tuple[Literal["pve"], str, int] | tuple[Literal["talos"], str]
 
 
 def machine_kind(resource_type: str) -> str | None:
@@ -61,7 +66,7 @@ def _family(kind: str) -> str:
     return APPLY if kind == APPLY else "machine"
 
 
-def identity_of(kind: str, values: Mapping, unknown: Mapping | None = None) -> tuple | None:
+def identity_of(kind: str, values: object, unknown: Mapping[str, object] | None = None) -> Identity | None:
     """What a machine is, whatever its address: ("pve", node_name, vm_id) for a VM or container, ("talos", address)
     for an apply. None when the values do not say (yet): unknown until apply, or absent."""
     if not isinstance(values, Mapping):
@@ -76,7 +81,7 @@ def identity_of(kind: str, values: Mapping, unknown: Mapping | None = None) -> t
     return None
 
 
-def _machine_name(kind: str, values: Mapping) -> str | None:
+def _machine_name(kind: str, values: object) -> str | None:
     if not isinstance(values, Mapping):
         return None
     if kind == VM:
@@ -84,12 +89,13 @@ def _machine_name(kind: str, values: Mapping) -> str | None:
         return name if isinstance(name, str) and name else None
     if kind == CONTAINER:
         for block in values.get("initialization") or []:
-            if isinstance(block, Mapping) and isinstance(block.get("hostname"), str):
-                return block["hostname"]
+            hostname = block.get("hostname") if isinstance(block, Mapping) else None
+            if isinstance(hostname, str):
+                return hostname
     return None
 
 
-def identity_label(kind: str, identity: tuple | None) -> str:
+def identity_label(kind: str, identity: Identity | None) -> str:
     if identity is None:
         return kind
     if identity[0] == "pve":
@@ -104,7 +110,7 @@ class Machine:
     kind: str
     address: str
     type: str
-    identity: tuple | None
+    identity: Identity | None
     name: str | None
 
     @property
@@ -120,7 +126,7 @@ class Event:
     kind: str
     action: str
     address: str
-    identity: tuple | None
+    identity: Identity | None
     change: Change
     again: Change | None = None  # for a loss: the change that creates this machine again at another address
 
@@ -265,7 +271,7 @@ class _Owners:
 
     plan: Plan
     context: GuardContext
-    by_identity: dict[tuple, str] = field(default_factory=dict)
+    by_identity: dict[Identity, str] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)
     layers: dict[str, str] = field(default_factory=dict)
 
@@ -281,7 +287,7 @@ class _Owners:
         standalone = standalone_owner_of(name)
         return (standalone, STANDALONE) if standalone is not None else None
 
-    def by_what(self, kind: str, values: Mapping) -> tuple[str, str] | None:
+    def by_what(self, kind: str, values: JsonObject) -> tuple[str, str] | None:
         """The owner by what the machine is: its identity, Talos address or name matching a known node."""
         identity = identity_of(kind, values)
         if identity is not None and identity in self.by_identity:
@@ -302,7 +308,7 @@ class _Owners:
             return name, self.groups[name]
         return None
 
-    def claim(self, node: str, group: str, identity: tuple | None) -> None:
+    def claim(self, node: str, group: str, identity: Identity | None) -> None:
         self.groups.setdefault(node, group)
         if identity is not None:
             self.by_identity.setdefault(identity, node)
@@ -312,7 +318,7 @@ def _prior_machines(plan: Plan, owners: _Owners) -> dict[str, tuple[Machine, str
     """Today's machines by address, with their owner. A machine no node can be found for is left out: its changes
     are judged as unowned."""
     found: dict[str, tuple[Machine, str]] = {}
-    pending = []
+    pending: list[tuple[Machine, JsonObject]] = []
     for resource in plan.prior:
         kind = machine_kind(resource.type)
         if kind is None or resource.deposed is not None:
@@ -333,7 +339,7 @@ def _prior_machines(plan: Plan, owners: _Owners) -> dict[str, tuple[Machine, str
     return found
 
 
-def _event(change: Change, kind: str, identity: tuple | None) -> Event | None:
+def _event(change: Change, kind: str, identity: Identity | None) -> Event | None:
     if change.deposed is not None:
         return Event(kind, "deposed", change.address, identity, change)
     if change.replaced:
@@ -358,9 +364,9 @@ def node_view(plan: Plan, context: GuardContext | None = None) -> NodesView:
     context = context or GuardContext()
     owners = _Owners(plan, context)
     today = _prior_machines(plan, owners)
-    owned: list[tuple[Change, str, tuple | None, str | None]] = []  # change, kind, identity, owner
-    removed: dict[tuple, str] = {}  # identity -> owner, of today's machines this plan deletes, forgets or replaces
-    later = []
+    owned: list[tuple[Change, str, Identity | None, str | None]] = []  # change, kind, identity, owner
+    removed: dict[Identity, str] = {}  # identity -> owner, of today's machines this plan deletes, forgets or replaces
+    later: list[tuple[Change, str]] = []
     for change in plan.changes:
         kind = machine_kind(change.type)
         if kind is None:
@@ -376,6 +382,7 @@ def node_view(plan: Plan, context: GuardContext | None = None) -> NodesView:
             removed[identity] = owner
     for change, kind in later:  # creations, deposed objects, changes no prior object explains
         before, after = identity_of(kind, change.before), identity_of(kind, change.after, change.after_unknown)
+        found: tuple[str, str] | None
         if after is not None and after in removed:
             found = (removed[after], owners.groups.get(removed[after], CLUSTER))  # the same machine, made again
         else:
@@ -387,14 +394,14 @@ def node_view(plan: Plan, context: GuardContext | None = None) -> NodesView:
 
     events: dict[str, list[Event]] = {}
     unowned: list[Event] = []
-    for change, kind, identity, owner in owned:
+    for change, kind, identity, owned_by in owned:
         event = _event(change, kind, identity)
         if event is None:
             continue
-        if owner is None:
+        if owned_by is None:
             unowned.append(event)
         else:
-            events.setdefault(owner, []).append(event)
+            events.setdefault(owned_by, []).append(event)
     recorded = plan.recorded_roles()
     planned_record = plan.planned_membership()
     planned_roles = roles_in(planned_record) if planned_record is not None else None
@@ -409,11 +416,13 @@ def _paired(events: list[Event]) -> tuple[Event, ...]:
     """A loss whose machine the same node gets again at another address is one replacement across two entries:
     the loss names the address that creates it again, and that creation is folded into it."""
     created = [event for event in events if event.action in ("created", "imported")]
-    result, used = [], set()
+    result: list[Event] = []
+    used: set[int] = set()
     for event in events:
         if event.action in ("deleted", "forgotten"):
             free = [other for other in created if id(other) not in used and _family(other.kind) == _family(event.kind)]
-            match = next((other for other in free if event.identity is None or other.identity in (None, event.identity)),
+            match = next((other for other in free
+                          if event.identity is None or other.identity in (None, event.identity)),
                          free[0] if free else None)
             if match is not None:
                 used.add(id(match))

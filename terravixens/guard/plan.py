@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terravixens.catalogue import MEMBERSHIP_NAME, MEMBERSHIP_TYPE
-from terravixens.inputs import InputError, Problem, load_json, read_text, shown
+from terravixens.inputs import InputError, JsonObject, Problem, load_json, read_text, shown
 from terravixens.logical_ids import owner_of
 from terravixens.roles import Role
 
@@ -59,14 +59,14 @@ class Change:
     type: str
     name: str
     actions: tuple[str, ...]
-    before: dict = field(default_factory=dict)
-    after: dict = field(default_factory=dict)
-    after_unknown: dict = field(default_factory=dict)
+    before: JsonObject = field(default_factory=dict)
+    after: JsonObject = field(default_factory=dict)
+    after_unknown: JsonObject = field(default_factory=dict)
     module_address: str = ""
     index: object = None
     previous_address: str | None = None
     action_reason: str | None = None
-    replace_paths: tuple = ()
+    replace_paths: tuple[tuple[object, ...], ...] = ()
     deposed: str | None = None
     importing: bool = False
 
@@ -111,7 +111,7 @@ class PriorResource:
     address: str
     type: str
     name: str
-    values: dict
+    values: JsonObject
     deposed: str | None = None
 
     @property
@@ -131,21 +131,23 @@ class Plan:
     def changes_of(self, *types: str) -> list[Change]:
         return [change for change in self.changes if change.type in types]
 
-    def membership(self) -> dict | None:
+    def membership(self) -> JsonObject | None:
         """The membership record's input as it was at the last apply, or None when the state holds none."""
         for resource in self.prior_of(MEMBERSHIP_TYPE):
-            if resource.name == MEMBERSHIP_NAME and isinstance(resource.values.get("input"), dict):
-                return resource.values["input"]
+            record = resource.values.get("input")
+            if resource.name == MEMBERSHIP_NAME and isinstance(record, dict):
+                return record
         return None
 
-    def planned_membership(self) -> dict | None:
+    def planned_membership(self) -> JsonObject | None:
         """The membership record's input after this plan (what the synthesized site lists), or None when the plan
         holds no record or deletes it."""
         for change in self.changes_of(MEMBERSHIP_TYPE):
             if change.name == MEMBERSHIP_NAME and change.deposed is None:
                 if change.actions in (("delete",), ("forget",)):
                     return None
-                return change.after.get("input") if isinstance(change.after.get("input"), dict) else None
+                record = change.after.get("input")
+                return record if isinstance(record, dict) else None
         return self.membership()
 
     def recorded_roles(self) -> dict[str, str]:
@@ -154,7 +156,7 @@ class Plan:
         return roles_in(self.membership())
 
 
-def roles_in(record: dict | None) -> dict[str, str]:
+def roles_in(record: JsonObject | None) -> dict[str, str]:
     """Node -> role in a membership record's input ({"control_planes": {name: address}, "workers": {...}})."""
     roles: dict[str, str] = {}
     for key, role in (("control_planes", Role.CONTROLPLANE), ("workers", Role.WORKER)):
@@ -164,7 +166,7 @@ def roles_in(record: dict | None) -> dict[str, str]:
     return roles
 
 
-def addresses_in(record: dict | None) -> dict[str, str]:
+def addresses_in(record: JsonObject | None) -> dict[str, str]:
     """Talos node address -> node name in a membership record's input."""
     found: dict[str, str] = {}
     for key in ("control_planes", "workers"):
@@ -192,7 +194,7 @@ def _index_text(index: object) -> str | None:
     return None
 
 
-def _address_problem(item: dict, mode: str, module_address: str | None) -> str | None:
+def _address_problem(item: JsonObject, mode: str, module_address: str | None) -> str | None:
     """Why `address` does not say what `mode`, `type`, `name`, `index` and `module_address` say, else None."""
     module = module_address or ""
     if module and not module.startswith("module."):
@@ -208,7 +210,7 @@ def _address_problem(item: dict, mode: str, module_address: str | None) -> str |
     return None
 
 
-def _prior_resources(data: dict, problems: list[Problem]) -> list[PriorResource]:
+def _prior_resources(data: JsonObject, problems: list[Problem]) -> list[PriorResource]:
     prior = data.get("prior_state")
     if prior is None:
         return []
@@ -224,7 +226,8 @@ def _prior_resources(data: dict, problems: list[Problem]) -> list[PriorResource]
             continue
         for index, resource in enumerate(module.get("resources") or []):
             at = f"{where}.resources[{index}]"
-            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str) for k in ("address", "type", "name"))
+            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str)
+                                                       for k in ("address", "type", "name"))
             if not named:
                 problems.append(_problem(at, "has no address, type and name"))
                 continue
@@ -248,9 +251,9 @@ def _prior_resources(data: dict, problems: list[Problem]) -> list[PriorResource]
     return found
 
 
-def _shape_problems(item: dict, mode: str, actions: tuple[str, ...], change: dict) -> list[str]:
+def _shape_problems(item: JsonObject, mode: str, actions: tuple[str, ...], change: JsonObject) -> list[str]:
     """What in one well-typed change Terraform never writes."""
-    found = []
+    found: list[str] = []
     if mode == "data" and actions not in DATA_ACTION_LISTS:
         found.append(f"a data source ({item['address']}) with actions {list(actions)}: Terraform only reads data "
                      f"sources (['read'] or ['no-op'])")
@@ -305,7 +308,7 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     where = f"resource_changes[{index}] ({shown(item['address'], 80)})"
     change = item.get("change")
     actions = change.get("actions") if isinstance(change, dict) else None
-    if not isinstance(actions, list) or not actions:
+    if not isinstance(change, dict) or not isinstance(actions, list) or not actions:
         problems.append(_problem(f"{where}.change.actions", (
             f"is {shown(actions)}: a plan lists each change's actions among {', '.join(sorted(ACTIONS))}")))
         return None
@@ -317,8 +320,8 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     actions = tuple(actions)
     if actions not in ACTION_LISTS:
         problems.append(_problem(f"{where}.change.actions", (
-            f"is {list(actions)}: Terraform writes one of {', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. "
-            f"{NEVER_WRITTEN}")))
+            f"is {list(actions)}: Terraform writes one of "
+            f"{', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. {NEVER_WRITTEN}")))
         return None
     mode = item.get("mode")
     if mode not in MODES:
@@ -332,7 +335,7 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     if mode != "managed":
         return None
 
-    def part(key: str) -> dict:
+    def part(key: str) -> JsonObject:
         value = change.get(key)
         return value if isinstance(value, dict) else {}
 
@@ -344,10 +347,10 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
                   deposed=item.get("deposed"), importing=change.get("importing") is not None)
 
 
-def _one_change_per_object(raw_changes: list, problems: list[Problem]) -> None:
+def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -> None:
     """Terraform writes one change per object (address, and deposed key for a deposed one), and an object moved by
     a `moved` block has no change left at its old address."""
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[object, ...], int] = {}
     current: dict[str, int] = {}
     for index, item in enumerate(raw_changes):
         if not isinstance(item, dict) or not isinstance(item.get("address"), str):
@@ -355,13 +358,15 @@ def _one_change_per_object(raw_changes: list, problems: list[Problem]) -> None:
         key = (item.get("mode"), item["address"], item.get("deposed"))
         if key in seen:
             problems.append(_problem(f"resource_changes[{index}]", (
-                f"is a second change for {shown(item['address'], 120)} (the first is resource_changes[{seen[key]}]): "
-                f"Terraform writes one change per object. {NEVER_WRITTEN}")))
+                f"is a second change for {shown(item['address'], 120)} (the first is "
+                f"resource_changes[{seen[key]}]): Terraform writes one change per object. {NEVER_WRITTEN}")))
         seen.setdefault(key, index)
         if item.get("deposed") is None:
             current.setdefault(item["address"], index)
     for index, item in enumerate(raw_changes):
-        previous = item.get("previous_address") if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            continue
+        previous = item.get("previous_address")
         if isinstance(previous, str) and previous != item.get("address") and previous in current:
             problems.append(_problem(f"resource_changes[{index}]", (
                 f"was moved from {shown(previous, 120)}, which has its own change "
@@ -371,24 +376,25 @@ def _one_change_per_object(raw_changes: list, problems: list[Problem]) -> None:
 
 def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     """The plan in `data`, or NotAPlan naming what the input is instead and what to give."""
-    if not isinstance(data, dict):
-        raise NotAPlan(source, [_problem("(top level)", f"is {shown(data)}, not a JSON object: {GIVE_A_PLAN}")])
+    data = _plan_object(data, source)
     if "format_version" not in data:
         raise NotAPlan(source, [_problem("(top level)", (
-            f"has no format_version: this is not Terraform's JSON output ({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
+            f"has no format_version: this is not Terraform's JSON output "
+            f"({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
     version = data["format_version"]
     if not isinstance(version, str) or version.split(".", 1)[0] != "1":
         raise NotAPlan(source, [_problem("format_version", (
-            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version changes only "
-            f"with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that writes 1.x"))])
+            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version "
+            f"changes only with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that "
+            f"writes 1.x"))])
     if "planned_values" not in data:
         what = ("a state (`terraform show -json` without a plan file prints the state)" if "values" in data or
                 len(data) <= 2 else "not a plan")
         raise NotAPlan(source, [_problem("(top level)", f"is {what}, not a plan: {GIVE_A_PLAN}")])
     if data.get("errored") is True:
         raise NotAPlan(source, [_problem("errored", (
-            "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors `terraform plan` "
-            "printed and plan again"))])
+            "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors "
+            "`terraform plan` printed and plan again"))])
     problems: list[Problem] = []
     raw_changes = data.get("resource_changes") or []
     if not isinstance(raw_changes, list):
@@ -402,17 +408,24 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     return Plan(tuple(change for change in changes if change is not None), tuple(prior))
 
 
-def load_plan_data(path: Path | str, limit: int = PLAN_LIMIT) -> dict:
+def _plan_object(data: object, source: Path | str) -> JsonObject:
+    if not isinstance(data, dict):
+        raise NotAPlan(source, [_problem("(top level)", f"is {shown(data)}, not a JSON object: {GIVE_A_PLAN}")])
+    return data
+
+
+def load_plan_data(path: Path | str, limit: int = PLAN_LIMIT) -> JsonObject:
     """A plan file (or '-' for stdin) read strictly and bounded, as raw JSON; InputError when it cannot be used."""
     text = read_text(path, limit=limit, what="plan")
-    data = load_json(text, path, what="plan")
+    data = _plan_object(load_json(text, path, what="plan"), path)
     read_plan(data, path)
     return data
 
 
-def parse_plan_text(text: str, source: Path | str = "<plan>", limit: int = PLAN_LIMIT) -> tuple[dict, Plan]:
+def parse_plan_text(text: str, source: Path | str = "<plan>", limit: int = PLAN_LIMIT) -> tuple[JsonObject, Plan]:
     """Plan JSON held in memory (piped from `terraform show -json`): the same bounds and checks as a file."""
     if len(text) > limit:
-        raise NotAPlan(source, [_problem("(file)", f"is {len(text):,} characters, over the {limit:,} limit for a plan")])
-    data = load_json(text, source, what="plan")
+        raise NotAPlan(source, [_problem("(file)",
+                                         f"is {len(text):,} characters, over the {limit:,} limit for a plan")])
+    data = _plan_object(load_json(text, source, what="plan"), source)
     return data, read_plan(data, source)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from terravixens.inputs.json_strict import load_json
+from terravixens.inputs.json_strict import JsonObject, load_json
 from terravixens.inputs.problems import InputError, Problem, looks_secret, shown, shown_at
 from terravixens.inputs.reading import private_mode_problem, read_text
 
@@ -33,5 +33,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["InputError", "Lines", "Problem", "YamlLimits", "load_json", "load_yaml", "looks_secret",
+__all__ = ["InputError", "JsonObject", "Lines", "Problem", "YamlLimits", "load_json", "load_yaml", "looks_secret",
            "private_mode_problem", "read_text", "shown", "shown_at"]

@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, NoReturn
 
 from terravixens.inputs.problems import InputError, Problem, shown
 
 MAX_DEPTH = 100
+# A JSON object as a reader holds it once its shape is checked (plans, states, etcd's status): keys are text, values
+# whatever JSON allows.
+JsonObject = dict[str, Any]
 MAX_INT_DIGITS = 20
 
 
@@ -25,7 +29,7 @@ class _BadNumber(Exception):
         self.text = text
 
 
-def _pairs(pairs: list[tuple[str, object]]) -> dict:
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
@@ -42,7 +46,7 @@ def _integer(text: str) -> int:
     return int(text)
 
 
-def _constant(text: str):
+def _constant(text: str) -> NoReturn:
     raise _BadNumber(text)
 
 
@@ -67,7 +71,7 @@ def _depth_problem(data: object, limit: int) -> bool:
 
 
 def load_json(text: str, path: Path | str, *, what: str = "file", max_depth: int = MAX_DEPTH) -> object:
-    def fail(where: str, message: str, line: int | None = None):
+    def fail(where: str, message: str, line: int | None = None) -> NoReturn:
         raise InputError(path, [Problem(where, message, line)], what) from None
 
     try:
@@ -75,10 +79,12 @@ def load_json(text: str, path: Path | str, *, what: str = "file", max_depth: int
     except json.JSONDecodeError as error:
         fail("(file)", f"is not valid JSON: {error.msg} (column {error.colno})", error.lineno)
     except _Duplicate as duplicate:
-        fail("(file)", f"key {shown(duplicate.key)} appears twice in one object{_duplicate_lines(text, duplicate.key)}: "
-                       f"JSON readers would keep only one silently; regenerate the file")
+        fail("(file)", f"key {shown(duplicate.key)} appears twice in one object"
+                       f"{_duplicate_lines(text, duplicate.key)}: JSON readers would keep only one silently; "
+                       f"regenerate the file")
     except _BadNumber as bad:
-        fail("(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below 10^{MAX_INT_DIGITS}")
+        fail("(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below "
+                       f"10^{MAX_INT_DIGITS}")
     except RecursionError:
         fail("(file)", f"is nested more than {max_depth} levels deep: check that this is the right file")
     if _depth_problem(data, max_depth):

@@ -11,6 +11,9 @@ VALUE_LIMIT = 80
 LINE_LIMIT = 400
 MAX_REPORTED = 40
 
+# Where a value sits in a file: keys and list indexes from the top (pydantic's `loc`, the YAML reader's paths).
+FieldPath = tuple[object, ...]
+
 
 def looks_secret(key: object) -> bool:
     return isinstance(key, str) and bool(SECRET_KEY.search(key))
@@ -29,7 +32,7 @@ def shown(value: object, limit: int = VALUE_LIMIT) -> str:
     return _truncate(repr(value), limit)
 
 
-def shown_at(path: tuple, value: object) -> str:
+def shown_at(path: FieldPath, value: object) -> str:
     """`shown(value)`, unless any key on the way to it looks like it holds a secret."""
     if any(looks_secret(part) for part in path):
         return "(value hidden: the key looks like it holds a secret)"
@@ -69,5 +72,5 @@ class InputError(Exception):
         super().__init__("\n".join(lines))
 
 
-def field_path(location: tuple) -> str:
+def field_path(location: FieldPath) -> str:
     return ".".join(str(part) for part in location) or "(top level)"

@@ -19,19 +19,23 @@ later checks can say why a value is not what the file seems to say (terravixens.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 from yaml import events
 
-from terravixens.inputs.problems import InputError, Problem, field_path, shown
+from terravixens.inputs.problems import FieldPath, InputError, Problem, field_path, shown
 
 # Only the parser's events are used (never its constructor). libyaml is several times faster than the pure-Python
 # parser, which gives the same events.
 _Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _RESOLVER = yaml.resolver.Resolver()
+# types-PyYAML leaves BaseResolver.resolve unannotated: its signature as PyYAML uses it (node kind, text, implicit).
+_resolve: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = _RESOLVER.resolve
 _CONSTRUCT = yaml.constructor.SafeConstructor()
 _TAG = "tag:yaml.org,2002:"
 _MERGE = object()
@@ -59,19 +63,19 @@ class Lines:
     """
 
     def __init__(self) -> None:
-        self._lines: dict[tuple, int] = {}
-        self._written: dict[tuple[bool, tuple], str] = {}
+        self._lines: dict[FieldPath, int] = {}
+        self._written: dict[tuple[bool, FieldPath], str] = {}
 
-    def record(self, path: tuple, line: int) -> None:
+    def record(self, path: FieldPath, line: int) -> None:
         self._lines.setdefault(path, line)
 
-    def record_written(self, path: tuple, text: str, *, key: bool = False) -> None:
+    def record_written(self, path: FieldPath, text: str, *, key: bool = False) -> None:
         self._written.setdefault((key, path), text)
 
-    def written(self, path: tuple, *, key: bool = False) -> str | None:
+    def written(self, path: FieldPath, *, key: bool = False) -> str | None:
         return self._written.get((key, path))
 
-    def of(self, path: tuple) -> int | None:
+    def of(self, path: FieldPath) -> int | None:
         for end in range(len(path), 0, -1):
             line = self._lines.get(tuple(path[:end]))
             if line is not None:
@@ -85,8 +89,8 @@ class _Stop(Exception):
 
 @dataclass
 class _Frame:
-    container: dict | list
-    path: tuple
+    container: dict[object, object] | list[object]
+    path: FieldPath
     line: int
     anchor: str | None
     size: int = 1
@@ -95,7 +99,7 @@ class _Frame:
     key_written: str | None = None
     seen: dict[str, tuple[int, str | None]] = field(default_factory=dict)  # key text -> (line, how it was written)
     numbers: dict[object, tuple[int, str]] = field(default_factory=dict)  # numeric/boolean keys by value
-    merges: list[dict] = field(default_factory=list)
+    merges: list[dict[object, object]] = field(default_factory=list)
 
 
 class _Builder:
@@ -131,15 +135,15 @@ class _Builder:
             if len(self.stack) >= self.limits.max_depth:
                 self.stop(line, self.child_label(), f"is nested more than {self.limits.max_depth} levels deep: "
                                                     f"no terravixens file needs that; check the brackets/indentation")
-            container: dict | list = {} if isinstance(event, events.MappingStartEvent) else []
+            container: dict[object, object] | list[object] = {} if isinstance(event, events.MappingStartEvent) else []
             self.stack.append(_Frame(container, self.child_path(), line, event.anchor))
         elif isinstance(event, (events.MappingEndEvent, events.SequenceEndEvent)):
             frame = self.stack.pop()
             if isinstance(frame.container, dict):
-                self.apply_merges(frame)
+                self.apply_merges(frame, frame.container)
             self.emit(frame.container, frame.line, frame.anchor, frame.size)
         elif isinstance(event, events.AliasEvent):
-            if event.anchor not in self.anchors:
+            if event.anchor is None or event.anchor not in self.anchors:
                 self.stop(line, self.child_label(), f"uses alias *{event.anchor} before its anchor &{event.anchor}")
             value, size = self.anchors[event.anchor]
             self.alias_values += size
@@ -156,7 +160,7 @@ class _Builder:
                                       f"right file")
 
     # ------------------------------------------------------------------------------------------------- building
-    def child_path(self) -> tuple:
+    def child_path(self) -> FieldPath:
         if not self.stack:
             return ()
         top = self.stack[-1]
@@ -175,32 +179,35 @@ class _Builder:
             return
         top = self.stack[-1]
         top.size += size
-        if isinstance(top.container, list):
-            self.lines.record((*top.path, len(top.container)), line)
+        container = top.container
+        if isinstance(container, list):
+            self.lines.record((*top.path, len(container)), line)
             if self.written is not None:
-                self.lines.record_written((*top.path, len(top.container)), self.written)
-            top.container.append(value)
+                self.lines.record_written((*top.path, len(container)), self.written)
+            container.append(value)
         elif top.key is _NO_KEY:
             self.take_key(top, value, line)
         else:
-            self.take_value(top, value, line)
+            self.take_value(top, container, value, line)
 
     def take_key(self, top: _Frame, key: object, line: int) -> None:
         if isinstance(key, (dict, list)):
-            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list", line))
+            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list",
+                                         line))
             key = f"<complex key at line {line}>"
         top.key, top.key_line, top.key_written = key, line, self.written
 
-    def take_value(self, top: _Frame, value: object, line: int) -> None:
+    def take_value(self, top: _Frame, container: dict[object, object], value: object, line: int) -> None:
         key, key_line = top.key, top.key_line
         top.key = _NO_KEY
         if key is _MERGE:
             merged = value if isinstance(value, list) else [value]
-            if not all(isinstance(item, dict) for item in merged):
+            mappings = [item for item in merged if isinstance(item, dict)]
+            if len(mappings) != len(merged):
                 self.problems.append(Problem(field_path(top.path), "'<<' merges a mapping (or a list of mappings) "
                                                                    "into this one: give it *an_anchored_mapping", line))
                 return
-            top.merges.extend(merged)
+            top.merges.extend(mappings)
             return
         text = str(key)
         first = top.seen.get(text)
@@ -210,13 +217,13 @@ class _Builder:
             first_line, first_written = first
             spelled = self.spellings(first_written or text, top.key_written or text)
             self.problems.append(Problem(field_path((*top.path, key)), (
-                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would keep "
-                f"only the second silently; remove or rename one"), key_line))
+                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would "
+                f"keep only the second silently; remove or rename one"), key_line))
             return
         top.seen[text] = (key_line, top.key_written)
         if isinstance(key, (int, float)):
             top.numbers[key] = (key_line, top.key_written or text)
-        top.container[key] = value
+        container[key] = value
         self.lines.record((*top.path, key), key_line)
         if top.key_written is not None:
             self.lines.record_written((*top.path, key), top.key_written, key=True)
@@ -230,21 +237,22 @@ class _Builder:
             return ""
         return f", written {first} and {second}: one key once read"
 
-    def apply_merges(self, frame: _Frame) -> None:
+    def apply_merges(self, frame: _Frame, container: dict[object, object]) -> None:
         for merged in frame.merges:  # explicit keys win; earlier merged mappings win over later ones
             for key, value in merged.items():
                 if str(key) not in frame.seen and not (isinstance(key, (int, float)) and key in frame.numbers):
                     frame.seen[str(key)] = (frame.line, None)
                     if isinstance(key, (int, float)):
                         frame.numbers[key] = (frame.line, str(key))
-                    frame.container[key] = value
+                    container[key] = value
                     self.lines.record((*frame.path, key), frame.line)
 
     # ------------------------------------------------------------------------------------------------- scalars
-    def check_collection_tag(self, event, line: int) -> None:
+    def check_collection_tag(self, event: events.CollectionStartEvent, line: int) -> None:
         allowed = (None, "!", f"{_TAG}map", f"{_TAG}seq")
         if event.tag not in allowed:
-            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line))
+            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it",
+                                         line))
 
     def scalar(self, event: events.ScalarEvent, line: int) -> object:
         tag = event.tag
@@ -254,8 +262,10 @@ class _Builder:
         if tag is None and (not event.implicit[0] or (value and value[0] not in _IMPLICIT_FIRST)):
             return value
         if tag is None or tag == "!":
-            tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
-        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            tag = _resolve(yaml.ScalarNode, event.value, event.implicit)
+        # The C parser's events carry yaml._yaml.Mark, which types-PyYAML does not list among ScalarNode's marks (the
+        # node takes either: a mark is only read back for messages).
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)  # type: ignore[arg-type]
         kind = tag.removeprefix(_TAG)
         if kind in ("str", "timestamp"):  # dates stay as written: no field of ours is a date
             return event.value
@@ -274,8 +284,8 @@ class _Builder:
         if kind == "float":
             if len(event.value) > 40:
                 return self.bad_number(event.value, line)
-            number = _CONSTRUCT.construct_yaml_float(node)
-            return number if math.isfinite(number) else self.bad_number(event.value, line)
+            real = _CONSTRUCT.construct_yaml_float(node)
+            return real if math.isfinite(real) else self.bad_number(event.value, line)
         self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line))
         return event.value
 
@@ -284,7 +294,7 @@ class _Builder:
             f"number {shown(text)} is out of range: numbers here are finite and below 2^63"), line))
         return text
 
-    def stop(self, line: int, where: str, message: str) -> None:
+    def stop(self, line: int, where: str, message: str) -> NoReturn:
         self.problems.append(Problem(where, message, line or None))
         raise _Stop
 

@@ -38,5 +38,5 @@ def apply_rules(stack: TerraformStack) -> None:
     refuse_skipped_validations(stack, "terravixens' safety rules (TV001-TV007)", "none would run")
 
 
-__all__ = ["ALL_RULES", "Rule", "RuleSet", "apply_rules", "refuse_skipped_validations",
-           *(rule.__name__ for rule in ALL_RULES)]
+__all__ = ["ALL_RULES", "Rule", "RuleSet", "apply_rules", "refuse_skipped_validations"]
+__all__ += [rule.__name__ for rule in ALL_RULES]  # the rule classes, named once: adding a rule touches ALL_RULES only

@@ -12,7 +12,8 @@ PATTERNS = {
     "a PEM private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     "a PEM certificate": re.compile(r"-----BEGIN CERTIFICATE-----"),
     "an age secret key": re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"),
-    "a Proxmox API token": re.compile(r"[\w.-]+@[\w.-]+![\w.-]+[=:][0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+    "a Proxmox API token": re.compile(r"[\w.-]+@[\w.-]+![\w.-]+[=:]"
+                                      r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
     "a base64-encoded PEM block": re.compile(r"LS0tLS1CRUdJTi"),
     "a Kubernetes bootstrap token": re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"),
 }

@@ -162,7 +162,7 @@ class NoTemplateSequences(Rule):
         addresses = [("resource" if isinstance(element, TerraformResource) else "data",
                       element.terraform_resource_type, element.friendly_unique_id) for element in view.block_elements]
         shared = Counter(addresses)
-        return [element for element, address in zip(view.block_elements, addresses)
+        return [element for element, address in zip(view.block_elements, addresses, strict=True)
                 if address not in written or shared[address] > 1]
 
     def _check(self, body: dict, raw_configuration, block: Block | None) -> None:
@@ -185,6 +185,6 @@ class NoTemplateSequences(Rule):
                 self._fail(element, block, path, value, "%{")
 
     def _fail(self, element: TerraformElement, block: Block | None, path: tuple, value: str, sequence: str) -> None:
-        self.fail(element, f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds {sequence!r}, which Terraform "
-                           f"would evaluate as a template; text is copied into the JSON unchanged. Remove it, or write "
-                           f"a literal as '$${{' / '%%{{'.")
+        self.fail(element, f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds "
+                           f"{sequence!r}, which Terraform would evaluate as a template; text is copied into the "
+                           f"JSON unchanged. Remove it, or write a literal as '$${{' / '%%{{'.")

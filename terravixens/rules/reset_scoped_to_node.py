@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 from terravixens.catalogue import RESET_CAPABLE
-from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.expressions import references, remote_outputs
+from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.rules.base import Rule
 from terravixens.rules.view import Block, StackView
 

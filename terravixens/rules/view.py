@@ -11,12 +11,23 @@ Terraform will read: overrides, stack-level overrides and Aspects included.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar, cast, overload
 
-from cdktf import DefaultTokenResolver, StringConcat, TerraformDataSource, TerraformResource, TerraformStack, \
-    Tokenization
-from constructs import IConstruct
+from cdktf import (
+    DefaultTokenResolver,
+    StringConcat,
+    TerraformDataSource,
+    TerraformElement,
+    TerraformResource,
+    TerraformStack,
+    Tokenization,
+)
+from constructs import IConstruct, Node
+
+C = TypeVar("C", bound=IConstruct)
 
 BLOCK_KINDS = ("resource", "data")
 PATH_SEP = "/"
@@ -33,7 +44,7 @@ class Block:
     kind: str
     type: str
     logical_id: str
-    body: dict
+    body: dict[str, Any]
     path: str
     pathless: bool = False
 
@@ -42,22 +53,22 @@ class Block:
         prefix = "data." if self.kind == "data" else ""
         return f"{prefix}{self.type}.{self.logical_id}"
 
-    def nested(self, key: str) -> dict:
+    def nested(self, key: str) -> dict[str, Any]:
         """A nested block of the body (lifecycle) as one object: Terraform's JSON takes it as an object or as a list
         of objects (an override may write either)."""
         value = self.body.get(key)
-        merged: dict = {}
+        merged: dict[str, Any] = {}
         for part in value if isinstance(value, list) else [value]:
             if isinstance(part, dict):
                 merged.update(part)
         return merged
 
-    def wrapped(self) -> dict:
+    def wrapped(self) -> dict[str, Any]:
         """The block as its element's `to_terraform()` nests it: {kind: {type: {logical id: body}}}."""
         return {self.kind: {self.type: {self.logical_id: self.body}}}
 
 
-def _entries(value):
+def _entries(value: object) -> Iterator[tuple[str, dict[str, Any], bool]]:
     """(key, object, listed) of each entry of a JSON object, as Terraform reads it: an object, or a list of objects
     (its JSON syntax takes a block as a list of objects too; cdktf never writes one, a stack-level override may).
     `listed` is True for entries that came from a list."""
@@ -77,13 +88,13 @@ class StackView:
         self.stack = stack
         self._node = stack.node
         self.name: str = self._node.id
-        self.document: dict = stack.to_terraform()
+        self.document: dict[str, Any] = stack.to_terraform()
         self.constructs: list[IConstruct] = list(self._node.find_all())
         self._paths: dict[int, str] = {}
-        self._nodes: dict[int, object] = {}
+        self._nodes: dict[int, Node] = {}
         self._by_path: dict[str, IConstruct] = {}
         self._owners: dict[type, dict[str, IConstruct]] = {}
-        self._documents: dict[int, dict] = {}
+        self._documents: dict[int, dict[str, Any]] = {}
         self._remember(stack, self._node)
 
     # ------------------------------------------------------------------------------------------------ the JSON
@@ -91,7 +102,7 @@ class StackView:
     def blocks(self) -> list[Block]:
         from terravixens.rules.overrides import metadata_written
 
-        found = []
+        found: list[Block] = []
         overridden = metadata_written(self.stack)
         for kind in BLOCK_KINDS:
             for kind_type, items, listed in _entries(self.document.get(kind)):
@@ -105,19 +116,25 @@ class StackView:
                         found.append(Block(kind, kind_type, logical_id, body, path))
         return found
 
-    def blocks_of(self, types) -> list[Block]:
+    def blocks_of(self, types: Iterable[str]) -> list[Block]:
         return [block for block in self.blocks if block.type in types]
 
     # ------------------------------------------------------------------------------------------ the constructs
-    def of_class(self, kind: type) -> list:
+    @overload
+    def of_class(self, kind: type[C]) -> list[C]: ...
+
+    @overload
+    def of_class(self, kind: tuple[type, ...]) -> list[Any]: ...
+
+    def of_class(self, kind: type | tuple[type, ...]) -> list[Any]:
         return [construct for construct in self.constructs if isinstance(construct, kind)]
 
     @cached_property
-    def block_elements(self) -> list:
+    def block_elements(self) -> list[TerraformResource | TerraformDataSource]:
         """The resource and data source constructs (each writes one block, unless moved)."""
         return self.of_class((TerraformResource, TerraformDataSource))
 
-    def _remember(self, construct: IConstruct, node=None) -> str:
+    def _remember(self, construct: IConstruct, node: Node | None = None) -> str:
         key = id(construct)
         if key not in self._paths:
             node = node or construct.node
@@ -145,7 +162,7 @@ class StackView:
         self._by_path[path] = construct
         return path
 
-    def owner(self, block: Block, kind: type):
+    def owner(self, block: Block, kind: type[C]) -> C | None:
         """The nearest construct of class `kind` that encloses the block, else None."""
         if kind not in self._owners:
             self._owners[kind] = {self.path_of(construct): construct for construct in self.of_class(kind)}
@@ -155,19 +172,19 @@ class StackView:
         path = block.path
         while path:
             if path in owners:
-                return owners[path]
+                return cast(C, owners[path])  # the cache of `kind` holds instances of `kind` only
             path = path.rpartition(PATH_SEP)[0]
         return None
 
     @cached_property
-    def _writers(self) -> dict[tuple[str, str, str], IConstruct]:
+    def _writers(self) -> dict[tuple[str, str, str], TerraformResource | TerraformDataSource]:
         """(kind, type, logical id) of a block -> the element that wrote it, as far as order tells: cdktf merges
         elements into the stack's JSON in tree order, so the n-th element of a kind and type wrote the n-th block of
         that kind and type. A guess to be verified (`element_of`); kinds and types whose counts differ (a moved
         resource) are left out."""
         from terravixens.constructs.build import declared_type
 
-        elements: dict[tuple[str, str], list] = defaultdict(list)
+        elements: dict[tuple[str, str], list[TerraformResource | TerraformDataSource]] = defaultdict(list)
         for element in self.block_elements:
             kind = "resource" if isinstance(element, TerraformResource) else "data"
             kind_type = declared_type(type(element)) or element.terraform_resource_type
@@ -176,14 +193,14 @@ class StackView:
         for block in self.blocks:
             if not block.pathless:
                 blocks[(block.kind, block.type)].append(block)
-        writers = {}
+        writers: dict[tuple[str, str, str], TerraformResource | TerraformDataSource] = {}
         for key, written in blocks.items():
             if len(elements.get(key, ())) == len(written):
                 writers.update({(block.kind, block.type, block.logical_id): element
-                                for block, element in zip(written, elements[key])})
+                                for block, element in zip(written, elements[key], strict=True)})
         return writers
 
-    def element_of(self, block: Block) -> tuple[IConstruct, dict]:
+    def element_of(self, block: Block) -> tuple[TerraformElement, dict[str, Any]]:
         """The element that wrote a block and its own (unresolved) configuration, which names the block it writes:
         the guess by order is checked against it, and the construct at the block's path is taken otherwise. Not for
         a `pathless` block: its writer, if any, is not among the stack's constructs by path."""
@@ -194,8 +211,10 @@ class StackView:
             raw = element.to_terraform()
             if block.logical_id in ((raw.get(block.kind) or {}).get(block.type) or {}):
                 return element, raw
-        element = self.construct_at(block.path)
-        return element, element.to_terraform()
+        at_path = self.construct_at(block.path)
+        if not isinstance(at_path, TerraformElement):
+            raise LookupError(f"{block.address}: the construct at {block.path!r} writes no block")
+        return at_path, at_path.to_terraform()
 
     def construct_at(self, path: str) -> IConstruct:
         """The construct at a path of this stack, found from the nearest construct whose path is known."""
@@ -220,7 +239,7 @@ class StackView:
     def _cross_stack_origins(self) -> dict[str, TerraformStack]:
         """The remote state cdktf adds for a cross-stack reference (`cross-stack-reference-input-<stack path>`) ->
         the stack it reads. Asked of cdktf only when a rule follows such a reference."""
-        origins = {}
+        origins: dict[str, TerraformStack] = {}
         for construct in self._node.root.node.find_all():
             if isinstance(construct, TerraformStack) and construct is not self.stack:
                 path = construct.node.path
@@ -243,9 +262,9 @@ class StackView:
 
     # -------------------------------------------------------------------------------------------- resolution
     @cached_property
-    def _resolver(self):
+    def _resolver(self) -> DefaultTokenResolver:
         return DefaultTokenResolver(StringConcat())
 
-    def resolved(self, element) -> dict:
+    def resolved(self, element: TerraformElement) -> dict[str, Any]:
         """An element's JSON resolved as the stack's (for elements that are not resource or data blocks)."""
         return Tokenization.resolve(element.to_terraform(), scope=self.stack, preparing=False, resolver=self._resolver)

@@ -95,7 +95,7 @@ def parse(text: str, path: Path | str) -> NodeEnv:
     if token is not None and not TOKEN.match(token):
         problems.append(Problem("TERRAVIXENS_TOKEN", "is not a usable token (32 to 512 letters, digits "
                                                      "and + / = . _ ~ -)", lines["TERRAVIXENS_TOKEN"]))
-    if problems:
+    if problems or server is None or identity is None:  # both are required: missing, they are problems
         raise InputError(path, problems, WHAT)
     ca = values.get("TERRAVIXENS_CA_FILE")
     return NodeEnv(server.rstrip("/"), identity, token, Path(ca) if ca else None)

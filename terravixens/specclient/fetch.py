@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import random
-import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -50,6 +49,9 @@ class Backoff:
 
 def request_once(server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float) -> Answer:
     parts = urlsplit(server)
+    host = parts.hostname
+    if not host:  # the environment file's check refuses such a URL before any request
+        raise Permanent("protocol", f"{server[:64]!r} names no host")
     headers = {"Accept": "application/json", "User-Agent": "terravixens-spec-get"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -58,9 +60,10 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
             context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
         except (OSError, ssl.SSLError) as error:
             raise Permanent("tls", f"cannot use CA file {ca_file} ({error})") from None
-        connection = http.client.HTTPSConnection(parts.hostname, parts.port or 443, timeout=timeout, context=context)
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(host, parts.port or 443,
+                                                                             timeout=timeout, context=context)
     else:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+        connection = http.client.HTTPConnection(host, parts.port or 80, timeout=timeout)
     try:
         connection.request("GET", f"/spec/{identity}", headers=headers)
         response = connection.getresponse()
@@ -71,7 +74,7 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
     except ssl.SSLCertVerificationError as error:
         raise Permanent("tls", f"the server's certificate is not trusted ({error.verify_message}): give the CA "
                                f"that signed it in TERRAVIXENS_CA_FILE") from None
-    except (ssl.SSLError, ConnectionError, socket.timeout, TimeoutError, OSError, http.client.HTTPException) as error:
+    except (ssl.SSLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException) as error:
         raise Transient(f"{type(error).__name__}: {error}"[:200]) from None
     finally:
         connection.close()

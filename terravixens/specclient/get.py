@@ -5,6 +5,7 @@ server, disk), printed by `terravixens spec get --help` and in docs/commands.md.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -60,10 +61,8 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
     folder = os.open(path.parent, os.O_RDONLY)
     try:

@@ -4,8 +4,8 @@
     GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed
 
 Every request passes `Limits` first: headers over 8 KiB or 64 fields get 431 (protocol.py already cut off a
-connection sending more than 8 KiB before its headers end); a request carrying a body (none is accepted) gets 413 and the
-connection is closed without reading it; a path with percent-encoding or an identity that is not a DNS label
+connection sending more than 8 KiB before its headers end); a request carrying a body (none is accepted) gets 413
+and the connection is closed without reading it; a path with percent-encoding or an identity that is not a DNS label
 gets 400 before any lookup. Every response is logged as one JSON line (logs.py).
 """
 from __future__ import annotations
@@ -28,8 +28,9 @@ IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 SPEC_PREFIX = "/spec/"
 MAX_HEADER_BYTES = 8 * 1024
 MAX_HEADER_FIELDS = 64
-ERRORS = {431: "request headers too large", 400: "bad request: the identity is a DNS label (a-z, 0-9, '-')", 401: "unauthorized", 403: "forbidden",
-          404: "not found", 405: "method not allowed", 413: "request bodies are not accepted"}
+ERRORS = {431: "request headers too large", 400: "bad request: the identity is a DNS label (a-z, 0-9, '-')",
+          401: "unauthorized", 403: "forbidden", 404: "not found", 405: "method not allowed",
+          413: "request bodies are not accepted"}
 HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
 
 
@@ -59,7 +60,7 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
         # An unknown identity is not logged: a client that put its token where the identity goes must not leak it.
         _note(request, route="/spec/{identity}", identity=identity if entry else None, principal=str(principal),
               generation=specs.generation)
-        if status == 200:
+        if status == 200 and entry is not None:  # decide() answers 200 only for a known identity
             return _json(200, entry.body)
         if status == 401:
             error = ', error="invalid_token"' if principal.kind == "invalid" else ""

@@ -14,8 +14,9 @@ httptools rather than h11: the C parser (llhttp) takes about a third off the ser
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 HEADERS_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
@@ -26,6 +27,7 @@ class BoundedProtocol(HttpToolsProtocol):
     max_header_bytes: int = 8 * 1024
     on_refused = staticmethod(lambda reason, client: None)
 
+    # uvicorn narrows asyncio's BaseTransport to Transport here and ignores the override error itself: the same.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
         self._awaiting_headers = True
@@ -70,7 +72,9 @@ class BoundedProtocol(HttpToolsProtocol):
 
     def _expired(self) -> None:
         self._deadline = None
-        if self._awaiting_headers and (self.cycle is None or self.cycle.response_complete):
+        # uvicorn declares `cycle` as always set, but it is None until a request's headers have been read.
+        cycle: RequestResponseCycle | None = self.cycle
+        if self._awaiting_headers and (cycle is None or cycle.response_complete):
             self._refuse("header_timeout", REQUEST_TIMEOUT)
 
     def _refuse(self, reason: str, response: bytes) -> None:
@@ -82,7 +86,8 @@ class BoundedProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def bounded_protocol(header_timeout: float, max_header_bytes: int, on_refused) -> type[BoundedProtocol]:
+def bounded_protocol(header_timeout: float, max_header_bytes: int,
+                     on_refused: Callable[[str, str | None], None]) -> type[BoundedProtocol]:
     return type("BoundedProtocol", (BoundedProtocol,), {"header_timeout": header_timeout,
                                                         "max_header_bytes": max_header_bytes,
                                                         "on_refused": staticmethod(on_refused)})

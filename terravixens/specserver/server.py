@@ -21,7 +21,7 @@ from terravixens.inputs import InputError
 from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
 from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
 from terravixens.specserver.protocol import bounded_protocol
-from terravixens.specserver.specset import SpecSet, Sources, build
+from terravixens.specserver.specset import Sources, SpecSet, build
 from terravixens.standalone.catalog import CatalogError
 
 

@@ -32,7 +32,7 @@ class Sources:
     site: Path
     secrets: Path
 
-    def fingerprint(self, specs_dir: Path | None) -> tuple:
+    def fingerprint(self, specs_dir: Path | None) -> tuple[tuple[object, ...], ...]:
         """What a file-change reload watches: the site, secrets, and every file of the specs and postures folders."""
         paths = [self.site, self.secrets]
         if specs_dir is not None:
@@ -41,7 +41,7 @@ class Sources:
                     paths += sorted(Path(entry.path) for entry in os.scandir(folder))
                 except OSError:
                     paths.append(folder)
-        marks = []
+        marks: list[tuple[object, ...]] = []
         for path in paths:
             try:
                 info = os.stat(path)
@@ -55,6 +55,8 @@ def build(sources: Sources, generation: int) -> tuple[SpecSet, Path]:
     """A snapshot of the sources; raises SiteError or CatalogError (every problem, secret-safe) when one is bad."""
     standalone = load_standalone(sources.site, sources.secrets)
     secrets = standalone.secrets
+    if secrets is None:  # Sources always names a secrets file, and load_standalone read it
+        raise ValueError(f"{sources.secrets}: no secrets loaded")
     entries = {identity: Entry(standalone.nodes[identity].auth,
                                json.dumps(document, separators=(",", ":")).encode())
                for identity, document in standalone.documents.items()}

@@ -7,10 +7,12 @@ encryption on by default (optionally with a KMS key) and https endpoints only un
 """
 from __future__ import annotations
 
+from typing import Any
+
 from cdktf import DataTerraformRemoteStateLocal, DataTerraformRemoteStateS3, LocalBackend, S3Backend, TerraformStack
 from constructs import Construct
 
-from terravixens.config.model import StateConfig
+from terravixens.config.model import S3State, StateConfig
 from terravixens.layers import state_key, state_path
 
 # cdktf runs Terraform in cdktf.out/stacks/<stack>/: three levels below the project root.
@@ -25,8 +27,13 @@ def s3_key(state: StateConfig, site: str, stack_name: str) -> str:
     return state_key(state, site, stack_name)
 
 
-def _s3_settings(state: StateConfig) -> dict:
-    s3 = state.s3
+def _s3(state: StateConfig) -> S3State:
+    if state.s3 is None:  # the site model refuses this; a library user may build a StateConfig without validation
+        raise ValueError("state.backend is 's3' but state.s3 is not set: add state.s3.endpoint and state.s3.bucket")
+    return state.s3
+
+
+def _s3_settings(s3: S3State) -> dict[str, Any]:
     return dict(
         bucket=s3.bucket,
         region=s3.region,
@@ -46,13 +53,15 @@ def declare_backend(stack: TerraformStack, state: StateConfig, site: str, stack_
     if state.backend == "local":
         LocalBackend(stack, path=local_state_path(state, stack_name))
     else:
-        backend = S3Backend(stack, key=s3_key(state, site, stack_name), **_s3_settings(state))
+        s3 = _s3(state)
+        backend = S3Backend(stack, key=s3_key(state, site, stack_name), **_s3_settings(s3))
         # cdktf 0.21 predates S3-native locking (Terraform >= 1.10): set the argument directly.
-        backend.add_override("use_lockfile", state.s3.use_lockfile)
+        backend.add_override("use_lockfile", s3.use_lockfile)
 
 
-def remote_state(scope: Construct, id: str, state: StateConfig, site: str, stack_name: str):
+def remote_state(scope: Construct, id: str, state: StateConfig, site: str,
+                 stack_name: str) -> DataTerraformRemoteStateLocal | DataTerraformRemoteStateS3:
     """Reads another layer's outputs at plan time; synth needs nothing from that layer."""
     if state.backend == "local":
         return DataTerraformRemoteStateLocal(scope, id, path=local_state_path(state, stack_name))
-    return DataTerraformRemoteStateS3(scope, id, key=s3_key(state, site, stack_name), **_s3_settings(state))
+    return DataTerraformRemoteStateS3(scope, id, key=s3_key(state, site, stack_name), **_s3_settings(_s3(state)))

@@ -22,6 +22,7 @@ class HypervisorsStack(LayerStack):
         providers.proxmox(self, site.proxmox)
         versions = talos_versions_by_hypervisor(site)
         self.hypervisors = {
-            hv_name: Hypervisor(self, hv_name, HypervisorProps(name=hv_name, spec=spec, talos_versions=versions[hv_name]))
+            hv_name: Hypervisor(self, hv_name,
+                                HypervisorProps(name=hv_name, spec=spec, talos_versions=versions[hv_name]))
             for hv_name, spec in sorted(site.hypervisors.items())
         }

@@ -28,10 +28,8 @@ class PlatformStack(LayerStack):
         for node_name, placed in placed_nodes(site, cluster_name).items():
             self.nodes[node_name] = TalosNode(self, node_name, TalosNodeProps(
                 placed=placed, cluster=cluster, cluster_config=self.cluster_config,
-                **({} if decommission is None else {
-                    "reboot_after_reset": decommission.reboot_after_reset,
-                    "reset_graceful": node_name not in decommission.non_graceful,
-                }),
+                reboot_after_reset=decommission is not None and decommission.reboot_after_reset,
+                reset_graceful=decommission is None or node_name not in decommission.non_graceful,
             ))
         self.control_plane = ControlPlane(self, "control_plane", ControlPlaneProps(
             cluster_name=cluster_name,

@@ -41,22 +41,26 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
         type="map(string)",
         sensitive=True,
         nullable=False,
-        description="Standalone node -> the token its posture asks for (site token or its node token); nodes with a "
-                    "`network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
+        description="Standalone node -> the token its posture asks for (site token or its node token); nodes "
+                    "with a `network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
         validation=[TerraformVariableValidationConfig(
             # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
             condition=f'${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : '
                       f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
-            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - (as in the secrets file).",
+            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - "
+                          "(as in the secrets file).",
         )],
     ), TOKENS_VARIABLE)
 
 
 def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
     """The nested host's own API, from the topology; its SSH (snippet uploads) at the host's address."""
+    host, address = layer.host.host, layer.host.address
+    if host is None or address is None:
+        raise ValueError(f"layer {layer.name!r} creates guests of the site's hypervisors: it has no nested host's API")
     token = pin(TerraformVariable(
         scope, API_TOKEN_VARIABLE, type="string", sensitive=True, nullable=True,
-        description=f"API token of the nested Proxmox VE host {layer.host.host} (USER@REALM!NAME=SECRET); null: "
+        description=f"API token of the nested Proxmox VE host {host} (USER@REALM!NAME=SECRET); null: "
                     f"the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).",
     ), API_TOKEN_VARIABLE)
     token.add_override("default", Token.null_value())  # optional: cdktf drops a None default (= required)
@@ -64,7 +68,7 @@ def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
         scope, "proxmox",
         endpoint=layer.host.endpoint,
         api_token=token.string_value,
-        ssh=ProxmoxProviderSsh(node_attribute=[ProxmoxProviderSshNode(name=layer.host.host, address=layer.host.address)]),
+        ssh=ProxmoxProviderSsh(node_attribute=[ProxmoxProviderSshNode(name=host, address=address)]),
     )
 
 
@@ -81,12 +85,15 @@ class StandaloneStack(LayerStack):
         tokens = node_tokens_variable(self)
         self.nodes: dict[str, StandaloneVm | StandaloneContainer] = {}
         for placed in layer.nodes:
-            common = dict(placed=placed, proxmox_node=layer.proxmox_node_name(site, placed),
-                          datastores=layer.datastores(site, placed), spec_server=spec_server, tokens=tokens)
+            proxmox_node, datastores = layer.proxmox_node_name(site, placed), layer.datastores(site, placed)
             if placed.type == "ct":
-                self.nodes[placed.name] = StandaloneContainer(self, placed.name, StandaloneContainerProps(**common))
+                self.nodes[placed.name] = StandaloneContainer(self, placed.name, StandaloneContainerProps(
+                    placed=placed, proxmox_node=proxmox_node, datastores=datastores, spec_server=spec_server,
+                    tokens=tokens))
             else:
-                self.nodes[placed.name] = StandaloneVm(self, placed.name, StandaloneVmProps(**common))
+                self.nodes[placed.name] = StandaloneVm(self, placed.name, StandaloneVmProps(
+                    placed=placed, proxmox_node=proxmox_node, datastores=datastores, spec_server=spec_server,
+                    tokens=tokens))
 
     @property
     def guests(self) -> StandaloneLayer:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from terravixens.config.model import DNS_LABEL
 from terravixens.inputs import InputError, Lines, Problem, shown
-from terravixens.standalone.files import load_model
+from terravixens.standalone.files import M, load_model
 from terravixens.standalone.posture import SHIPPED_POSTURES, Posture
 from terravixens.standalone.spec import Spec
 
@@ -60,8 +60,8 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
         return []
     if len(entries) > MAX_FILES:
         errors.append(InputError(folder, [Problem("(folder)", f"holds {len(entries):,} entries, over the "
-                                                              f"{MAX_FILES:,} limit: check that this is the specs folder")],
-                                 what))
+                                                              f"{MAX_FILES:,} limit: check that this is the specs "
+                                                              f"folder")], what))
         return []
     found = []
     for entry in entries:
@@ -71,15 +71,15 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
                                                               f"(only .yaml files are read)")], what))
         elif entry.name.endswith(".yaml"):
             if not DNS_LABEL.match(path.stem):
-                errors.append(InputError(path, [Problem("(file)", (
-                    f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s name, "
-                    f"referenced from the site file; use lowercase letters, digits and '-'"))], what))
+                message = (f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s "
+                           f"name, referenced from the site file; use lowercase letters, digits and '-'")
+                errors.append(InputError(path, [Problem("(file)", message)], what))
             else:
                 found.append(path)
     return found
 
 
-def _load(kind: str, model, path: Path, what: str, catalog: Catalog, errors: list[InputError]):
+def _load(kind: str, model: type[M], path: Path, what: str, catalog: Catalog, errors: list[InputError]) -> M | None:
     try:
         loaded, lines = load_model(model, path, what=what, reference=REFERENCE)
     except InputError as error:
@@ -92,7 +92,8 @@ def _load(kind: str, model, path: Path, what: str, catalog: Catalog, errors: lis
 def load_catalog(folder: Path | str) -> Catalog:
     """Every spec and posture of `folder`; raises CatalogError listing every problem of every file."""
     folder = Path(folder)
-    catalog, errors = Catalog(folder), []
+    catalog = Catalog(folder)
+    errors: list[InputError] = []
     _load_postures(catalog, errors)
     for path in _yaml_files(folder, SPEC, errors):
         spec = _load("spec", Spec, path, SPEC, catalog, errors)
@@ -107,13 +108,14 @@ def load_catalog(folder: Path | str) -> Catalog:
 def load_spec_file(path: Path | str) -> tuple[Spec, Catalog]:
     """One spec file, with the postures of its folder (to check its posture reference)."""
     path = Path(path)
-    catalog, errors = Catalog(path.parent), []
+    catalog = Catalog(path.parent)
+    errors: list[InputError] = []
     _load_postures(catalog, errors)
     spec = _load("spec", Spec, path, SPEC, catalog, errors)
     if spec is not None:
         catalog.specs[path.stem] = spec
         errors += _unknown_postures(catalog)
-    if errors:
+    if errors or spec is None:  # no spec: its problems are in errors
         raise CatalogError(errors)
     return spec, catalog
 
@@ -123,10 +125,11 @@ def _unknown_postures(catalog: Catalog) -> list[InputError]:
     for name, spec in catalog.specs.items():
         if spec.access.posture not in catalog.postures:
             loaded = catalog.spec_file(name)
-            errors.append(InputError(loaded.path, [Problem("access.posture", (
-                f"unknown posture {shown(spec.access.posture)}: use one of {', '.join(sorted(catalog.postures))} "
-                f"or add {POSTURES_DIR}/{spec.access.posture}.yaml next to the spec"),
-                loaded.lines.of(("access", "posture")))], SPEC))
+            message = (f"unknown posture {shown(spec.access.posture)}: use one of "
+                       f"{', '.join(sorted(catalog.postures))} or add {POSTURES_DIR}/{spec.access.posture}.yaml "
+                       f"next to the spec")
+            errors.append(InputError(loaded.path, [Problem("access.posture", message,
+                                                           loaded.lines.of(("access", "posture")))], SPEC))
     return errors
 
 

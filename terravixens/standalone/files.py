@@ -41,8 +41,8 @@ def pydantic_problems(error: ValidationError, lines: Lines, reference: str, *, s
 def parse_model(model: type[M], data: object, path: Path | str, lines: Lines, *, what: str, reference: str,
                 secret_values: bool = False) -> M:
     if not isinstance(data, dict):
-        raise InputError(path, [Problem("(top level)", f"a {what} is a YAML mapping starting with 'schema_version: 1'")],
-                         what)
+        raise InputError(path, [Problem("(top level)",
+                                        f"a {what} is a YAML mapping starting with 'schema_version: 1'")], what)
     try:
         return model.model_validate(data)
     except ValidationError as error:

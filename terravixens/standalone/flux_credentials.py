@@ -318,8 +318,8 @@ def cross_problems(site: Site, entries: dict[str, FluxCredentials], needed: Iter
             fix = ("use the repository's ssh://git@HOST/ORG/REPO.git URL" if given == "ssh"
                    else "use the repository's https:// URL")
             yield ("flux", name, given), (
-                f"are {given} credentials but {url} needs {wanted} ones: Flux reads a deploy key only with an ssh:// "
-                f"URL and a token only with an http(s) one; give {what_to_add(name, flux)}, or {fix}")
+                f"are {given} credentials but {url} needs {wanted} ones: Flux reads a deploy key only with an "
+                f"ssh:// URL and a token only with an http(s) one; give {what_to_add(name, flux)}, or {fix}")
             continue
         ssh = entries[name].ssh
         if ssh is not None:
@@ -327,8 +327,8 @@ def cross_problems(site: Site, entries: dict[str, FluxCredentials], needed: Iter
             if not known_host(ssh.known_hosts, parts.hostname or "", parts.port):
                 where = parts.hostname if parts.port in (None, 22) else f"[{parts.hostname}]:{parts.port}"
                 yield ("flux", name, "ssh", "known_hosts"), (
-                    f"has no line for {where}, the host of clusters.{name}.flux.url: Flux would refuse the server's "
-                    f"key; add it ({_scan(flux)})")
+                    f"has no line for {where}, the host of clusters.{name}.flux.url: Flux would refuse the "
+                    f"server's key; add it ({_scan(flux)})")
     for name, flux in _fluxes(site, needed):
         if name not in entries:
             yield ("flux", name), (
@@ -348,9 +348,9 @@ def no_secrets_file(site: Site, needed: Iterable[str]) -> Iterator[tuple[tuple, 
     """(site location, message) for each cluster in `needed` when no secrets file was given at all."""
     for name, flux in _fluxes(site, needed):
         yield ("clusters", name, "flux"), (
-            f"takes Flux's git credentials from the secrets file (git_auth: secrets_file, the default) and no secrets "
-            f"file was given: give --secrets FILE (or $TERRAVIXENS_SECRETS) holding {what_to_add(name, flux)}; or set "
-            f"git_auth: none for a public https repository")
+            f"takes Flux's git credentials from the secrets file (git_auth: secrets_file, the default) and no "
+            f"secrets file was given: give --secrets FILE (or $TERRAVIXENS_SECRETS) holding "
+            f"{what_to_add(name, flux)}; or set git_auth: none for a public https repository")
 
 
 def credentials_variable(entry: FluxCredentials) -> str:

@@ -13,7 +13,8 @@ from terravixens.config.loader import WHAT as SITE
 from terravixens.config.model import Site
 from terravixens.inputs import Lines, shown
 from terravixens.standalone.catalog import SPEC, Catalog
-from terravixens.standalone.secrets import WHAT as SECRETS, Secrets
+from terravixens.standalone.secrets import WHAT as SECRETS
+from terravixens.standalone.secrets import Secrets
 
 MAKE_TOKEN = "openssl rand -base64 32"
 

@@ -12,7 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from terravixens.config.loader import WHAT as SITE, SITE_LIMIT, SiteError, parse_site
+from terravixens.config.loader import SITE_LIMIT, SiteError, parse_site
+from terravixens.config.loader import WHAT as SITE
 from terravixens.config.model import Site
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, read_text
 from terravixens.inputs.problems import field_path

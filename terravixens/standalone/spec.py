@@ -14,6 +14,7 @@ address) comes from the site file, so a spec names only what the nodes using it 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -31,7 +32,7 @@ SECONDS = {"s": 1, "m": 60, "h": 3600}
 RESERVED_USERS = {"root", "daemon", "bin", "sys", "nobody"}
 
 
-def _matching(pattern: re.Pattern, what: str, example: str):
+def _matching(pattern: re.Pattern[str], what: str, example: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not pattern.match(value):
             raise ValueError(f"{value[:64]!r} is not a valid {what}, e.g. {example!r}")
@@ -48,6 +49,8 @@ def _username(value: str) -> str:
 
 def duration_seconds(value: str) -> int:
     match = DURATION.match(value)
+    if match is None:
+        raise ValueError(f"{value[:32]!r} is not a duration: write a number and s, m or h, e.g. '30m'")
     return int(match.group(1)) * SECONDS[match.group(2)]
 
 

@@ -27,14 +27,21 @@ def node_tokens(standalone: Standalone) -> dict[str, str]:
     """node -> the token its posture asks for; nodes with a `network` posture are absent."""
     secrets = standalone.secrets
     needing = sorted(name for name, node in standalone.nodes.items() if node.auth != "network")
-    if needing and secrets is None:
+    if not needing:
+        return {}
+    if secrets is None:
         raise TokensUnavailable(
             f"standalone nodes {', '.join(needing)} have a posture that uses a token: give the secrets file "
             f"(--secrets FILE or $TERRAVIXENS_SECRETS)")
     tokens: dict[str, str] = {}
     for name in needing:
-        auth = standalone.nodes[name].auth
-        tokens[name] = secrets.site_token if auth == "site_token" else secrets.node_tokens[name]
+        if standalone.nodes[name].auth != "site_token":
+            tokens[name] = secrets.node_tokens[name]
+        elif secrets.site_token is not None:
+            tokens[name] = secrets.site_token
+        else:  # the secrets file's references check refuses this: the site_token is required
+            raise TokensUnavailable(f"standalone node {name} has a site_token posture and the secrets file has no "
+                                    f"site_token")
     return tokens
 
 

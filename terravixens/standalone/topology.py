@@ -70,6 +70,12 @@ def _chain(site: Site, name: str) -> tuple[str, ...]:
     return (current, *reversed(chain))
 
 
+def _size(name: str, preset: str, field: str, value: int | None) -> int:
+    if value is None:  # the site rules refuse a new preset without every size (complete_presets)
+        raise ValueError(f"standalone node {name!r}: neither the node nor its preset {preset!r} gives {field}")
+    return value
+
+
 def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
     preset = site.standalone.effective_presets()[node.preset]
     chain = _chain(site, name)
@@ -77,8 +83,10 @@ def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
                  for vlan, interface in node.networks.interfaces())
     return PlacedNode(
         name=name, type=node.type, parent=node.parent, chain=chain, tier=len(chain), vm_id=node.vm_id,
-        cores=node.cores or preset.cores, memory_mib=node.memory_mib or preset.memory_mib,
-        disk_gib=node.disk_gib or preset.disk_gib, nics=nics, spec=node.spec, image=node.image,
+        cores=_size(name, node.preset, "cores", node.cores or preset.cores),
+        memory_mib=_size(name, node.preset, "memory_mib", node.memory_mib or preset.memory_mib),
+        disk_gib=_size(name, node.preset, "disk_gib", node.disk_gib or preset.disk_gib), nics=nics, spec=node.spec,
+        image=node.image,
         template=node.template, unprivileged=(node.unprivileged is not False) if node.type == "ct" else None,
         tags=tuple(sorted({tag.lower() for tag in node.tags})),
     )

@@ -30,7 +30,7 @@ def _is_site_file(path: Path) -> bool:
 def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tuple[int, str]:
     """(exit code, what to print): 0 and a summary, or 2 and every problem."""
     try:
-        if site is None and path.is_file() and _is_site_file(path):
+        if site is None and path is not None and path.is_file() and _is_site_file(path):
             site = path
         if secrets is not None and site is None:
             return 2, "spec validate: --secrets is checked against a site's nodes: give --site SITE"
@@ -40,6 +40,8 @@ def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tupl
             checked = f", secrets checked ({secrets})" if secrets else " (secrets not checked: give --secrets)"
             return 0, (f"{site}: ok — {_plural(len(standalone.nodes), 'standalone node')}, "
                        f"{_plural(len(standalone.catalog.specs), 'spec')}, auth {', '.join(auth) or 'none'}{checked}")
+        if path is None:
+            return 2, "spec validate: give a spec file or folder, or --site SITE [--secrets FILE]"
         if path.is_dir():
             catalog = load_catalog(path)
             custom = [name for kind, name in catalog.files if kind == "posture"]

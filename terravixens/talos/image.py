@@ -32,7 +32,8 @@ def schematic_id(image: TalosImage) -> str:
 
 def disk_image_url(image: TalosImage, talos_version: str) -> str:
     """The qcow2 disk image Proxmox imports as the VM's boot disk."""
-    return f"{image.factory_url}/image/{schematic_id(image)}/{talos_version}/{image.platform}-{image.architecture}.qcow2"
+    file_name = f"{image.platform}-{image.architecture}.qcow2"
+    return f"{image.factory_url}/image/{schematic_id(image)}/{talos_version}/{file_name}"
 
 
 def disk_image_file_name(image: TalosImage, talos_version: str) -> str:

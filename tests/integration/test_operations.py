@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from terravixens import provider_install
 from terravixens.operations import ExitCode, OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
@@ -35,7 +36,6 @@ from tests.fakepve_ext import FakePveServer
 from tests.fixtures.plans.capture import capture, capture_state, capturing
 from tests.integration.test_fakepve import _free_port, assert_only_loopback
 from tests.integration.test_s3_state import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
-from terravixens import provider_install
 from tests.terraform import mirrored_providers, projection
 
 pytestmark = pytest.mark.integration
@@ -132,7 +132,7 @@ def deployed(fake, terraform_binary, tmp_path_factory):
 
 
 def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
-    root, data, ws, tf, text, _ = deployed
+    root, _data, ws, _tf, text, _ = deployed
     for step in ("site: synth", "hypervisors: init", "hypervisors: plan", "hypervisors: guard — ok",
                  "hypervisors: summary — 7 to create", "hypervisors: backup — no state yet", "hypervisors: apply",
                  "platform-prod: guard — ok", "platform-prod: summary — 6 to create", "platform-prod: done"):
@@ -148,7 +148,7 @@ def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
 
 
 def test_second_deploy_has_nothing_to_do_and_backs_up_nothing(deployed):
-    root, _, ws, tf, _, _ = deployed
+    _root, _, ws, tf, _, _ = deployed
     console = Recorder()
     assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), console) == ExitCode.OK
     assert "hypervisors: plan — no changes" in console.text and "platform-prod: plan — no changes" in console.text
@@ -176,7 +176,8 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
     replaced["clusters"]["prod"]["workers"]["wk-b"]["vm_id"] = 1299
     console = Recorder()
     with pytest.raises(OperationError) as caught:
-        deploy(workspace(root, replaced), [L1], tf, DeployOptions(yes=True, save_plan_json=root / "replaced.json"), console)
+        deploy(workspace(root, replaced), [L1], tf, DeployOptions(yes=True, save_plan_json=root / "replaced.json"),
+               console)
     assert caught.value.code == ExitCode.REFUSED
     assert ("[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be replaced: node 'wk-b' "
             "stays in the site but would be destroyed and re-created.") in console.text
@@ -294,7 +295,8 @@ def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
         for layer in PROXMOX_SIDE:
             assert tf.run(ws.stack_dir(layer), "state", "list").stdout.split() == [], (cycle, layer)
         assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
-        times.append({"cycle": cycle, "destroy_s": round(torn_down, 1), "total_s": round(time.monotonic() - started, 1)})
+        times.append({"cycle": cycle, "destroy_s": round(torn_down, 1),
+                      "total_s": round(time.monotonic() - started, 1)})
         assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
         assert leftover_plans(root) == []
     backups = list((root / "state-backups").rglob("*.tfstate"))

@@ -12,12 +12,10 @@ snippet-upload commands and SFTP only (tests/fakessh.py); the nested host is a s
 """
 from __future__ import annotations
 
-import copy
 import json
 import os
 import random
 import re
-import shutil
 import socket
 import stat
 import subprocess

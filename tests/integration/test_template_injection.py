@@ -64,14 +64,14 @@ def _data(input_value: str) -> dict:
 
 
 def test_without_the_checks_terraform_reads_the_file(terraform_binary, tmp_path, canary):
-    plan = _plan(terraform_binary, tmp_path / "raw", _data('${file("%s")}' % canary))
+    plan = _plan(terraform_binary, tmp_path / "raw", _data(f'${{file("{canary}")}}'))
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert CANARY in plan.stdout  # the attack of issue 7, reproduced
 
 
 def _site_with(canary: Path, change) -> dict:
     data = support.loopback_data()
-    change(data, '${file("%s")}' % canary)
+    change(data, f'${{file("{canary}")}}')
     return data
 
 
@@ -99,8 +99,8 @@ def test_a_site_carrying_it_is_refused_before_any_json(tmp_path, canary, name):
     assert f"  - line {line}, {field}: " in validate.stderr
     assert "holds '${': Terraform would evaluate it as a template" in validate.stderr
     outdir = tmp_path / "cdktf.out"
-    synth = subprocess.run([sys.executable, "-c", f"import sys; from terravixens.synth import synth_main; "
-                                                  f"sys.exit(synth_main({str(outdir)!r}))"],
+    synth = subprocess.run([sys.executable, "-c", (f"import sys; from terravixens.synth import synth_main; "
+                                                  f"sys.exit(synth_main({str(outdir)!r}))")],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert synth.returncode == 2, synth.stdout + synth.stderr
     assert not outdir.exists()
@@ -119,7 +119,7 @@ def _library_stack(outdir: Path, text: str) -> App:
 
 
 def test_a_library_stack_carrying_it_is_stopped_by_tv007(tmp_path, canary):
-    app = _library_stack(tmp_path / "out", 'node label ${file("%s")}' % canary)
+    app = _library_stack(tmp_path / "out", f'node label ${{file("{canary}")}}')
     with pytest.raises(RuntimeError) as stopped:
         app.synth()
     assert "[TV007 NoTemplateSequences] terraform_data.label input.label: 'node label ${file(" in str(stopped.value)
@@ -135,5 +135,6 @@ def test_the_escape_tv007_recommends_keeps_the_literal(terraform_binary, tmp_pat
     plan = _plan(terraform_binary, tmp_path / "escaped", stack)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     expected = 'node label ${file("' + str(canary) + '")} and %{ if true }x%{ endif }'
-    assert _show(terraform_binary, tmp_path / "escaped")["planned_values"]["outputs"]["label"]["value"] == {"label": expected}
+    outputs = _show(terraform_binary, tmp_path / "escaped")["planned_values"]["outputs"]
+    assert outputs["label"]["value"] == {"label": expected}
     assert CANARY not in plan.stdout + plan.stderr

@@ -50,4 +50,4 @@ def check(site: Site, rules: Iterable[SiteRule] = RULES) -> list[Finding]:
     return [finding for rule in rules for finding in rule(site)]
 
 
-__all__ = ["Finding", "RULES", "SiteRule", "check"]
+__all__ = ["RULES", "Finding", "SiteRule", "check"]

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from terravixens.config.kubernetes_names import (
-    NODE_RESTRICTION_NAMESPACE, kubelet_refuses, label_value_problem, qualified_name_problem,
+    NODE_RESTRICTION_NAMESPACE,
+    kubelet_refuses,
+    label_value_problem,
+    qualified_name_problem,
 )
 from terravixens.config.model import Site
 from terravixens.config.site_rules.walk import Finding, all_nodes

@@ -24,8 +24,8 @@ def bridges_exist(site: Site) -> Iterator[Finding]:
         if not machine.bridges or machine.bridge in machine.bridges:
             continue
         yield machine.bridge_path, (
-            f"bridge {shown(machine.bridge)} is not declared on {machine.host_kind} {shown(machine.host)}: declare it "
-            f"under {machine.bridges_at} or use one of {', '.join(sorted(machine.bridges))}"
+            f"bridge {shown(machine.bridge)} is not declared on {machine.host_kind} {shown(machine.host)}: "
+            f"declare it under {machine.bridges_at} or use one of {', '.join(sorted(machine.bridges))}"
         )
 
 

@@ -44,8 +44,8 @@ def fields_of_their_type(site: Site) -> Iterator[Finding]:
 def names_distinct_from_hypervisors(site: Site) -> Iterator[Finding]:
     for at in standalone_nodes(site):
         if at.name in site.hypervisors:
-            yield at.path, (f"{shown(at.name)} also names a hypervisor: a parent reference would be ambiguous; rename the "
-                         f"standalone node")
+            yield at.path, (f"{shown(at.name)} also names a hypervisor: a parent reference would be ambiguous; "
+                            f"rename the standalone node")
 
 
 def known_parents(site: Site) -> Iterator[Finding]:

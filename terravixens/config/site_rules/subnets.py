@@ -7,12 +7,18 @@ in (ties: the first node by name). An interface outside it cannot talk to its pe
 """
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 from collections.abc import Iterator
 
 from terravixens.config.model import Site
 from terravixens.config.site_rules.walk import (
-    Finding, Interface, cluster_nodes, interfaces, machines, parse_address,
+    Finding,
+    Interface,
+    cluster_nodes,
+    interfaces,
+    machines,
+    parse_address,
 )
 from terravixens.roles import Role
 
@@ -45,11 +51,13 @@ def _vlan_members(site: Site, cluster_name: str) -> dict[tuple[int, int], list[t
     members: dict[tuple[int, int], list[tuple[str, Interface]]] = {}
     for at in sorted(cluster_nodes(site, cluster_name), key=lambda item: item.name):
         for interface in interfaces(at):
+            if interface.vlan is None:  # only a standalone node's untagged NIC has none
+                continue
             members.setdefault((interface.vlan, interface.address.version), []).append((at.name, interface))
     return members
 
 
-def _holders(members: list[tuple[str, Interface]], subnet) -> str:
+def _holders(members: list[tuple[str, Interface]], subnet: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
     names = sorted({name for name, interface in members if interface.address.network == subnet})
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
@@ -61,7 +69,7 @@ def vlan_subnets(site: Site) -> Iterator[Finding]:
             if len(counts) < 2:
                 continue
             subnet = counts.most_common(1)[0][0]
-            for name, interface in members:
+            for _, interface in members:
                 if interface.address.network != subnet:
                     yield (*interface.path, "address"), (
                         f"address {interface.address} is outside VLAN {vlan}'s subnet {subnet} (that of "
@@ -109,8 +117,9 @@ def vip_in_management_subnet(site: Site) -> Iterator[Finding]:
         if not inside:
             yield where, (
                 f"endpoint VIP {vip} is outside the control planes' subnet on the management VLAN "
-                f"{cluster.management_vlan} ({', '.join(map(str, subnets))}): Talos puts the VIP on that interface, "
-                f"where clients outside the subnet cannot reach it; pick a free address in {subnets[0]}")
-        elif vip.version == 4 and any(vip in (s.network_address, s.broadcast_address) for s in inside if s.prefixlen < 31):
+                f"{cluster.management_vlan} ({', '.join(map(str, subnets))}): Talos puts the VIP on that "
+                f"interface, where clients outside the subnet cannot reach it; pick a free address in {subnets[0]}")
+        elif vip.version == 4 and any(vip in (s.network_address, s.broadcast_address)
+                                      for s in inside if s.prefixlen < 31):
             yield where, (f"endpoint VIP {vip} is the network or broadcast address of {inside[0]}: pick a free host "
                           f"address in it")

@@ -5,10 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from terravixens.config.model import Site
-from terravixens.inputs import shown
 from terravixens.config.site_rules.walk import (
-    SITE_PROXMOX, Address, Finding, NodeAt, Path, all_nodes, cluster_nodes, dotted, machines, used_addresses,
+    SITE_PROXMOX,
+    Address,
+    Finding,
+    NodeAt,
+    Path,
+    all_nodes,
+    cluster_nodes,
+    dotted,
+    machines,
+    used_addresses,
 )
+from terravixens.inputs import shown
 
 
 def unique_vm_ids(site: Site) -> Iterator[Finding]:
@@ -27,7 +36,8 @@ def unique_addresses(site: Site) -> Iterator[Finding]:
     for path, address, _ in used_addresses(site):
         owner = seen.setdefault(address, path)
         if owner != path:
-            yield path, f"address {address} is already used by {dotted(owner)}: give each address to one node or cluster"
+            yield path, (f"address {address} is already used by {dotted(owner)}: give each address to one node or "
+                         f"cluster")
 
 
 def _name_path(at: NodeAt) -> Path:

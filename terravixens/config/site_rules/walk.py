@@ -116,21 +116,22 @@ def standalone_nodes(site: Site) -> Iterator[StandaloneAt]:
 
 def interfaces(at: NodeAt | StandaloneAt) -> Iterator[Interface]:
     """A cluster node's routable interface then its VLANs; a standalone node's untagged NIC then its VLANs."""
-    networks = at.node.networks
     if isinstance(at, StandaloneAt):
-        if networks.untagged is not None:
-            yield Interface((*at.path, "networks", "untagged"), None, parse_interface(networks.untagged.address),
-                            networks.untagged.gateway)
-    elif networks.routable is not None:
-        routable = networks.routable
+        untagged = at.node.networks.untagged
+        if untagged is not None:
+            yield Interface((*at.path, "networks", "untagged"), None, parse_interface(untagged.address),
+                            untagged.gateway)
+    elif at.node.networks.routable is not None:
+        routable = at.node.networks.routable
         yield Interface((*at.path, "networks", "routable"), routable.vlan, parse_interface(routable.address),
                         routable.gateway)
-    for vlan, interface in networks.vlans.items():
+    for vlan, interface in at.node.networks.vlans.items():
         yield Interface((*at.path, "networks", "vlans", vlan), vlan, parse_interface(interface.address),
                         interface.gateway)
 
 
-def node_addresses(at: NodeAt | StandaloneAt, found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
+def node_addresses(at: NodeAt | StandaloneAt,
+                   found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
     """Every address of a node with the path of the field that holds it: maintenance IP (cluster nodes), then the
     untagged NIC (standalone nodes), the VLANs (by id on standalone nodes), the routable address last."""
     if isinstance(at, NodeAt) and at.node.networks.maintenance_ip:
@@ -139,7 +140,7 @@ def node_addresses(at: NodeAt | StandaloneAt, found: tuple[Interface, ...] | Non
     untagged = [i for i in found if i.vlan is None]
     vlans = [i for i in found if i.path[-2] == "vlans"]
     if isinstance(at, StandaloneAt):
-        vlans.sort(key=lambda item: item.vlan)
+        vlans.sort(key=lambda item: -1 if item.vlan is None else item.vlan)  # all have one: they are the VLANs
     routable = [i for i in found if i.path[-1] == "routable"]
     for interface in (*untagged, *vlans, *routable):
         yield (*interface.path, "address"), interface.address.ip

@@ -1,8 +1,12 @@
 """PG006 BootstrapOnlyForNewCluster: a running cluster is neither bootstrapped nor loses its bootstrap record."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import BOOTSTRAP, NODE_APPLY
 from terravixens.guard.checks.base import Check, staying_applies
+from terravixens.guard.context import GuardContext
+from terravixens.guard.plan import Plan
 
 
 class BootstrapOnlyForNewCluster(Check):
@@ -11,7 +15,7 @@ class BootstrapOnlyForNewCluster(Check):
     why = ("bootstrap creates a new etcd: on nodes that already form a cluster it splits it. The bootstrap "
            "resource in state is what stops the next plan from bootstrapping again.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         running = {r.address for r in plan.prior_of(NODE_APPLY)}
         staying = staying_applies(plan)
         bootstrapped = bool(plan.prior_of(BOOTSTRAP))

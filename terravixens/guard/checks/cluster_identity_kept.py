@@ -2,8 +2,12 @@
 bootstrapped again."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import BOOTSTRAP, MACHINE_SECRETS
 from terravixens.guard.checks.base import Check
+from terravixens.guard.context import GuardContext
+from terravixens.guard.plan import Plan
 
 
 class ClusterIdentityKept(Check):
@@ -12,7 +16,7 @@ class ClusterIdentityKept(Check):
     why = ("the machine secrets hold every certificate and key of the cluster, and a second bootstrap splits etcd: "
            "either one ends the cluster.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         bootstrapped = bool(plan.prior_of(BOOTSTRAP))
         for change in plan.changes_of(MACHINE_SECRETS):
             if change.deletes:

@@ -1,8 +1,12 @@
 """PG008 HypervisorKeepsWhatNodesUse: L0 does not delete a bridge, image or automation user still in use."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import API_ACCESS, BRIDGES, IMAGES
 from terravixens.guard.checks.base import Check
+from terravixens.guard.context import GuardContext
+from terravixens.guard.plan import Plan
 
 
 def _users(found: set[str]) -> str:
@@ -17,7 +21,7 @@ class HypervisorKeepsWhatNodesUse(Check):
            "deleting the image a node boots from breaks its next creation, and deleting the automation user "
            "locks the platform layers out of Proxmox.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         usage = context.usage
         if usage is None:
             return
@@ -26,13 +30,13 @@ class HypervisorKeepsWhatNodesUse(Check):
                 continue
             values = change.before
             if change.type in BRIDGES:
-                users = usage.bridges.get((values.get("node_name"), values.get("name")))
+                users = usage.bridge_users(values.get("node_name"), values.get("name"))
                 if users:
                     yield (f"{change.address} would {'replace' if change.creates else 'delete'} bridge "
                            f"{values.get('name')!r} on {values.get('node_name')!r}, used by {_users(users)}: move "
                            f"those VMs off it and deploy their platform layer first, then remove the bridge.")
             elif change.type in IMAGES and not change.creates:
-                users = usage.images.get((values.get("node_name"), values.get("datastore_id"), values.get("file_name")))
+                users = usage.image_users(values.get("node_name"), values.get("datastore_id"), values.get("file_name"))
                 if users:
                     yield (f"{change.address} would delete image {values.get('file_name')!r} on "
                            f"{values.get('node_name')!r}, which {_users(users)} boots from: keep the Talos version "

@@ -2,9 +2,13 @@
 when its apply is deleted (reset) and also when its VM is deleted, replaced or forgotten while the apply stays."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.guard.checks.base import Check
 from terravixens.guard.checks.roles import leaving_control_planes
+from terravixens.guard.context import GuardContext
 from terravixens.guard.nodes import describe
+from terravixens.guard.plan import Plan
 
 
 class OneControlPlaneLeavesPerApply(Check):
@@ -14,7 +18,7 @@ class OneControlPlaneLeavesPerApply(Check):
            "members' quorum predictable and lets each leave finish before the next starts. A control plane whose VM "
            "goes leaves etcd too, without the graceful part.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         leaving = leaving_control_planes(plan, context)
         if len(leaving) <= 1:
             return

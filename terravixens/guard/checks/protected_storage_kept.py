@@ -1,8 +1,12 @@
 """PG009 ProtectedStorageKept: no volume, storage or state bucket is destroyed."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import PROTECTED_STORAGE
 from terravixens.guard.checks.base import Check
+from terravixens.guard.context import GuardContext
+from terravixens.guard.plan import Plan
 
 
 class ProtectedStorageKept(Check):
@@ -11,7 +15,7 @@ class ProtectedStorageKept(Check):
     why = ("storages, volumes and state buckets hold data that no apply can bring back; they carry prevent_destroy "
            "(TV005), and the guard refuses a plan that would delete one anyway.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         for change in plan.changes_of(*PROTECTED_STORAGE):
             if change.deletes:
                 yield (f"{change.address} would be {'replaced' if change.creates else 'destroyed'}, and its data with "

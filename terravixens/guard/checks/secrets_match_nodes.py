@@ -1,8 +1,12 @@
 """PG005 SecretsMatchRunningNodes: no new machine secrets, and no forgotten ones, while nodes run on today's."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.catalogue import MACHINE_SECRETS
 from terravixens.guard.checks.base import Check, staying_applies
+from terravixens.guard.context import GuardContext
+from terravixens.guard.plan import Plan
 
 
 class SecretsMatchRunningNodes(Check):
@@ -11,7 +15,7 @@ class SecretsMatchRunningNodes(Check):
     why = ("running nodes trust the certificates of today's secrets: new secrets would push configurations the "
            "cluster rejects, and forgotten secrets make the next plan create new ones.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         running = staying_applies(plan)
         if not running:
             return
@@ -20,7 +24,8 @@ class SecretsMatchRunningNodes(Check):
             if change.creates and not change.deletes:
                 yield (f"{change.address} would be created while {len(running)} node applies run on today's secrets "
                        f"({nodes}): a state lost its secrets or the address changed. Restore the state from a backup "
-                       f"(`terravixens restore`) or `terraform import` the secrets; never mint new ones under running nodes.")
+                       f"(`terravixens restore`) or `terraform import` the secrets; never mint new ones under "
+                       f"running nodes.")
             if change.forgets:
                 yield (f"{change.address} would be forgotten while {len(running)} node applies use it ({nodes}): the "
                        f"next plan would create new secrets. Remove the `removed` block.")

@@ -3,8 +3,12 @@ whatever the addresses: replaced in place, deleted at one address and created at
 forgotten, each is refused."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from terravixens.guard.checks.base import Check
+from terravixens.guard.context import GuardContext
 from terravixens.guard.nodes import APPLY, Event, Fate, NodeView, node_view
+from terravixens.guard.plan import Plan
 
 
 def _consequence(events: list[Event]) -> str:
@@ -60,7 +64,7 @@ class StayingNodeKept(Check):
            "node that stays in the site keeps its VM and its apply, whatever their addresses, and is only ever "
            "updated in place.")
 
-    def violations(self, plan, context):
+    def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         view = node_view(plan, context)
         for node in view.of(Fate.REPLACED, Fate.MACHINE_LOST):
             yield message(node)

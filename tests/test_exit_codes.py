@@ -319,8 +319,8 @@ def deploy_interrupted(lab: Lab) -> None:
     ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err.splitlines() == [
-        "terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors (no changes); "
-        "not done: platform-prod"]
+        ("terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors (no changes); "
+        "not done: platform-prod")]
 
 
 # destroy --------------------------------------------------------------------------------------------------
@@ -464,8 +464,8 @@ def decommission_with_gitops_left(lab: Lab) -> None:
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.REFUSED and not _applied(tf)
     assert ran.err.splitlines() == [
-        "terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
-        "gitops-prod); nothing was changed",
+        ("terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
+        "gitops-prod); nothing was changed"),
         "stopped at checks: done: synth; not done: checks, prepare, the resets"]
 
 
@@ -555,9 +555,9 @@ def dead_member_answers(lab: Lab) -> None:
                   lab.site())
     assert ran.code == ExitCode.REFUSED
     assert ran.err.splitlines() == [
-        "terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. Remove "
+        ("terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. Remove "
         "it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if its etcd "
-        "is broken while Talos answers, pass --force; nothing was done",
+        "is broken while Talos answers, pass --force; nothing was done"),
         f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}"]
     assert tools.log() == ["talosctl 10.11.1.12 version"] and len(_members(tools)) == 3
 
@@ -947,18 +947,18 @@ def test_each_code_is_produced_with_its_meaning(function, lab):
 
 # ----------------------------------------------------------------------------------- a rule stopping synth
 RULE_STOPS = {
-    "deploy": (("deploy", "--yes"), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, "
-                                     "gitops-prod"),
+    "deploy": (("deploy", "--yes"), ("stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, "
+                                     "gitops-prod")),
     "destroy": (("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod"),
                 "stopped at synth: done: nothing; not done: synth, checks, backup, destroy gitops-prod"),
     "restore": (("restore", "gitops-prod", "BACKUP", "--confirm", "homelab/gitops-prod"),
                 "stopped at synth: done: nothing; not done: synth, restore gitops-prod"),
     "drift": (("drift",), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
-    "decommission": (DECOMMISSION + ("--yes",), "stopped at synth: done: nothing; not done: synth, checks, prepare, "
-                                                "the resets"),
+    "decommission": ((*DECOMMISSION, "--yes"), ("stopped at synth: done: nothing; not done: synth, checks, prepare, "
+                                                "the resets")),
     # its synth comes right after the confirmation: a rule stop calls nothing, etcd untouched
-    "remove-dead-member": (CONFIRMED, f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state "
-                                      f"check, backup, {IRREVERSIBLE}"),
+    "remove-dead-member": (CONFIRMED, (f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state "
+                                      f"check, backup, {IRREVERSIBLE}")),
 }
 
 
@@ -994,8 +994,8 @@ def test_review_reads_a_rule_stop_from_its_synth_process():
               "Annotations with level \"ERROR\":\\n[platform-prod] [TV006 NoSecretLiterals] a token\\n\\nEither fix "
               "the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS to ignore "
               "these annotations.')")
-    for code, expected, text in ((script, ExitCode.REFUSED, "synth at HEAD stopped by safety rules:\n[platform-prod] "
-                                                            "[TV006 NoSecretLiterals] a token"),
+    for code, expected, text in ((script, ExitCode.REFUSED, ("synth at HEAD stopped by safety rules:\n[platform-prod] "
+                                                            "[TV006 NoSecretLiterals] a token")),
                                  ("raise SystemExit(3)", ExitCode.BAD_INPUT, "synth at HEAD failed:")):
         process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)

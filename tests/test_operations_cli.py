@@ -106,8 +106,8 @@ def test_synth_without_a_terraform_cli_is_a_failed_step_not_a_traceback(tmp_path
     lines = result.stderr.splitlines()
     assert lines[0] == "terravixens deploy: synth failed:"
     assert "Could not determine version of terraform" in result.stderr
-    assert lines[-2:] == ["synth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
-                          "TERRAFORM_BINARY_NAME", "stopped at synth: done: nothing; not done: synth, hypervisors"]
+    assert lines[-2:] == [("synth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
+                          "TERRAFORM_BINARY_NAME"), "stopped at synth: done: nothing; not done: synth, hypervisors"]
 
 
 def test_save_plan_json_onto_an_existing_file_is_bad_input_before_anything_runs(tmp_path):

@@ -49,7 +49,7 @@ def _numbers_bound_to_code_names(path: Path) -> list[str]:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
-            pairs = (list(zip(target.elts, node.value.elts)) if isinstance(target, ast.Tuple)
+            pairs = (list(zip(target.elts, node.value.elts, strict=True)) if isinstance(target, ast.Tuple)
                      and isinstance(node.value, ast.Tuple) else [(target, node.value)])
             found += [f"{name.id} = {value.value} (line {node.lineno})" for name, value in pairs
                       if isinstance(name, ast.Name) and name.id.split("EXIT_")[-1] in names

@@ -4,6 +4,7 @@
 The site file is $TERRAVIXENS_SITE, or sites/example.yaml. Problems in it are printed as a list naming the file,
 the field, the bad value and the fix, and synth stops with exit code 2; a broken safety rule stops it with 1.
 """
+
 import sys
 
 from terravixens.synth import synth_main

@@ -10,6 +10,7 @@ earlier ones set up (e.g. `test` after `synth`). Prints per target the wall time
 ran, its exit code and the toolchain's own step lines; the machine and the load average come first, because on
 a shared machine the wall time depends on them. Needs the network to npm, PyPI and the Go module proxy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,17 +31,28 @@ from benchmarks.paths import scrubbed, shown  # noqa: E402
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
     load = "/".join(f"{value:.1f}" for value in os.getloadavg())
     return f"machine: {platform.machine()}, {model}, {os.cpu_count()} cores; load average {load} at start"
 
 
 def private_caches(base: Path) -> dict[str, str]:
     caches = {
-        "HOME": base / "home", "TERRAVIXENS_CACHE": base / "terravixens", "GOMODCACHE": base / "gomod",
-        "GOCACHE": base / "gocache", "npm_config_cache": base / "npm", "PIP_CACHE_DIR": base / "pip",
-        "PIPENV_CACHE_DIR": base / "pipenv", "XDG_CACHE_HOME": base / "xdg",
+        "HOME": base / "home",
+        "TERRAVIXENS_CACHE": base / "terravixens",
+        "GOMODCACHE": base / "gomod",
+        "GOCACHE": base / "gocache",
+        "npm_config_cache": base / "npm",
+        "PIP_CACHE_DIR": base / "pip",
+        "PIPENV_CACHE_DIR": base / "pipenv",
+        "XDG_CACHE_HOME": base / "xdg",
     }
     for path in caches.values():
         path.mkdir(parents=True, exist_ok=True)
@@ -66,28 +78,39 @@ def main() -> int:
     parser.add_argument("--targets", default="synth,test", help="make targets, run in this order")
     parser.add_argument("--keep", action="store_true", help="keep the clone and its caches (printed)")
     args = parser.parse_args()
-    revision = subprocess.run(["git", "rev-parse", "--short", args.rev], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", args.rev], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     print(machine(), flush=True)
     base = Path(tempfile.mkdtemp(prefix="tv-cold-"))
-    print(f"revision {revision}; fresh clone, every cache empty; targets in order: {args.targets}; scratch folder "
-          f"(clone, caches, HOME) $SCRATCH = {shown(base)}", flush=True)
+    print(
+        f"revision {revision}; fresh clone, every cache empty; targets in order: {args.targets}; scratch folder "
+        f"(clone, caches, HOME) $SCRATCH = {shown(base)}",
+        flush=True,
+    )
     clone = base / "repo"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", revision], cwd=clone, check=True)
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "MAKEFLAGS", "VIRTUAL_ENV", "PIPENV_ACTIVE")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "MAKEFLAGS", "VIRTUAL_ENV", "PIPENV_ACTIVE")
+    }
     env.update(private_caches(base / "caches"))
     failed = 0
     for target in args.targets.split(","):
         log = base / f"make-{target}.log"
         cpu, started = children_cpu(), time.monotonic()
         with log.open("w") as out:
-            code = subprocess.run(["make", target], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL).returncode
+            code = subprocess.run(
+                ["make", target], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            ).returncode
         wall, used = time.monotonic() - started, children_cpu() - cpu
-        print(f"make {target}: {wall:.0f} s wall ({int(wall // 60)} min {wall % 60:02.0f} s), {used:.0f} s CPU, "
-              f"exit {code}", flush=True)
+        print(
+            f"make {target}: {wall:.0f} s wall ({int(wall // 60)} min {wall % 60:02.0f} s), {used:.0f} s CPU, "
+            f"exit {code}",
+            flush=True,
+        )
         for line in log.read_text(errors="replace").splitlines():
             if line.startswith("[providers]") or " packages in " in line or " passed" in line or "failed" in line:
                 print(f"    {scrubbed(line.strip(), SCRATCH=base)}", flush=True)

@@ -5,6 +5,7 @@ path there names one machine's checkout, virtualenv or temporary folder, which n
 a path is shown relative to its root (`.venv/bin/python`); a temporary folder as `$TMPDIR/…`; the home folder as
 `~/…`; anything else by its name alone.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,11 @@ def scrubbed(text: str, **named: Path | str) -> str:
     """`text` (a tool's output) with each absolute path it holds named: the `named` ones first (name -> path, e.g.
     SCRATCH=<a temporary folder>, written $SCRATCH), then the repository (.), the temporary folder and home."""
     replacements = [(str(_absolute(path)), f"${name}") for name, path in named.items()]
-    replacements += [(str(ROOT), "."), (str(_absolute(tempfile.gettempdir())), "$TMPDIR"),
-                     (str(_absolute(Path.home())), "~")]
+    replacements += [
+        (str(ROOT), "."),
+        (str(_absolute(tempfile.gettempdir())), "$TMPDIR"),
+        (str(_absolute(Path.home())), "~"),
+    ]
     for path, name in sorted(replacements, key=lambda item: -len(item[0])):
         text = text.replace(path, name)
     return text

@@ -11,6 +11,7 @@ identity. By default every request opens its own connection, as nodes do; --keep
 Reports p50/p90/p99/max latency, throughput and errors; exits 1 when an error happened or p99 >= 50 ms.
 The whole run is capped at 120 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,33 +43,73 @@ def build_site(folder: Path, identities: int) -> tuple[Path, Path, list[tuple[st
     nodes, plan = {}, []
     for index in range(identities):
         name, posture = f"n{index:03d}", POSTURES[index % 3]
-        nodes[name] = {"type": "vm", "parent": "pve1", "spec": posture, "vm_id": 4000 + index, "bridge": "vmbr1",
-                       "image": "local:import/debian-12-genericcloud-amd64.qcow2",
-                       "networks": {"vlans": {111: {"address": f"10.20.{index // 250}.{index % 250 + 1}/16"}}}}
+        nodes[name] = {
+            "type": "vm",
+            "parent": "pve1",
+            "spec": posture,
+            "vm_id": 4000 + index,
+            "bridge": "vmbr1",
+            "image": "local:import/debian-12-genericcloud-amd64.qcow2",
+            "networks": {"vlans": {111: {"address": f"10.20.{index // 250}.{index % 250 + 1}/16"}}},
+        }
         plan.append((name, {"dev": None, "stage": SITE_TOKEN, "prod": node_token(name)}[posture]))
-    site = {"site": "bench", "proxmox": {"endpoint": "https://pve1.bench.internal:8006/"},
-            "hypervisors": {"pve1": {"node_name": "pve1", "bridges": {"vmbr1": {"vlans": [111]}}}},
-            "standalone": {"spec_server": {"url": "https://specs.bench.internal:8443"}, "nodes": nodes}}
+    site = {
+        "site": "bench",
+        "proxmox": {"endpoint": "https://pve1.bench.internal:8006/"},
+        "hypervisors": {"pve1": {"node_name": "pve1", "bridges": {"vmbr1": {"vlans": [111]}}}},
+        "standalone": {"spec_server": {"url": "https://specs.bench.internal:8443"}, "nodes": nodes},
+    }
     (folder / "site.yaml").write_text(yaml.safe_dump(site))
     (folder / "specs").mkdir()
     for posture in POSTURES:
-        spec = {"schema_version": 1, "identity": {"domain": "bench.internal"}, "network": {"dns": ["10.20.0.1"]},
-                "access": {"posture": posture, "users": {"ops": {"sudo": True, "ssh_keys": ["ops"]}}},
-                "platform": {"packages": ["chrony", "curl"], "services": {"enable": ["chrony"]}}}
+        spec = {
+            "schema_version": 1,
+            "identity": {"domain": "bench.internal"},
+            "network": {"dns": ["10.20.0.1"]},
+            "access": {"posture": posture, "users": {"ops": {"sudo": True, "ssh_keys": ["ops"]}}},
+            "platform": {"packages": ["chrony", "curl"], "services": {"enable": ["chrony"]}},
+        }
         (folder / "specs" / f"{posture}.yaml").write_text(yaml.safe_dump(spec))
     secrets = folder / "secrets.yaml"
-    secrets.write_text(yaml.safe_dump({
-        "schema_version": 1, "ssh_keys": {"ops": KEY}, "site_token": SITE_TOKEN,
-        "node_tokens": {name: token for name, token in plan if token and token != SITE_TOKEN}}))
+    secrets.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "ssh_keys": {"ops": KEY},
+                "site_token": SITE_TOKEN,
+                "node_tokens": {name: token for name, token in plan if token and token != SITE_TOKEN},
+            }
+        )
+    )
     secrets.chmod(0o600)
     return folder / "site.yaml", secrets, plan
 
 
 def start_server(site: Path, secrets: Path, host: str, log: Path) -> tuple[subprocess.Popen, int]:
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "terravixens.cli", "spec", "serve", "--site", str(site),
-                                    "--secrets", str(secrets), "--host", host, "--port", "0", "--watch-interval", "0"],
-                                   cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "terravixens.cli",
+                "spec",
+                "serve",
+                "--site",
+                str(site),
+                "--secrets",
+                str(secrets),
+                "--host",
+                host,
+                "--port",
+                "0",
+                "--watch-interval",
+                "0",
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -98,8 +139,9 @@ def _request(host: str, name: str, token: str | None, keep_alive: bool) -> bytes
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-async def run_load(host: str, port: int, plan: list[tuple[str, str | None]], requests: int, concurrency: int,
-                   keep_alive: bool) -> tuple[list[float], list[str], float]:
+async def run_load(
+    host: str, port: int, plan: list[tuple[str, str | None]], requests: int, concurrency: int, keep_alive: bool
+) -> tuple[list[float], list[str], float]:
     queue: asyncio.Queue = asyncio.Queue()
     for index in range(requests):
         queue.put_nowait(plan[index % len(plan)])
@@ -165,7 +207,8 @@ def main() -> int:
         try:
             cpu_before, load_before = cpu_seconds(process.pid), os.getloadavg()[0]
             latencies, errors, elapsed = asyncio.run(
-                run_load(args.host, port, plan, args.requests, args.concurrency, args.keep_alive))
+                run_load(args.host, port, plan, args.requests, args.concurrency, args.keep_alive)
+            )
             server_cpu = cpu_seconds(process.pid) - cpu_before
         finally:
             process.terminate()
@@ -173,14 +216,20 @@ def main() -> int:
         logged = sum(1 for line in (folder / "serve.log").read_text().splitlines() if '"event":"access"' in line)
     ordered = sorted(latencies)
     p50, p90, p99 = (1000 * percentile(ordered, f) for f in (0.50, 0.90, 0.99))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}, load average {load_before:.1f} at start")
-    print(f"load: {args.requests} requests over {args.identities} identities (dev/stage/prod postures), "
-          f"concurrency {args.concurrency}, {'keep-alive' if args.keep_alive else 'one connection per request'}, "
-          f"server {args.host}:{port} (access log on)")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, load average {load_before:.1f} at start"
+    )
+    print(
+        f"load: {args.requests} requests over {args.identities} identities (dev/stage/prod postures), "
+        f"concurrency {args.concurrency}, {'keep-alive' if args.keep_alive else 'one connection per request'}, "
+        f"server {args.host}:{port} (access log on)"
+    )
     print(f"latency ms: p50 {p50:.1f}  p90 {p90:.1f}  p99 {p99:.1f}  max {1000 * ordered[-1]:.1f}")
-    print(f"throughput: {len(latencies) / elapsed:.0f} requests/s ({elapsed:.2f} s); server CPU "
-          f"{1000 * server_cpu / max(1, len(latencies)):.2f} ms per request")
+    print(
+        f"throughput: {len(latencies) / elapsed:.0f} requests/s ({elapsed:.2f} s); server CPU "
+        f"{1000 * server_cpu / max(1, len(latencies)):.2f} ms per request"
+    )
     print(f"errors: {len(errors)}{' — ' + ', '.join(errors[:5]) if errors else ''}; access log lines: {logged}")
     met = not errors and p99 < TARGET_P99_MS
     print(f"target (zero errors, p99 < {TARGET_P99_MS:.0f} ms): {'met' if met else 'MISSED'}")

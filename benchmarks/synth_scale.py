@@ -15,6 +15,7 @@ node processes of its jsii runtime — not their sum), and the cost per node bet
 --phases adds, per size, the median seconds of each phase measured inside the process (import, site, build,
 synth) and what is left (interpreter start and exit, the jsii runtime's shutdown).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,7 @@ def app_flags() -> list[str]:
     start = next((index for index, word in enumerate(words) if Path(word).name.startswith("python")), None)
     if start is None:
         return []
-    return [word for word in words[start + 1:] if word.startswith("-")]
+    return [word for word in words[start + 1 :] if word.startswith("-")]
 
 
 def child_env() -> dict[str, str]:
@@ -96,9 +97,16 @@ def run_child(program: str, site_file: Path | None) -> dict:
         errors = Path(outdir, "stderr.txt")
         read_fd, write_fd = os.pipe()
         started = time.perf_counter()
-        pid = os.posix_spawn(sys.executable, args, child_env(),
-                             file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 1), (os.POSIX_SPAWN_CLOSE, read_fd),
-                                           (os.POSIX_SPAWN_OPEN, 2, str(errors), os.O_WRONLY | os.O_CREAT, 0o600)])
+        pid = os.posix_spawn(
+            sys.executable,
+            args,
+            child_env(),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_CLOSE, read_fd),
+                (os.POSIX_SPAWN_OPEN, 2, str(errors), os.O_WRONLY | os.O_CREAT, 0o600),
+            ],
+        )
         os.close(write_fd)
         with os.fdopen(read_fd) as pipe:
             output = pipe.read()
@@ -107,8 +115,12 @@ def run_child(program: str, site_file: Path | None) -> dict:
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             raise SystemExit(f"benchmark child failed with exit code {code}:\n{errors.read_text()[-3000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
-            "phases": json.loads(output.strip().splitlines()[-1])}
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss / 1024,
+        "phases": json.loads(output.strip().splitlines()[-1]),
+    }
 
 
 def machine() -> str:
@@ -118,14 +130,23 @@ def machine() -> str:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-        memory = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal")) / 1024 / 1024
+        memory = (
+            next(
+                int(line.split()[1])
+                for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")
+            )
+            / 1024
+            / 1024
+        )
     except (OSError, StopIteration, ValueError):
         memory = 0.0
     load = "/".join(f"{value:.1f}" for value in os.getloadavg())
-    return (f"machine: {platform.machine()}, {model}, {os.cpu_count()} cores, {memory:.0f} GiB, "
-            f"{platform.system()} {platform.release()}; Python {platform.python_version()} ({shown(sys.executable)}); "
-            f"load average {load} at start")
+    return (
+        f"machine: {platform.machine()}, {model}, {os.cpu_count()} cores, {memory:.0f} GiB, "
+        f"{platform.system()} {platform.release()}; Python {platform.python_version()} ({shown(sys.executable)}); "
+        f"load average {load} at start"
+    )
 
 
 def write_site(nodes: int, folder: Path) -> Path:
@@ -143,7 +164,9 @@ def measure(label: str, program: str, site_file: Path | None, runs: int) -> dict
     walls = [s["wall"] for s in samples]
     return {
         "label": label,
-        "median": statistics.median(walls), "min": min(walls), "max": max(walls),
+        "median": statistics.median(walls),
+        "min": min(walls),
+        "max": max(walls),
         "cpu": statistics.median(s["cpu"] for s in samples),
         "rss": statistics.median(s["rss"] for s in samples),
         "phases": {p: statistics.median(s["phases"][p] for s in samples) for p in PHASES},
@@ -161,33 +184,48 @@ def main() -> None:
         parser.error("--runs must be at least 3 (a median of fewer says little)")
     sizes = [int(size) for size in args.sizes.split(",")]
     print(machine(), flush=True)
-    print(f"runs per size: {args.runs}; wall = fresh process ({' '.join(['python', *app_flags()])}), spawn to exit; "
-          f"ratio = median / floor median; cpu = CPU s of the process tree", flush=True)
+    print(
+        f"runs per size: {args.runs}; wall = fresh process ({' '.join(['python', *app_flags()])}), spawn to exit; "
+        f"ratio = median / floor median; cpu = CPU s of the process tree",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="tv-bench-sites-") as folder:
         results = [measure("floor", FLOOR, None, args.runs)]
         floor = results[0]["median"]
-        print(f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'peak MiB':>9} {'ms/node':>8}"
-              "   (ms/node: slope from the previous size)")
-        print(f"{'floor':>6} {floor:>9.2f} {results[0]['min']:>5.2f}-{results[0]['max']:<6.2f} {1.0:>6.1f} "
-              f"{results[0]['cpu']:>6.2f} {results[0]['rss']:>9.0f} {'':>8}", flush=True)
+        print(
+            f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'peak MiB':>9} {'ms/node':>8}"
+            "   (ms/node: slope from the previous size)"
+        )
+        print(
+            f"{'floor':>6} {floor:>9.2f} {results[0]['min']:>5.2f}-{results[0]['max']:<6.2f} {1.0:>6.1f} "
+            f"{results[0]['cpu']:>6.2f} {results[0]['rss']:>9.0f} {'':>8}",
+            flush=True,
+        )
         previous = None
         for size in sizes:
             result = measure(str(size), SITE, write_site(size, Path(folder)), args.runs)
             results.append(result)
             slope = "" if previous is None else f"{1000 * (result['median'] - previous[1]) / (size - previous[0]):.1f}"
-            print(f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
-                  f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}",
-                  flush=True)
+            print(
+                f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
+                f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}",
+                flush=True,
+            )
             previous = (size, result["median"])
     if args.phases:
-        print("phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "
-              "seconds of the Python process until then, interpreter start included); site = load and validate the "
-              "site file; rest = interpreter start and exit, jsii shutdown")
+        print(
+            "phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "
+            "seconds of the Python process until then, interpreter start included); site = load and validate the "
+            "site file; rest = interpreter start and exit, jsii shutdown"
+        )
         print(f"{'nodes':>6} " + " ".join(f"{p:>7}" for p in PHASES) + f" {'rest':>7} {'imp cpu':>7}")
         for result in results:
             rest = result["median"] - sum(result["phases"].values())
-            print(f"{result['label']:>6} " + " ".join(f"{result['phases'][p]:>7.2f}" for p in PHASES)
-                  + f" {rest:>7.2f} {result['import_cpu']:>7.2f}")
+            print(
+                f"{result['label']:>6} "
+                + " ".join(f"{result['phases'][p]:>7.2f}" for p in PHASES)
+                + f" {rest:>7.2f} {result['import_cpu']:>7.2f}"
+            )
 
 
 if __name__ == "__main__":

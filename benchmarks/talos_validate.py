@@ -6,6 +6,7 @@
 module cache stays as it is, so downloads are not counted), one after the other. The validation run judges every
 node of every conformance site variant with the tool of its Talos minor, as tests/test_talos_validate.py does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,9 +37,21 @@ def timed(command: list[str], **options) -> float:
 def cold_builds() -> None:
     for minor in talos_tool.supported_minors():
         with tempfile.TemporaryDirectory(prefix="tv-gocache-") as cache, tempfile.TemporaryDirectory() as out:
-            seconds = timed(["go", "build", "-mod=readonly", "-trimpath", "-buildvcs=false",
-                             f"-modfile=go.v{minor}.mod", "-o", f"{out}/tool", "."],
-                            cwd=talos_tool.TOOL_DIR, env={**os.environ, "GOCACHE": cache, "GOTOOLCHAIN": "local"})
+            seconds = timed(
+                [
+                    "go",
+                    "build",
+                    "-mod=readonly",
+                    "-trimpath",
+                    "-buildvcs=false",
+                    f"-modfile=go.v{minor}.mod",
+                    "-o",
+                    f"{out}/tool",
+                    ".",
+                ],
+                cwd=talos_tool.TOOL_DIR,
+                env={**os.environ, "GOCACHE": cache, "GOTOOLCHAIN": "local"},
+            )
         print(f"cold build v{minor} ({talos_tool.pinned_machinery(minor)}): {seconds:6.1f} s")
 
 
@@ -47,8 +60,10 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="also time cold builds (minutes)")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
-          f"{subprocess.run(['go', 'version'], capture_output=True, text=True).stdout.strip()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"{subprocess.run(['go', 'version'], capture_output=True, text=True).stdout.strip()}"
+    )
     if args.cold:
         cold_builds()
     no_op = [timed(["make", "--no-print-directory", "tools"], cwd=ROOT) for _ in range(args.runs)]
@@ -64,8 +79,10 @@ def main() -> None:
             report = talos_tool.validate(minor, group)
             runs.append(time.perf_counter() - started)
             assert all(verdict.ok for verdict in report.verdicts)
-        print(f"validate {len(group)} node configurations of {len(VARIANTS)} sites with {report.machinery}: "
-              f"median {statistics.median(runs):.2f} s ({statistics.median(runs) / len(group) * 1000:.0f} ms each)")
+        print(
+            f"validate {len(group)} node configurations of {len(VARIANTS)} sites with {report.machinery}: "
+            f"median {statistics.median(runs):.2f} s ({statistics.median(runs) / len(group) * 1000:.0f} ms each)"
+        )
 
 
 if __name__ == "__main__":

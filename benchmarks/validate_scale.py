@@ -12,6 +12,7 @@ Each figure is the median wall time and the median CPU time (user + system, of t
 on a shared machine the wall time also counts waiting for a core, so the load average is printed too. The
 address-parsing caches and the rules' node walk are cleared before every in-process run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,15 +49,19 @@ def site_text(nodes: int) -> str:
     cluster["endpoint_vip"] = "10.11.0.10"
     cluster["cilium"]["pools"] = {"services": ["10.99.0.0/24"]}
     template = cluster["workers"]["wk-a"]
-    members = {**{name: (True, index) for index, name in enumerate(("cp-a", "cp-b", "cp-c"))},
-               **{f"wk-{index:04d}": (False, index + 3) for index in range(nodes - 3)}}
+    members = {
+        **{name: (True, index) for index, name in enumerate(("cp-a", "cp-b", "cp-c"))},
+        **{f"wk-{index:04d}": (False, index + 3) for index in range(nodes - 3)},
+    }
     cluster["control_planes"], cluster["workers"] = {}, {}
     for name, (control_plane, index) in members.items():
         node = copy.deepcopy(template)
         high, low = divmod(index + 20, 250)
         node.update(vm_id=2000 + index, hypervisor=HYPERVISORS[index % len(HYPERVISORS)])
-        node["networks"] = {"maintenance_ip": f"10.0.{high}.{low + 1}",
-                            "vlans": {111: {"address": f"10.11.{high}.{low + 1}/16", "gateway": "10.11.0.1"}}}
+        node["networks"] = {
+            "maintenance_ip": f"10.0.{high}.{low + 1}",
+            "vlans": {111: {"address": f"10.11.{high}.{low + 1}/16", "gateway": "10.11.0.1"}},
+        }
         (cluster["control_planes"] if control_plane else cluster["workers"])[name] = node
     return yaml.safe_dump(data, sort_keys=False)
 
@@ -94,8 +99,9 @@ def main() -> None:
         data, _ = load_yaml(text, path)
         model = Site.model_validate(data)
         steps = {
-            "read + strict YAML": median_seconds(lambda: load_yaml(read_text(path, limit=SITE_LIMIT, what="site"),
-                                                                   path), args.runs),
+            "read + strict YAML": median_seconds(
+                lambda: load_yaml(read_text(path, limit=SITE_LIMIT, what="site"), path), args.runs
+            ),
             "model (pydantic)": median_seconds(lambda: Site.model_validate(data), args.runs),
             "whole-site rules": median_seconds(lambda: site_rules.check(model), args.runs),
             "load_site (all three)": median_seconds(lambda: load_site(path), args.runs),
@@ -107,15 +113,19 @@ def main() -> None:
             assert result.returncode == 0, result.stderr
 
         steps["whole process (validate)"] = median_seconds(process, args.runs, resource.RUSAGE_CHILDREN)
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-              f"{platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.1f}"
+        )
         print(f"site: {args.nodes} nodes, {path.stat().st_size:,} bytes; median of {args.runs} runs")
         print(f"{'':>26} {'wall ms':>9} {'cpu ms':>9}")
         for label, (wall, cpu) in steps.items():
             print(f"{label:>26} {wall * 1000:9.1f} {cpu * 1000:9.1f}")
         wall, cpu = steps["whole process (validate)"]
-        print(f"target < 1 s for the whole process: {'met' if wall < 1 else 'missed'} (wall), "
-              f"{'met' if cpu < 1 else 'missed'} (cpu)")
+        print(
+            f"target < 1 s for the whole process: {'met' if wall < 1 else 'missed'} (wall), "
+            f"{'met' if cpu < 1 else 'missed'} (cpu)"
+        )
 
 
 if __name__ == "__main__":

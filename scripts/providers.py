@@ -20,6 +20,7 @@ of each built provider into terravixens/schemas/<name>.json (committed), rewriti
 Prints one line per step with its wall time, so cold and warm runs can be compared.
 See docs/adr/0003-offline-provider-toolchain.md, 0012-bindings-from-schemas.md and 0013-provider-installation-modes.md.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -133,8 +134,9 @@ def build_providers() -> None:
         target = mirror_path(pin["source"], pin["version"])
         if not target.exists():
             print(f"[providers] building {pin['source']} {pin['version']} with Go")
-            go_build_module(pin["go_module"], f"v{pin['version']}", target,
-                            ldflags=f"-s -w -X main.version={pin['version']}")
+            go_build_module(
+                pin["go_module"], f"v{pin['version']}", target, ldflags=f"-s -w -X main.version={pin['version']}"
+            )
         # OpenTofu resolves "bpg/proxmox" to registry.opentofu.org; its mirror scan does not follow symlinks,
         # so the same binary is hard-linked under that hostname too.
         alias = MIRROR / "registry.opentofu.org" / target.relative_to(MIRROR / "registry.terraform.io")
@@ -161,11 +163,15 @@ def tf_env() -> dict:
 def dump_schemas(terraform: str) -> None:
     for name, pin in buildable().items():
         with tempfile.TemporaryDirectory(prefix="tv-schema-") as work:
-            Path(work, "main.tf.json").write_text(json.dumps({"terraform": {"required_providers": {
-                name: {"source": pin["source"], "version": pin["version"]}}}}))
+            Path(work, "main.tf.json").write_text(
+                json.dumps(
+                    {"terraform": {"required_providers": {name: {"source": pin["source"], "version": pin["version"]}}}}
+                )
+            )
             run([terraform, "init", "-input=false", "-backend=false"], cwd=Path(work), env=tf_env(), capture=True)
-            schema = json.loads(run([terraform, "providers", "schema", "-json"], cwd=Path(work), env=tf_env(),
-                                    capture=True))
+            schema = json.loads(
+                run([terraform, "providers", "schema", "-json"], cwd=Path(work), env=tf_env(), capture=True)
+            )
         # The same schema whichever CLI dumped it: OpenTofu names the provider after its own registry.
         schema["provider_schemas"] = {
             key.replace("registry.opentofu.org/", "registry.terraform.io/"): value
@@ -204,8 +210,10 @@ def check_pins() -> None:
         pin = PINS["providers"].get(name)
         if pin is None or item["source"] != pin["source"] or item["constraint"] != f"={pin['version']}":
             expected = f"{pin['source']}@={pin['version']}" if pin else f"an entry for {name!r} in providers.json"
-            raise SystemExit(f"[providers] cdktf.json pins {item['source']}@{item['constraint']}, providers.json "
-                             f"says {expected}: make them agree")
+            raise SystemExit(
+                f"[providers] cdktf.json pins {item['source']}@{item['constraint']}, providers.json "
+                f"says {expected}: make them agree"
+            )
 
 
 def cache_file_name(name: str, constraint: str) -> str:
@@ -272,13 +280,26 @@ def generate_bindings(started: float) -> None:
             (STAGING / group[0] / "imports" / name).rename(IMPORTS / name)
     # What one `cdktf get` of all providers writes beside them (it reads constraints.json to skip unchanged ones).
     cdktf_version = json.loads((STAGING / groups[0][0] / "imports" / "constraints.json").read_text())["cdktf"]
-    (IMPORTS / "constraints.json").write_text(json.dumps({
-        "cdktf": cdktf_version, "providers": {name: providers[name]["constraint"] for name in sorted(providers)},
-    }, indent=2) + "\n")
-    (IMPORTS / "versions.json").write_text(json.dumps({
-        f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"]
-        for name, item in providers.items()
-    }, indent=2) + "\n")
+    (IMPORTS / "constraints.json").write_text(
+        json.dumps(
+            {
+                "cdktf": cdktf_version,
+                "providers": {name: providers[name]["constraint"] for name in sorted(providers)},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    (IMPORTS / "versions.json").write_text(
+        json.dumps(
+            {
+                f"registry.terraform.io/{item['source']}": PINS["providers"][name]["version"]
+                for name, item in providers.items()
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     shutil.rmtree(STAGING, ignore_errors=True)
     STAMP.write_text(stamp + "\n")
 
@@ -288,19 +309,31 @@ def cdktf_get(group: list[str], providers: dict[str, dict], cache: Path, started
     `pipenv run pip show cdktf` finds this project's environment)."""
     project = STAGING / group[0]
     project.mkdir(parents=True)
-    (project / "cdktf.json").write_text(json.dumps({
-        "language": "python", "app": "true", "sendCrashReports": "false", "codeMakerOutput": "imports",
-        "terraformProviders": [f"{providers[n]['source']}@{providers[n]['constraint']}" for n in group],
-        "terraformModules": [], "context": {},
-    }))
+    (project / "cdktf.json").write_text(
+        json.dumps(
+            {
+                "language": "python",
+                "app": "true",
+                "sendCrashReports": "false",
+                "codeMakerOutput": "imports",
+                "terraformProviders": [f"{providers[n]['source']}@{providers[n]['constraint']}" for n in group],
+                "terraformModules": [],
+                "context": {},
+            }
+        )
+    )
     # No Terraform CLI is involved: every schema comes from the cache folder, never from `terraform init`.
     env = dict(os.environ)
     env["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{env['PATH']}"
     env["PIPENV_PIPFILE"] = str(ROOT / "Pipfile")
     env["CDKTF_DISABLE_PLUGIN_CACHE_ENV"] = "1"
     env["CHECKPOINT_DISABLE"] = "1"
-    run(["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"], cwd=project, env=env,
-        capture=True)
+    run(
+        ["cdktf", "get", "--force", f"--experimental-provider-schema-cache-path={cache}"],
+        cwd=project,
+        env=env,
+        capture=True,
+    )
     log(f"bindings of {', '.join(providers[n]['source'] for n in group)} generated", started)
 
 

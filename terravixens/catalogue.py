@@ -7,6 +7,7 @@ rule and every guard check at once; before, each kept its own copy and they drif
 bpg/proxmox 0.111 ships most resources under two or more names (the SDK `proxmox_virtual_environment_*` ones, the
 framework `proxmox_*` ones, and clones): every name counts.
 """
+
 from __future__ import annotations
 
 # ------------------------------------------------------------------------------------------------------- Talos
@@ -18,30 +19,36 @@ MACHINE_SECRETS = "talos_machine_secrets"
 BOOTSTRAP = "talos_machine_bootstrap"
 
 # ------------------------------------------------------------------------------------------------------- Proxmox
-VMS = frozenset({
-    "proxmox_virtual_environment_vm",
-    "proxmox_virtual_environment_vm2",
-    "proxmox_vm",
-    "proxmox_cloned_vm",
-    "proxmox_virtual_environment_cloned_vm",
-})
+VMS = frozenset(
+    {
+        "proxmox_virtual_environment_vm",
+        "proxmox_virtual_environment_vm2",
+        "proxmox_vm",
+        "proxmox_cloned_vm",
+        "proxmox_virtual_environment_cloned_vm",
+    }
+)
 CONTAINERS = frozenset({"proxmox_virtual_environment_container"})
 BRIDGES = frozenset({"proxmox_network_linux_bridge", "proxmox_virtual_environment_network_linux_bridge"})
 IMAGES = frozenset({"proxmox_download_file", "proxmox_virtual_environment_download_file"})
 # The automation identity the platform stacks' Proxmox provider can run as.
-API_ACCESS = frozenset({
-    "proxmox_virtual_environment_user",
-    "proxmox_user_token",
-    "proxmox_virtual_environment_user_token",
-    "proxmox_virtual_environment_role",
-    "proxmox_acl",
-    "proxmox_virtual_environment_acl",
-})
+API_ACCESS = frozenset(
+    {
+        "proxmox_virtual_environment_user",
+        "proxmox_user_token",
+        "proxmox_virtual_environment_user_token",
+        "proxmox_virtual_environment_role",
+        "proxmox_acl",
+        "proxmox_virtual_environment_acl",
+    }
+)
 _STORAGE_KINDS = ("nfs", "cifs", "pbs", "directory", "lvm", "lvmthin", "zfspool")
-STORAGES = frozenset({
-    *(f"proxmox_storage_{kind}" for kind in _STORAGE_KINDS),
-    *(f"proxmox_virtual_environment_storage_{kind}" for kind in _STORAGE_KINDS),
-})
+STORAGES = frozenset(
+    {
+        *(f"proxmox_storage_{kind}" for kind in _STORAGE_KINDS),
+        *(f"proxmox_virtual_environment_storage_{kind}" for kind in _STORAGE_KINDS),
+    }
+)
 BUCKETS = frozenset({"aws_s3_bucket", "minio_s3_bucket"})
 # The snippet files that carry a standalone node's node.env (cloud-init vendor data, container hookscript): replaced
 # on a token rotation, never a reason to replace the guest (ADR 0026).

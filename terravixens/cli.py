@@ -21,6 +21,7 @@ the work lives in terravixens.operations (one module each) and the modules the h
 entry in COMMANDS (docs/architecture.md). Its `--help` epilog and docs/commands.md#exit-codes are rendered from its
 declared codes and the one table, terravixens.exitcodes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,9 +69,11 @@ def codes(*entries: IntEnum | tuple[IntEnum, str]) -> Declared:
 
 
 # ------------------------------------------------------------------------------------------------ site commands
-def _with_site(handler: Callable[[argparse.Namespace, Any], int],
-               bad_site: int = BAD_INPUT) -> Callable[[argparse.Namespace], int]:
+def _with_site(
+    handler: Callable[[argparse.Namespace, Any], int], bad_site: int = BAD_INPUT
+) -> Callable[[argparse.Namespace], int]:
     """Loads the site named on the command line first; a bad site prints its problems and exits `bad_site`."""
+
     def run(args: argparse.Namespace) -> int:
         try:
             site = load_site(args.site)
@@ -78,6 +81,7 @@ def _with_site(handler: Callable[[argparse.Namespace, Any], int],
             print(error, file=sys.stderr)
             return bad_site
         return handler(args, site)
+
     return run
 
 
@@ -100,10 +104,20 @@ def _stacks(args: argparse.Namespace, site: Any) -> int:
 def _plan_guard(args: argparse.Namespace, site: Any) -> int:
     from terravixens.operations.plan_guard import GuardOptions, plan_guard
 
-    return plan_guard(site, GuardOptions(
-        plan=args.plan, layer=args.layer, allow_reboot=frozenset(args.allow_reboot), plan_log=args.plan_log,
-        deployed_states=tuple(args.deployed_state), teardown=args.teardown, limit=args.max_size_mib * 1024 * 1024,
-    ), sys.stderr, sys.stdout)
+    return plan_guard(
+        site,
+        GuardOptions(
+            plan=args.plan,
+            layer=args.layer,
+            allow_reboot=frozenset(args.allow_reboot),
+            plan_log=args.plan_log,
+            deployed_states=tuple(args.deployed_state),
+            teardown=args.teardown,
+            limit=args.max_size_mib * 1024 * 1024,
+        ),
+        sys.stderr,
+        sys.stdout,
+    )
 
 
 @_with_site
@@ -116,8 +130,15 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         return BAD_INPUT
     talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout)
     # An interrupt (Ctrl-C, SIGTERM, SIGHUP) reaches main() annotated by the upgrade with what is done and not.
-    return command(site, args.cluster, talosctl, kubernetes=args.kubernetes, dry_run=args.dry_run,
-                   worker_batch=args.worker_batch, force=args.force)
+    return command(
+        site,
+        args.cluster,
+        talosctl,
+        kubernetes=args.kubernetes,
+        dry_run=args.dry_run,
+        worker_batch=args.worker_batch,
+        force=args.force,
+    )
 
 
 # --------------------------------------------------------------------------------------------------- operations
@@ -149,6 +170,7 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
 
     When the operation touches an L2 layer, each such layer's apply-time tokens come from the secrets file
     (--secrets or $TERRAVIXENS_SECRETS) and the specs' postures (terravixens.operations.standalone_env)."""
+
     def run(args: argparse.Namespace, site: Any) -> int:
         from terravixens.operations import OperationError
         from terravixens.operations.console import Console
@@ -174,15 +196,25 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
         except KeyboardInterrupt as error:
             print(f"terravixens {name}: {interrupted_line(error, console.journal)}", file=sys.stderr)
             return INTERRUPTED
+
     return _with_site(run, bad_site=MonitorExit.ERROR if monitor else BAD_INPUT)
 
 
 def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.deploy import DeployOptions, deploy
 
-    return deploy(ws, None if args.all else args.layers, tf, DeployOptions(
-        yes=args.yes, allow_reboot=frozenset(args.allow_reboot), lock_timeout=args.lock_timeout,
-        save_plan_json=Path(args.save_plan_json) if args.save_plan_json else None), console)
+    return deploy(
+        ws,
+        None if args.all else args.layers,
+        tf,
+        DeployOptions(
+            yes=args.yes,
+            allow_reboot=frozenset(args.allow_reboot),
+            lock_timeout=args.lock_timeout,
+            save_plan_json=Path(args.save_plan_json) if args.save_plan_json else None,
+        ),
+        console,
+    )
 
 
 def _destroy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
@@ -194,16 +226,23 @@ def _destroy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
 def _restore(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.restore import restore
 
-    return restore(ws, args.layer, Path(args.backup), tf, confirm=args.confirm, any_lineage=args.any_lineage,
-                   console=console)
+    return restore(
+        ws, args.layer, Path(args.backup), tf, confirm=args.confirm, any_lineage=args.any_lineage, console=console
+    )
 
 
 def _decommission(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.decommission import DecommissionOptions, decommission
 
-    return decommission(ws, args.cluster, tf, DecommissionOptions(
-        confirm=args.confirm, delete_vms=args.delete_vms, destroy_secrets=args.destroy_secrets, yes=args.yes),
-        console=console)
+    return decommission(
+        ws,
+        args.cluster,
+        tf,
+        DecommissionOptions(
+            confirm=args.confirm, delete_vms=args.delete_vms, destroy_secrets=args.destroy_secrets, yes=args.yes
+        ),
+        console=console,
+    )
 
 
 def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
@@ -211,8 +250,17 @@ def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any
     from terravixens.talosctl import Talosctl
 
     talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout, probe_timeout=args.probe_timeout)
-    return remove_dead_member(ws, args.cluster, args.node, tf, talosctl, console=console, options=DeadMemberOptions(
-        confirm=args.confirm, force=args.force, probes=args.probes, probe_window=args.probe_window))
+    return remove_dead_member(
+        ws,
+        args.cluster,
+        args.node,
+        tf,
+        talosctl,
+        console=console,
+        options=DeadMemberOptions(
+            confirm=args.confirm, force=args.force, probes=args.probes, probe_window=args.probe_window
+        ),
+    )
 
 
 def _drift(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
@@ -263,8 +311,9 @@ def _spec_validate(args: argparse.Namespace) -> int:
     if (args.path is None) == (args.site is None):
         print("spec validate: give a spec file or folder, or --site SITE [--secrets FILE]", file=sys.stderr)
         return BAD_INPUT
-    code, text = validate(args.path and Path(args.path), args.site and Path(args.site),
-                          args.secrets and Path(args.secrets))
+    code, text = validate(
+        args.path and Path(args.path), args.site and Path(args.site), args.secrets and Path(args.secrets)
+    )
     print(text, file=sys.stderr if code else sys.stdout)
     return code
 
@@ -278,17 +327,31 @@ def _spec_serve(args: argparse.Namespace) -> int:
     if not secrets:
         print(f"spec serve: give the secrets file (--secrets FILE or ${SECRETS_ENV})", file=sys.stderr)
         return BAD_INPUT
-    return serve(ServeOptions(
-        site=Path(args.site or os.environ.get(SITE_ENV) or DEFAULT_SITE), secrets=Path(secrets), host=args.host,
-        port=args.port, tls_cert=args.tls_cert and Path(args.tls_cert), tls_key=args.tls_key and Path(args.tls_key),
-        watch_interval=args.watch_interval, header_timeout=args.header_timeout))
+    return serve(
+        ServeOptions(
+            site=Path(args.site or os.environ.get(SITE_ENV) or DEFAULT_SITE),
+            secrets=Path(secrets),
+            host=args.host,
+            port=args.port,
+            tls_cert=args.tls_cert and Path(args.tls_cert),
+            tls_key=args.tls_key and Path(args.tls_key),
+            watch_interval=args.watch_interval,
+            header_timeout=args.header_timeout,
+        )
+    )
 
 
 def _spec_get(args: argparse.Namespace) -> int:
     from terravixens.specclient.get import GetOptions, run
 
-    return run(GetOptions(env_file=args.env_file and Path(args.env_file), out=Path(args.out),
-                          budget=args.max_time, attempt_timeout=args.attempt_timeout))
+    return run(
+        GetOptions(
+            env_file=args.env_file and Path(args.env_file),
+            out=Path(args.out),
+            budget=args.max_time,
+            attempt_timeout=args.attempt_timeout,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
@@ -309,8 +372,10 @@ def _batch(text: str) -> int:
 
 def _probes(text: str) -> int:
     if not text.isdigit() or int(text) < 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of probes: give a whole number, 2 or more (a "
-                                         f"single probe cannot tell a dead node from a reboot)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of probes: give a whole number, 2 or more (a "
+            f"single probe cannot tell a dead node from a reboot)"
+        )
     return int(text)
 
 
@@ -319,8 +384,10 @@ def _site_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _secrets_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--secrets", help="the secrets file: L2 nodes' tokens, gitops layers' Flux git credentials "
-                                          "(default: $TERRAVIXENS_SECRETS)")
+    parser.add_argument(
+        "--secrets",
+        help="the secrets file: L2 nodes' tokens, gitops layers' Flux git credentials (default: $TERRAVIXENS_SECRETS)",
+    )
 
 
 def _site_argument(parser: argparse.ArgumentParser) -> None:
@@ -329,18 +396,35 @@ def _site_argument(parser: argparse.ArgumentParser) -> None:
 
 def _plan_guard_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
-    parser.add_argument("--site", help="site file: roles, and what its nodes want from L0 (default: $TERRAVIXENS_SITE "
-                                       "or sites/example.yaml)")
+    parser.add_argument(
+        "--site",
+        help="site file: roles, and what its nodes want from L0 (default: $TERRAVIXENS_SITE or sites/example.yaml)",
+    )
     parser.add_argument("--layer", help="the layer the plan is of (platform-<cluster>): roles of that cluster only")
-    parser.add_argument("--allow-reboot", action="append", default=[], metavar="NODE",
-                        help="let NODE's configuration change reboot it (repeatable)")
-    parser.add_argument("--plan-log", help="`terraform plan -json` output of the same plan (tells the guard which "
-                                           "reboot checks could not run)")
-    parser.add_argument("--deployed-state", action="append", default=[], metavar="STATE",
-                        help="a platform layer's `terraform state pull` (what its VMs use; repeatable)")
-    parser.add_argument("--teardown", action="store_true",
-                        help="the plan is a `plan -destroy`: its deletions are the request (nodes leave), and "
-                             "what the site's nodes want from L0 does not count")
+    parser.add_argument(
+        "--allow-reboot",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="let NODE's configuration change reboot it (repeatable)",
+    )
+    parser.add_argument(
+        "--plan-log",
+        help="`terraform plan -json` output of the same plan (tells the guard which reboot checks could not run)",
+    )
+    parser.add_argument(
+        "--deployed-state",
+        action="append",
+        default=[],
+        metavar="STATE",
+        help="a platform layer's `terraform state pull` (what its VMs use; repeatable)",
+    )
+    parser.add_argument(
+        "--teardown",
+        action="store_true",
+        help="the plan is a `plan -destroy`: its deletions are the request (nodes leave), and "
+        "what the site's nodes want from L0 does not count",
+    )
     parser.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
 
 
@@ -350,14 +434,29 @@ def _upgrade_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
     parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary (matching the target version)")
     parser.add_argument("--dry-run", action="store_true", help="print the order and the images, touch nothing")
-    parser.add_argument("--kubernetes", action="store_true",
-                        help="upgrade Kubernetes to the site's kubernetes_version (talosctl upgrade-k8s), then health")
-    parser.add_argument("--worker-batch", type=_batch, default=1, metavar="N",
-                        help="upgrade workers N at a time, each batch gated on health (control planes: always one)")
-    parser.add_argument("--timeout", type=_duration, default="15m",
-                        help="deadline of each talosctl call, e.g. 90s, 15m, 1h (default 15m)")
-    parser.add_argument("--force", action="store_true",
-                        help="allow a downgrade (a node newer than talos_version) or skipping a Talos minor")
+    parser.add_argument(
+        "--kubernetes",
+        action="store_true",
+        help="upgrade Kubernetes to the site's kubernetes_version (talosctl upgrade-k8s), then health",
+    )
+    parser.add_argument(
+        "--worker-batch",
+        type=_batch,
+        default=1,
+        metavar="N",
+        help="upgrade workers N at a time, each batch gated on health (control planes: always one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default="15m",
+        help="deadline of each talosctl call, e.g. 90s, 15m, 1h (default 15m)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="allow a downgrade (a node newer than talos_version) or skipping a Talos minor",
+    )
 
 
 def _deploy_args(parser: argparse.ArgumentParser) -> None:
@@ -365,10 +464,18 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("layers", nargs="*", metavar="LAYER", help="layers to deploy, in apply order (default: all)")
     parser.add_argument("--all", action="store_true", help="every layer of the site (the default without LAYER)")
     parser.add_argument("--yes", action="store_true", help="apply without asking (the guard still runs)")
-    parser.add_argument("--allow-reboot", action="append", default=[], metavar="NODE",
-                        help="let NODE's configuration change reboot it (repeatable)")
-    parser.add_argument("--save-plan-json", metavar="PATH",
-                        help="also write the plan's JSON to this new file (0600; it holds secrets; never overwritten)")
+    parser.add_argument(
+        "--allow-reboot",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="let NODE's configuration change reboot it (repeatable)",
+    )
+    parser.add_argument(
+        "--save-plan-json",
+        metavar="PATH",
+        help="also write the plan's JSON to this new file (0600; it holds secrets; never overwritten)",
+    )
     parser.add_argument("--lock-timeout", default="0s", help="wait this long for a state lock (e.g. 60s)")
     _secrets_option(parser)
 
@@ -393,10 +500,14 @@ def _decommission_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cluster")
     parser.add_argument("--confirm", metavar="SITE/CLUSTER", help="the typed confirmation, for unattended runs")
     parser.add_argument("--yes", action="store_true", help="do not ask before each step")
-    parser.add_argument("--delete-vms", action="store_true",
-                        help="also delete the VMs (default: kept, in maintenance mode)")
-    parser.add_argument("--destroy-secrets", action="store_true",
-                        help="last: destroy the machine secrets (the cluster's identity) for good")
+    parser.add_argument(
+        "--delete-vms", action="store_true", help="also delete the VMs (default: kept, in maintenance mode)"
+    )
+    parser.add_argument(
+        "--destroy-secrets",
+        action="store_true",
+        help="last: destroy the machine secrets (the cluster's identity) for good",
+    )
 
 
 def _dead_member_args(parser: argparse.ArgumentParser) -> None:
@@ -406,16 +517,40 @@ def _dead_member_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
     parser.add_argument("--talosctl", default="talosctl")
     parser.add_argument("--confirm", metavar="SITE/CLUSTER/NODE", help="the typed confirmation, for unattended runs")
-    parser.add_argument("--probes", type=_probes, default=4, metavar="N",
-                        help="probe NODE (talosctl version) N times over the window; one answer refuses (default 4)")
-    parser.add_argument("--probe-window", type=_duration, default="60s", metavar="DURATION",
-                        help="the period NODE must stay silent, e.g. 60s, 5m (default 60s)")
-    parser.add_argument("--probe-timeout", type=_duration, default="10s", metavar="DURATION",
-                        help="deadline of each probe (default 10s)")
-    parser.add_argument("--timeout", type=_duration, default="60s", metavar="DURATION",
-                        help="deadline of each other talosctl call (default 60s)")
-    parser.add_argument("--force", action="store_true", help="proceed even though the node answers `talosctl version` "
-                                                             "(a live node whose etcd is broken); still confirmed")
+    parser.add_argument(
+        "--probes",
+        type=_probes,
+        default=4,
+        metavar="N",
+        help="probe NODE (talosctl version) N times over the window; one answer refuses (default 4)",
+    )
+    parser.add_argument(
+        "--probe-window",
+        type=_duration,
+        default="60s",
+        metavar="DURATION",
+        help="the period NODE must stay silent, e.g. 60s, 5m (default 60s)",
+    )
+    parser.add_argument(
+        "--probe-timeout",
+        type=_duration,
+        default="10s",
+        metavar="DURATION",
+        help="deadline of each probe (default 10s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default="60s",
+        metavar="DURATION",
+        help="deadline of each other talosctl call (default 60s)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="proceed even though the node answers `talosctl version` "
+        "(a live node whose etcd is broken); still confirmed",
+    )
 
 
 def _drift_args(parser: argparse.ArgumentParser) -> None:
@@ -426,8 +561,9 @@ def _drift_args(parser: argparse.ArgumentParser) -> None:
 
 def _review_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", nargs="?", help="git ref to compare the working tree with (e.g. origin/main)")
-    parser.add_argument("--site", help="site file, relative to the repository (default: $TERRAVIXENS_SITE or "
-                                       "sites/example.yaml)")
+    parser.add_argument(
+        "--site", help="site file, relative to the repository (default: $TERRAVIXENS_SITE or sites/example.yaml)"
+    )
     parser.add_argument("--before", help="compare two cdktf.out directories instead: the old one")
     parser.add_argument("--after", help="the new cdktf.out directory")
     parser.add_argument("--output", help="also write the Markdown to this new file (never overwritten)")
@@ -451,10 +587,18 @@ def _spec_serve_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8443, help="port (default 8443; 0 picks a free one)")
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve https")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
-    parser.add_argument("--watch-interval", type=float, default=2.0,
-                        help="seconds between checks for changed files (0: reload on SIGHUP only)")
-    parser.add_argument("--header-timeout", type=float, default=10.0,
-                        help="seconds a client has to send its request headers (default 10)")
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=2.0,
+        help="seconds between checks for changed files (0: reload on SIGHUP only)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send its request headers (default 10)",
+    )
 
 
 def _spec_get_args(parser: argparse.ArgumentParser) -> None:
@@ -469,83 +613,209 @@ def _spec_get_args(parser: argparse.ArgumentParser) -> None:
 SYNTH_RULE = "a safety rule stopped synth (its messages printed)"
 
 COMMANDS: tuple[Command, ...] = (
-    Command("validate", "check a site file and print every problem", _site_argument, _validate,
-            codes(OK, (BAD_INPUT, "the site file (or a standalone spec) has problems: every one printed"),
-                  INTERRUPTED)),
-    Command("stacks", "list the stacks of a site, in apply order", _site_argument, _stacks,
-            codes(OK, BAD_INPUT, INTERRUPTED)),
-    Command("plan-guard", "refuse a plan that replaces a node, loses quorum or secrets", _plan_guard_args,
-            _plan_guard,
-            codes(OK, (REFUSED, "the plan breaks a promise: one line per problem and why"),
-                  (BAD_INPUT, "not a plan (or a state, log or site that cannot be read)"), INTERRUPTED)),
-    Command("upgrade", "rolling Talos upgrade, one node at a time, gated on health", _upgrade_args, _upgrade,
-            codes((OK, "every node on the target version (or --dry-run), cluster healthy"),
-                  (REFUSED, "a downgrade, or a skipped Talos minor, without --force: no node touched"),
-                  (BAD_INPUT, "site file, unknown cluster, bad option"),
-                  (FAILED, "a talosctl call failed, hung or is missing, a node is not on the target version and "
-                           "image after its upgrade (rolled back), a version talosctl printed cannot be understood, "
-                           "or the cluster is unhealthy: the last line says where, what is done and what is not "
-                           "touched; run it again once fixed"),
-                  (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"))),
-    Command("deploy", "synth, plan, guard, confirm, back up and apply, per layer", _deploy_args, _operation(_deploy),
-            codes((OK, "applied, or no changes"),
-                  (REFUSED, f"the plan guard refused a layer's plan, or {SYNTH_RULE}; later layers untouched"),
-                  (BAD_INPUT, "site file, unknown layer, secrets file, or --save-plan-json names an existing file"),
-                  DECLINED, (FAILED, "terraform failed (the state before it is in the backup printed) or is "
-                                     "missing"),
-                  BACKUP_FAILED, INTERRUPTED)),
-    Command("destroy", "destroy one layer, after a verified state backup", _destroy_args, _operation(_destroy),
-            codes((OK, "destroyed, or nothing to destroy"),
-                  (REFUSED, f"the guard or prevent_destroy refused (a platform layer is decommissioned), a nested "
-                            f"host's layer still has guests, or {SYNTH_RULE}"),
-                  (BAD_INPUT, "site file, unknown layer"), (DECLINED, "the typed SITE/LAYER was not given"),
-                  FAILED, BACKUP_FAILED, INTERRUPTED)),
-    Command("restore", "put a state backup back (the current state is backed up)", _restore_args,
-            _operation(_restore),
-            codes((OK, "the backup is the layer's state; the replaced one is backed up"), (REFUSED, SYNTH_RULE),
-                  (BAD_INPUT, "not a state, or another lineage without --any-lineage"),
-                  (DECLINED, "the typed SITE/LAYER was not given"), (FAILED, "terraform init or state push failed"),
-                  BACKUP_FAILED, INTERRUPTED)),
-    Command("decommission", "reset a cluster's nodes in order; secrets last", _decommission_args,
-            _operation(_decommission),
-            codes((OK, "every node reset (VMs and secrets as asked)"),
-                  (REFUSED, f"the gitops layer still has resources, the cluster is not converged, the guard "
-                            f"refused a step, or {SYNTH_RULE}"),
-                  (BAD_INPUT, "site file, unknown cluster"), (DECLINED, "the typed SITE/CLUSTER or a step's yes"),
-                  FAILED, BACKUP_FAILED, INTERRUPTED)),
-    Command("remove-dead-member", "remove an unreachable control plane from etcd", _dead_member_args,
-            _operation(_remove_dead_member),
-            codes((OK, "the member is removed and its apply forgotten; take the node out of the site next"),
-                  (REFUSED, f"the node answered a probe (remove it the normal way), a probe failed for another "
-                            f"reason than silence, no control plane lists etcd members (quorum lost), or "
-                            f"{SYNTH_RULE}"),
-                  (BAD_INPUT, "site file, unknown cluster, not a control plane"),
-                  (DECLINED, "the typed SITE/CLUSTER/NODE was not given"),
-                  (FAILED, "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
-                           "is done and what is not)"), BACKUP_FAILED, INTERRUPTED)),
-    Command("drift", "plan each layer; exit 2 when something drifted", _drift_args, _operation(_drift, monitor=True),
-            codes(MonitorExit.IN_SYNC,
-                  (MonitorExit.ERROR, "a bad site file, an unknown layer, terraform failing, or a safety rule "
-                                      "stopping synth"), MonitorExit.FOUND, INTERRUPTED)),
-    Command("review", "per stack and node, what a change does (Markdown for a PR)", _review_args, _review,
-            codes((OK, "the Markdown is printed (and written to --output)"),
-                  (REFUSED, "with --strict: an address of a node the change does not name changes; or a safety "
-                            "rule stopped a synth"),
-                  (BAD_INPUT, "no BASE, unknown ref, a synth that fails, or --output names an existing file"),
-                  INTERRUPTED)),
-    Command("schema export", "write site, spec and posture JSON Schemas", _schema_export_args, _schema_export,
-            codes(OK, INTERRUPTED)),
-    Command("spec validate", "check a spec file or folder, or a site's standalone setup", _spec_validate_args,
-            _spec_validate, codes(OK, (BAD_INPUT, "every problem printed"), INTERRUPTED)),
-    Command("spec serve", "serve each standalone node its resolved spec", _spec_serve_args, _spec_serve,
-            codes((BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"),
-                  (INTERRUPTED, "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
-                                "ends by that signal, as systemd expects)")), signals=False),
-    Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get,
-            codes(*SpecGetExit)),
+    Command(
+        "validate",
+        "check a site file and print every problem",
+        _site_argument,
+        _validate,
+        codes(OK, (BAD_INPUT, "the site file (or a standalone spec) has problems: every one printed"), INTERRUPTED),
+    ),
+    Command(
+        "stacks",
+        "list the stacks of a site, in apply order",
+        _site_argument,
+        _stacks,
+        codes(OK, BAD_INPUT, INTERRUPTED),
+    ),
+    Command(
+        "plan-guard",
+        "refuse a plan that replaces a node, loses quorum or secrets",
+        _plan_guard_args,
+        _plan_guard,
+        codes(
+            OK,
+            (REFUSED, "the plan breaks a promise: one line per problem and why"),
+            (BAD_INPUT, "not a plan (or a state, log or site that cannot be read)"),
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "upgrade",
+        "rolling Talos upgrade, one node at a time, gated on health",
+        _upgrade_args,
+        _upgrade,
+        codes(
+            (OK, "every node on the target version (or --dry-run), cluster healthy"),
+            (REFUSED, "a downgrade, or a skipped Talos minor, without --force: no node touched"),
+            (BAD_INPUT, "site file, unknown cluster, bad option"),
+            (
+                FAILED,
+                "a talosctl call failed, hung or is missing, a node is not on the target version and "
+                "image after its upgrade (rolled back), a version talosctl printed cannot be understood, "
+                "or the cluster is unhealthy: the last line says where, what is done and what is not "
+                "touched; run it again once fixed",
+            ),
+            (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"),
+        ),
+    ),
+    Command(
+        "deploy",
+        "synth, plan, guard, confirm, back up and apply, per layer",
+        _deploy_args,
+        _operation(_deploy),
+        codes(
+            (OK, "applied, or no changes"),
+            (REFUSED, f"the plan guard refused a layer's plan, or {SYNTH_RULE}; later layers untouched"),
+            (BAD_INPUT, "site file, unknown layer, secrets file, or --save-plan-json names an existing file"),
+            DECLINED,
+            (FAILED, "terraform failed (the state before it is in the backup printed) or is missing"),
+            BACKUP_FAILED,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "destroy",
+        "destroy one layer, after a verified state backup",
+        _destroy_args,
+        _operation(_destroy),
+        codes(
+            (OK, "destroyed, or nothing to destroy"),
+            (
+                REFUSED,
+                f"the guard or prevent_destroy refused (a platform layer is decommissioned), a nested "
+                f"host's layer still has guests, or {SYNTH_RULE}",
+            ),
+            (BAD_INPUT, "site file, unknown layer"),
+            (DECLINED, "the typed SITE/LAYER was not given"),
+            FAILED,
+            BACKUP_FAILED,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "restore",
+        "put a state backup back (the current state is backed up)",
+        _restore_args,
+        _operation(_restore),
+        codes(
+            (OK, "the backup is the layer's state; the replaced one is backed up"),
+            (REFUSED, SYNTH_RULE),
+            (BAD_INPUT, "not a state, or another lineage without --any-lineage"),
+            (DECLINED, "the typed SITE/LAYER was not given"),
+            (FAILED, "terraform init or state push failed"),
+            BACKUP_FAILED,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "decommission",
+        "reset a cluster's nodes in order; secrets last",
+        _decommission_args,
+        _operation(_decommission),
+        codes(
+            (OK, "every node reset (VMs and secrets as asked)"),
+            (
+                REFUSED,
+                f"the gitops layer still has resources, the cluster is not converged, the guard "
+                f"refused a step, or {SYNTH_RULE}",
+            ),
+            (BAD_INPUT, "site file, unknown cluster"),
+            (DECLINED, "the typed SITE/CLUSTER or a step's yes"),
+            FAILED,
+            BACKUP_FAILED,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "remove-dead-member",
+        "remove an unreachable control plane from etcd",
+        _dead_member_args,
+        _operation(_remove_dead_member),
+        codes(
+            (OK, "the member is removed and its apply forgotten; take the node out of the site next"),
+            (
+                REFUSED,
+                f"the node answered a probe (remove it the normal way), a probe failed for another "
+                f"reason than silence, no control plane lists etcd members (quorum lost), or "
+                f"{SYNTH_RULE}",
+            ),
+            (BAD_INPUT, "site file, unknown cluster, not a control plane"),
+            (DECLINED, "the typed SITE/CLUSTER/NODE was not given"),
+            (
+                FAILED,
+                "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
+                "is done and what is not)",
+            ),
+            BACKUP_FAILED,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "drift",
+        "plan each layer; exit 2 when something drifted",
+        _drift_args,
+        _operation(_drift, monitor=True),
+        codes(
+            MonitorExit.IN_SYNC,
+            (
+                MonitorExit.ERROR,
+                "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth",
+            ),
+            MonitorExit.FOUND,
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "review",
+        "per stack and node, what a change does (Markdown for a PR)",
+        _review_args,
+        _review,
+        codes(
+            (OK, "the Markdown is printed (and written to --output)"),
+            (
+                REFUSED,
+                "with --strict: an address of a node the change does not name changes; or a safety "
+                "rule stopped a synth",
+            ),
+            (BAD_INPUT, "no BASE, unknown ref, a synth that fails, or --output names an existing file"),
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "schema export",
+        "write site, spec and posture JSON Schemas",
+        _schema_export_args,
+        _schema_export,
+        codes(OK, INTERRUPTED),
+    ),
+    Command(
+        "spec validate",
+        "check a spec file or folder, or a site's standalone setup",
+        _spec_validate_args,
+        _spec_validate,
+        codes(OK, (BAD_INPUT, "every problem printed"), INTERRUPTED),
+    ),
+    Command(
+        "spec serve",
+        "serve each standalone node its resolved spec",
+        _spec_serve_args,
+        _spec_serve,
+        codes(
+            (BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"),
+            (
+                INTERRUPTED,
+                "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
+                "ends by that signal, as systemd expects)",
+            ),
+        ),
+        signals=False,
+    ),
+    Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get, codes(*SpecGetExit)),
 )
-GROUPS = {"schema": "JSON Schemas of the files terravixens reads",
-          "spec": "standalone nodes' specs: validate, serve, get"}
+GROUPS = {
+    "schema": "JSON Schemas of the files terravixens reads",
+    "spec": "standalone nodes' specs: validate, serve, get",
+}
 
 
 def command(name: str) -> Command:
@@ -565,8 +835,13 @@ def parser() -> argparse.ArgumentParser:
                 group = commands.add_parser(words[0], help=GROUPS[words[0]])
                 groups[words[0]] = group.add_subparsers(dest=f"{words[0]}_command", required=True)
             where = groups[words[0]]
-        sub = where.add_parser(words[-1], help=entry.help, description=entry.help, epilog=epilog(entry.codes),
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub = where.add_parser(
+            words[-1],
+            help=entry.help,
+            description=entry.help,
+            epilog=epilog(entry.codes),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         entry.build(sub)
         sub.set_defaults(entry=entry)
     return top

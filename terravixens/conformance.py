@@ -6,6 +6,7 @@ attributes or blocks, missing required ones, computed-only attributes that are s
 counts, and wrong literal types (expressions `${...}` are unknown until plan and are not typed). Each finding names
 the stack, the address, the attribute path and what the schema says.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,7 @@ def _check_type(value, spec, path: str):
         if isinstance(value, (dict, list)):
             yield path, f"is a {type(value).__name__}, the schema says string"
     elif spec == "number":
-        if isinstance(value, (bool, dict, list)) or (
-                isinstance(value, str) and not _numeric(value)):
+        if isinstance(value, (bool, dict, list)) or (isinstance(value, str) and not _numeric(value)):
             yield path, f"is {value!r}, the schema says number"
     elif spec == "bool":
         if not isinstance(value, bool) and not (isinstance(value, str) and value in ("true", "false")):
@@ -82,8 +82,10 @@ def _check_type(value, spec, path: str):
                 yield f"{path}.{key}", f"is not an attribute of this object (it has: {', '.join(sorted(inner))})"
             missing = sorted(set(inner) - set(value))
             if missing:
-                yield path, (f"lacks {', '.join(missing)}: every attribute of an object type must be given "
-                             f"(null when unset)")
+                yield (
+                    path,
+                    (f"lacks {', '.join(missing)}: every attribute of an object type must be given (null when unset)"),
+                )
             for key in sorted(set(value) & set(inner)):
                 yield from _check_type(value[key], inner[key], f"{path}.{key}")
 
@@ -203,8 +205,9 @@ def check_stack(stack_name: str, stack: dict, schemas: dict[str, dict]) -> tuple
             for name, body in items.items():
                 address = f"{prefix}{block_type}.{name}"
                 if schema is None:
-                    findings.append(Finding(stack_name, address, block_type,
-                                            f"is not a {kind} type of provider {provider}"))
+                    findings.append(
+                        Finding(stack_name, address, block_type, f"is not a {kind} type of provider {provider}")
+                    )
                     continue
                 add(address, check_block(body, schema["block"], ignore=frozenset(META_ARGUMENTS)))
     for provider, configs in stack.get("provider", {}).items():
@@ -212,6 +215,8 @@ def check_stack(stack_name: str, stack: dict, schemas: dict[str, dict]) -> tuple
             unchecked.add(provider)
             continue
         for config in configs:
-            add(f"provider.{provider}", check_block(config, schemas[provider]["provider"]["block"],
-                                                    ignore=frozenset(PROVIDER_META)))
+            add(
+                f"provider.{provider}",
+                check_block(config, schemas[provider]["provider"]["block"], ignore=frozenset(PROVIDER_META)),
+            )
     return findings, unchecked

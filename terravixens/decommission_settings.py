@@ -4,6 +4,7 @@ Never read from the site file: only the decommission operation builds one, for a
 `cdktf synth` or `terravixens deploy` can never lift a protection. Pure (no cdktf import): the operations use it
 without starting jsii.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

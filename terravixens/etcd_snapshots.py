@@ -24,6 +24,7 @@ Pure standard library; nothing here runs talosctl: the commands hand `take` a ca
 `SnapshotError` (the commands map it to ExitCode.BACKUP_FAILED, 5: nothing was done), or a `Verification` value
 whose `ok` is False.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,14 +50,16 @@ SUFFIX = ".snapshot"
 MANIFEST_SUFFIX = ".json"
 MANIFEST_FORMAT = 1
 DEFAULT_KEEP = 10
-DIGEST_SIZE = 32            # sha256, appended by etcd's Maintenance.Snapshot
-SECTOR = 512                # etcdutl's and talosctl's test for the digest: size % 512 == 32
+DIGEST_SIZE = 32  # sha256, appended by etcd's Maintenance.Snapshot
+SECTOR = 512  # etcdutl's and talosctl's test for the digest: size % 512 == 32
 TOOL_ENV = "TERRAVIXENS_ETCD_SNAPSHOT_TOOL"
-TOOL_TIMEOUT = 5 * 60       # bbolt's check reads every page: minutes for a database of gigabytes
+TOOL_TIMEOUT = 5 * 60  # bbolt's check reads every page: minutes for a database of gigabytes
 STAMP_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 TOKEN = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")  # DNS labels, and IPv4 addresses for `node`
-NAME = re.compile(r"^(?P<cluster>[a-z0-9.-]+)_(?P<stamp>\d{8}T\d{6}\.\d{6}Z)_(?P<node>[a-z0-9.-]+)_"
-                  r"(?P<reason>[a-z0-9.-]+)(?:_(?P<counter>\d+))?" + re.escape(SUFFIX) + "$")
+NAME = re.compile(
+    r"^(?P<cluster>[a-z0-9.-]+)_(?P<stamp>\d{8}T\d{6}\.\d{6}Z)_(?P<node>[a-z0-9.-]+)_"
+    r"(?P<reason>[a-z0-9.-]+)(?:_(?P<counter>\d+))?" + re.escape(SUFFIX) + "$"
+)
 REPO_TOOL = Path(__file__).resolve().parent.parent / "tools" / "etcd-snapshot" / "bin" / "etcd-snapshot"
 
 # bbolt's file format (go.etcd.io/bbolt internal/common): a 16-byte page header, then on pages 0 and 1 the meta:
@@ -65,7 +68,7 @@ BBOLT_MAGIC = 0xED0CDAED
 BBOLT_VERSION = 2
 PAGE_HEADER = 16
 META = struct.Struct("<IIII QQ QQQ Q")
-META_SUMMED = 56            # the checksum is FNV-1a 64 of the meta up to the checksum field
+META_SUMMED = 56  # the checksum is FNV-1a 64 of the meta up to the checksum field
 
 
 class SnapshotError(Exception):
@@ -91,32 +94,43 @@ class Verification:
     check: str = ""
     reason: str = ""
     size: int = 0
-    sha256: str = ""                 # of the whole file, as sha256sum prints it
-    db_sha256: str = ""              # of the database alone: the digest etcd appended, when it matches
-    revision: int | None = None      # from here down: etcd's snapshot status (level "etcd" only)
+    sha256: str = ""  # of the whole file, as sha256sum prints it
+    db_sha256: str = ""  # of the database alone: the digest etcd appended, when it matches
+    revision: int | None = None  # from here down: etcd's snapshot status (level "etcd" only)
     total_keys: int | None = None
-    etcd_hash: str = ""              # the hash talosctl prints after "snapshot info: hash"
-    storage_version: str = ""        # empty before etcd 3.6
+    etcd_hash: str = ""  # the hash talosctl prints after "snapshot info: hash"
+    storage_version: str = ""  # empty before etcd 3.6
     cluster_version: str = ""
     members: tuple[dict[str, Any], ...] = ()
-    tool: str = ""                   # the tool and etcd module that judged it
-    note: str = ""                   # what was not checked, and why
+    tool: str = ""  # the tool and etcd module that judged it
+    note: str = ""  # what was not checked, and why
 
     def summary(self) -> str:
         """One line for the operator."""
         if not self.ok:
             return f"{self.path.name}: not a usable etcd snapshot ({self.check}): {self.reason}"
         if self.level == "etcd":
-            return (f"{self.path.name}: verified by etcd's own checks ({', '.join(self.passed)}): revision "
-                    f"{self.revision}, {self.total_keys} keys, {self.size} bytes, sha256 {self.sha256[:12]}")
+            return (
+                f"{self.path.name}: verified by etcd's own checks ({', '.join(self.passed)}): revision "
+                f"{self.revision}, {self.total_keys} keys, {self.size} bytes, sha256 {self.sha256[:12]}"
+            )
         return f"{self.path.name}: verified {', '.join(self.passed)} ({self.size} bytes); {self.note}"
 
     def record(self) -> dict[str, Any]:
         """The manifest's `verification`."""
-        return {"level": self.level, "passed": list(self.passed), "db_sha256": self.db_sha256,
-                "revision": self.revision, "total_keys": self.total_keys, "etcd_hash": self.etcd_hash,
-                "storage_version": self.storage_version, "cluster_version": self.cluster_version,
-                "members": list(self.members), "tool": self.tool, "note": self.note}
+        return {
+            "level": self.level,
+            "passed": list(self.passed),
+            "db_sha256": self.db_sha256,
+            "revision": self.revision,
+            "total_keys": self.total_keys,
+            "etcd_hash": self.etcd_hash,
+            "storage_version": self.storage_version,
+            "cluster_version": self.cluster_version,
+            "members": list(self.members),
+            "tool": self.tool,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -177,8 +191,10 @@ def snapshot_name(cluster: str, taken_at: datetime, node: str, reason: str, coun
     """`<cluster>_<UTC time>_<node>_<reason>[_N].snapshot`; N only when the same name was already taken."""
     for what, value in (("cluster", cluster), ("node", node), ("reason", reason)):
         if not TOKEN.match(value):
-            raise ValueError(f"snapshot {what} {value!r}: use lower-case letters, digits, '-' and '.' (a site name, "
-                             f"a node name or address)")
+            raise ValueError(
+                f"snapshot {what} {value!r}: use lower-case letters, digits, '-' and '.' (a site name, "
+                f"a node name or address)"
+            )
     extra = f"_{counter}" if counter > 1 else ""
     return f"{cluster}_{stamp(taken_at)}_{node}_{reason}{extra}{SUFFIX}"
 
@@ -193,7 +209,7 @@ def parse_name(name: str) -> tuple[str, datetime, str, str] | None:
 
 
 def manifest_path(snapshot: Path) -> Path:
-    return snapshot.with_name(snapshot.name[:-len(SUFFIX)] + MANIFEST_SUFFIX)
+    return snapshot.with_name(snapshot.name[: -len(SUFFIX)] + MANIFEST_SUFFIX)
 
 
 # ------------------------------------------------------------------------------------------------------- tool
@@ -222,8 +238,14 @@ def _run_tool(argv: list[str], timeout: float, grace: float = 0) -> _Ran:
     own reading at `timeout`; it reads the database in a child of its own). Never raises for a missing or failing
     binary."""
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, start_new_session=True)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as error:
         return _Ran(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
     try:
@@ -250,7 +272,7 @@ def _meta(page: bytes) -> dict[str, int] | None:
     """bbolt's meta at the start of `page`, when it validates as bbolt's Meta.Validate does; else None."""
     if len(page) < PAGE_HEADER + META.size:
         return None
-    raw = page[PAGE_HEADER:PAGE_HEADER + META.size]
+    raw = page[PAGE_HEADER : PAGE_HEADER + META.size]
     magic, version, page_size, _, root, _, freelist, pgid, txid, checksum = META.unpack(raw)
     if magic != BBOLT_MAGIC or version != BBOLT_VERSION or checksum != _fnv1a64(raw[:META_SUMMED]):
         return None
@@ -277,8 +299,7 @@ def _bbolt_meta(handle: BinaryIO, db_size: int) -> str:
     meta = max(candidates, key=lambda found: found["txid"])
     counted = meta["pgid"] * meta["page_size"]
     if counted > db_size:
-        return (f"its meta page counts {counted} bytes of pages, the file holds {db_size} before the digest: "
-                f"truncated")
+        return f"its meta page counts {counted} bytes of pages, the file holds {db_size} before the digest: truncated"
     return ""
 
 
@@ -326,8 +347,9 @@ def _hash_file(path: Path) -> tuple[int, str, str, bytes] | str:
         return error.strerror or str(error)
 
 
-def verify_snapshot(path: Path, tool: Path | bool | None = True, require_tool: bool = False,
-                    timeout: float = TOOL_TIMEOUT) -> Verification:
+def verify_snapshot(
+    path: Path, tool: Path | bool | None = True, require_tool: bool = False, timeout: float = TOOL_TIMEOUT
+) -> Verification:
     """Verifies the file at `path` as an etcd snapshot; never raises for a bad file.
 
     `tool`: True finds the etcd-snapshot binary (find_tool), a Path uses that one, False or None checks without it.
@@ -347,13 +369,22 @@ def verify_snapshot(path: Path, tool: Path | bool | None = True, require_tool: b
     if size == 0:
         return failed("size", "the file is empty: no snapshot was written", [], **found)
     if size % SECTOR != DIGEST_SIZE:
-        return failed("size", f"{size} bytes is not 512*k+32: there is no sha256 digest where etcd appends one (the "
-                              f"file is truncated, has bytes appended, or was not streamed from etcd's "
-                              f"Maintenance.Snapshot by `talosctl etcd snapshot` or `etcdctl snapshot save`)",
-                      [], **found)
+        return failed(
+            "size",
+            f"{size} bytes is not 512*k+32: there is no sha256 digest where etcd appends one (the "
+            f"file is truncated, has bytes appended, or was not streamed from etcd's "
+            f"Maintenance.Snapshot by `talosctl etcd snapshot` or `etcdctl snapshot save`)",
+            [],
+            **found,
+        )
     if database != trailer.hex():
-        return failed("sha256", f"the database hashes to {database} but etcd appended {trailer.hex()}: the file was "
-                                f"altered after etcd streamed it (a restore would refuse it)", ["size"], **found)
+        return failed(
+            "sha256",
+            f"the database hashes to {database} but etcd appended {trailer.hex()}: the file was "
+            f"altered after etcd streamed it (a restore would refuse it)",
+            ["size"],
+            **found,
+        )
     found["db_sha256"] = database
     with path.open("rb") as handle:
         broken = _bbolt_meta(handle, size - DIGEST_SIZE)
@@ -369,8 +400,9 @@ def verify_snapshot(path: Path, tool: Path | bool | None = True, require_tool: b
 
 
 def _verify_with_tool(path: Path, binary: Path, timeout: float, found: _Found) -> Verification:
-    ran = _run_tool([str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)], timeout,
-                    grace=min(30.0, timeout))
+    ran = _run_tool(
+        [str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)], timeout, grace=min(30.0, timeout)
+    )
     passed = ("size", "sha256", "bbolt-meta")
     if ran.reason:
         return Verification(False, path, "etcd", passed, "tool", ran.reason, **found)
@@ -380,17 +412,37 @@ def _verify_with_tool(path: Path, binary: Path, timeout: float, found: _Found) -
         report = None
     if not isinstance(report, dict) or not isinstance(report.get("ok"), bool):
         message = " ".join((ran.stderr or ran.stdout).split())[:300] or "no output"
-        return Verification(False, path, "etcd", passed, "tool",
-                            f"{binary.name} exit {ran.returncode} without a report: {message}", **found)
+        return Verification(
+            False,
+            path,
+            "etcd",
+            passed,
+            "tool",
+            f"{binary.name} exit {ran.returncode} without a report: {message}",
+            **found,
+        )
     if report.get("sha256") and report["sha256"] != found["sha256"]:
         return Verification(False, path, "etcd", passed, "read", "the file changed while it was verified", **found)
-    details: _Status = {"revision": report.get("revision"), "total_keys": report.get("total_keys"),
-               "etcd_hash": report.get("etcd_hash", ""), "storage_version": report.get("storage_version", ""),
-               "cluster_version": report.get("cluster_version", ""),
-               "members": tuple(report.get("members") or ()), "tool": report.get("tool", "")}
+    details: _Status = {
+        "revision": report.get("revision"),
+        "total_keys": report.get("total_keys"),
+        "etcd_hash": report.get("etcd_hash", ""),
+        "storage_version": report.get("storage_version", ""),
+        "cluster_version": report.get("cluster_version", ""),
+        "members": tuple(report.get("members") or ()),
+        "tool": report.get("tool", ""),
+    }
     if not report["ok"]:
-        return Verification(False, path, "etcd", tuple(report.get("passed") or ()), report.get("check", "etcd"),
-                            report.get("reason", "no reason given"), **found, **details)
+        return Verification(
+            False,
+            path,
+            "etcd",
+            tuple(report.get("passed") or ()),
+            report.get("check", "etcd"),
+            report.get("reason", "no reason given"),
+            **found,
+            **details,
+        )
     return Verification(True, path, "etcd", tuple(report["passed"]), **found, **details)
 
 
@@ -406,11 +458,15 @@ def _private_folder(path: Path, stop: Path) -> None:
             current.mkdir(mode=0o700)
         info = current.lstat()
         if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            raise SnapshotError(f"{current}: not a folder (a symbolic link or a file): snapshots are kept only in "
-                                f"real 0700 folders; move it away")
+            raise SnapshotError(
+                f"{current}: not a folder (a symbolic link or a file): snapshots are kept only in "
+                f"real 0700 folders; move it away"
+            )
         if info.st_uid != os.getuid():
-            raise SnapshotError(f"{current}: owned by uid {info.st_uid}, not by this user: snapshots hold every "
-                                f"Secret of the cluster; use a folder of your own")
+            raise SnapshotError(
+                f"{current}: owned by uid {info.st_uid}, not by this user: snapshots hold every "
+                f"Secret of the cluster; use a folder of your own"
+            )
         if stat.S_IMODE(info.st_mode) != 0o700:
             os.chmod(current, 0o700)
 
@@ -501,8 +557,9 @@ class SnapshotStore:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def add(self, cluster: str, source: Path, node: str, reason: str, taken_at: datetime | None = None,
-            prune: bool = True) -> Taken:
+    def add(
+        self, cluster: str, source: Path, node: str, reason: str, taken_at: datetime | None = None, prune: bool = True
+    ) -> Taken:
         """Verifies `source`, stores it under its name (never over another file) with its manifest, then applies
         retention (the new snapshot is never removed). A source inside the cluster's folder (`incoming`) is linked
         in, any other is copied (and left as it was). Raises SnapshotError when it is not a usable snapshot."""
@@ -511,26 +568,45 @@ class SnapshotStore:
         source = Path(source)
         verification = verify_snapshot(source, self.tool, self.require_tool, self.timeout)
         if not verification.ok:
-            raise SnapshotError(f"etcd snapshot of {cluster} through {node} not kept: {verification.summary()}",
-                                verification)
+            raise SnapshotError(
+                f"etcd snapshot of {cluster} through {node} not kept: {verification.summary()}", verification
+            )
         with self._locked(cluster) as folder:
             path = self._place(folder, source, cluster, taken_at, node, reason, verification)
-            manifest = {"format": MANIFEST_FORMAT, "file": path.name, "site": self.site, "cluster": cluster,
-                        "node": node, "reason": reason, "taken_at": taken_at.astimezone(UTC).isoformat(),
-                        "size": verification.size, "sha256": verification.sha256,
-                        "verification": verification.record()}
+            manifest = {
+                "format": MANIFEST_FORMAT,
+                "file": path.name,
+                "site": self.site,
+                "cluster": cluster,
+                "node": node,
+                "reason": reason,
+                "taken_at": taken_at.astimezone(UTC).isoformat(),
+                "size": verification.size,
+                "sha256": verification.sha256,
+                "verification": verification.record(),
+            }
             try:
                 _write_new(folder, manifest_path(path).name, (json.dumps(manifest, indent=2) + "\n").encode())
                 _fsync_folder(folder)
             except OSError as error:
-                raise SnapshotError(f"{path}: stored, but its manifest could not be written "
-                                    f"({error.strerror or error}): it stays, unverified") from None
+                raise SnapshotError(
+                    f"{path}: stored, but its manifest could not be written "
+                    f"({error.strerror or error}): it stays, unverified"
+                ) from None
             snapshot = Snapshot(path, cluster, taken_at, node, reason, manifest)
             pruned = self._prune(folder, cluster, self.keep, {path}) if prune else Pruned((), (), ())
         return Taken(snapshot, verification, pruned)
 
-    def _place(self, folder: Path, source: Path, cluster: str, taken_at: datetime, node: str, reason: str,
-               verification: Verification) -> Path:
+    def _place(
+        self,
+        folder: Path,
+        source: Path,
+        cluster: str,
+        taken_at: datetime,
+        node: str,
+        reason: str,
+        verification: Verification,
+    ) -> Path:
         """Links the verified file (from `incoming`) or a copy of it (from anywhere else) to the first free name."""
         if folder.resolve() in source.resolve().parents:
             try:
@@ -584,11 +660,14 @@ class SnapshotStore:
         with self.incoming(cluster) as target:
             answer = fetch(target)
             if not getattr(answer, "ok", False):
-                raise SnapshotError(f"etcd snapshot of {cluster} through {node} failed: "
-                                    f"{getattr(answer, 'reason', '') or 'no reason given'}")
+                raise SnapshotError(
+                    f"etcd snapshot of {cluster} through {node} failed: "
+                    f"{getattr(answer, 'reason', '') or 'no reason given'}"
+                )
             if not target.exists():
-                raise SnapshotError(f"etcd snapshot of {cluster} through {node}: talosctl answered but wrote no file "
-                                    f"at {target.name}")
+                raise SnapshotError(
+                    f"etcd snapshot of {cluster} through {node}: talosctl answered but wrote no file at {target.name}"
+                )
             return self.add(cluster, target, node, reason, taken_at)
 
     def snapshots(self, cluster: str) -> list[Snapshot]:
@@ -613,9 +692,17 @@ class SnapshotStore:
         """Verifies a stored snapshot again, and that it is still the file its manifest describes."""
         verification = verify_snapshot(snapshot.path, self.tool, self.require_tool, self.timeout)
         if verification.ok and snapshot.sha256 and verification.sha256 != snapshot.sha256:
-            return Verification(False, snapshot.path, verification.level, verification.passed, "manifest",
-                                f"sha256 {verification.sha256} is not the {snapshot.sha256} its manifest recorded: "
-                                f"the file was replaced", verification.size, verification.sha256)
+            return Verification(
+                False,
+                snapshot.path,
+                verification.level,
+                verification.passed,
+                "manifest",
+                f"sha256 {verification.sha256} is not the {snapshot.sha256} its manifest recorded: "
+                f"the file was replaced",
+                verification.size,
+                verification.sha256,
+            )
         return verification
 
     def prune(self, cluster: str, keep: int | None = None, protect: tuple[Path, ...] = ()) -> Pruned:

@@ -12,6 +12,7 @@ from a timer, and its codes say which side to fix (network, credentials, server,
 
 Standard library only: the node client imports it.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -59,10 +60,10 @@ MEANING: dict[type[IntEnum], dict[str, str]] = {
         "BAD_INPUT": "a site file, plan, backup, argument or output path cannot be used: nothing done",
         "DECLINED": "not confirmed (or no terminal and no --confirm/--yes): nothing done",
         "FAILED": "an external step failed, hung or is missing (terraform, talosctl, kubectl), or the cluster went "
-                  "unhealthy mid-run: stopped; the last line says what is done and what is not",
+        "unhealthy mid-run: stopped; the last line says what is done and what is not",
         "BACKUP_FAILED": "a state backup could not be taken or verified: nothing done",
         "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, SIGHUP): children stopped; the last line says what is done and "
-                       "what is not",
+        "what is not",
     },
     MonitorExit: {
         "IN_SYNC": "in sync: nothing would change",
@@ -76,7 +77,7 @@ MEANING: dict[type[IntEnum], dict[str, str]] = {
         "REFUSED": "the server refused the credentials (401 or 403)",
         "UNKNOWN": "the server does not know this identity (404)",
         "UNVERIFIED": "the answer could not be verified: TLS certificate, not JSON, wrong schema_version or identity, "
-                      "other status",
+        "other status",
         "UNWRITABLE": "the spec could not be written",
     },
 }
@@ -98,25 +99,36 @@ def epilog(codes: Declared, width: int = 100) -> str:
     lines = ["exit codes (docs/commands.md#exit-codes):"]
     for code, note in codes:
         text = meaning(code) + (f" — here: {note}" if note else "")
-        lines += textwrap.wrap(text, width, initial_indent=f"  {int(code):<4}{code.name:<15}",
-                               subsequent_indent=" " * 21, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            text,
+            width,
+            initial_indent=f"  {int(code):<4}{code.name:<15}",
+            subsequent_indent=" " * 21,
+            break_on_hyphens=False,
+        )
     return "\n".join(lines)
 
 
 def markdown(commands: Sequence[tuple[str, Declared]]) -> str:
     """The exit-code section of docs/commands.md: the tables, then every command's codes (tests/test_exit_codes.py
     compares it with the docs)."""
-    titles = {ExitCode: "Every command but `drift` and `spec get` (also `cdktf synth`: 0, 1, 2):",
-              MonitorExit: "`drift` is a monitor (`terraform plan -detailed-exitcode`): 2 always means drift, so "
-                           "every error is 1 (an interrupted run is 130):",
-              SpecGetExit: "`spec get` runs on the nodes, from a timer; its codes say which side to fix:"}
+    titles = {
+        ExitCode: "Every command but `drift` and `spec get` (also `cdktf synth`: 0, 1, 2):",
+        MonitorExit: "`drift` is a monitor (`terraform plan -detailed-exitcode`): 2 always means drift, so "
+        "every error is 1 (an interrupted run is 130):",
+        SpecGetExit: "`spec get` runs on the nodes, from a timer; its codes say which side to fix:",
+    }
     out: list[str] = []
     for table in TABLES:
         out += [titles[table], "", "| code | name | meaning |", "|---|---|---|"]
         out += [f"| {int(code)} | `{code.name}` | {meaning(code)} |" for code in table]
         out.append("")
-    out += ["Per command (what a code means for it, where it says more than the table):", "",
-            "| command | exit codes | for this command |", "|---|---|---|"]
+    out += [
+        "Per command (what a code means for it, where it says more than the table):",
+        "",
+        "| command | exit codes | for this command |",
+        "|---|---|---|",
+    ]
     for name, codes in commands:
         notes = "; ".join(f"{int(code)}: {note}" for code, note in codes if note)
         out.append(f"| `{name}` | {', '.join(str(int(code)) for code, _ in codes)} | {notes} |")

@@ -6,6 +6,7 @@ Pure functions over JSON-like values (no cdktf): the safety rules use them on th
 cdktf renders a reference as `${type.id.attr}`, but one nested in a function call or an operator has no `${` of its
 own (`${lower(type.id.attr)}`, `${a ? type.id.x : ""}`): traversals are found anywhere inside each expression.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,7 @@ def expressions(text: str) -> list[str]:
         while end < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[end], 0)
             end += 1
-        found.append(text[start + 2:end - 1 if depth == 0 else end])
+        found.append(text[start + 2 : end - 1 if depth == 0 else end])
         index = end
     return found
 
@@ -52,8 +53,9 @@ def addresses_in(value: object) -> set[str]:
     for text in strings_in(value):
         if "${" in text:
             for expression in expressions(text):
-                found.update(address for address in ADDRESS.findall(expression)
-                             if address.split(".", 1)[0] not in NOT_RESOURCES)
+                found.update(
+                    address for address in ADDRESS.findall(expression) if address.split(".", 1)[0] not in NOT_RESOURCES
+                )
     return found
 
 

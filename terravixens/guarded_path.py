@@ -8,6 +8,7 @@ says the exact command to use instead.
 
 Standard library only: `terravixens.provider_install` (imported before any virtualenv exists) reads it.
 """
+
 from __future__ import annotations
 
 VARIABLE = "terravixens_guarded"
@@ -24,17 +25,21 @@ def environment() -> dict[str, str]:
 
 def commands(layer: str) -> str:
     """The guarded ways to change and to review `layer`, as the refusals print them."""
-    return (f"`npx cdktf deploy {layer}` from the repository (its .npmrc makes cdktf run Terraform through "
-            f"{WRAPPER}: plan guard, verified state backup, then that saved plan) or `pipenv run terravixens deploy "
-            f"{layer}`; to tear it down `pipenv run terravixens destroy {layer}`; to review a plan `pipenv run "
-            f"terravixens drift {layer}` or `npx cdktf diff {layer}`")
+    return (
+        f"`npx cdktf deploy {layer}` from the repository (its .npmrc makes cdktf run Terraform through "
+        f"{WRAPPER}: plan guard, verified state backup, then that saved plan) or `pipenv run terravixens deploy "
+        f"{layer}`; to tear it down `pipenv run terravixens destroy {layer}`; to review a plan `pipenv run "
+        f"terravixens drift {layer}` or `npx cdktf diff {layer}`"
+    )
 
 
 def refusal(layer: str) -> str:
     """The validation message of `terravixens_guarded` in layer `layer`'s stack."""
-    return (f"Layer {layer} is planned and applied through terravixens only, so that the plan guard and a verified "
-            f"state backup run first: use {commands(layer)}. Set {ENV_NAME}=true yourself only to run Terraform "
-            f"unguarded, knowingly (docs/adr/0031-guarded-cdktf-path.md).")
+    return (
+        f"Layer {layer} is planned and applied through terravixens only, so that the plan guard and a verified "
+        f"state backup run first: use {commands(layer)}. Set {ENV_NAME}=true yourself only to run Terraform "
+        f"unguarded, knowingly (docs/adr/0031-guarded-cdktf-path.md)."
+    )
 
 
 __all__ = ["CONFIRM_ENV", "ENV_NAME", "VARIABLE", "WRAPPER", "commands", "environment", "refusal"]

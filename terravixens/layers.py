@@ -23,6 +23,7 @@ names only.
 Pure: no cdktf import (the CLI lists layers without starting jsii); a kind names its stack class, imported only
 when a stack is built.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -95,10 +96,10 @@ class LayerKind:
     """A kind of layer: what all its layers share, and how to find them in a site (`layers(kind, site)`)."""
 
     name: str
-    level: str                                  # L0, L1 or L2 (LEVELS): the first key of the apply order
-    stack: str                                  # "module:Class" of its stack, a terravixens.stacks.base.LayerStack
-    providers: tuple[str, ...]                  # the provider blocks its stack declares (tests hold the JSON to it)
-    guard: GuardFacts                           # what the guard knows of its layers (a layer may refine it)
+    level: str  # L0, L1 or L2 (LEVELS): the first key of the apply order
+    stack: str  # "module:Class" of its stack, a terravixens.stacks.base.LayerStack
+    providers: tuple[str, ...]  # the provider blocks its stack declares (tests hold the JSON to it)
+    guard: GuardFacts  # what the guard knows of its layers (a layer may refine it)
     layers: Callable[[LayerKind, Site], list[Layer]] = field(repr=False)
 
     def stack_class(self) -> type:
@@ -112,41 +113,72 @@ def _hypervisors(kind: LayerKind, site: Site) -> list[Layer]:
 
 
 def _platforms(kind: LayerKind, site: Site) -> list[Layer]:
-    return [Layer(platform_stack_name(cluster), kind, after=HYPERVISORS, guard=kind.guard, cluster=cluster)
-            for cluster in sorted(site.clusters)]
+    return [
+        Layer(platform_stack_name(cluster), kind, after=HYPERVISORS, guard=kind.guard, cluster=cluster)
+        for cluster in sorted(site.clusters)
+    ]
 
 
 def _gitops(kind: LayerKind, site: Site) -> list[Layer]:
     """After its platform layer, whose state it reads the cluster's credentials from at plan time (ADR 0007)."""
-    return [Layer(gitops_stack_name(cluster), kind, after=platform_stack_name(cluster), guard=kind.guard,
-                  cluster=cluster) for cluster in sorted(site.clusters)]
+    return [
+        Layer(gitops_stack_name(cluster), kind, after=platform_stack_name(cluster), guard=kind.guard, cluster=cluster)
+        for cluster in sorted(site.clusters)
+    ]
 
 
 def _standalone(kind: LayerKind, site: Site) -> list[Layer]:
     """`standalone` (the guests of the site's hypervisors, which L0 judges) and one `standalone-<host>` per nested
     pve host with guests (terravixens.standalone.layout, ADR 0025)."""
-    return [Layer(layer.name, kind, after=layer.after or HYPERVISORS, guests=layer,
-                  guard=GuardFacts(guests_on_l0=kind.guard.guests_on_l0 and layer.host.host is None))
-            for layer in standalone_layers(site).values()]
+    return [
+        Layer(
+            layer.name,
+            kind,
+            after=layer.after or HYPERVISORS,
+            guests=layer,
+            guard=GuardFacts(guests_on_l0=kind.guard.guests_on_l0 and layer.host.host is None),
+        )
+        for layer in standalone_layers(site).values()
+    ]
 
 
 LAYER_KINDS: tuple[LayerKind, ...] = (
-    LayerKind("hypervisors", "L0", "terravixens.stacks.hypervisors:HypervisorsStack", ("proxmox",),
-              GuardFacts(l0_usage=True), _hypervisors),
-    LayerKind("platform", "L1", "terravixens.stacks.platform:PlatformStack", ("proxmox", "talos"),
-              GuardFacts(roles=True, guests_on_l0=True), _platforms),
-    LayerKind("gitops", "L1", "terravixens.stacks.gitops:GitopsStack", ("helm", "kubernetes"),
-              GuardFacts(roles=True), _gitops),
-    LayerKind("standalone", "L2", "terravixens.stacks.standalone:StandaloneStack", ("proxmox",),
-              GuardFacts(guests_on_l0=True), _standalone),
+    LayerKind(
+        "hypervisors",
+        "L0",
+        "terravixens.stacks.hypervisors:HypervisorsStack",
+        ("proxmox",),
+        GuardFacts(l0_usage=True),
+        _hypervisors,
+    ),
+    LayerKind(
+        "platform",
+        "L1",
+        "terravixens.stacks.platform:PlatformStack",
+        ("proxmox", "talos"),
+        GuardFacts(roles=True, guests_on_l0=True),
+        _platforms,
+    ),
+    LayerKind(
+        "gitops", "L1", "terravixens.stacks.gitops:GitopsStack", ("helm", "kubernetes"), GuardFacts(roles=True), _gitops
+    ),
+    LayerKind(
+        "standalone",
+        "L2",
+        "terravixens.stacks.standalone:StandaloneStack",
+        ("proxmox",),
+        GuardFacts(guests_on_l0=True),
+        _standalone,
+    ),
 )
 
 
 def site_layers(site: Site) -> list[Layer]:
     """Every layer of the site, in apply order (see the module's docstring)."""
     found = [(LEVELS.index(kind.level), index, kind) for index, kind in enumerate(LAYER_KINDS)]
-    layers = [(level, layer.cluster or "", index, layer)
-              for level, index, kind in found for layer in kind.layers(kind, site)]
+    layers = [
+        (level, layer.cluster or "", index, layer) for level, index, kind in found for layer in kind.layers(kind, site)
+    ]
     # Stable: a kind's own order (L2: parents first) is kept among layers of equal level, cluster and kind.
     return [layer for *_, layer in sorted(layers, key=lambda item: item[:3])]
 
@@ -157,8 +189,9 @@ def layer_named(site: Site, name: str) -> Layer:
     for layer in layers:
         if layer.name == name:
             return layer
-    raise KeyError(f"no layer {name!r} in site {site.site!r}: its layers are "
-                   f"{', '.join(layer.name for layer in layers)}")
+    raise KeyError(
+        f"no layer {name!r} in site {site.site!r}: its layers are {', '.join(layer.name for layer in layers)}"
+    )
 
 
 def stack_names(site: Site) -> list[str]:

@@ -9,6 +9,7 @@ a list position, a role or cdktf's path hash. See docs/adr/0006-logical-ids.md.
 - hypervisor-owned: hv_<hypervisor>_<part>        e.g. hv_pve1_bridge_vmbr1, hv_pve1_image_v1-11-5_ce4c980550dd
 - standalone-owned: sa_<node>_<part>              e.g. sa_dns1_ct, sa_jump1_vm, sa_jump1_node_env (L2, ADR 0025)
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ def standalone_owner_of(logical_id: str) -> str | None:
     """The standalone node that owns a logical id (`sa_<node>_<part>`), else None."""
     if not logical_id.startswith(STANDALONE_PREFIX):
         return None
-    return logical_id[len(STANDALONE_PREFIX):].split("_", 1)[0]
+    return logical_id[len(STANDALONE_PREFIX) :].split("_", 1)[0]
 
 
 def owner_of(logical_id: str) -> str | None:
@@ -57,7 +58,7 @@ def owner_of(logical_id: str) -> str | None:
     if not logical_id.startswith(NODE_PREFIX):
         return None
     # Node names are DNS labels (no '_'), so the node name ends at the first '_'.
-    return logical_id[len(NODE_PREFIX):].split("_", 1)[0]
+    return logical_id[len(NODE_PREFIX) :].split("_", 1)[0]
 
 
 def pin(element: T, logical_id: str) -> T:

@@ -12,6 +12,7 @@ Two modes, chosen by `TERRAVIXENS_PROVIDERS` (docs/adr/0013-provider-installatio
 
 Standard library only: `scripts/providers.py` imports it before any virtualenv exists.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,10 @@ class ProviderModeError(ValueError):
 def mode(environ: Mapping[str, str] = os.environ) -> str:
     value = environ.get(MODE_VARIABLE, "").strip() or DEFAULT_MODE
     if value not in MODES:
-        raise ProviderModeError(f"{MODE_VARIABLE}={value[:40]!r} is not a provider installation mode: "
-                                f"use {' or '.join(MODES)} (unset means {DEFAULT_MODE})")
+        raise ProviderModeError(
+            f"{MODE_VARIABLE}={value[:40]!r} is not a provider installation mode: "
+            f"use {' or '.join(MODES)} (unset means {DEFAULT_MODE})"
+        )
     return value
 
 
@@ -60,8 +63,8 @@ def mirror_cli_config_text(mirror: Path) -> str:
         "# Written by scripts/providers.py (make mirror): install providers from the local filesystem mirror only.\n"
         "# Used only when asked: TERRAVIXENS_PROVIDERS=mirror (see docs/adr/0013-provider-installation-modes.md).\n"
         "provider_installation {\n"
-        f"  filesystem_mirror {{\n    path    = \"{mirror}\"\n"
-        "    include = [\"registry.terraform.io/*/*\", \"registry.opentofu.org/*/*\"]\n  }\n"
+        f'  filesystem_mirror {{\n    path    = "{mirror}"\n'
+        '    include = ["registry.terraform.io/*/*", "registry.opentofu.org/*/*"]\n  }\n'
         "}\n"
     )
 

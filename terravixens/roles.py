@@ -2,6 +2,7 @@
 
 Pure (no pydantic, no cdktf): the plan guard and the upgrade command use it without loading the rest.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum

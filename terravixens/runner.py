@@ -17,6 +17,7 @@ did: a binary that is missing or not executable, a call past its deadline, a non
 
 Output is streamed: `on_stdout_line` gets each line as it arrives (Terraform's `-json` progress).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -108,8 +109,10 @@ def interrupted_line(error: BaseException) -> str:
     where = getattr(error, "where", None)
     stopped = getattr(error, "stopped", ())
     summary = getattr(error, "summary", None) or "nothing after it was started; the lines above say what is done"
-    return (f"interrupted by {name}{' ' + where if where else ''}"
-            f"{' (' + ', '.join(stopped) + ' stopped with its process group)' if stopped else ''}; {summary}")
+    return (
+        f"interrupted by {name}{' ' + where if where else ''}"
+        f"{' (' + ', '.join(stopped) + ' stopped with its process group)' if stopped else ''}; {summary}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ live groups
@@ -123,8 +126,8 @@ class _Live:
 
 # Re-entrant: the signal handler runs in the main thread, possibly while that thread holds the lock.
 _lock = threading.RLock()
-_live: dict[int, _Live] = {}      # process group id (= the leader's pid) -> the call
-_stopping: str | None = None      # the signal that asked every call to stop (inside handle_signals)
+_live: dict[int, _Live] = {}  # process group id (= the leader's pid) -> the call
+_stopping: str | None = None  # the signal that asked every call to stop (inside handle_signals)
 
 
 def stopping() -> str | None:
@@ -221,9 +224,17 @@ def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float
     def start() -> None:
         try:
             process = subprocess.Popen(
-                argv, cwd=cwd, env=None if env is None else dict(env), start_new_session=True,
-                stdin=subprocess.PIPE if with_input else subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace")
+                argv,
+                cwd=cwd,
+                env=None if env is None else dict(env),
+                start_new_session=True,
+                stdin=subprocess.PIPE if with_input else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
         except OSError as error:
             box["result"] = error
             return
@@ -269,10 +280,17 @@ def _message(stderr: str, stdout: str) -> str:
     return " ".join(lines)[:MESSAGE_LIMIT] or "no message"
 
 
-def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = None,
-        env: Mapping[str, str] | None = None, input: str | None = None,
-        on_stdout_line: Callable[[str], None] | None = None, label: str | None = None,
-        grace: float = TERM_GRACE) -> Ran:
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    on_stdout_line: Callable[[str], None] | None = None,
+    label: str | None = None,
+    grace: float = TERM_GRACE,
+) -> Ran:
     """Runs `argv` to completion or to its deadline (`timeout` seconds); never raises for what the program does.
 
     `label` names the command in reasons (default: the binary's name); `grace` is the time between SIGTERM and
@@ -289,8 +307,10 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = 
     out: list[str] = []
     err: list[str] = []
     errors: list[BaseException] = []
-    threads = [threading.Thread(target=_reader, args=(process.stdout, out, on_stdout_line, errors), daemon=True),
-               threading.Thread(target=_reader, args=(process.stderr, err, None, errors), daemon=True)]
+    threads = [
+        threading.Thread(target=_reader, args=(process.stdout, out, on_stdout_line, errors), daemon=True),
+        threading.Thread(target=_reader, args=(process.stderr, err, None, errors), daemon=True),
+    ]
     if input is not None:
         threads.append(threading.Thread(target=_writer, args=(process.stdin, input), daemon=True))
     for thread in threads:
@@ -320,13 +340,18 @@ def run(argv: Sequence[str], *, timeout: float, cwd: str | os.PathLike | None = 
     stdout, stderr = "".join(list(out)), "".join(list(err))
     argv_t = tuple(argv)
     if timed_out:
-        return Ran(argv_t, None, stdout, stderr, f"{label} did not finish within {seconds(timeout)}: stopped "
-                                                 f"(SIGTERM, then SIGKILL to its process group)", timed_out=True)
+        return Ran(
+            argv_t,
+            None,
+            stdout,
+            stderr,
+            f"{label} did not finish within {seconds(timeout)}: stopped (SIGTERM, then SIGKILL to its process group)",
+            timed_out=True,
+        )
     if entry.stopped_by is not None:
         return Ran(argv_t, None, stdout, stderr, f"{label} stopped: {entry.stopped_by} received", interrupted=True)
     if process.returncode != 0:
-        return Ran(argv_t, process.returncode, stdout, stderr,
-                   f"exit {process.returncode}: {_message(stderr, stdout)}")
+        return Ran(argv_t, process.returncode, stdout, stderr, f"exit {process.returncode}: {_message(stderr, stdout)}")
     return Ran(argv_t, 0, stdout, stderr, "")
 
 
@@ -336,5 +361,16 @@ def _join(threads: Sequence[threading.Thread], within: float) -> None:
         thread.join(max(0.0, until - time.monotonic()))
 
 
-__all__ = ["Interrupted", "PIPE_LINGER", "Ran", "TERM_GRACE", "annotate", "handle_signals", "interrupted_line",
-           "parse_duration", "run", "seconds", "stopping"]
+__all__ = [
+    "Interrupted",
+    "PIPE_LINGER",
+    "Ran",
+    "TERM_GRACE",
+    "annotate",
+    "handle_signals",
+    "interrupted_line",
+    "parse_duration",
+    "run",
+    "seconds",
+    "stopping",
+]

@@ -5,6 +5,7 @@ added, removed and changed, and for a changed address the attribute paths that d
 change flows along references out of data sources and terraform_data (their results are re-read or
 re-computed), as a plan would show it. Used by `terravixens review` and by the scenario tests. Pure (no cdktf).
 """
+
 from __future__ import annotations
 
 import copy

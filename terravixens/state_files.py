@@ -5,6 +5,7 @@ A umask of 077 makes Terraform create them so, but Terraform rewrites an existin
 mode: a state first written 0644 (by an older, unguarded `cdktf deploy`) stays 0644 for ever unless tightened.
 Standard library only: `terravixens-terraform` runs this around every command that can write state.
 """
+
 from __future__ import annotations
 
 import json

@@ -3,6 +3,7 @@
 Exit codes (terravixens.exitcodes): OK synthesized; REFUSED a safety rule (TV001…) stopped synth, its messages
 printed; BAD_INPUT the site file is wrong, every problem printed with file, field, value and fix.
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,7 +12,7 @@ from terravixens.config.loader import SiteError, load_site
 from terravixens.exitcodes import ExitCode
 
 # cdktf raises one RuntimeError for all error annotations; its text after this mark is the list of rule messages.
-RULE_FAILURE_MARK = "Encountered Annotations with level \"ERROR\""
+RULE_FAILURE_MARK = 'Encountered Annotations with level "ERROR"'
 # cdktf's closing advice, to turn every error annotation off: never the way out of a safety rule, so not repeated.
 BYPASS_ADVICE = "Either fix the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS"
 
@@ -25,8 +26,7 @@ def rule_messages(error: BaseException) -> str | None:
     if RULE_FAILURE_MARK not in text:
         return None
     messages = text.split(RULE_FAILURE_MARK, 1)[1]
-    return "\n".join(line for line in messages.strip(": \n").splitlines()
-                     if not line.startswith(BYPASS_ADVICE)).strip()
+    return "\n".join(line for line in messages.strip(": \n").splitlines() if not line.startswith(BYPASS_ADVICE)).strip()
 
 
 def synth_failure(error: BaseException) -> str:
@@ -40,8 +40,10 @@ def synth_failure(error: BaseException) -> str:
             lines.append(line.rstrip())
     text = "\n".join(lines) or type(error).__name__
     if "Could not determine version of terraform" in text:
-        text += ("\nsynth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
-                 "TERRAFORM_BINARY_NAME")
+        text += (
+            "\nsynth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
+            "TERRAFORM_BINARY_NAME"
+        )
     return text
 
 

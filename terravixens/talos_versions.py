@@ -12,6 +12,7 @@ A configuration contract (`v1.11`) is the Talos minor a machine configuration is
 A table of facts below the site model: the model's fields validate versions against it (terravixens.config.fields),
 and the Talos patches read it (terravixens.talos.patches); it imports nothing of terravixens.
 """
+
 from __future__ import annotations
 
 import re

@@ -13,6 +13,7 @@ Output formats parsed here are talosctl's own (cmd/talosctl/cmd/talos in siderol
 whose version is the schematic id it was built from (the running image, unlike machine.install.image, which only
 says what a future install would use).
 """
+
 from __future__ import annotations
 
 import re
@@ -92,13 +93,19 @@ class Talosctl:
         """Every call starts with --nodes ADDRESS, then the subcommand (arguments[2]), which names it in reasons."""
         limit = deadline if deadline is not None else self.timeout + min(MAX_GRACE, self.timeout)
         label = " ".join(["talosctl", *_subcommand(arguments[2:])])
-        ran = runner.run([self.binary, "--talosconfig", self.talosconfig, *arguments], timeout=limit, label=label,
-                         grace=self.grace)
+        ran = runner.run(
+            [self.binary, "--talosconfig", self.talosconfig, *arguments], timeout=limit, label=label, grace=self.grace
+        )
         if ran.timed_out:
             budget = f" (timeout {self.timeout}s)" if deadline is None else ""
-            return Ran(ran.argv, None, ran.stdout, ran.stderr,
-                       f"{label} did not answer within {runner.seconds(limit)}{budget}: stopped with its process "
-                       f"group", timed_out=True)
+            return Ran(
+                ran.argv,
+                None,
+                ran.stdout,
+                ran.stderr,
+                f"{label} did not answer within {runner.seconds(limit)}{budget}: stopped with its process group",
+                timed_out=True,
+            )
         return ran
 
     def version(self, address: str) -> Call:
@@ -118,8 +125,15 @@ class Talosctl:
         return self.run(["--nodes", address, "upgrade-k8s", "--to", target])
 
     def health(self, control_planes: Sequence[str], workers: Sequence[str]) -> Call:
-        arguments = ["--nodes", control_planes[0], "health", "--control-plane-nodes", ",".join(control_planes),
-                     "--wait-timeout", f"{self.timeout}s"]
+        arguments = [
+            "--nodes",
+            control_planes[0],
+            "health",
+            "--control-plane-nodes",
+            ",".join(control_planes),
+            "--wait-timeout",
+            f"{self.timeout}s",
+        ]
         if workers:
             arguments += ["--worker-nodes", ",".join(workers)]
         return self.run(arguments)

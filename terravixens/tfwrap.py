@@ -25,6 +25,7 @@ Whatever runs: umask 077, HashiCorp's checkpoint off, and the layer's local stat
 before Terraform starts (terravixens.state_files). The real binary is $TERRAVIXENS_TERRAFORM (the .npmrc keeps a
 TERRAFORM_BINARY_NAME the user had set there), else `terraform` on PATH.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,12 @@ GUARDED = ("apply", "destroy")
 ACCEPTED = {"-auto-approve", "-no-color", "-input=false", "-input=true"}
 # The wrapper's own stops (the one table): bad input, not confirmed, an external step failed or is missing,
 # interrupted. The guarded path returns the operation's own code.
-BAD_INPUT, DECLINED, FAILED, INTERRUPTED = (ExitCode.BAD_INPUT, ExitCode.DECLINED, ExitCode.FAILED,
-                                            ExitCode.INTERRUPTED)
+BAD_INPUT, DECLINED, FAILED, INTERRUPTED = (
+    ExitCode.BAD_INPUT,
+    ExitCode.DECLINED,
+    ExitCode.FAILED,
+    ExitCode.INTERRUPTED,
+)
 
 
 def say(text: str) -> None:
@@ -59,7 +64,7 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], str | None, list[str]
     """(global options, subcommand, its arguments): `-chdir=D plan -out x` → (['-chdir=D'], 'plan', ['-out', 'x'])."""
     for index, arg in enumerate(argv):
         if not arg.startswith("-"):
-            return list(argv[:index]), arg, list(argv[index + 1:])
+            return list(argv[:index]), arg, list(argv[index + 1 :])
     return list(argv), None, []
 
 
@@ -103,8 +108,10 @@ def tighten(stack_dir: Path) -> None:
     if (stack_dir / "cdk.tf.json").is_file():
         root = project_of(stack_dir)
         for path in tighten_local_state(stack_dir, root):
-            say(f"{_shown(path, root)}: mode tightened to {'0700' if path.is_dir() else '0600'} (it holds the layer's "
-                f"secrets)")
+            say(
+                f"{_shown(path, root)}: mode tightened to {'0700' if path.is_dir() else '0600'} (it holds the layer's "
+                f"secrets)"
+            )
 
 
 def plan_file(args: Sequence[str]) -> str | None:
@@ -133,9 +140,14 @@ def run_plan(binary: str, argv: Sequence[str], args: Sequence[str], stack_dir: P
     if target is not None:
         target.unlink(missing_ok=True)  # created anew under umask 077, never rewritten in place with an old mode
     try:
-        ran = runner.run([binary, *argv], timeout=timeout, env=terraform_environment(guarded=True),
-                         on_stdout_line=lambda line: print(line, flush=True), label="terraform plan",
-                         grace=STOP_GRACE)
+        ran = runner.run(
+            [binary, *argv],
+            timeout=timeout,
+            env=terraform_environment(guarded=True),
+            on_stdout_line=lambda line: print(line, flush=True),
+            label="terraform plan",
+            grace=STOP_GRACE,
+        )
     finally:
         if target is not None:
             target.unlink(missing_ok=True)
@@ -152,9 +164,11 @@ def refuse_options(command: str, layer: str, args: Sequence[str]) -> str | None:
     unknown = [arg for arg in args if arg not in ACCEPTED]
     if not unknown:
         return None
-    return (f"`terraform {command} {' '.join(unknown)}` does not go through terravixens' guard (cdktf option "
-            f"--refresh-only, --var, --var-file, --terraform-parallelism or a target): nothing was done. Use "
-            f"{commands(layer)}.")
+    return (
+        f"`terraform {command} {' '.join(unknown)}` does not go through terravixens' guard (cdktf option "
+        f"--refresh-only, --var, --var-file, --terraform-parallelism or a target): nothing was done. Use "
+        f"{commands(layer)}."
+    )
 
 
 def site_path(root: Path, environ=os.environ) -> Path | None:
@@ -188,8 +202,10 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
     layer = stack_dir.name
     root = project_of(stack_dir)
     if stack_dir.parent.name != "stacks" or not (stack_dir / "cdk.tf.json").is_file():
-        say(f"`{command}` here ({stack_dir}) is not a layer cdktf synthesized (cdktf.out/stacks/<layer>/): nothing "
-            f"was done. Run terravixens' commands from the repository: `pipenv run terravixens deploy LAYER`.")
+        say(
+            f"`{command}` here ({stack_dir}) is not a layer cdktf synthesized (cdktf.out/stacks/<layer>/): nothing "
+            f"was done. Run terravixens' commands from the repository: `pipenv run terravixens deploy LAYER`."
+        )
         return BAD_INPUT
     problem = refuse_options(command, layer, args)
     if problem:
@@ -197,9 +213,11 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
         return BAD_INPUT
     confirmation = os.environ.get(CONFIRM_ENV)
     if command == "destroy" and not confirmation:
-        say(f"cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
+        say(
+            f"cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
             f"terravixens destroy {layer}` (it asks), or `{CONFIRM_ENV}=SITE/{layer} npx cdktf destroy {layer} "
-            f"--ignore-missing-stack-dependencies`.")
+            f"--ignore-missing-stack-dependencies`."
+        )
         return DECLINED
 
     from terravixens.config.loader import SiteError, load_site
@@ -219,12 +237,17 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
     from terravixens.operations.journal import interrupted_line
 
     console = CdktfConsole()
-    again = (f"run `npx cdktf {'deploy' if command == 'apply' else 'destroy'} {layer}` again, or `pipenv run "
-             f"terravixens drift {layer}` to see where {layer} stands")
+    again = (
+        f"run `npx cdktf {'deploy' if command == 'apply' else 'destroy'} {layer}` again, or `pipenv run "
+        f"terravixens drift {layer}` to see where {layer} stands"
+    )
     try:
         ws = Workspace(site, root=root, outdir=stack_dir.parent.parent)
-        tf = Terraform(binary=binary, env={ACTIVE_ENV: "1"},
-                       layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer]))
+        tf = Terraform(
+            binary=binary,
+            env={ACTIVE_ENV: "1"},
+            layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer]),
+        )
         if command == "apply":
             return int(deploy(ws, [layer], tf, DeployOptions(yes="-auto-approve" in args, synth=False), console))
         return int(destroy(ws, layer, tf, DestroyOptions(confirm=confirmation, synth=False), console))

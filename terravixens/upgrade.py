@@ -24,6 +24,7 @@ where machine.install.image only says what a future install would use). Whatever
 understood as a release (`v1.11.6`, `1.11.6`, `v1.12.0-beta.1`, `v1.11.6+custom`) or stops the run naming the node
 (`v1.11`: no patch, so not comparable with the target; anything else).
 """
+
 from __future__ import annotations
 
 import re
@@ -47,8 +48,9 @@ NO_PATCH = re.compile(r"^v?\d+\.\d+$")
 # code written before it.
 EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.REFUSED
 Log = Callable[[str], None]
-RESUME = ("an upgrade Talos already started goes on inside the node: run the same command again to check health and "
-          "resume")
+RESUME = (
+    "an upgrade Talos already started goes on inside the node: run the same command again to check health and resume"
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,9 @@ def parse_version(text: str) -> TalosVersion | str:
     found = RELEASE.match(text.strip())
     if found:
         major, minor, patch, pre, build = found.groups()
-        return TalosVersion(text.strip(), int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (),
-                            build or "")
+        return TalosVersion(
+            text.strip(), int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (), build or ""
+        )
     if NO_PATCH.match(text.strip()):
         return f"{text.strip()!r} has no patch number: it cannot be compared with a release like v1.11.6"
     shown = text.strip()[:60] or "nothing"
@@ -124,18 +127,28 @@ class Outcome:
             return f"refused: {self.reason}; nothing touched"
         if self.ok:
             return f"upgraded: {_names(self.upgraded)}; already current: {_names(self.skipped)}"
-        return (f"stopped at {self.stopped_at}: {self.reason}; done: {_names(self.done)}; "
-                f"not touched: {_names(self.not_touched)}")
+        return (
+            f"stopped at {self.stopped_at}: {self.reason}; done: {_names(self.done)}; "
+            f"not touched: {_names(self.not_touched)}"
+        )
 
 
 def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     """Control planes first, then workers, each group by name: never by position in the site file."""
     cluster = site.clusters[cluster_name]
     placed = placed_nodes(site, cluster_name)
-    return [Step(node.name, node.role, node.address,
-                 installer_image(node.hypervisor.talos_image, cluster.talos_version),
-                 schematic_id(node.hypervisor.talos_image))
-            for role in Role for node in placed.values() if node.role is role]
+    return [
+        Step(
+            node.name,
+            node.role,
+            node.address,
+            installer_image(node.hypervisor.talos_image, cluster.talos_version),
+            schematic_id(node.hypervisor.talos_image),
+        )
+        for role in Role
+        for node in placed.values()
+        if node.role is role
+    ]
 
 
 def release(version: str) -> tuple:
@@ -149,7 +162,8 @@ def release(version: str) -> tuple:
 def skips_a_minor(running: str | TalosVersion, target: str | TalosVersion) -> bool:
     """v1.11.6 -> v1.13.0 skips 1.12; v1.11.6 -> v1.12.7 and v1.12.0-beta.1 -> v1.13.0 do not."""
     (major, minor), (to_major, to_minor) = [
-        (v.major, v.minor) if isinstance(v, TalosVersion) else release(v)[:2] for v in (running, target)]
+        (v.major, v.minor) if isinstance(v, TalosVersion) else release(v)[:2] for v in (running, target)
+    ]
     return (to_major, to_minor) > (major, minor + 1) if to_major == major else to_major > major
 
 
@@ -189,13 +203,17 @@ def not_on_target(step: Step, before: Running, after: Running, target: TalosVers
     """Why a node that `talosctl upgrade --wait` reported done is not on the target."""
     if not after.version.same(target):
         if after.version.same(before.version):
-            return (f"{step.node} still runs {after.version} after talosctl upgrade --wait returned: Talos rolled "
-                    f"back to its previous image (A/B fallback after a failed boot); look at its console or "
-                    f"`talosctl dmesg`, fix the cause and run the same command again")
+            return (
+                f"{step.node} still runs {after.version} after talosctl upgrade --wait returned: Talos rolled "
+                f"back to its previous image (A/B fallback after a failed boot); look at its console or "
+                f"`talosctl dmesg`, fix the cause and run the same command again"
+            )
         return f"{step.node} runs {after.version} after its upgrade, not the target {target}"
     booted = after.schematic or "none (not an Image Factory image)"
-    return (f"{step.node} runs {after.version} but booted schematic {booted}, not {step.schematic}: it is not the "
-            f"installer image {step.image}")
+    return (
+        f"{step.node} runs {after.version} but booted schematic {booted}, not {step.schematic}: it is not the "
+        f"installer image {step.image}"
+    )
 
 
 def _names(nodes: list[str]) -> str:
@@ -203,8 +221,9 @@ def _names(nodes: list[str]) -> str:
 
 
 def _health(talosctl: Talosctl, steps: list[Step]) -> Call:
-    return talosctl.health([s.address for s in steps if s.role == Role.CONTROLPLANE],
-                           [s.address for s in steps if s.role == Role.WORKER])
+    return talosctl.health(
+        [s.address for s in steps if s.role == Role.CONTROLPLANE], [s.address for s in steps if s.role == Role.WORKER]
+    )
 
 
 def _groups(steps: list[Step], current: set[str], worker_batch: int) -> Iterator[tuple[str, list[Step]]]:
@@ -225,8 +244,16 @@ def _groups(steps: list[Step], current: set[str], worker_batch: int) -> Iterator
         yield "upgrade", batch
 
 
-def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker_batch: int = 1,
-                    force: bool = False, target: str | None = None, log: Log = print) -> Outcome:
+def rolling_upgrade(
+    site: Site,
+    cluster_name: str,
+    talosctl: Talosctl,
+    *,
+    worker_batch: int = 1,
+    force: bool = False,
+    target: str | None = None,
+    log: Log = print,
+) -> Outcome:
     target_text = target or site.clusters[cluster_name].talos_version
     steps = upgrade_plan(site, cluster_name)
     upgraded: list[str] = []
@@ -250,18 +277,34 @@ def rolling_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, *, worker
     if isinstance(parsed_target, str):
         return stop(steps[:1], f"the target talos_version {parsed_target}", False)
     try:
-        return _rolling(steps, talosctl, parsed_target, worker_batch, force, log, stop, refuse, upgraded, skipped,
-                        done, doing)
+        return _rolling(
+            steps, talosctl, parsed_target, worker_batch, force, log, stop, refuse, upgraded, skipped, done, doing
+        )
     except KeyboardInterrupt as error:
         touched = [n for n in doing["nodes"] if n not in done]
         left = [s.node for s in steps if s.node not in done and s.node not in touched]
-        annotate(error, where=f"during {doing['what']}",
-                 summary=f"done: {_names(done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""))
+        annotate(
+            error,
+            where=f"during {doing['what']}",
+            summary=f"done: {_names(done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""),
+        )
         raise
 
 
-def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker_batch: int, force: bool, log: Log,
-             stop, refuse, upgraded: list[str], skipped: list[str], done: list[str], doing: dict) -> Outcome:
+def _rolling(
+    steps: list[Step],
+    talosctl: Talosctl,
+    target: TalosVersion,
+    worker_batch: int,
+    force: bool,
+    log: Log,
+    stop,
+    refuse,
+    upgraded: list[str],
+    skipped: list[str],
+    done: list[str],
+    doing: dict,
+) -> Outcome:
     before = _health(talosctl, steps)
     if not before.ok:
         return stop(steps[:1], f"health check before the first node failed ({before.reason})", False)
@@ -277,14 +320,18 @@ def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker
     newer = [s for s in steps if current[s.node].version.key > target.key]
     if newer and not force:
         running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in newer)
-        return refuse(f"{running_text}, newer than the target {target}: that is a downgrade. Set talos_version to "
-                      f"the version the nodes run, or pass --force to downgrade")
+        return refuse(
+            f"{running_text}, newer than the target {target}: that is a downgrade. Set talos_version to "
+            f"the version the nodes run, or pass --force to downgrade"
+        )
     behind = [s for s in steps if skips_a_minor(current[s.node].version, target)]
     if behind and not force:
         running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in behind)
-        return refuse(f"{running_text}, more than one minor behind the target {target}: Talos upgrades one minor at "
-                      f"a time. Set talos_version to the newest patch of the next minor, run the upgrade, then go "
-                      f"on; or pass --force")
+        return refuse(
+            f"{running_text}, more than one minor behind the target {target}: Talos upgrades one minor at "
+            f"a time. Set talos_version to the newest patch of the next minor, run the upgrade, then go "
+            f"on; or pass --force"
+        )
 
     already = {step.node for step in steps if on_target(current[step.node], target, step)}
     unchecked_skips: list[str] = []
@@ -301,8 +348,9 @@ def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker
             doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
             gate = _health(talosctl, steps)
             if not gate.ok:
-                return stop(group, f"health check after skipping {_names(unchecked_skips)} failed "
-                                   f"({gate.reason})", False)
+                return stop(
+                    group, f"health check after skipping {_names(unchecked_skips)} failed ({gate.reason})", False
+                )
             unchecked_skips = []
         for step in group:
             was = current[step.node]
@@ -331,8 +379,11 @@ def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker
                 upgraded.append(step.node)
                 done.append(step.node)
         if wrong:
-            return stop([step for step, _ in wrong], f"not on the target after its upgrade "
-                                                     f"({'; '.join(why for _, why in wrong)})", True)
+            return stop(
+                [step for step, _ in wrong],
+                f"not on the target after its upgrade ({'; '.join(why for _, why in wrong)})",
+                True,
+            )
         doing["what"] = f"the health check after upgrading {names}"
         gate = _health(talosctl, steps)
         if not gate.ok:
@@ -342,8 +393,9 @@ def _rolling(steps: list[Step], talosctl: Talosctl, target: TalosVersion, worker
         doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
         gate = _health(talosctl, steps)
         if not gate.ok:
-            return stop(steps[-1:], f"health check after skipping {_names(unchecked_skips)} failed "
-                                    f"({gate.reason})", True)
+            return stop(
+                steps[-1:], f"health check after skipping {_names(unchecked_skips)} failed ({gate.reason})", True
+            )
     outcome = Outcome(upgraded, skipped, done=done)
     log(outcome.summary())
     return outcome
@@ -374,13 +426,19 @@ def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: L
     try:
         answer = talosctl.upgrade_k8s(first.address, target)
     except KeyboardInterrupt as error:
-        annotate(error, where=f"during talosctl upgrade-k8s through {first.node}",
-                 summary="components may be partly upgraded: run the same command again (upgrade-k8s resumes where "
-                         "it stopped)")
+        annotate(
+            error,
+            where=f"during talosctl upgrade-k8s through {first.node}",
+            summary="components may be partly upgraded: run the same command again (upgrade-k8s resumes where "
+            "it stopped)",
+        )
         raise
     if not answer.ok:
-        return stop(f"talosctl upgrade-k8s failed ({answer.reason}); components may be partly upgraded: fix the "
-                    f"cause and run it again", True)
+        return stop(
+            f"talosctl upgrade-k8s failed ({answer.reason}); components may be partly upgraded: fix the "
+            f"cause and run it again",
+            True,
+        )
     gate = _health(talosctl, steps)
     if not gate.ok:
         return stop(f"health check after upgrade-k8s failed ({gate.reason})", True)
@@ -401,8 +459,10 @@ def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> li
         lines.append(f"{number}. {entries[0]}")
         lines += [f"   {entry}" for entry in entries[1:]]
         lines[-1] += (", together" if len(group) > 1 else "") + ", then talosctl health"
-    lines.append(f"nodes already on {target} are skipped (talosctl health follows them); a node newer than "
-                 f"{target}, or more than one minor behind it, refuses the run unless --force")
+    lines.append(
+        f"nodes already on {target} are skipped (talosctl health follows them); a node newer than "
+        f"{target}, or more than one minor behind it, refuses the run unless --force"
+    )
     return lines
 
 
@@ -424,12 +484,24 @@ def describe_kubernetes(site: Site, cluster_name: str) -> list[str]:
     ]
 
 
-def command(site: Site, cluster_name: str, talosctl: Talosctl, *, kubernetes: bool = False, dry_run: bool = False,
-            worker_batch: int = 1, force: bool = False, log: Log = print) -> int:
+def command(
+    site: Site,
+    cluster_name: str,
+    talosctl: Talosctl,
+    *,
+    kubernetes: bool = False,
+    dry_run: bool = False,
+    worker_batch: int = 1,
+    force: bool = False,
+    log: Log = print,
+) -> int:
     """`terravixens upgrade`: the dry-run text or the upgrade itself; returns the exit code."""
     if dry_run:
-        for line in (describe_kubernetes(site, cluster_name) if kubernetes
-                     else describe_rolling(site, cluster_name, worker_batch)):
+        for line in (
+            describe_kubernetes(site, cluster_name)
+            if kubernetes
+            else describe_rolling(site, cluster_name, worker_batch)
+        ):
             log(line)
         return ExitCode.OK
     if kubernetes:

@@ -39,6 +39,7 @@ def variant_stacks(tmp_path_factory):
             site = support.site_from(_variant(VARIANTS[name]))
             cache[name] = support.synth(site, tmp_path_factory.mktemp(f"variant-{name}"))
         return cache[name]
+
     return get
 
 
@@ -93,5 +94,6 @@ def pytest_terminal_summary(terminalreporter):
         validated.update(counts)
     if validated:
         by_version = ", ".join(f"{version}: {count}" for version, count in sorted(validated.items()))
-        terminalreporter.write_line(f"talos-validate: {sum(validated.values())} machine configurations validated "
-                                    f"({by_version})")
+        terminalreporter.write_line(
+            f"talos-validate: {sum(validated.values())} machine configurations validated ({by_version})"
+        )

@@ -5,6 +5,7 @@ loopback, and etcd's own verdict on a file.
 its path read-only: copy it before changing it. `fake_talosctl_setup()` is the scenario entry the fake talosctl
 streams it from (tests/fake_talosctl.py: `etcd snapshot PATH`).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -87,5 +88,8 @@ def genuine_report() -> dict:
 def fake_talosctl_setup(damage: str | None = None) -> dict:
     """The fake talosctl's `etcd_snapshot` scenario entry: stream the genuine snapshot (optionally damaged)."""
     report = genuine_report()
-    return {"fixture": str(genuine_snapshot()), "damage": damage,
-            "info": {key: report[key] for key in ("etcd_hash", "revision", "total_keys", "total_size")}}
+    return {
+        "fixture": str(genuine_snapshot()),
+        "damage": damage,
+        "info": {key: report[key] for key in ("etcd_hash", "revision", "total_keys", "total_size")},
+    }

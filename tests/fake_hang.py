@@ -11,6 +11,7 @@ without output. Tests write a wrapper named after the tool that execs this file.
 What the real tools would add: Terraform answers SIGTERM by finishing what is in flight and writing its state
 (the runner's grace covers that); kubectl stops at once.
 """
+
 from __future__ import annotations
 
 import os

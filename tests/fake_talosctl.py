@@ -34,6 +34,7 @@ The scenario holds the state it answers from and records every call (under a loc
                         terraform calls, to see the order of everything)
     kubernetes          set by upgrade-k8s --to
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,8 +91,11 @@ with scenario() as state:
 if not answers:
     # apid cannot dial the node (cmd/talosctl: "error getting version from node X: ..." / "error from node X: ...")
     prefix = "error getting version from node" if command == "version" else "error from node"
-    print(f"{prefix} {node}: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while "
-          f"dialing: dial tcp {node}:50000: connect: no route to host\"", file=sys.stderr)
+    print(
+        f'{prefix} {node}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while '
+        f'dialing: dial tcp {node}:50000: connect: no route to host"',
+        file=sys.stderr,
+    )
     sys.exit(1)
 
 if command == "version":
@@ -99,8 +103,10 @@ if command == "version":
     with scenario() as state:
         version = state["versions"][node]
     details = "\tSHA:         5b5b1ba2\n\tBuilt:       \n\tGo version:  go1.24.9\n\tOS/Arch:     linux/amd64\n"
-    print(f"Client:\n\tTag:         v1.11.6\n{details}Server:\n\tNODE:        {node}\n\tTag:         {version}\n"
-          f"{details}\tEnabled:     RBAC")
+    print(
+        f"Client:\n\tTag:         v1.11.6\n{details}Server:\n\tNODE:        {node}\n\tTag:         {version}\n"
+        f"{details}\tEnabled:     RBAC"
+    )
 elif arguments[4:6] == ["get", "extensions"]:
     # `talosctl get extensions`: a resource table (NODE NAMESPACE TYPE ID VERSION, then the resource's print columns
     # NAME VERSION), tabwriter-aligned; an Image Factory image carries the `schematic` extension.
@@ -136,8 +142,10 @@ elif command == "upgrade":
 elif arguments[4:6] == ["etcd", "members"]:
     with scenario() as state:
         rows = [["NODE", "ID", "HOSTNAME", "PEER URLS", "CLIENT URLS", "LEARNER"]]
-        rows += [[node, m["id"], m["hostname"], f"https://{m['address']}:2380", f"https://{m['address']}:2379", "false"]
-                 for m in state["members"]]
+        rows += [
+            [node, m["id"], m["hostname"], f"https://{m['address']}:2380", f"https://{m['address']}:2379", "false"]
+            for m in state["members"]
+        ]
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
         print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -158,8 +166,10 @@ elif command == "health":
         healthy = script.pop(0) if script else not state.get("broken")
         broken = state.get("broken", [])
     if not healthy:
-        print(f"waiting for etcd members to be healthy: {', '.join(broken) or 'a member'}: context deadline "
-              f"exceeded", file=sys.stderr)
+        print(
+            f"waiting for etcd members to be healthy: {', '.join(broken) or 'a member'}: context deadline exceeded",
+            file=sys.stderr,
+        )
         sys.exit(1)
     print("waiting for all nodes to finish boot sequence: OK")
 
@@ -187,7 +197,7 @@ def _humanize_bytes(size: int) -> str:
     if size < 10:
         return f"{size} B"
     exponent = math.floor(math.log(size) / math.log(1000))
-    value = math.floor(size / 1000 ** exponent * 10 + 0.5) / 10
+    value = math.floor(size / 1000**exponent * 10 + 0.5) / 10
     return ("%.0f %s" if value >= 10 else "%.1f %s") % (value, ["B", "kB", "MB", "GB", "TB", "PB", "EB"][exponent])
 
 
@@ -196,8 +206,9 @@ def _tabwriter(rows: list[list[str]]) -> str:
     column's width plus 3."""
     widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
     # The last cell is not padded: zip stops at the last width on purpose.
-    return "".join("".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1] + "\n"
-                   for row in rows)
+    return "".join(
+        "".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1] + "\n" for row in rows
+    )
 
 
 def _member_id(address: str) -> str:
@@ -212,8 +223,11 @@ if command == "etcd" and arguments[5:6] == ["snapshot"]:
     with scenario() as state:
         broken, setup = node in state.get("broken", []), state.get("etcd_snapshot") or {}
     if broken:
-        print(f"error: error reading file: rpc error: code = Unavailable desc = connection error: desc = \"transport: "
-              f"Error while dialing: dial tcp {node}:50000: connect: connection refused\"", file=sys.stderr)
+        print(
+            f'error: error reading file: rpc error: code = Unavailable desc = connection error: desc = "transport: '
+            f'Error while dialing: dial tcp {node}:50000: connect: connection refused"',
+            file=sys.stderr,
+        )
         sys.exit(1)
     with open(setup["fixture"], "rb") as source:
         stream = bytearray(source.read())
@@ -221,7 +235,7 @@ if command == "etcd" and arguments[5:6] == ["snapshot"]:
     if damage == "flip":
         stream[len(stream) // 2] ^= 0x01
     elif damage == "cut":
-        stream = stream[:len(stream) // 2 + 100]
+        stream = stream[: len(stream) // 2 + 100]
     db_path = arguments[6]
     part_path = db_path + ".part"
     descriptor = os.open(part_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -235,32 +249,71 @@ if command == "etcd" and arguments[5:6] == ["snapshot"]:
     print(f'etcd snapshot saved to "{db_path}" ({len(stream)} bytes)')
     info = setup.get("info")
     if info:
-        print(f"snapshot info: hash {info['etcd_hash']}, revision {info['revision']}, total keys "
-              f"{info['total_keys']}, total size {info['total_size']}")
+        print(
+            f"snapshot info: hash {info['etcd_hash']}, revision {info['revision']}, total keys "
+            f"{info['total_keys']}, total size {info['total_size']}"
+        )
 elif command == "etcd" and arguments[5:6] == ["status"]:
     targets = node.split(",")
     with scenario() as state:
         broken, statuses = state.get("broken", []), state.get("etcd_status", {})
     leader = statuses.get(targets[0], {}).get("member_id") or _member_id(targets[0])
-    rows = [["NODE", "MEMBER", "DB SIZE", "IN USE", "LEADER", "RAFT INDEX", "RAFT TERM", "RAFT APPLIED INDEX",
-             "LEARNER", "PROTOCOL", "STORAGE", "ERRORS"]]
+    rows = [
+        [
+            "NODE",
+            "MEMBER",
+            "DB SIZE",
+            "IN USE",
+            "LEADER",
+            "RAFT INDEX",
+            "RAFT TERM",
+            "RAFT APPLIED INDEX",
+            "LEARNER",
+            "PROTOCOL",
+            "STORAGE",
+            "ERRORS",
+        ]
+    ]
     down = [target for target in targets if target in broken]
     for target in targets:
         if target in down:
             continue
-        member = {"member_id": _member_id(target), "db_size": 17_219_584, "db_size_in_use": 4_493_312,
-                  "leader": leader, "raft_index": 53391, "raft_term": 4, "raft_applied_index": 53391,
-                  "learner": False, "protocol": "3.6.5", "storage": "3.6.0", "errors": [],
-                  **statuses.get(target, {})}
+        member = {
+            "member_id": _member_id(target),
+            "db_size": 17_219_584,
+            "db_size_in_use": 4_493_312,
+            "leader": leader,
+            "raft_index": 53391,
+            "raft_term": 4,
+            "raft_applied_index": 53391,
+            "learner": False,
+            "protocol": "3.6.5",
+            "storage": "3.6.0",
+            "errors": [],
+            **statuses.get(target, {}),
+        }
         ratio = member["db_size_in_use"] / member["db_size"] * 100.0 if member["db_size"] > 0 else 0.0
-        rows.append([target, member["member_id"], _humanize_bytes(member["db_size"]),
-                     f"{_humanize_bytes(member['db_size_in_use'])} ({ratio:.2f}%)", member["leader"],
-                     str(member["raft_index"]), str(member["raft_term"]), str(member["raft_applied_index"]),
-                     str(member["learner"]).lower(), member["protocol"], member["storage"],
-                     ", ".join(member["errors"])])
-    errors = "".join(f"\t* {target}: rpc error: code = Unavailable desc = connection error: desc = \"transport: "
-                     f"Error while dialing: dial tcp {target}:50000: connect: connection refused\"\n"
-                     for target in down)
+        rows.append(
+            [
+                target,
+                member["member_id"],
+                _humanize_bytes(member["db_size"]),
+                f"{_humanize_bytes(member['db_size_in_use'])} ({ratio:.2f}%)",
+                member["leader"],
+                str(member["raft_index"]),
+                str(member["raft_term"]),
+                str(member["raft_applied_index"]),
+                str(member["learner"]).lower(),
+                member["protocol"],
+                member["storage"],
+                ", ".join(member["errors"]),
+            ]
+        )
+    errors = "".join(
+        f'\t* {target}: rpc error: code = Unavailable desc = connection error: desc = "transport: '
+        f'Error while dialing: dial tcp {target}:50000: connect: connection refused"\n'
+        for target in down
+    )
     summary = f"{len(down)} error{'s' if len(down) > 1 else ''} occurred:\n{errors}"
     if len(down) == len(targets):
         print(f"error: error getting status: {summary}", file=sys.stderr)

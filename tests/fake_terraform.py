@@ -6,6 +6,7 @@ It reads the synthesized cdk.tf.json of the layer (so the decommission settings 
 whose lifecycle says prevent_destroy ("Instance cannot be destroyed", as Terraform does), prints plans in the shape
 `terraform show -json` prints, and records every command it was given.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,34 +15,55 @@ from pathlib import Path
 from terravixens.operations.terraform import Result, Terraform
 
 APPLY = "talos_machine_configuration_apply"
-ADDRESSES = {"cp-a": "10.11.1.11", "cp-b": "10.11.1.12", "cp-c": "10.11.1.13", "wk-a": "10.11.1.21",
-             "wk-b": "10.11.1.22"}
+ADDRESSES = {
+    "cp-a": "10.11.1.11",
+    "cp-b": "10.11.1.12",
+    "cp-c": "10.11.1.13",
+    "wk-a": "10.11.1.21",
+    "wk-b": "10.11.1.22",
+}
 
 
 def platform_state(control_planes: list[str], workers: list[str], bootstrap: str) -> dict[str, dict]:
     """address -> {"values": …, "depends_on": […]} of a converged platform layer (normal on_destroy)."""
     state: dict[str, dict] = {
-        "talos_machine_secrets.cluster_secrets": {"values": {"id": "machine_secrets"}, "depends_on": []}}
+        "talos_machine_secrets.cluster_secrets": {"values": {"id": "machine_secrets"}, "depends_on": []}
+    }
     for node in sorted(control_planes + workers):
         state[f"proxmox_virtual_environment_vm.node_{node}_vm"] = {"values": {"name": node}, "depends_on": []}
-        state[f"{APPLY}.node_{node}_apply"] = {"values": {
-            "node": ADDRESSES[node], "apply_mode": "staged_if_needing_reboot", "resolved_apply_mode": "auto",
-            "on_destroy": {"reset": True, "graceful": True, "reboot": False}},
-            "depends_on": [f"proxmox_virtual_environment_vm.node_{node}_vm", "talos_machine_secrets.cluster_secrets"]}
-    state["talos_machine_bootstrap.cluster_bootstrap"] = {"values": {},
-                                                          "depends_on": [f"{APPLY}.node_{bootstrap}_apply"]}
-    state["talos_cluster_kubeconfig.cluster_kubeconfig"] = {"values": {},
-                                                            "depends_on": ["talos_machine_bootstrap.cluster_bootstrap"]}
-    state["terraform_data.cluster_membership"] = {"values": {"input": {
-        "control_planes": {n: ADDRESSES[n] for n in control_planes}, "workers": {n: ADDRESSES[n] for n in workers}}},
-        "depends_on": []}
+        state[f"{APPLY}.node_{node}_apply"] = {
+            "values": {
+                "node": ADDRESSES[node],
+                "apply_mode": "staged_if_needing_reboot",
+                "resolved_apply_mode": "auto",
+                "on_destroy": {"reset": True, "graceful": True, "reboot": False},
+            },
+            "depends_on": [f"proxmox_virtual_environment_vm.node_{node}_vm", "talos_machine_secrets.cluster_secrets"],
+        }
+    state["talos_machine_bootstrap.cluster_bootstrap"] = {
+        "values": {},
+        "depends_on": [f"{APPLY}.node_{bootstrap}_apply"],
+    }
+    state["talos_cluster_kubeconfig.cluster_kubeconfig"] = {
+        "values": {},
+        "depends_on": ["talos_machine_bootstrap.cluster_bootstrap"],
+    }
+    state["terraform_data.cluster_membership"] = {
+        "values": {
+            "input": {
+                "control_planes": {n: ADDRESSES[n] for n in control_planes},
+                "workers": {n: ADDRESSES[n] for n in workers},
+            }
+        },
+        "depends_on": [],
+    }
     return state
 
 
 class FakeTerraform(Terraform):
     def __init__(self, states: dict[str, dict[str, dict]]):
         super().__init__(binary="fake-terraform")
-        self.states = states            # layer -> address -> resource
+        self.states = states  # layer -> address -> resource
         self.serial = dict.fromkeys(states, 1)
         self.pending: dict[str, list[dict]] = {}
         self.calls: list[tuple[str, ...]] = []
@@ -68,7 +90,7 @@ class FakeTerraform(Terraform):
         if args[:3] == ("output", "-raw", "kubeconfig"):
             if "talos_cluster_kubeconfig.cluster_kubeconfig" in state:
                 return Result(0, "apiVersion: v1\nkind: Config\n", "")
-            return Result(1, "", "Error: Output \"kubeconfig\" not found")
+            return Result(1, "", 'Error: Output "kubeconfig" not found')
         if command == "show":
             target = args[-1]
             if target.endswith(".tfplan"):
@@ -101,10 +123,21 @@ class FakeTerraform(Terraform):
         resources = []
         for address, resource in sorted(self.states[layer].items()):
             kind, name = address.split(".", 1)
-            resources.append({"mode": "managed", "type": kind, "name": name, "provider": "fake",
-                              "instances": [{"attributes": resource["values"]}]})
-        return {"version": 4, "lineage": f"lineage-{layer}", "serial": self.serial.get(layer, 1),
-                "resources": resources}
+            resources.append(
+                {
+                    "mode": "managed",
+                    "type": kind,
+                    "name": name,
+                    "provider": "fake",
+                    "instances": [{"attributes": resource["values"]}],
+                }
+            )
+        return {
+            "version": 4,
+            "lineage": f"lineage-{layer}",
+            "serial": self.serial.get(layer, 1),
+            "resources": resources,
+        }
 
     def plan(self, workdir: Path, layer: str, args: tuple[str, ...]) -> Result:
         document = json.loads((workdir / "cdk.tf.json").read_text())
@@ -122,8 +155,9 @@ class FakeTerraform(Terraform):
                 kind, name = address.split(".", 1)
                 lifecycle = document.get("resource", {}).get(kind, {}).get(name, {}).get("lifecycle", {})
                 if lifecycle.get("prevent_destroy"):
-                    return Result(1, "", f"Error: Instance cannot be destroyed: {address} has "
-                                         f"lifecycle.prevent_destroy")
+                    return Result(
+                        1, "", f"Error: Instance cannot be destroyed: {address} has lifecycle.prevent_destroy"
+                    )
                 changes.append({"address": address, "action": "delete", "after": None})
         else:
             wanted = {f"{APPLY}.{name}" for name in document.get("resource", {}).get(APPLY, {})}
@@ -132,24 +166,43 @@ class FakeTerraform(Terraform):
             for name, body in document.get("resource", {}).get(APPLY, {}).items():
                 address = f"{APPLY}.{name}"
                 if address in state and body["on_destroy"] != state[address]["values"]["on_destroy"]:
-                    changes.append({"address": address, "action": "update",
-                                    "after": {"on_destroy": body["on_destroy"]}})
+                    changes.append(
+                        {"address": address, "action": "update", "after": {"on_destroy": body["on_destroy"]}}
+                    )
         self.pending[layer] = changes
         (workdir / "terravixens.tfplan").write_text("fake plan")
         return Result(2 if changes else 0, "", "", [])
 
     def plan_json(self, layer: str) -> dict:
         state = self.states[layer]
-        prior = [{"address": a, "mode": "managed", "type": a.split(".", 1)[0], "name": a.split(".", 1)[1],
-                  "values": r["values"]} for a, r in sorted(state.items())]
+        prior = [
+            {
+                "address": a,
+                "mode": "managed",
+                "type": a.split(".", 1)[0],
+                "name": a.split(".", 1)[1],
+                "values": r["values"],
+            }
+            for a, r in sorted(state.items())
+        ]
         changes = []
         for change in self.pending.get(layer, []):
             kind, name = change["address"].split(".", 1)
             before = state[change["address"]]["values"]
             after = None if change["after"] is None else {**before, **change["after"]}
-            changes.append({"address": change["address"], "type": kind, "name": name, "mode": "managed",
-                            "change": {"actions": [change["action"]], "before": before, "after": after,
-                                       "after_unknown": {}}})
-        return {"format_version": "1.2", "terraform_version": "1.11.4", "planned_values": {},
-                "resource_changes": changes,
-                "prior_state": {"format_version": "1.0", "values": {"root_module": {"resources": prior}}}}
+            changes.append(
+                {
+                    "address": change["address"],
+                    "type": kind,
+                    "name": name,
+                    "mode": "managed",
+                    "change": {"actions": [change["action"]], "before": before, "after": after, "after_unknown": {}},
+                }
+            )
+        return {
+            "format_version": "1.2",
+            "terraform_version": "1.11.4",
+            "planned_values": {},
+            "resource_changes": changes,
+            "prior_state": {"format_version": "1.0", "values": {"root_module": {"resources": prior}}},
+        }

@@ -8,6 +8,7 @@ subsystem rooted in a folder of its own, and each uploaded file registered as a 
 (`register(storage, file_name, size)`, run inside fakepve's loop). Uploaded files stay readable for the tests
 (`read(path)`): that is how a test sees the cloud-init vendor data and hookscripts a node would get.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,15 @@ SUDO_PROBE = 'if [ "$(id -u)" = "0" ]'
 class FakeSsh:
     """An SSH server on `host:port` (0: a free port) that accepts `user`/`password`; files go under `root`."""
 
-    def __init__(self, host: str, root: Path, register: Callable[[str, int], None], user: str = "root",
-                 password: str = "secret", storage_path: str = "/var/lib/vz"):
+    def __init__(
+        self,
+        host: str,
+        root: Path,
+        register: Callable[[str, int], None],
+        user: str = "root",
+        password: str = "secret",
+        storage_path: str = "/var/lib/vz",
+    ):
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the fake SSH server must listen on loopback, not {host}")
         self.host, self.root, self.register = host, root, register
@@ -72,9 +80,14 @@ class FakeSsh:
                 return username == fake.user and password == fake.password
 
         return await asyncssh.create_server(
-            Server, self.host, self.port, server_host_keys=[asyncssh.generate_private_key("ssh-ed25519")],
-            process_factory=self._process, sftp_factory=lambda chan: asyncssh.SFTPServer(chan, chroot=str(self.root)),
-            allow_scp=False)
+            Server,
+            self.host,
+            self.port,
+            server_host_keys=[asyncssh.generate_private_key("ssh-ed25519")],
+            process_factory=self._process,
+            sftp_factory=lambda chan: asyncssh.SFTPServer(chan, chroot=str(self.root)),
+            allow_scp=False,
+        )
 
     async def _process(self, process: asyncssh.SSHServerProcess) -> None:
         command = process.command or ""

@@ -1,4 +1,5 @@
 """Checks that processes a test made hang are really gone (the runner ended their whole process group)."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """Sites of any size for the synth benchmark and the tests: the example site with 3 control planes and N-3 workers."""
+
 from __future__ import annotations
 
 import copy
@@ -14,8 +15,9 @@ def scaled_site_data(nodes: int) -> dict:
     """The example site (3 control planes) with `nodes - 3` workers cloned from wk-a, spread over both hypervisors,
     each with its own VM id and address, and a Cilium pool (so every construct of the app is exercised)."""
     if nodes < CONTROL_PLANES + 1:
-        raise ValueError(f"a scaled site has {CONTROL_PLANES} control planes and at least one worker: got {nodes} "
-                         f"nodes")
+        raise ValueError(
+            f"a scaled site has {CONTROL_PLANES} control planes and at least one worker: got {nodes} nodes"
+        )
     data = yaml.safe_load(DEFAULT_SITE.read_text())
     cluster = data["clusters"]["prod"]
     assert len(cluster["control_planes"]) == CONTROL_PLANES, "the example site changed: update tests/scale.py"

@@ -1,5 +1,6 @@
 """Helpers for the spec server and client tests: a standalone site in a temporary folder, a secrets file, a real
 `terravixens spec serve` process on a loopback address, and raw HTTP requests (no client-side normalization)."""
+
 from __future__ import annotations
 
 import datetime
@@ -35,8 +36,12 @@ ALL_TOKENS = [SITE_TOKEN, *NODE_TOKENS.values(), WRONG_TOKEN]
 
 
 def secrets_data(**changes) -> dict:
-    data = {"schema_version": 1, "ssh_keys": {"alice": ALICE, "bob": BOB}, "site_token": SITE_TOKEN,
-            "node_tokens": dict(NODE_TOKENS)}
+    data = {
+        "schema_version": 1,
+        "ssh_keys": {"alice": ALICE, "bob": BOB},
+        "site_token": SITE_TOKEN,
+        "node_tokens": dict(NODE_TOKENS),
+    }
     data.update(changes)
     return data
 
@@ -101,14 +106,40 @@ class Server:
                 self.process.wait()
 
 
-def start_server(site: Path, secrets: Path, log_path: Path, *, host: str = "127.0.0.1", port: int = 0,
-                 extra: list[str] | None = None, scheme: str = "http") -> Server:
+def start_server(
+    site: Path,
+    secrets: Path,
+    log_path: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    extra: list[str] | None = None,
+    scheme: str = "http",
+) -> Server:
     """`terravixens spec serve` in a subprocess; returns once it logs that it listens (port 0: a free port)."""
     with open(log_path, "w") as log:  # the server keeps its own descriptor of the file
         process = subprocess.Popen(
-            [sys.executable, "-m", "terravixens.cli", "spec", "serve", "--site", str(site), "--secrets", str(secrets),
-             "--host", host, "--port", str(port), *(extra or [])],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "terravixens.cli",
+                "spec",
+                "serve",
+                "--site",
+                str(site),
+                "--secrets",
+                str(secrets),
+                "--host",
+                host,
+                "--port",
+                str(port),
+                *(extra or []),
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     server = Server(process, host, port, log_path, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -189,21 +220,34 @@ def make_tls(folder, host="127.0.0.8"):
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(name("terravixens test CA")).issuer_name(name("terravixens test CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("terravixens test CA"))
+        .issuer_name(name("terravixens test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(name(host)).issuer_name(ca.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(host))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     paths = {"ca": folder / "ca.pem", "cert": folder / "cert.pem", "key": folder / "key.pem"}
     paths["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+    paths["key"].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     paths["key"].chmod(0o600)
     return paths

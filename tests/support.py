@@ -1,4 +1,5 @@
 """Test helpers: synthesize a site with app.synth() (validations on); the structural diff is terravixens.stackdiff."""
+
 from __future__ import annotations
 
 import copy
@@ -38,4 +39,3 @@ def synth(site: Site, outdir: Path | None = None) -> dict[str, dict]:
         outdir = Path(tempfile.mkdtemp(prefix="tv-synth-"))
     build_app(site, str(outdir)).synth()
     return {name: json.loads((outdir / "stacks" / name / "cdk.tf.json").read_text()) for name in stack_names(site)}
-

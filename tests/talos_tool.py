@@ -6,6 +6,7 @@ The requests are read from the synthesized JSON, not from the Python model: ever
 (Terraform's `$${` and `%%{` escapes undone; any real interpolation is refused, the tool could not evaluate it).
 The machine secrets are not in the JSON (references to state): the tool generates a bundle in memory.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_DIR = ROOT / "tools" / "talos-validate"
 BIN_DIR = TOOL_DIR / "bin"
-DATA_SOURCE_KEYS = ("cluster_name", "cluster_endpoint", "machine_type", "talos_version", "kubernetes_version",
-                    "config_patches", "docs", "examples")
+DATA_SOURCE_KEYS = (
+    "cluster_name",
+    "cluster_endpoint",
+    "machine_type",
+    "talos_version",
+    "kubernetes_version",
+    "config_patches",
+    "docs",
+    "examples",
+)
 INPUT_REFERENCE = re.compile(r"^\$\{data\.talos_machine_configuration\.([A-Za-z0-9_-]+)\.machine_configuration\}$")
 INTERPOLATION = re.compile(r"(?<!\$)\$\{|(?<!%)%\{")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.|$)")
@@ -37,7 +46,7 @@ class ToolMissing(RuntimeError):
 
 def supported_minors() -> list[str]:
     """The Talos minors the tool is built for: one go.v1.NN.mod each."""
-    return sorted(path.name[len("go.v"):-len(".mod")] for path in TOOL_DIR.glob("go.v*.mod"))
+    return sorted(path.name[len("go.v") : -len(".mod")] for path in TOOL_DIR.glob("go.v*.mod"))
 
 
 def pinned_machinery(minor: str) -> str:
@@ -79,12 +88,15 @@ def requests(stacks: dict[str, dict]) -> list[dict]:
             data_source = {key: source.get(key) for key in DATA_SOURCE_KEYS}
             data_source["config_patches"] = [
                 terraform_literal(patch, f"{where} <- config_patches of {reference.group(1)}")
-                for patch in source.get("config_patches", [])]
-            found.append({
-                "name": f"{stack_name}/{apply_id}",
-                "machine_configuration": data_source,
-                "config_patches": [terraform_literal(p, where) for p in apply.get("config_patches", [])],
-            })
+                for patch in source.get("config_patches", [])
+            ]
+            found.append(
+                {
+                    "name": f"{stack_name}/{apply_id}",
+                    "machine_configuration": data_source,
+                    "config_patches": [terraform_literal(p, where) for p in apply.get("config_patches", [])],
+                }
+            )
     return found
 
 
@@ -107,13 +119,23 @@ class Report:
     verdicts: list[Verdict]
 
 
-def validate(minor: str, nodes: list[dict], mode: str = "metal", emit_input: bool = False,
-             secrets: Path | None = None, timeout: float = 120) -> Report:
+def validate(
+    minor: str,
+    nodes: list[dict],
+    mode: str = "metal",
+    emit_input: bool = False,
+    secrets: Path | None = None,
+    timeout: float = 120,
+) -> Report:
     """Runs the minor's tool once over every node request (secrets: a bundle file; default generated in memory)."""
-    command = [str(binary(minor)), "-mode", mode] + (["-emit-input"] if emit_input else []) + (
-        ["-secrets", str(secrets)] if secrets else [])
-    result = subprocess.run(command, input=json.dumps({"nodes": nodes}), capture_output=True, text=True,
-                            timeout=timeout)
+    command = (
+        [str(binary(minor)), "-mode", mode]
+        + (["-emit-input"] if emit_input else [])
+        + (["-secrets", str(secrets)] if secrets else [])
+    )
+    result = subprocess.run(
+        command, input=json.dumps({"nodes": nodes}), capture_output=True, text=True, timeout=timeout
+    )
     if result.returncode != 0:
         raise RuntimeError(f"talos-validate-v{minor} failed ({result.returncode}): {result.stderr.strip()[:500]}")
     answer = json.loads(result.stdout)
@@ -124,9 +146,12 @@ def validate(minor: str, nodes: list[dict], mode: str = "metal", emit_input: boo
 def running_version(node: dict) -> str:
     """The Talos a node runs: the tag of the installer its patches name (`machine.install.image`). The data
     source's talos_version is the configuration contract, which may be older (docs/adr/0023)."""
-    images = [document["machine"]["install"]["image"]
-              for patch in node["config_patches"] for document in yaml.safe_load_all(patch)
-              if isinstance(document, dict) and "image" in (document.get("machine") or {}).get("install", {})]
+    images = [
+        document["machine"]["install"]["image"]
+        for patch in node["config_patches"]
+        for document in yaml.safe_load_all(patch)
+        if isinstance(document, dict) and "image" in (document.get("machine") or {}).get("install", {})
+    ]
     if not images:
         raise ValueError(f"{node['name']}: no machine.install.image in its patches: which Talos does it run?")
     return INSTALLER_TAG.search(images[-1]).group(1)
@@ -134,8 +159,7 @@ def running_version(node: dict) -> str:
 
 def kubernetes_verdict(minor: str, kubernetes: str) -> dict:
     """Talos' compatibility table, asked through the minor's tool: {talos, kubernetes, supported, reason}."""
-    result = subprocess.run([str(binary(minor)), "-kubernetes", kubernetes], capture_output=True, text=True,
-                            timeout=30)
+    result = subprocess.run([str(binary(minor)), "-kubernetes", kubernetes], capture_output=True, text=True, timeout=30)
     if result.returncode != 0:
         raise RuntimeError(f"talos-validate-v{minor} -kubernetes failed: {result.stderr.strip()[:500]}")
     return json.loads(result.stdout)
@@ -163,8 +187,9 @@ def main(argv: list[str]) -> int:
         for verdict in report.verdicts:
             failed += not verdict.ok
             status = "ok" if verdict.ok else "FAILED"
-            hostname = verdict.hostname or (f"generated (auto: {verdict.hostname_auto})" if verdict.hostname_auto
-                                             else "none")
+            hostname = verdict.hostname or (
+                f"generated (auto: {verdict.hostname_auto})" if verdict.hostname_auto else "none"
+            )
             print(f"{verdict.name}: {status} (Talos {report.machinery}, {report.mode} mode, hostname {hostname})")
             for line in verdict.errors + [f"warning: {w}" for w in verdict.warnings]:
                 print(f"  {line}")

@@ -1,5 +1,6 @@
 """Running the real Terraform CLI in tests: offline mirror only (the tests opt in to the mirror mode of
 terravixens.provider_install), and stacks projected onto the mirrored providers."""
+
 from __future__ import annotations
 
 import copy
@@ -50,8 +51,11 @@ def projection(stack: dict, available: set[str]) -> tuple[dict, set[str]]:
         for items in result.get(kind, {}).values():
             for body in items.values():
                 if "depends_on" in body:
-                    body["depends_on"] = [d for d in body["depends_on"] if d.removeprefix("data.") not in
-                                          {a.removeprefix("data.") for a in dropped}]
+                    body["depends_on"] = [
+                        d
+                        for d in body["depends_on"]
+                        if d.removeprefix("data.") not in {a.removeprefix("data.") for a in dropped}
+                    ]
     return result, dropped
 
 
@@ -60,8 +64,9 @@ def terraform_env(**extra: str) -> dict:
 
 
 def terraform(binary: str, workdir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([binary, *args], cwd=workdir, env=terraform_env(**env), capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [binary, *args], cwd=workdir, env=terraform_env(**env), capture_output=True, text=True, timeout=600
+    )
 
 
 def validate(binary: str, document: dict, workdir: Path) -> dict:
@@ -74,6 +79,8 @@ def validate(binary: str, document: dict, workdir: Path) -> dict:
 
 
 def problems(report: dict) -> list[str]:
-    return [f"{d['severity']}: {d['summary']} — {d.get('detail', '')} "
-            f"@ {d.get('address', d.get('range', {}).get('filename', ''))}"
-            for d in report.get("diagnostics", [])]
+    return [
+        f"{d['severity']}: {d['summary']} — {d.get('detail', '')} "
+        f"@ {d.get('address', d.get('range', {}).get('filename', ''))}"
+        for d in report.get("diagnostics", [])
+    ]

@@ -1,4 +1,5 @@
 """Every branch of the address fallback chain: routable -> management VLAN -> lowest other VLAN -> maintenance IP."""
+
 from __future__ import annotations
 
 import pytest
@@ -118,16 +119,36 @@ def test_first_contact_with_nothing_raises_no_address_error():
 
 
 # ------------------------------------------------------------------------------------------------------ partial configs
-@pytest.mark.parametrize(("fields", "managed", "first"), [
-    ({"routable": {"vlan": 130, "address": "192.0.2.11/24", "gateway": "192.0.2.1"}}, "192.0.2.11", "192.0.2.11"),
-    ({"routable": {"vlan": 130, "address": "192.0.2.11/24"}, "maintenance_ip": "10.0.0.51"}, "192.0.2.11", "10.0.0.51"),
-    ({"vlans": {120: {"address": "10.12.0.11/24"}, 130: {"address": "10.13.0.11/24"}}}, "10.12.0.11", "10.12.0.11"),
-    ({"vlans": {130: {"address": "10.13.0.11/24"}, 120: {"address": "10.12.0.11/24"}},
-      "maintenance_ip": "10.0.0.51"}, "10.12.0.11", "10.0.0.51"),
-    ({"vlans": {111: {"address": "10.11.1.11/24"}}, "maintenance_ip": "10.0.0.51"}, "10.11.1.11", "10.0.0.51"),
-    ({"maintenance_ip": "10.0.0.51"}, "10.0.0.51", "10.0.0.51"),
-], ids=["only-routable", "routable+maintenance", "vlans-120-130", "vlans-130-120+maintenance", "vlan-111+maintenance",
-        "only-maintenance"])
+@pytest.mark.parametrize(
+    ("fields", "managed", "first"),
+    [
+        ({"routable": {"vlan": 130, "address": "192.0.2.11/24", "gateway": "192.0.2.1"}}, "192.0.2.11", "192.0.2.11"),
+        (
+            {"routable": {"vlan": 130, "address": "192.0.2.11/24"}, "maintenance_ip": "10.0.0.51"},
+            "192.0.2.11",
+            "10.0.0.51",
+        ),
+        ({"vlans": {120: {"address": "10.12.0.11/24"}, 130: {"address": "10.13.0.11/24"}}}, "10.12.0.11", "10.12.0.11"),
+        (
+            {
+                "vlans": {130: {"address": "10.13.0.11/24"}, 120: {"address": "10.12.0.11/24"}},
+                "maintenance_ip": "10.0.0.51",
+            },
+            "10.12.0.11",
+            "10.0.0.51",
+        ),
+        ({"vlans": {111: {"address": "10.11.1.11/24"}}, "maintenance_ip": "10.0.0.51"}, "10.11.1.11", "10.0.0.51"),
+        ({"maintenance_ip": "10.0.0.51"}, "10.0.0.51", "10.0.0.51"),
+    ],
+    ids=[
+        "only-routable",
+        "routable+maintenance",
+        "vlans-120-130",
+        "vlans-130-120+maintenance",
+        "vlan-111+maintenance",
+        "only-maintenance",
+    ],
+)
 def test_partial_network_configs(fields, managed, first):
     nets = networks(**fields)
     assert node_address(nets) == managed
@@ -136,8 +157,10 @@ def test_partial_network_configs(fields, managed, first):
 
 def test_example_site_nodes(example_site):
     cluster = example_site.clusters["prod"]
-    found = {name: (node_address(node.networks, cluster.management_vlan), first_contact_address(node.networks))
-             for name, (_, node) in cluster.nodes().items()}
+    found = {
+        name: (node_address(node.networks, cluster.management_vlan), first_contact_address(node.networks))
+        for name, (_, node) in cluster.nodes().items()
+    }
     assert found == {
         "cp-a": ("10.11.1.11", "10.0.0.51"),
         "cp-b": ("10.11.1.12", "10.0.0.52"),

@@ -1,5 +1,6 @@
 """State backups: timestamped, 0600 in 0700 folders, verified against what was pulled, and restore only pushes a
 backup of the same state lineage (the current state is backed up first)."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,9 @@ def test_a_backup_terraform_cannot_read_stops_everything(tmp_path):
 
 def test_restore_refuses_another_lineage_and_backs_up_first(tmp_path):
     tf = fake()
-    other = write_private(tmp_path / "other.tfstate", json.dumps({"version": 4, "lineage": "someone-else", "serial": 9,
-                                                                  "resources": []}))
+    other = write_private(
+        tmp_path / "other.tfstate", json.dumps({"version": 4, "lineage": "someone-else", "serial": 9, "resources": []})
+    )
     with pytest.raises(OperationError) as caught:
         restore_state(tf, tmp_path / "platform-prod", "platform-prod", "homelab", tmp_path, other)
     assert caught.value.code == ExitCode.BAD_INPUT and "belongs to another state" in str(caught.value)

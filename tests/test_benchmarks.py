@@ -3,6 +3,7 @@
 Figures in the docs are pasted from these scripts; a script that no longer runs (a site field became required, a
 module moved) would leave those figures unreproducible. Timing is never asserted here (performance claims come from
 full runs of the benchmarks, not from tests)."""
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,9 @@ def run_benchmark(*args: str, timeout: int = 300) -> subprocess.CompletedProcess
 
 
 def test_spec_server_load_serves_every_request():
-    result = run_benchmark("benchmarks/spec_server_load.py", "--requests", "30", "--identities", "6",
-                           "--concurrency", "3")
+    result = run_benchmark(
+        "benchmarks/spec_server_load.py", "--requests", "30", "--identities", "6", "--concurrency", "3"
+    )
     # exit 1 only says the latency target was missed (a loaded machine); errors are what this test is about.
     assert result.returncode in (0, 1), result.stdout + result.stderr
     assert "load: 30 requests over 6 identities" in result.stdout
@@ -32,8 +34,13 @@ def test_spec_server_load_serves_every_request():
 def test_validate_scale_reports_every_step():
     result = run_benchmark("benchmarks/validate_scale.py", "--nodes", "8", "--runs", "1")
     assert result.returncode == 0, result.stdout + result.stderr
-    for step in ("read + strict YAML", "model (pydantic)", "whole-site rules", "load_site (all three)",
-                 "whole process (validate)"):
+    for step in (
+        "read + strict YAML",
+        "model (pydantic)",
+        "whole-site rules",
+        "load_site (all three)",
+        "whole process (validate)",
+    ):
         assert re.search(rf"{re.escape(step)}\s+\d+\.\d+\s+\d+\.\d+", result.stdout), (step, result.stdout)
     assert machine_paths(result.stdout) == []
 

@@ -1,4 +1,5 @@
 """Every provider binding is generated from the committed schemas (ADR 0012): none comes from a prebuilt package."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -32,10 +33,15 @@ def test_secret_write_only_attributes_as_kubernetes_2_38_0_declares_them():
     number (Terraform re-sends `data_wo` when it grows). binary_data_wo likewise."""
     schema = json.loads((SCHEMAS / "kubernetes.json").read_text())
     secret = schema["provider_schemas"]["registry.terraform.io/hashicorp/kubernetes"]["resource_schemas"][
-        "kubernetes_secret_v1"]["block"]["attributes"]
+        "kubernetes_secret_v1"
+    ]["block"]["attributes"]
     for name in ("data_wo", "binary_data_wo"):
-        assert secret[name] == {"description_kind": "plain", "optional": True, "type": ["map", "string"],
-                                "write_only": True}
+        assert secret[name] == {
+            "description_kind": "plain",
+            "optional": True,
+            "type": ["map", "string"],
+            "write_only": True,
+        }
         assert secret[f"{name}_revision"] == {"description_kind": "plain", "optional": True, "type": "number"}
 
 
@@ -43,8 +49,13 @@ def test_generated_secret_binding_writes_the_write_only_attributes(tmp_path):
     app = App(outdir=str(tmp_path))
     stack = TerraformStack(app, "bindings")
     KubernetesProvider(stack, "kubernetes")
-    SecretV1(stack, "secret", metadata={"name": "sops-age", "namespace": "flux-system"},
-             data_wo={"age.agekey": "${file(var.key)}"}, data_wo_revision=1)
+    SecretV1(
+        stack,
+        "secret",
+        metadata={"name": "sops-age", "namespace": "flux-system"},
+        data_wo={"age.agekey": "${file(var.key)}"},
+        data_wo_revision=1,
+    )
     app.synth()
     document = json.loads((tmp_path / "stacks" / "bindings" / "cdk.tf.json").read_text())
     body = document["resource"]["kubernetes_secret_v1"]["secret"]
@@ -52,4 +63,6 @@ def test_generated_secret_binding_writes_the_write_only_attributes(tmp_path):
     assert body["data_wo_revision"] == 1
     assert "data" not in body
     assert document["terraform"]["required_providers"]["kubernetes"] == {
-        "source": "hashicorp/kubernetes", "version": "2.38.0"}
+        "source": "hashicorp/kubernetes",
+        "version": "2.38.0",
+    }

@@ -1,4 +1,5 @@
 """The terravixens command: site validation and the list of layers, without tracebacks."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -7,8 +8,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_validate_accepts_the_example():
@@ -19,18 +21,25 @@ def test_validate_accepts_the_example():
 
 def test_validate_reports_every_problem_with_file_and_field(tmp_path):
     site = tmp_path / "site.yaml"
-    site.write_text((ROOT / "sites" / "example.yaml").read_text()
-                    .replace("vm_id: 1102", "vm_id: 1101")
-                    .replace("hypervisor: pve2\n        vm_id: 1202", "hypervisor: pve9\n        vm_id: 1202"))
+    site.write_text(
+        (ROOT / "sites" / "example.yaml")
+        .read_text()
+        .replace("vm_id: 1102", "vm_id: 1101")
+        .replace("hypervisor: pve2\n        vm_id: 1202", "hypervisor: pve9\n        vm_id: 1202")
+    )
     result = cli("validate", str(site))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[0] == f"{site}: 2 problems in the site file"
-    assert ("  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or "
-            "add it under 'hypervisors'") in lines
-    assert ("  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by "
-            "clusters.prod.control_planes.cp-a: give each VM its own id") in lines
+    assert (
+        "  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or "
+        "add it under 'hypervisors'"
+    ) in lines
+    assert (
+        "  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by "
+        "clusters.prod.control_planes.cp-a: give each VM its own id"
+    ) in lines
 
 
 def test_stacks_lists_layers_in_apply_order():
@@ -43,11 +52,15 @@ def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
     """validate, stacks and upgrade all go through the strict, bounded loader: a duplicate key is a located problem."""
     text = (ROOT / "sites" / "example.yaml").read_text()
     site = tmp_path / "site.yaml"
-    site.write_text(text.replace("      wk-b:\n",
-                                 "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"))
+    site.write_text(
+        text.replace("      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n")
+    )
     first = text.splitlines().index("      wk-a:") + 1
-    for command in (["validate", str(site)], ["stacks", str(site)],
-                    ["upgrade", "prod", "--dry-run", "--site", str(site)]):
+    for command in (
+        ["validate", str(site)],
+        ["stacks", str(site)],
+        ["upgrade", "prod", "--dry-run", "--site", str(site)],
+    ):
         result = cli(*command)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert result.stdout == "" and "Traceback" not in result.stderr
@@ -57,7 +70,13 @@ def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
 def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
     import os
 
-    result = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", "sites/example.yaml"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    result = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "validate", "sites/example.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONIOENCODING="ascii"),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"

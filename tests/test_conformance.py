@@ -2,6 +2,7 @@
 schemas (terravixens.conformance): proxmox's dumped from the built provider, talos', helm's and kubernetes'
 hand-authored subsets (their binaries cannot be built here, see ADR 0003). No provider may go unchecked.
 """
+
 from __future__ import annotations
 
 import copy
@@ -37,8 +38,14 @@ def _promote(d):
 
 
 def _s3(d):
-    d["state"] = {"backend": "s3", "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate",
-                                          "kms_key_id": "arn:aws:kms:us-east-1:000000000000:key/example"}}
+    d["state"] = {
+        "backend": "s3",
+        "s3": {
+            "endpoint": "https://127.0.0.1:9000",
+            "bucket": "tfstate",
+            "kms_key_id": "arn:aws:kms:us-east-1:000000000000:key/example",
+        },
+    }
 
 
 def _routable_and_taints(d):
@@ -53,6 +60,7 @@ def _talos(version: str, kubernetes: str, contract: str | None = None):
         cluster(d).update(talos_version=version, kubernetes_version=kubernetes)
         if contract:
             cluster(d)["config_contract"] = contract
+
     return change
 
 
@@ -143,7 +151,7 @@ def test_literal_types_are_reported(example_synth):
     vm["tags"] = "talos"
     assert findings(vm, _vm_schema()) == [
         "started: is 'yes', the schema says bool",
-        "tags: is a str, the schema says [\"list\", \"string\"]",
+        'tags: is a str, the schema says ["list", "string"]',
         "vm_id: is 'one-hundred', the schema says number",
     ]
 

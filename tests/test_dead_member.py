@@ -6,6 +6,7 @@ talosctl is tests/fake_talosctl.py (talosctl's own output formats and errors; a 
 proxy's latency and TLS), kubectl a shell script on PATH, Terraform tests/fake_terraform.py; the talosctl fake's
 call log also receives the Terraform calls, so the order of everything is visible.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -37,9 +38,11 @@ MEMBERS = """NODE         ID                 HOSTNAME   PEER URLS               
 10.11.1.12   7c1d4b9e0f3a6d21   cp-b       https://10.11.1.12:2380   https://10.11.1.12:2379   false
 10.11.1.12   091e2f7a3b6c0d45   cp-c       https://10.11.1.13:2380   https://10.11.1.13:2379   false
 """
-ETCD = [{"id": "2a8f0e61c5b7d3f9", "hostname": "cp-a", "address": "10.11.1.11"},
-        {"id": "7c1d4b9e0f3a6d21", "hostname": "cp-b", "address": "10.11.1.12"},
-        {"id": "091e2f7a3b6c0d45", "hostname": "cp-c", "address": "10.11.1.13"}]
+ETCD = [
+    {"id": "2a8f0e61c5b7d3f9", "hostname": "cp-a", "address": "10.11.1.11"},
+    {"id": "7c1d4b9e0f3a6d21", "hostname": "cp-b", "address": "10.11.1.12"},
+    {"id": "091e2f7a3b6c0d45", "hostname": "cp-c", "address": "10.11.1.13"},
+]
 FAKE_KUBECTL = """#!/bin/sh
 echo "$@" >> "{log}"
 """
@@ -51,13 +54,18 @@ class Tools:
     def __init__(self, folder: Path, **scenario):
         self.folder = folder
         self.scenario = folder / "scenario.json"
-        state = {"versions": {"10.11.1.11": "v1.11.5", "10.11.1.12": "v1.11.5", "10.11.1.13": "v1.11.5"},
-                 "unreachable": ["10.11.1.11"], "members": ETCD, "calls": [], **scenario}
+        state = {
+            "versions": {"10.11.1.11": "v1.11.5", "10.11.1.12": "v1.11.5", "10.11.1.13": "v1.11.5"},
+            "unreachable": ["10.11.1.11"],
+            "members": ETCD,
+            "calls": [],
+            **scenario,
+        }
         self.scenario.write_text(json.dumps(state))
         bin_dir = folder / "bin"
         bin_dir.mkdir(exist_ok=True)
         self.talosctl_path = bin_dir / "talosctl"
-        self.talosctl_path.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} \"$@\"\n")
+        self.talosctl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} "$@"\n')
         self.talosctl_path.chmod(0o755)
         self.kubectl_log = folder / "kubectl.log"
         self.kubectl_path = bin_dir / "kubectl"
@@ -76,8 +84,10 @@ class Tools:
     def log(self) -> list[str]:
         """Every call in order: talosctl as `talosctl ADDRESS COMMAND…`, Terraform as `terraform …`, a synth (of
         LoggedWorkspace) as `synth`."""
-        return [" ".join(call) if call[0] in ("terraform", "synth") else " ".join(["talosctl", call[3], *call[4:]])
-                for call in self.state()["calls"]]
+        return [
+            " ".join(call) if call[0] in ("terraform", "synth") else " ".join(["talosctl", call[3], *call[4:]])
+            for call in self.state()["calls"]
+        ]
 
     def record(self, *entry: str) -> None:
         with open(f"{self.scenario}.lock", "w") as lock:
@@ -99,6 +109,7 @@ class LoggedTerraform(FakeTerraform):
         self.tools.record("terraform", *args)
         if " ".join(args[:2]) in self.fail:
             from terravixens.operations.terraform import Result
+
             return Result(1, "", "Error: Failed to load state: permission denied")
         return super().run(workdir, *args)
 
@@ -121,9 +132,16 @@ def options(**changes) -> DeadMemberOptions:
 
 def run(example_site, tmp_path, tools: Tools, tf=None, console=None, **changes) -> tuple[int, str]:
     out = console or Console(out=io.StringIO())
-    code = remove_dead_member(LoggedWorkspace(example_site, tools, root=tmp_path), "prod", "cp-a",
-                              tf or LoggedTerraform(tools),
-                              tools.talosctl(), tools.kubectl(), out, options(**changes))
+    code = remove_dead_member(
+        LoggedWorkspace(example_site, tools, root=tmp_path),
+        "prod",
+        "cp-a",
+        tf or LoggedTerraform(tools),
+        tools.talosctl(),
+        tools.kubectl(),
+        out,
+        options(**changes),
+    )
     return code, out.out.getvalue()
 
 
@@ -141,14 +159,23 @@ def test_member_ids_are_read_from_talosctls_table():
 def test_what_counts_as_silence():
     def failed(stderr: str) -> Ran:
         return Ran(("talosctl",), 1, "", stderr, f"exit 1: {stderr}")
-    assert silent(failed('error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = connection '
-                         'error: desc = "transport: Error while dialing: dial tcp 10.11.1.11:50000: connect: no route '
-                         'to host"'))
+
+    assert silent(
+        failed(
+            "error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = connection "
+            'error: desc = "transport: Error while dialing: dial tcp 10.11.1.11:50000: connect: no route '
+            'to host"'
+        )
+    )
     assert silent(Ran(("talosctl",), None, "", "", "talosctl version did not answer within 1s", timed_out=True))
     # a wrong talosconfig is Unavailable too, but it proves nothing about the node
-    assert not silent(failed('error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = '
-                             'connection error: desc = "transport: authentication handshake failed: tls: failed to '
-                             'verify certificate: x509: certificate signed by unknown authority"'))
+    assert not silent(
+        failed(
+            "error getting version from node 10.11.1.11: rpc error: code = Unavailable desc = "
+            'connection error: desc = "transport: authentication handshake failed: tls: failed to '
+            'verify certificate: x509: certificate signed by unknown authority"'
+        )
+    )
     assert not silent(Ran(("talosctl",), None, "", "", "cannot run talosctl: No such file or directory"))
 
 
@@ -163,16 +190,29 @@ def test_silent_over_the_window_state_checked_then_member_removed(example_site, 
     assert time.monotonic() - started >= 1.0  # the last probe waited for the end of the window
     assert tools.log() == [
         "synth",  # first: a safety rule stopping it stops everything before any call
-        "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version", "talosctl 10.11.1.11 version",
+        "talosctl 10.11.1.11 version",
+        "talosctl 10.11.1.11 version",
+        "talosctl 10.11.1.11 version",
         "talosctl 10.11.1.12 etcd members",
-        "terraform init -input=false -no-color", "terraform state list", "terraform output -raw kubeconfig",
-        "terraform state pull", f"terraform show -json -no-color {_backup(tmp_path)}",  # backup, verified
-        "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9", "talosctl 10.11.1.12 etcd members",
-        f"terraform state rm {APPLY}.node_cp-a_apply"]
+        "terraform init -input=false -no-color",
+        "terraform state list",
+        "terraform output -raw kubeconfig",
+        "terraform state pull",
+        f"terraform show -json -no-color {_backup(tmp_path)}",  # backup, verified
+        "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9",
+        "talosctl 10.11.1.12 etcd members",
+        f"terraform state rm {APPLY}.node_cp-a_apply",
+    ]
     assert console.journal.done == [
-        "synth", "probe (silent over 1s)", "etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)",
-        "state check (apply in the state)", f"backup ({Path(_backup(tmp_path)).relative_to(tmp_path)})",
-        "etcd removal (member 2a8f0e61c5b7d3f9)", "Node deletion", "forget the apply"]
+        "synth",
+        "probe (silent over 1s)",
+        "etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)",
+        "state check (apply in the state)",
+        f"backup ({Path(_backup(tmp_path)).relative_to(tmp_path)})",
+        "etcd removal (member 2a8f0e61c5b7d3f9)",
+        "Node deletion",
+        "forget the apply",
+    ]
     assert console.journal.pending == [] and console.journal.current is None
     assert [m["hostname"] for m in tools.state()["members"]] == ["cp-b", "cp-c"]
     assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
@@ -216,11 +256,20 @@ def test_a_missing_talosctl_is_a_stop_not_silence(example_site, tmp_path):
     tools = Tools(tmp_path)
     out = Console(out=io.StringIO())
     with pytest.raises(OperationError) as caught:
-        remove_dead_member(Workspace(example_site, root=tmp_path), "prod", "cp-a", LoggedTerraform(tools),
-                           Talosctl(str(tmp_path / "nowhere" / "talosctl")), tools.kubectl(), out, options())
+        remove_dead_member(
+            Workspace(example_site, root=tmp_path),
+            "prod",
+            "cp-a",
+            LoggedTerraform(tools),
+            Talosctl(str(tmp_path / "nowhere" / "talosctl")),
+            tools.kubectl(),
+            out,
+            options(),
+        )
     assert caught.value.code == ExitCode.FAILED  # FAILED: an external step is missing
-    assert str(caught.value) == (f"probe 1 of 2: cannot run {tmp_path}/nowhere/talosctl: No such file or directory; "
-                                 f"nothing was done")
+    assert str(caught.value) == (
+        f"probe 1 of 2: cannot run {tmp_path}/nowhere/talosctl: No such file or directory; nothing was done"
+    )
 
 
 def test_terraforms_state_step_is_checked_before_etcd_is_touched(example_site, tmp_path):
@@ -233,7 +282,8 @@ def test_terraforms_state_step_is_checked_before_etcd_is_touched(example_site, t
     assert "terraform state list failed" in str(caught.value)
     assert console.journal.line(interrupted=False) == (
         "stopped at state check (init): done: synth, probe (silent over 0.5s), etcd members (cp-a is member "
-        "2a8f0e61c5b7d3f9, through cp-b); not done: state check, backup, etcd removal, Node deletion, forget the apply")
+        "2a8f0e61c5b7d3f9, through cp-b); not done: state check, backup, etcd removal, Node deletion, forget the apply"
+    )
     assert not [line for line in tools.log() if "remove-member" in line]
     assert len(tools.state()["members"]) == 3 and not tools.kubectl_log.exists()
 
@@ -244,8 +294,9 @@ def test_the_hook_before_the_irreversible_step_runs_last_and_can_stop_it(example
 
     def snapshot(what):
         seen.append((what.node, what.member_id, what.through, what.through_address, list(tools.log())))
-        raise OperationError("etcd snapshot through cp-b could not be verified; nothing was done",
-                             ExitCode.BACKUP_FAILED)
+        raise OperationError(
+            "etcd snapshot through cp-b could not be verified; nothing was done", ExitCode.BACKUP_FAILED
+        )
 
     with pytest.raises(OperationError) as caught:
         run(example_site, tmp_path, tools, before_irreversible=snapshot)
@@ -253,8 +304,11 @@ def test_the_hook_before_the_irreversible_step_runs_last_and_can_stop_it(example
     [(node, member, through, address, log_then)] = seen
     assert (node, member, through, address) == ("cp-a", "2a8f0e61c5b7d3f9", "cp-b", "10.11.1.12")
     # the verified backup is the last thing before it (the kubeconfig output was read with the state check)
-    assert log_then[-3:] == ["terraform output -raw kubeconfig", "terraform state pull",
-                             "terraform show -json -no-color " + _backup(tmp_path)]
+    assert log_then[-3:] == [
+        "terraform output -raw kubeconfig",
+        "terraform state pull",
+        "terraform show -json -no-color " + _backup(tmp_path),
+    ]
     assert len(tools.state()["members"]) == 3
 
 
@@ -272,15 +326,20 @@ def test_typed_confirmation(example_site, tmp_path):
     console = Console(out=io.StringIO(), answers=iter([CONFIRM]))
     code, output = run(example_site, tmp_path, tools, console=console, confirm=None)
     assert code == ExitCode.OK
-    assert output.startswith("This removes cp-a from etcd for good (after checking it stays silent and that "
-                             f"Terraform can forget its apply): type {CONFIRM} to confirm: {CONFIRM}\n")
+    assert output.startswith(
+        "This removes cp-a from etcd for good (after checking it stays silent and that "
+        f"Terraform can forget its apply): type {CONFIRM} to confirm: {CONFIRM}\n"
+    )
 
 
-@pytest.mark.parametrize("given, answers, message", [
-    ("homelab/prod/cp-b", None, "confirmation 'homelab/prod/cp-b' is not 'homelab/prod/cp-a': nothing was done"),
-    (None, ["prod/cp-a"], "confirmation 'prod/cp-a' is not 'homelab/prod/cp-a': nothing was done"),
-    (None, None, "no terminal to confirm on: pass --confirm homelab/prod/cp-a; nothing was done"),
-])
+@pytest.mark.parametrize(
+    "given, answers, message",
+    [
+        ("homelab/prod/cp-b", None, "confirmation 'homelab/prod/cp-b' is not 'homelab/prod/cp-a': nothing was done"),
+        (None, ["prod/cp-a"], "confirmation 'prod/cp-a' is not 'homelab/prod/cp-a': nothing was done"),
+        (None, None, "no terminal to confirm on: pass --confirm homelab/prod/cp-a; nothing was done"),
+    ],
+)
 def test_a_wrong_or_missing_confirmation_does_nothing(example_site, tmp_path, given, answers, message):
     tools = Tools(tmp_path)
     tf = LoggedTerraform(tools)
@@ -295,26 +354,53 @@ def test_workers_and_unknown_nodes_are_input_errors(example_site, tmp_path):
     tools = Tools(tmp_path)
     for node in ("wk-a", "cp-z"):
         with pytest.raises(OperationError) as caught:
-            remove_dead_member(Workspace(example_site, root=tmp_path), "prod", node, LoggedTerraform(tools),
-                               tools.talosctl(), tools.kubectl(), Console(out=io.StringIO()), options())
+            remove_dead_member(
+                Workspace(example_site, root=tmp_path),
+                "prod",
+                node,
+                LoggedTerraform(tools),
+                tools.talosctl(),
+                tools.kubectl(),
+                Console(out=io.StringIO()),
+                options(),
+            )
         assert caught.value.code == ExitCode.BAD_INPUT
         assert f"{node!r} is not a control plane of prod in the site file" in str(caught.value)
 
 
 # ---------------------------------------------------------------------------------------------------------- CLI
 def cli(tmp_path: Path, tools: Tools, *arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", "remove-dead-member", "prod", "cp-a",
-                           "--site", str(ROOT / "sites" / "example.yaml"), "--talosctl", str(tools.talosctl_path),
-                           *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terravixens.cli",
+            "remove-dead-member",
+            "prod",
+            "cp-a",
+            "--site",
+            str(ROOT / "sites" / "example.yaml"),
+            "--talosctl",
+            str(tools.talosctl_path),
+            *arguments,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
 
 
 def test_cli_without_a_terminal_or_confirm_is_declined(tmp_path):
     tools = Tools(tmp_path)
     result = cli(tmp_path, tools)
     assert result.returncode == ExitCode.DECLINED and "Traceback" not in result.stderr
-    assert result.stderr == ("terravixens remove-dead-member: no terminal to confirm on: pass --confirm "
-                             "homelab/prod/cp-a; nothing was done\n")
+    assert result.stderr == (
+        "terravixens remove-dead-member: no terminal to confirm on: pass --confirm "
+        "homelab/prod/cp-a; nothing was done\n"
+    )
     assert tools.log() == []
 
 
@@ -326,10 +412,13 @@ def test_cli_exit_code_without_a_live_member(tmp_path):
     assert "probed 2 times over 1s: no answer" in result.stdout
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--probes", "1", "'1' is not a number of probes: give a whole number, 2 or more"),
-    ("--probe-window", "soon", "'soon' is not a duration"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--probes", "1", "'1' is not a number of probes: give a whole number, 2 or more"),
+        ("--probe-window", "soon", "'soon' is not a duration"),
+    ],
+)
 def test_cli_refuses_bad_probe_options(tmp_path, option, value, message):
     tools = Tools(tmp_path)
     result = cli(tmp_path, tools, "--confirm", CONFIRM, option, value)

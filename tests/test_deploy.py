@@ -1,6 +1,7 @@
 """`terravixens deploy` with a stand-in for Terraform (tests/fake_terraform.py) where the talos provider is needed:
 the guard stops a plan before anything is applied, and the Node objects of nodes that left the site are deleted
 after their reset (kubectl is a fake on PATH). The real CLI path is proven in tests/integration/test_operations.py."""
+
 from __future__ import annotations
 
 import copy
@@ -66,6 +67,14 @@ def test_two_control_planes_leaving_are_refused_before_anything_is_applied(tmp_p
 def test_site_change_naming_nothing_new_applies_nothing(tmp_path):
     tf = fake()
     unchanged = copy.deepcopy(support.example_data())
-    assert deploy(Workspace(support.site_from(unchanged), root=tmp_path), ["platform-prod"], tf,
-                  DeployOptions(yes=True), Console(out=io.StringIO())) == ExitCode.OK
+    assert (
+        deploy(
+            Workspace(support.site_from(unchanged), root=tmp_path),
+            ["platform-prod"],
+            tf,
+            DeployOptions(yes=True),
+            Console(out=io.StringIO()),
+        )
+        == ExitCode.OK
+    )
     assert tf.applied == []

@@ -1,5 +1,6 @@
 """The documented examples run as written: each `terravixens validate` of a file in docs/examples/ shown in
 docs/commands.md prints what the docs say it prints, and every file in docs/examples/ is used there."""
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,10 @@ def test_a_documented_validate_prints_what_the_docs_show(command, shown, capsys,
 
 def test_every_example_is_used_in_the_docs():
     text = COMMANDS.read_text()
-    unused = [path.name for path in sorted(EXAMPLES.iterdir()) if path.name != "specs"
-              and f"docs/examples/{path.name}" not in text]
+    unused = [
+        path.name
+        for path in sorted(EXAMPLES.iterdir())
+        if path.name != "specs" and f"docs/examples/{path.name}" not in text
+    ]
     assert unused == []
     assert len(documented_runs()) >= 6

@@ -1,5 +1,6 @@
 """No absolute path of the machine a command ran on in the docs, the README or a benchmark's report: a reader has
 none of them (docs/commands.md pastes real outputs; examples use the files the repository ships, docs/examples/)."""
+
 from __future__ import annotations
 
 import re
@@ -18,14 +19,20 @@ MACHINE_PATH = re.compile(r"(?<![\w.~$/-])/(?:tmp|root|home|work|Users|private|v
 def machine_paths(text: str) -> list[str]:
     """Each absolute path of a machine in `text`: the roots above, this checkout, this interpreter, this $TMPDIR."""
     found = MACHINE_PATH.findall(text)
-    return found + [path for path in (str(ROOT), sys.executable, tempfile.gettempdir())
-                    if path in text and not any(path in match for match in found)]
+    return found + [
+        path
+        for path in (str(ROOT), sys.executable, tempfile.gettempdir())
+        if path in text and not any(path in match for match in found)
+    ]
 
 
 def documents() -> list[Path]:
     listed = subprocess.run(["git", "ls-files", "README.md", "docs"], cwd=ROOT, capture_output=True, text=True)
-    names = listed.stdout.split() if listed.returncode == 0 and listed.stdout.strip() else [
-        str(path.relative_to(ROOT)) for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*"))]]
+    names = (
+        listed.stdout.split()
+        if listed.returncode == 0 and listed.stdout.strip()
+        else [str(path.relative_to(ROOT)) for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*"))]]
+    )
     return [ROOT / name for name in names if (ROOT / name).is_file() and not (ROOT / name).is_symlink()]
 
 
@@ -36,10 +43,17 @@ def test_no_machine_path_in_the_docs():
 
 def test_the_check_finds_what_it_looks_for():
     assert machine_paths("Python 3.11.7 (/work/main/.venv/bin/python); kept in /tmp/tv-fuzz-x/slowest.yaml") == [
-        "/work/main/.venv/bin/python", "/tmp/tv-fuzz-x/slowest.yaml"]
+        "/work/main/.venv/bin/python",
+        "/tmp/tv-fuzz-x/slowest.yaml",
+    ]
     assert machine_paths(f"secrets checked ({ROOT}/docs/examples/lab-secrets.yaml)") != []
-    assert machine_paths("TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem; '${file(\"/proc/self/environ\")}' "
-                         "$TMPDIR/tv-fuzz-x ~/.cache/terravixens .venv/bin/python /dev/sda") == []
+    assert (
+        machine_paths(
+            "TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem; '${file(\"/proc/self/environ\")}' "
+            "$TMPDIR/tv-fuzz-x ~/.cache/terravixens .venv/bin/python /dev/sda"
+        )
+        == []
+    )
 
 
 def test_benchmarks_name_paths_as_a_reader_sees_them(tmp_path):
@@ -51,6 +65,8 @@ def test_benchmarks_name_paths_as_a_reader_sees_them(tmp_path):
     assert shown("/opt/python/bin/python3.11") == "python3.11"
     scratch = tmp_path / "scratch"
     text = f"[providers] providers in mirror {scratch}/caches/terravixens/mirror; checkout {ROOT}/imports"
-    assert scrubbed(text, SCRATCH=scratch) == \
-        "[providers] providers in mirror $SCRATCH/caches/terravixens/mirror; checkout ./imports"
+    assert (
+        scrubbed(text, SCRATCH=scratch)
+        == "[providers] providers in mirror $SCRATCH/caches/terravixens/mirror; checkout ./imports"
+    )
     assert machine_paths(scrubbed(text, SCRATCH=scratch)) == []

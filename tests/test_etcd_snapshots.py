@@ -8,6 +8,7 @@ streams, as machined streams it to talosctl. What a real cluster adds: databases
 check then takes minutes: TOOL_TIMEOUT), snapshots of etcd 3.5 (no storage version recorded), and the restore itself
 (`talosctl bootstrap --recover-from`), which checks the same digest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,14 +58,19 @@ def _root_page_corrupted(data: bytes) -> bytes:
 DAMAGES = {
     # name: (make the file from the genuine bytes, the check that fails, words its reason has)
     "truncated": (lambda data: data[:-1000], "size", "512*k+32"),
-    "flipped byte": (lambda data: (data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01])
-                                   + data[len(data) // 2 + 1:]),
-                     "sha256", "altered after etcd streamed it"),
+    "flipped byte": (
+        lambda data: data[: len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01]) + data[len(data) // 2 + 1 :],
+        "sha256",
+        "altered after etcd streamed it",
+    ),
     "appended garbage": (lambda data: data + b"garbage\n", "size", "512*k+32"),
     "empty": (lambda data: b"", "size", "empty"),
     "not bbolt": (lambda data: _digest(os.urandom(16384)), "bbolt", "not a readable bbolt database"),
-    "wrong hash": (lambda data: data[:-32] + hashlib.sha256(b"another database").digest(), "sha256",
-                   "altered after etcd streamed it"),
+    "wrong hash": (
+        lambda data: data[:-32] + hashlib.sha256(b"another database").digest(),
+        "sha256",
+        "altered after etcd streamed it",
+    ),
     "cut at a page, digest redone": (lambda data: _digest(data[:8192]), "bbolt", "truncated"),
 }
 
@@ -93,8 +99,8 @@ def test_a_genuine_snapshot_is_the_database_then_its_sha256_and_verifies():
     path, made, report = etcd_tool.genuine_snapshot(), etcd_tool.genuine_fixture(), etcd_tool.genuine_report()
     data = path.read_bytes()
     assert len(data) == made["bytes"] and len(data) % 512 == 32
-    assert data[-32:] == hashlib.sha256(data[:-32]).digest()       # etcd's Maintenance.Snapshot layout
-    assert data[16:20] == struct.pack("<I", 0xED0CDAED)              # bbolt's magic in the first meta page
+    assert data[-32:] == hashlib.sha256(data[:-32]).digest()  # etcd's Maintenance.Snapshot layout
+    assert data[16:20] == struct.pack("<I", 0xED0CDAED)  # bbolt's magic in the first meta page
     assert report["ok"] and report["passed"] == ["size", "sha256", "bbolt", "etcd"] and report["hash_ok"]
     assert report["sha256"] == hashlib.sha256(data).hexdigest() and report["db_sha256"] == data[-32:].hex()
     assert (report["size"], report["db_size"]) == (len(data), len(data) - 32)
@@ -113,8 +119,10 @@ def test_make_fixture_counts_the_keys_it_is_asked_for(tmp_path):
     code, report = etcd_tool.verify(tmp_path / "five.snapshot")
     assert code == 0 and report["total_keys"] == 5 and report["revision"] == made["revision"]
     # etcd derives member and cluster ids from the peer URLs and the cluster token: the same for every fixture.
-    assert (made["member_id"], made["cluster_id"]) == (etcd_tool.genuine_fixture()["member_id"],
-                                                       etcd_tool.genuine_fixture()["cluster_id"])
+    assert (made["member_id"], made["cluster_id"]) == (
+        etcd_tool.genuine_fixture()["member_id"],
+        etcd_tool.genuine_fixture()["cluster_id"],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGES))
@@ -146,7 +154,11 @@ def test_verify_snapshot_reports_etcds_own_findings():
     assert verification.ok and verification.level == "etcd"
     assert verification.passed == ("size", "sha256", "bbolt", "etcd")
     assert (verification.revision, verification.total_keys, verification.etcd_hash, verification.sha256) == (
-        report["revision"], report["total_keys"], report["etcd_hash"], report["sha256"])
+        report["revision"],
+        report["total_keys"],
+        report["etcd_hash"],
+        report["sha256"],
+    )
     assert verification.members[0]["id"] == etcd_tool.genuine_fixture()["member_id"]
     assert f"revision {report['revision']}, {report['total_keys']} keys" in verification.summary()
 
@@ -199,10 +211,14 @@ def test_a_configured_tool_that_is_missing_is_a_failure_not_a_downgrade(tmp_path
     assert not verification.ok and verification.check == "tool" and "cannot run" in verification.reason
 
 
-@pytest.mark.parametrize("script, words", [
-    ("sleep 60", "did not answer within 2s"),
-    ("echo 'panic: boom' >&2; exit 2", "without a report: panic: boom"),
-], ids=["hangs", "crashes"])
+@pytest.mark.parametrize(
+    "script, words",
+    [
+        ("sleep 60", "did not answer within 2s"),
+        ("echo 'panic: boom' >&2; exit 2", "without a report: panic: boom"),
+    ],
+    ids=["hangs", "crashes"],
+)
 def test_a_tool_that_hangs_or_crashes_is_a_failure_bounded_in_time(tmp_path, script, words):
     tool = tmp_path / "etcd-snapshot"
     tool.write_text(f"#!/bin/sh\n{script}\n")
@@ -218,8 +234,9 @@ def _store(tmp_path: Path, **options) -> es.SnapshotStore:
     return es.SnapshotStore(tmp_path / "work", "lab", **options)
 
 
-def _add(store: es.SnapshotStore, when: datetime, node: str = "cp-a", reason: str = "manual",
-         cluster: str = "alpha") -> es.Taken:
+def _add(
+    store: es.SnapshotStore, when: datetime, node: str = "cp-a", reason: str = "manual", cluster: str = "alpha"
+) -> es.Taken:
     with store.incoming(cluster) as target:
         shutil.copyfile(etcd_tool.genuine_snapshot(), target)
         return store.add(cluster, target, node, reason, taken_at=when)
@@ -238,13 +255,18 @@ def test_a_kept_snapshot_is_0600_in_0700_folders_with_its_manifest(tmp_path):
     manifest = json.loads(taken.snapshot.manifest_path.read_text())
     assert manifest["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert (manifest["site"], manifest["cluster"], manifest["node"], manifest["reason"]) == (
-        "lab", "alpha", "cp-a", "before-upgrade")
+        "lab",
+        "alpha",
+        "cp-a",
+        "before-upgrade",
+    )
     assert manifest["taken_at"] == "2026-11-26T08:00:00+00:00"
     assert manifest["verification"]["level"] == "etcd"
     assert manifest["verification"]["revision"] == etcd_tool.genuine_report()["revision"]
     # Nothing else is left behind: no .part, no incoming folder, no temporary manifest.
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([".lock", path.name,
-                                                                    taken.snapshot.manifest_path.name])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        [".lock", path.name, taken.snapshot.manifest_path.name]
+    )
     assert store.snapshots("alpha") == [taken.snapshot]
     assert "kept 1; removed 0" in taken.summary()
 
@@ -265,8 +287,13 @@ def test_folders_wider_than_0700_are_tightened_and_links_refused(tmp_path):
 
 
 def test_names_sort_by_time_and_parse_back():
-    times = [T0 + timedelta(days=3), T0, T0 + timedelta(microseconds=1), T0 + timedelta(hours=1, seconds=5),
-             T0 - timedelta(days=400)]
+    times = [
+        T0 + timedelta(days=3),
+        T0,
+        T0 + timedelta(microseconds=1),
+        T0 + timedelta(hours=1, seconds=5),
+        T0 - timedelta(days=400),
+    ]
     names = {es.snapshot_name("alpha", when, "cp-b", "manual"): when for when in times}
     assert [names[name] for name in sorted(names)] == sorted(times)
     for name, when in names.items():
@@ -274,13 +301,21 @@ def test_names_sort_by_time_and_parse_back():
     # A time in another zone is named in UTC; the counter keeps a reason ending in digits intact.
     paris = timezone(timedelta(hours=1))
     assert es.snapshot_name("alpha", T0.astimezone(paris), "10.0.0.2", "scale-in-3", 2) == (
-        "alpha_20261126T080000.000000Z_10.0.0.2_scale-in-3_2.snapshot")
+        "alpha_20261126T080000.000000Z_10.0.0.2_scale-in-3_2.snapshot"
+    )
     assert es.parse_name("alpha_20261126T080000.000000Z_10.0.0.2_scale-in-3_2.snapshot")[3] == "scale-in-3"
     assert es.parse_name("notes.txt") is None
 
 
-@pytest.mark.parametrize("cluster, node, reason", [("Alpha", "cp-a", "manual"), ("alpha", "cp_a", "manual"),
-                                                   ("alpha", "cp-a", "../x"), ("alpha", "fe80::1", "manual")])
+@pytest.mark.parametrize(
+    "cluster, node, reason",
+    [
+        ("Alpha", "cp-a", "manual"),
+        ("alpha", "cp_a", "manual"),
+        ("alpha", "cp-a", "../x"),
+        ("alpha", "fe80::1", "manual"),
+    ],
+)
 def test_names_refuse_what_would_break_them(cluster, node, reason):
     with pytest.raises(ValueError, match="use lower-case letters"):
         es.snapshot_name(cluster, T0, node, reason)
@@ -398,7 +433,7 @@ class FakeTalosctl:
         self.scenario = folder / "scenario.json"
         self.scenario.write_text(json.dumps({"calls": [], **scenario}))
         self.path = folder / "talosctl"
-        self.path.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} \"$@\"\n")
+        self.path.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} "$@"\n')
         self.path.chmod(0o755)
         self.talosctl = Talosctl(str(self.path), "talosconfig", 60)
 
@@ -409,8 +444,9 @@ class FakeTalosctl:
         return lambda path: self.talosctl.run(["--nodes", node, "etcd", "snapshot", str(path)])
 
     def run(self, *arguments: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.path), "--talosconfig", "talosconfig", *arguments], capture_output=True,
-                              text=True, timeout=60)
+        return subprocess.run(
+            [str(self.path), "--talosconfig", "talosconfig", *arguments], capture_output=True, text=True, timeout=60
+        )
 
 
 def test_take_streams_through_talosctl_and_keeps_a_verified_snapshot(tmp_path):
@@ -418,7 +454,8 @@ def test_take_streams_through_talosctl_and_keeps_a_verified_snapshot(tmp_path):
     store = _store(tmp_path)
     taken = store.take("alpha", "cp-a", "before-upgrade", fake.snapshot_to(CP))
     assert taken.verification.level == "etcd" and taken.snapshot.path.read_bytes() == (
-        etcd_tool.genuine_snapshot().read_bytes())
+        etcd_tool.genuine_snapshot().read_bytes()
+    )
     [call] = fake.calls()
     assert call[:5] == ["--talosconfig", "talosconfig", "--nodes", CP, "etcd"] and call[5] == "snapshot"
     assert Path(call[6]).name == "etcd.snapshot" and Path(call[6]).parent.parent == store.folder("alpha")
@@ -432,19 +469,26 @@ def test_talosctl_prints_what_the_real_one_prints(tmp_path):
     report = etcd_tool.genuine_report()
     assert ran.returncode == 0 and ran.stdout.splitlines() == [
         f'etcd snapshot saved to "{tmp_path / "db.snapshot"}" ({report["size"]} bytes)',
-        (f"snapshot info: hash {report['etcd_hash']}, revision {report['revision']}, total keys "
-        f"{report['total_keys']}, total size {report['total_size']}")]
+        (
+            f"snapshot info: hash {report['etcd_hash']}, revision {report['revision']}, total keys "
+            f"{report['total_keys']}, total size {report['total_size']}"
+        ),
+    ]
     assert stat.S_IMODE((tmp_path / "db.snapshot").stat().st_mode) == 0o600
     multi = fake.run("--nodes", f"{CP},127.11.1.12", "etcd", "snapshot", str(tmp_path / "x.snapshot"))
     assert multi.returncode == 1 and "not supported with multiple nodes" in multi.stderr
 
 
-@pytest.mark.parametrize("scenario, words", [
-    ({"etcd_snapshot_damage": "flip"}, "sha256"),
-    ({"etcd_snapshot_damage": "cut"}, "sha256 checksum not found"),
-    ({"broken": [CP]}, "connection refused"),
-    ({"fail": {"etcd": [CP]}}, "rpc error"),
-], ids=["byte flipped in transit", "stream cut", "node down", "talosctl fails"])
+@pytest.mark.parametrize(
+    "scenario, words",
+    [
+        ({"etcd_snapshot_damage": "flip"}, "sha256"),
+        ({"etcd_snapshot_damage": "cut"}, "sha256 checksum not found"),
+        ({"broken": [CP]}, "connection refused"),
+        ({"fail": {"etcd": [CP]}}, "rpc error"),
+    ],
+    ids=["byte flipped in transit", "stream cut", "node down", "talosctl fails"],
+)
 def test_take_refuses_and_keeps_nothing_when_the_stream_is_bad(tmp_path, scenario, words):
     damage = scenario.pop("etcd_snapshot_damage", None)
     fake = FakeTalosctl(tmp_path, etcd_snapshot=etcd_tool.fake_talosctl_setup(damage), **scenario)
@@ -457,29 +501,84 @@ def test_take_refuses_and_keeps_nothing_when_the_stream_is_bad(tmp_path, scenari
 def test_take_refuses_an_answer_without_a_file(tmp_path):
     class Answer:
         ok, reason = True, ""
+
     with pytest.raises(es.SnapshotError, match="wrote no file"):
         _store(tmp_path).take("alpha", "cp-a", "manual", lambda path: Answer())
 
 
 def test_etcd_status_in_talosctls_table(tmp_path):
     nodes = [CP, "127.11.1.12", "127.11.1.13"]
-    fake = FakeTalosctl(tmp_path, broken=["127.11.1.13"], etcd_status={
-        "127.11.1.12": {"member_id": "0a1b2c3d4e5f6071", "db_size": 21_000_000, "db_size_in_use": 7_350_000,
-                        "errors": ["NOSPACE"]}})
+    fake = FakeTalosctl(
+        tmp_path,
+        broken=["127.11.1.13"],
+        etcd_status={
+            "127.11.1.12": {
+                "member_id": "0a1b2c3d4e5f6071",
+                "db_size": 21_000_000,
+                "db_size_in_use": 7_350_000,
+                "errors": ["NOSPACE"],
+            }
+        },
+    )
     ran = fake.run("--nodes", ",".join(nodes), "etcd", "status")
     assert ran.returncode == 0
     lines = ran.stdout.splitlines()
-    header = ("NODE          MEMBER             DB SIZE   IN USE            LEADER             RAFT INDEX   "
-              "RAFT TERM   RAFT APPLIED INDEX   LEARNER   PROTOCOL   STORAGE   ERRORS")
+    header = (
+        "NODE          MEMBER             DB SIZE   IN USE            LEADER             RAFT INDEX   "
+        "RAFT TERM   RAFT APPLIED INDEX   LEARNER   PROTOCOL   STORAGE   ERRORS"
+    )
     assert lines[0] == header and len(lines) == 3
     leader = hashlib.sha256(CP.encode()).hexdigest()[:16]
-    assert lines[1].split() == [CP, leader, "17", "MB", "4.5", "MB", "(26.09%)", leader, "53391", "4", "53391",
-                                "false", "3.6.5", "3.6.0"]
-    assert lines[2].split() == ["127.11.1.12", "0a1b2c3d4e5f6071", "21", "MB", "7.4", "MB", "(35.00%)", leader,
-                                "53391", "4", "53391", "false", "3.6.5", "3.6.0", "NOSPACE"]
+    assert lines[1].split() == [
+        CP,
+        leader,
+        "17",
+        "MB",
+        "4.5",
+        "MB",
+        "(26.09%)",
+        leader,
+        "53391",
+        "4",
+        "53391",
+        "false",
+        "3.6.5",
+        "3.6.0",
+    ]
+    assert lines[2].split() == [
+        "127.11.1.12",
+        "0a1b2c3d4e5f6071",
+        "21",
+        "MB",
+        "7.4",
+        "MB",
+        "(35.00%)",
+        leader,
+        "53391",
+        "4",
+        "53391",
+        "false",
+        "3.6.5",
+        "3.6.0",
+        "NOSPACE",
+    ]
     # Columns line up (tabwriter, padding 3): every cell starts where its header does; the last one is not padded.
-    starts = [header.index(column) for column in ("MEMBER", "DB SIZE", "IN USE", "LEADER", "RAFT INDEX", "RAFT TERM",
-                                                  "RAFT APPLIED INDEX", "LEARNER", "PROTOCOL", "STORAGE", "ERRORS")]
+    starts = [
+        header.index(column)
+        for column in (
+            "MEMBER",
+            "DB SIZE",
+            "IN USE",
+            "LEADER",
+            "RAFT INDEX",
+            "RAFT TERM",
+            "RAFT APPLIED INDEX",
+            "LEARNER",
+            "PROTOCOL",
+            "STORAGE",
+            "ERRORS",
+        )
+    ]
     for line in lines[1:]:
         assert all(line[start - 1] == " " and line[start] != " " for start in starts[:-1])
     assert lines[1].endswith("3.6.0     ") and lines[2].endswith("3.6.0     NOSPACE")
@@ -489,19 +588,31 @@ def test_etcd_status_in_talosctls_table(tmp_path):
 
 
 # go-humanize v1.0.1's own test table for Bytes, and its README's example (82854982 -> 83 MB).
-SIZES = {0: "0 B", 1: "1 B", 803: "803 B", 999: "999 B", 1024: "1.0 kB", 9999: "10 kB", 999_999: "1000 kB",
-         1024 * 1024: "1.0 MB", 9_999_000: "10 MB", 999_999_000: "1000 MB", 1_000_000_000: "1.0 GB",
-         82_854_982: "83 MB"}
+SIZES = {
+    0: "0 B",
+    1: "1 B",
+    803: "803 B",
+    999: "999 B",
+    1024: "1.0 kB",
+    9999: "10 kB",
+    999_999: "1000 kB",
+    1024 * 1024: "1.0 MB",
+    9_999_000: "10 MB",
+    999_999_000: "1000 MB",
+    1_000_000_000: "1.0 GB",
+    82_854_982: "83 MB",
+}
 
 
 def test_the_fake_prints_sizes_as_go_humanize_does(tmp_path):
     nodes = {f"127.11.2.{index}": size for index, size in enumerate(SIZES, start=1)}
-    fake = FakeTalosctl(tmp_path, etcd_status={node: {"db_size": size, "db_size_in_use": size // 2}
-                                               for node, size in nodes.items()})
+    fake = FakeTalosctl(
+        tmp_path, etcd_status={node: {"db_size": size, "db_size_in_use": size // 2} for node, size in nodes.items()}
+    )
     ran = fake.run("--nodes", ",".join(nodes), "etcd", "status")
     lines = ran.stdout.splitlines()
     column = lines[0].index("DB SIZE"), lines[0].index("IN USE")
-    printed = {line.split()[0]: line[column[0]:column[1]].strip() for line in lines[1:]}
+    printed = {line.split()[0]: line[column[0] : column[1]].strip() for line in lines[1:]}
     assert printed == {node: SIZES[size] for node, size in nodes.items()}
     assert lines[1].split()[6] == "(0.00%)"  # an empty database: no division by zero
 

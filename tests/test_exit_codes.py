@@ -9,6 +9,7 @@ tests/integration/.
 Ctrl-C is simulated by the fake raising KeyboardInterrupt in the middle of a step, which is what Python (and the
 runner, for SIGTERM/SIGHUP) does to the main thread.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ def test_docs_exit_codes_are_the_table():
     TERRAVIXENS_UPDATE_DOCS=1 pipenv run pytest tests/test_exit_codes.py -k docs."""
     text = DOCS.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1, f"{DOCS}: one {BEGIN} … {END} block"
-    found = text[text.index(BEGIN):text.index(END) + len(END)]
+    found = text[text.index(BEGIN) : text.index(END) + len(END)]
     if os.environ.get("TERRAVIXENS_UPDATE_DOCS") and found != documented():
         DOCS.write_text(text.replace(found, documented()))
         found = documented()
@@ -62,7 +63,7 @@ def test_docs_exit_codes_are_the_table():
 def test_docs_name_no_other_exit_code_table():
     """Outside the generated block, docs/commands.md points at it instead of keeping its own lists of codes."""
     text = DOCS.read_text()
-    outside = text[:text.index(BEGIN)] + text[text.index(END):]
+    outside = text[: text.index(BEGIN)] + text[text.index(END) :]
     assert not re.search(r"^\| (exit )?code \| (name \| )?meaning \|$", outside, re.M)
     assert "Exit codes (deploy, destroy" not in outside
 
@@ -73,8 +74,10 @@ def test_each_help_lists_its_codes_with_their_meaning(entry, capsys):
         cli.main([*entry.name.split(), "--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    assert text.split("exit codes (docs/commands.md#exit-codes):\n", 1)[1].rstrip("\n") == \
-        epilog(entry.codes).split("\n", 1)[1]
+    assert (
+        text.split("exit codes (docs/commands.md#exit-codes):\n", 1)[1].rstrip("\n")
+        == epilog(entry.codes).split("\n", 1)[1]
+    )
     for code, _ in entry.codes:
         assert re.search(rf"^  {int(code):<4}{code.name} ", text, re.M), (entry.name, code)
         assert " ".join(meaning(code).split()[:4]) in " ".join(text.split())
@@ -85,8 +88,15 @@ def test_one_table_every_code_means_one_thing():
     for entry in cli.COMMANDS:
         for code, _ in entry.codes:
             assert type(code) in (ExitCode, MonitorExit) or entry.name == "spec get", entry.name
-    assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("REFUSED", 1), ("BAD_INPUT", 2), ("DECLINED", 3),
-                                                   ("FAILED", 4), ("BACKUP_FAILED", 5), ("INTERRUPTED", 130)]
+    assert [(c.name, int(c)) for c in ExitCode] == [
+        ("OK", 0),
+        ("REFUSED", 1),
+        ("BAD_INPUT", 2),
+        ("DECLINED", 3),
+        ("FAILED", 4),
+        ("BACKUP_FAILED", 5),
+        ("INTERRUPTED", 130),
+    ]
     assert [(c.name, int(c)) for c in MonitorExit] == [("IN_SYNC", 0), ("ERROR", 1), ("FOUND", 2)]
     for table in (ExitCode, MonitorExit):  # one name per code: no alias (TERRAFORM_FAILED was one) hides in a table
         assert list(table.__members__) == [code.name for code in table], table
@@ -104,8 +114,12 @@ class Scripted(FakeTerraform):
     """The fake Terraform, told to fail (exit 1, as Terraform does) or to be interrupted at the n-th call of a
     command ("apply", "state pull", "plan", "state push"...)."""
 
-    def __init__(self, states: dict[str, dict[str, dict]], fail: dict[str, int] | None = None,
-                 interrupt: dict[str, int] | None = None):
+    def __init__(
+        self,
+        states: dict[str, dict[str, dict]],
+        fail: dict[str, int] | None = None,
+        interrupt: dict[str, int] | None = None,
+    ):
         super().__init__(states)
         self.fail, self.interrupt, self.seen = fail or {}, interrupt or {}, {}
         self.pushed: dict[str, dict] = {}
@@ -140,14 +154,14 @@ class Scripted(FakeTerraform):
 
 
 def platform(**script) -> Scripted:
-    return Scripted({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a"),
-                     "gitops-prod": {}}, **script)
+    return Scripted(
+        {"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a"), "gitops-prod": {}},
+        **script,
+    )
 
 
 def gitops(**script) -> Scripted:
     return Scripted({"gitops-prod": json.loads(json.dumps(GITOPS))}, **script)
-
-
 
 
 def public_fleet(data: dict) -> None:
@@ -178,6 +192,7 @@ class Lab:
     def token_site(self) -> str:
         def label(data: dict) -> None:
             data["clusters"]["prod"]["workers"]["wk-a"]["labels"] = {"node.kubernetes.io/pool": TOKEN_LIKE}
+
         return self.site(label, "token.yaml")
 
     def tools(self, **scenario) -> Tools:
@@ -189,8 +204,9 @@ class Lab:
 
     def backup(self, layer: str = "gitops-prod", lineage: str | None = None) -> str:
         path = self.folder / "saved.tfstate"
-        path.write_text(json.dumps({"version": 4, "lineage": lineage or f"lineage-{layer}", "serial": 1,
-                                    "resources": []}))
+        path.write_text(
+            json.dumps({"version": 4, "lineage": lineage or f"lineage-{layer}", "serial": 1, "resources": []})
+        )
         return str(path)
 
 
@@ -219,6 +235,7 @@ def _without(*workers: str, control_planes: tuple[str, ...] = ()) -> Callable[[d
             del data["clusters"]["prod"]["workers"][name]
         for name in control_planes:
             del data["clusters"]["prod"]["control_planes"][name]
+
     return change
 
 
@@ -234,6 +251,7 @@ def case(command: str, code: ExitCode | MonitorExit):
     def register(function: Callable[[Lab], None]) -> Callable[[Lab], None]:
         CASES.setdefault((command, type(code).__name__, int(code)), []).append(function)
         return function
+
     return register
 
 
@@ -250,13 +268,15 @@ def deploy_applies(lab: Lab) -> None:
 @case("deploy", ExitCode.REFUSED)
 def deploy_guard_refuses(lab: Lab) -> None:
     tf = platform()
-    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without(control_planes=("cp-b", "cp-c"))),
-                  tf=tf)
+    ran = lab.run(
+        "deploy", "platform-prod", "--yes", "--site", lab.site(_without(control_planes=("cp-b", "cp-c"))), tf=tf
+    )
     assert ran.code == ExitCode.REFUSED and not _applied(tf)
     assert "[PG002 OneControlPlaneLeavesPerApply]" in ran.out
     assert ran.err.splitlines() == [
         "terravixens deploy: platform-prod: plan refused by the guard (1 problem); nothing was applied",
-        "stopped at platform-prod (guard): done: synth; not done: platform-prod"]
+        "stopped at platform-prod (guard): done: synth; not done: platform-prod",
+    ]
 
 
 @case("deploy", ExitCode.BAD_INPUT)
@@ -266,8 +286,10 @@ def deploy_plan_json_onto_an_existing_file(lab: Lab) -> None:
     tf = platform()
     ran = lab.run("deploy", "platform-prod", "--save-plan-json", str(existing), "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.BAD_INPUT and ran.out == ""
-    assert ran.err.strip() == (f"terravixens deploy: --save-plan-json {existing}: the file already exists; give a new "
-                               f"path or remove it first (nothing was run)")
+    assert ran.err.strip() == (
+        f"terravixens deploy: --save-plan-json {existing}: the file already exists; give a new "
+        f"path or remove it first (nothing was run)"
+    )
     assert tf.calls == [] and not (lab.folder / "cdktf.out").exists() and existing.read_text() == "someone's file"
 
 
@@ -292,7 +314,8 @@ def deploy_without_a_terminal(lab: Lab) -> None:
     assert ran.code == ExitCode.DECLINED and not _applied(tf)
     assert ran.err.splitlines() == [
         "terravixens deploy: platform-prod: no terminal to confirm on and no --yes: nothing was applied",
-        "stopped at platform-prod (confirm): done: synth; not done: platform-prod"]
+        "stopped at platform-prod (confirm): done: synth; not done: platform-prod",
+    ]
 
 
 @case("deploy", ExitCode.FAILED)
@@ -319,8 +342,11 @@ def deploy_interrupted(lab: Lab) -> None:
     ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err.splitlines() == [
-        ("terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors (no changes); "
-        "not done: platform-prod")]
+        (
+            "terravixens deploy: interrupted by SIGINT at platform-prod (apply): done: synth, hypervisors "
+            "(no changes); not done: platform-prod"
+        )
+    ]
 
 
 # destroy --------------------------------------------------------------------------------------------------
@@ -338,16 +364,21 @@ def destroy_a_platform_layer(lab: Lab) -> None:
     ran = lab.run("destroy", "platform-prod", "--confirm", "homelab/platform-prod", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.REFUSED and not _applied(tf)
     assert "A platform layer is torn down with `terravixens decommission CLUSTER`" in ran.err
-    assert re.search(r"^stopped at destroy platform-prod \(plan\): done: synth, checks, backup \(state-backups/homelab/"
-                     r"platform-prod/\S+-before-destroy\.tfstate\); not done: destroy platform-prod$", ran.err, re.M)
+    assert re.search(
+        r"^stopped at destroy platform-prod \(plan\): done: synth, checks, backup \(state-backups/homelab/"
+        r"platform-prod/\S+-before-destroy\.tfstate\); not done: destroy platform-prod$",
+        ran.err,
+        re.M,
+    )
 
 
 @case("destroy", ExitCode.BAD_INPUT)
 def destroy_unknown_layer(lab: Lab) -> None:
     ran = lab.run("destroy", "platform-nowhere", "--confirm", "homelab/platform-nowhere", "--site", lab.site())
     assert ran.code == ExitCode.BAD_INPUT
-    assert ran.err.strip() == ("terravixens destroy: unknown layer 'platform-nowhere': use one of hypervisors, "
-                               "platform-prod, gitops-prod")
+    assert ran.err.strip() == (
+        "terravixens destroy: unknown layer 'platform-nowhere': use one of hypervisors, platform-prod, gitops-prod"
+    )
 
 
 @case("destroy", ExitCode.DECLINED)
@@ -377,18 +408,22 @@ def destroy_interrupted(lab: Lab) -> None:
     tf = gitops(interrupt={"apply": 1})
     ran = lab.run("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert re.fullmatch(r"terravixens destroy: interrupted by SIGINT at destroy gitops-prod \(apply\): done: synth, "
-                        r"checks, backup "
-                        r"\(state-backups/homelab/gitops-prod/\S+-before-destroy\.tfstate\); not done: destroy "
-                        r"gitops-prod\n", ran.err)
+    assert re.fullmatch(
+        r"terravixens destroy: interrupted by SIGINT at destroy gitops-prod \(apply\): done: synth, "
+        r"checks, backup "
+        r"\(state-backups/homelab/gitops-prod/\S+-before-destroy\.tfstate\); not done: destroy "
+        r"gitops-prod\n",
+        ran.err,
+    )
 
 
 # restore --------------------------------------------------------------------------------------------------
 @case("restore", ExitCode.OK)
 def restore_a_backup(lab: Lab) -> None:
     tf = gitops()
-    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
-                  tf=tf)
+    ran = lab.run(
+        "restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf
+    )
     assert ran.code == ExitCode.OK and tf.pushed["gitops-prod"]["lineage"] == "lineage-gitops-prod"
     assert "gitops-prod: restore — state of serial 1 (0 resources) pushed" in ran.out
 
@@ -396,8 +431,16 @@ def restore_a_backup(lab: Lab) -> None:
 @case("restore", ExitCode.BAD_INPUT)
 def restore_another_lineage(lab: Lab) -> None:
     tf = gitops()
-    ran = lab.run("restore", "gitops-prod", lab.backup(lineage="other"), "--confirm", "homelab/gitops-prod",
-                  "--site", lab.site(), tf=tf)
+    ran = lab.run(
+        "restore",
+        "gitops-prod",
+        lab.backup(lineage="other"),
+        "--confirm",
+        "homelab/gitops-prod",
+        "--site",
+        lab.site(),
+        tf=tf,
+    )
     assert ran.code == ExitCode.BAD_INPUT and "lineage other is not the layer's (lineage-gitops-prod)" in ran.err
     assert "gitops-prod" not in tf.pushed
 
@@ -418,8 +461,9 @@ def restore_unconfirmed(lab: Lab) -> None:
 @case("restore", ExitCode.FAILED)
 def restore_push_fails(lab: Lab) -> None:
     tf = gitops(fail={"state push": 1})
-    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
-                  tf=tf)
+    ran = lab.run(
+        "restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf
+    )
     assert ran.code == ExitCode.FAILED and "gitops-prod: terraform state push failed" in ran.err
     assert ran.err.splitlines()[-1] == "stopped at restore gitops-prod: done: synth; not done: restore gitops-prod"
 
@@ -427,25 +471,30 @@ def restore_push_fails(lab: Lab) -> None:
 @case("restore", ExitCode.BACKUP_FAILED)
 def restore_backup_of_the_current_state_fails(lab: Lab) -> None:
     tf = gitops(fail={"state pull": 1})
-    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
-                  tf=tf)
+    ran = lab.run(
+        "restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf
+    )
     assert ran.code == ExitCode.BACKUP_FAILED and "gitops-prod" not in tf.pushed
 
 
 @case("restore", ExitCode.INTERRUPTED)
 def restore_interrupted(lab: Lab) -> None:
     tf = gitops(interrupt={"state push": 1})
-    ran = lab.run("restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(),
-                  tf=tf)
+    ran = lab.run(
+        "restore", "gitops-prod", lab.backup(), "--confirm", "homelab/gitops-prod", "--site", lab.site(), tf=tf
+    )
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == ("terravixens restore: interrupted by SIGINT at restore gitops-prod: done: synth; not done: "
-                       "restore gitops-prod\n")
+    assert ran.err == (
+        "terravixens restore: interrupted by SIGINT at restore gitops-prod: done: synth; not done: "
+        "restore gitops-prod\n"
+    )
 
 
 # decommission ---------------------------------------------------------------------------------------------
 DECOMMISSION = ("decommission", "prod", "--confirm", "homelab/prod")
-RESETS = ("reset workers wk-a, wk-b, reset control plane cp-b, reset control plane cp-c, "
-          "reset the last control plane cp-a")
+RESETS = (
+    "reset workers wk-a, wk-b, reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a"
+)
 
 
 @case("decommission", ExitCode.OK)
@@ -464,16 +513,20 @@ def decommission_with_gitops_left(lab: Lab) -> None:
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.REFUSED and not _applied(tf)
     assert ran.err.splitlines() == [
-        ("terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
-        "gitops-prod); nothing was changed"),
-        "stopped at checks: done: synth; not done: checks, prepare, the resets"]
+        (
+            "terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
+            "gitops-prod); nothing was changed"
+        ),
+        "stopped at checks: done: synth; not done: checks, prepare, the resets",
+    ]
 
 
 @case("decommission", ExitCode.BAD_INPUT)
 def decommission_unknown_cluster(lab: Lab) -> None:
     ran = lab.run("decommission", "staging", "--confirm", "homelab/staging", "--site", lab.site())
     assert ran.code == ExitCode.BAD_INPUT and ran.err.strip() == (
-        "terravixens decommission: unknown cluster 'staging': use one of prod")
+        "terravixens decommission: unknown cluster 'staging': use one of prod"
+    )
 
 
 @case("decommission", ExitCode.DECLINED)
@@ -492,7 +545,8 @@ def decommission_reset_fails(lab: Lab) -> None:
     assert ran.code == ExitCode.FAILED and "platform-prod: terraform apply failed (exit 1)" in ran.err
     assert ran.err.splitlines()[-1] == (
         "stopped at reset control plane cp-b (apply): done: synth, checks, prepare, reset workers wk-a, wk-b; "
-        "not done: reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a")
+        "not done: reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a"
+    )
 
 
 @case("decommission", ExitCode.BACKUP_FAILED)
@@ -508,8 +562,10 @@ def decommission_interrupted(lab: Lab) -> None:
     tf = platform(interrupt={"apply": 2})
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == (f"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b (apply): done: "
-                       f"synth, checks, prepare; not done: {RESETS}\n")
+    assert ran.err == (
+        f"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b (apply): done: "
+        f"synth, checks, prepare; not done: {RESETS}\n"
+    )
     # cdktf.out is back to the normal synth even so (the decommission settings never stay there)
     stack = json.loads((lab.folder / "cdktf.out" / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
     assert {body["on_destroy"]["graceful"] for body in stack["resource"][APPLY].values()} == {True}
@@ -551,14 +607,16 @@ def dead_member_removed(lab: Lab) -> None:
 @case("remove-dead-member", ExitCode.REFUSED)
 def dead_member_answers(lab: Lab) -> None:
     tools = lab.tools()
-    ran = lab.run("remove-dead-member", "prod", "cp-b", "--confirm", "homelab/prod/cp-b", *PROBES, "--site",
-                  lab.site())
+    ran = lab.run("remove-dead-member", "prod", "cp-b", "--confirm", "homelab/prod/cp-b", *PROBES, "--site", lab.site())
     assert ran.code == ExitCode.REFUSED
     assert ran.err.splitlines() == [
-        ("terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. Remove "
-        "it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if its etcd "
-        "is broken while Talos answers, pass --force; nothing was done"),
-        f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}"]
+        (
+            "terravixens remove-dead-member: cp-b (10.11.1.12) answered probe 1 of 2 (at 0s of 1s): it is alive. "
+            "Remove it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if "
+            "its etcd is broken while Talos answers, pass --force; nothing was done"
+        ),
+        f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}",
+    ]
     assert tools.log() == ["talosctl 10.11.1.12 version"] and len(_members(tools)) == 3
 
 
@@ -573,8 +631,10 @@ def dead_member_without_a_terminal_or_confirm(lab: Lab) -> None:
     tools = lab.tools()
     ran = lab.run(*DEAD, *PROBES, "--site", lab.site())
     assert ran.code == ExitCode.DECLINED and ran.out == ""
-    assert ran.err == ("terravixens remove-dead-member: no terminal to confirm on: pass --confirm homelab/prod/cp-a; "
-                       "nothing was done\n")
+    assert ran.err == (
+        "terravixens remove-dead-member: no terminal to confirm on: pass --confirm homelab/prod/cp-a; "
+        "nothing was done\n"
+    )
     assert tools.log() == [] and not (lab.folder / "cdktf.out").exists()  # not even a synth
 
 
@@ -585,11 +645,16 @@ def dead_member_remove_member_fails(lab: Lab) -> None:
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.FAILED
     message, line = ran.err.splitlines()
-    assert message == ("terravixens remove-dead-member: talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b "
-                       "failed (exit 1: error: etcd on 10.11.1.12 failed: rpc error: code = Unavailable); etcd is "
-                       "unchanged")
-    assert re.fullmatch(rf"stopped at etcd removal: done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
-                        rf"state\), {BACKED_UP}; not done: {IRREVERSIBLE}", line)
+    assert message == (
+        "terravixens remove-dead-member: talosctl etcd remove-member 2a8f0e61c5b7d3f9 through cp-b "
+        "failed (exit 1: error: etcd on 10.11.1.12 failed: rpc error: code = Unavailable); etcd is "
+        "unchanged"
+    )
+    assert re.fullmatch(
+        rf"stopped at etcd removal: done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
+        rf"state\), {BACKED_UP}; not done: {IRREVERSIBLE}",
+        line,
+    )
     assert tools.log()[-1] == "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9"
     assert _members(tools) == ["cp-a", "cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"]
 
@@ -600,8 +665,9 @@ def dead_member_backup_fails(lab: Lab) -> None:
     tf = platform(fail={"state pull": 1})
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.BACKUP_FAILED
-    assert ran.err.splitlines()[-1] == (f"stopped at backup: done: {BEFORE_ETCD}, state check (apply in the state); "
-                                        f"not done: backup, {IRREVERSIBLE}")
+    assert ran.err.splitlines()[-1] == (
+        f"stopped at backup: done: {BEFORE_ETCD}, state check (apply in the state); not done: backup, {IRREVERSIBLE}"
+    )
     _etcd_untouched(tools, tf)
 
 
@@ -611,8 +677,10 @@ def dead_member_interrupted_before_etcd(lab: Lab) -> None:
     tf = platform(interrupt={"init": 1})
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == (f"terravixens remove-dead-member: interrupted by SIGINT at state check (init): done: "
-                       f"{BEFORE_ETCD}; not done: state check, backup, {IRREVERSIBLE}\n")
+    assert ran.err == (
+        f"terravixens remove-dead-member: interrupted by SIGINT at state check (init): done: "
+        f"{BEFORE_ETCD}; not done: state check, backup, {IRREVERSIBLE}\n"
+    )
     _etcd_untouched(tools, tf)
 
 
@@ -623,6 +691,7 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
+
     tools = lab.tools()
     lab.monkeypatch.setattr(Talosctl, "etcd_remove_member", interrupted)
     tf = platform()
@@ -631,7 +700,9 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
     assert re.fullmatch(
         rf"terravixens remove-dead-member: interrupted by SIGINT at etcd removal: done: {re.escape(BEFORE_ETCD)}, "
         rf"state check \(apply in the state\), {BACKED_UP}; not known: etcd removal \(list the members \(talosctl etcd "
-        rf"members\) and run the same command again\); not done: Node deletion, forget the apply\n", ran.err)
+        rf"members\) and run the same command again\); not done: Node deletion, forget the apply\n",
+        ran.err,
+    )
     assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"] and not tools.kubectl_log.exists()
 
 
@@ -654,8 +725,9 @@ def drift_found(lab: Lab) -> None:
 def drift_plan_fails(lab: Lab) -> None:
     ran = lab.run("drift", "--site", lab.site(), tf=platform(fail={"plan": 2}))
     assert ran.code == MonitorExit.ERROR and "platform-prod: terraform plan failed (exit 1)" in ran.err
-    assert ran.err.splitlines()[-1] == ("stopped at platform-prod (plan): done: synth, hypervisors (in sync); "
-                                        "not done: platform-prod, gitops-prod")
+    assert ran.err.splitlines()[-1] == (
+        "stopped at platform-prod (plan): done: synth, hypervisors (in sync); not done: platform-prod, gitops-prod"
+    )
 
 
 @case("drift", MonitorExit.ERROR)
@@ -668,8 +740,10 @@ def drift_unknown_layer(lab: Lab) -> None:
 def drift_interrupted(lab: Lab) -> None:
     ran = lab.run("drift", "--site", lab.site(), tf=platform(interrupt={"plan": 1}))
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == ("terravixens drift: interrupted by SIGINT at hypervisors (plan): done: synth; not done: "
-                       "hypervisors, platform-prod, gitops-prod\n")
+    assert ran.err == (
+        "terravixens drift: interrupted by SIGINT at hypervisors (plan): done: synth; not done: "
+        "hypervisors, platform-prod, gitops-prod\n"
+    )
 
 
 # upgrade --------------------------------------------------------------------------------------------------
@@ -724,13 +798,16 @@ def upgrade_interrupted(lab: Lab) -> None:
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
+
     fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
     lab.monkeypatch.setattr(Talosctl, "upgrade", interrupted)
     ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == ("terravixens upgrade: interrupted by SIGINT during talosctl upgrade of cp-a; done: none; not "
-                       "touched: cp-b, cp-c, wk-a, wk-b; an upgrade Talos already started goes on inside the node: run "
-                       "the same command again to check health and resume\n")
+    assert ran.err == (
+        "terravixens upgrade: interrupted by SIGINT during talosctl upgrade of cp-a; done: none; not "
+        "touched: cp-b, cp-c, wk-a, wk-b; an upgrade Talos already started goes on inside the node: run "
+        "the same command again to check health and resume\n"
+    )
 
 
 # review ---------------------------------------------------------------------------------------------------
@@ -744,8 +821,9 @@ def _stacks_dir(lab: Lab, name: str) -> str:
 @case("review", ExitCode.OK)
 def review_two_directories(lab: Lab) -> None:
     output = lab.folder / "review.md"
-    ran = lab.run("review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output",
-                  str(output))
+    ran = lab.run(
+        "review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output", str(output)
+    )
     assert ran.code == ExitCode.OK and "No stack changes." in ran.out and output.read_text() == ran.out
 
 
@@ -768,11 +846,14 @@ def review_strict_flags_a_code_change(lab: Lab) -> None:
 def review_output_onto_an_existing_file(lab: Lab) -> None:
     output = lab.folder / "review.md"
     output.write_text("last week's review")
-    ran = lab.run("review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output",
-                  str(output))
+    ran = lab.run(
+        "review", "--before", _stacks_dir(lab, "a"), "--after", _stacks_dir(lab, "b"), "--output", str(output)
+    )
     assert ran.code == ExitCode.BAD_INPUT and ran.out == "" and output.read_text() == "last week's review"
-    assert ran.err.strip() == (f"terravixens review: --output {output}: the file already exists; give a new path or "
-                               f"remove it first (nothing was run)")
+    assert ran.err.strip() == (
+        f"terravixens review: --output {output}: the file already exists; give a new path or "
+        f"remove it first (nothing was run)"
+    )
 
 
 @case("review", ExitCode.BAD_INPUT)
@@ -785,6 +866,7 @@ def review_without_a_base(lab: Lab) -> None:
 def review_interrupted(lab: Lab) -> None:
     def interrupted(*_):
         raise KeyboardInterrupt
+
     lab.monkeypatch.setattr("terravixens.operations.review.review_dirs", interrupted)
     ran = lab.run("review", "--before", "a", "--after", "b")
     assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens review: {NOTHING_STARTED}\n"
@@ -794,6 +876,7 @@ def review_interrupted(lab: Lab) -> None:
 def _interrupt_site_loading(lab: Lab) -> None:
     def interrupted(*_):
         raise KeyboardInterrupt
+
     lab.monkeypatch.setattr(cli, "load_site", interrupted)
 
 
@@ -868,6 +951,7 @@ def schema_export_ok(lab: Lab) -> None:
 def schema_export_interrupted(lab: Lab) -> None:
     def interrupted(*_):
         raise KeyboardInterrupt
+
     lab.monkeypatch.setattr("terravixens.standalone.schemas.export", interrupted)
     assert lab.run("schema", "export", "--out", str(lab.folder)).code == ExitCode.INTERRUPTED
 
@@ -888,6 +972,7 @@ def spec_validate_nothing_given(lab: Lab) -> None:
 def spec_validate_interrupted(lab: Lab) -> None:
     def interrupted(*_):
         raise KeyboardInterrupt
+
     lab.monkeypatch.setattr("terravixens.standalone.validate.validate", interrupted)
     assert lab.run("spec", "validate", "x").code == ExitCode.INTERRUPTED
 
@@ -915,8 +1000,12 @@ def spec_serve_stopped_with_ctrl_c(lab: Lab) -> None:
     lines = server.log_text().splitlines()
     assert "Traceback" not in server.log_text() and not [line for line in lines if "interrupted" in line]
     # uvicorn's graceful shutdown ran to its end (its last line), then the signal ended the process
-    assert json.loads(lines[-1]) | {"ts": ""} == {"ts": "", "event": "server", "level": "info",
-                                                 "message": f"Finished server process [{server.process.pid}]"}
+    assert json.loads(lines[-1]) | {"ts": ""} == {
+        "ts": "",
+        "event": "server",
+        "level": "info",
+        "message": f"Finished server process [{server.process.pid}]",
+    }
 
 
 @case("spec serve", ExitCode.BAD_INPUT)
@@ -929,8 +1018,12 @@ def spec_serve_without_secrets(lab: Lab) -> None:
 def _declared() -> set[tuple[str, str, int]]:
     """Every (command, table, code) the command table declares; `spec get` has its own table, walked code by code
     in tests/test_spec_client.py."""
-    return {(entry.name, type(code).__name__, int(code)) for entry in cli.COMMANDS if entry.name != "spec get"
-            for code, _ in entry.codes}
+    return {
+        (entry.name, type(code).__name__, int(code))
+        for entry in cli.COMMANDS
+        if entry.name != "spec get"
+        for code, _ in entry.codes
+    }
 
 
 def test_every_declared_code_has_a_case_and_no_case_is_undeclared():
@@ -939,26 +1032,35 @@ def test_every_declared_code_has_a_case_and_no_case_is_undeclared():
     assert set(CASES) | rule_stops == _declared()
 
 
-@pytest.mark.parametrize("function", [f for functions in CASES.values() for f in functions],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("function", [f for functions in CASES.values() for f in functions], ids=lambda f: f.__name__)
 def test_each_code_is_produced_with_its_meaning(function, lab):
     function(lab)
 
 
 # ----------------------------------------------------------------------------------- a rule stopping synth
 RULE_STOPS = {
-    "deploy": (("deploy", "--yes"), ("stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, "
-                                     "gitops-prod")),
-    "destroy": (("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod"),
-                "stopped at synth: done: nothing; not done: synth, checks, backup, destroy gitops-prod"),
-    "restore": (("restore", "gitops-prod", "BACKUP", "--confirm", "homelab/gitops-prod"),
-                "stopped at synth: done: nothing; not done: synth, restore gitops-prod"),
+    "deploy": (
+        ("deploy", "--yes"),
+        ("stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
+    ),
+    "destroy": (
+        ("destroy", "gitops-prod", "--confirm", "homelab/gitops-prod"),
+        "stopped at synth: done: nothing; not done: synth, checks, backup, destroy gitops-prod",
+    ),
+    "restore": (
+        ("restore", "gitops-prod", "BACKUP", "--confirm", "homelab/gitops-prod"),
+        "stopped at synth: done: nothing; not done: synth, restore gitops-prod",
+    ),
     "drift": (("drift",), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
-    "decommission": ((*DECOMMISSION, "--yes"), ("stopped at synth: done: nothing; not done: synth, checks, prepare, "
-                                                "the resets")),
+    "decommission": (
+        (*DECOMMISSION, "--yes"),
+        ("stopped at synth: done: nothing; not done: synth, checks, prepare, the resets"),
+    ),
     # its synth comes right after the confirmation: a rule stop calls nothing, etcd untouched
-    "remove-dead-member": (CONFIRMED, (f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state "
-                                      f"check, backup, {IRREVERSIBLE}")),
+    "remove-dead-member": (
+        CONFIRMED,
+        (f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state check, backup, {IRREVERSIBLE}"),
+    ),
 }
 
 
@@ -975,8 +1077,9 @@ def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(
     assert ran.code == expected and cli.command(operation).returns(expected)
     lines = ran.err.splitlines()
     assert lines[0] == f"terravixens {operation}: synth stopped by safety rules:"
-    assert lines[1].startswith("[platform-prod] [TV006 NoSecretLiterals] stack 'platform-prod' contains a Kubernetes "
-                               "bootstrap token in ")
+    assert lines[1].startswith(
+        "[platform-prod] [TV006 NoSecretLiterals] stack 'platform-prod' contains a Kubernetes bootstrap token in "
+    )
     assert "read it at apply time (file(), a variable or an environment variable) instead" in lines[1]
     assert lines[-1] == last_line
     assert "CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS" not in ran.err  # turning the rules off is never the advice
@@ -990,15 +1093,23 @@ def test_review_reads_a_rule_stop_from_its_synth_process():
     from terravixens.operations import OperationError
     from terravixens.operations.review import finish_synth
 
-    script = ("import sys; print('noise', file=sys.stderr); raise RuntimeError('Validation failed: Encountered "
-              "Annotations with level \"ERROR\":\\n[platform-prod] [TV006 NoSecretLiterals] a token\\n\\nEither fix "
-              "the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS to ignore "
-              "these annotations.')")
-    for code, expected, text in ((script, ExitCode.REFUSED, ("synth at HEAD stopped by safety rules:\n[platform-prod] "
-                                                            "[TV006 NoSecretLiterals] a token")),
-                                 ("raise SystemExit(3)", ExitCode.BAD_INPUT, "synth at HEAD failed:")):
-        process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True)
+    script = (
+        "import sys; print('noise', file=sys.stderr); raise RuntimeError('Validation failed: Encountered "
+        'Annotations with level "ERROR":\\n[platform-prod] [TV006 NoSecretLiterals] a token\\n\\nEither fix '
+        "the issues above, or set the environment variable CDKTF_CONTINUE_SYNTH_ON_ERROR_ANNOTATIONS to ignore "
+        "these annotations.')"
+    )
+    for code, expected, text in (
+        (
+            script,
+            ExitCode.REFUSED,
+            ("synth at HEAD stopped by safety rules:\n[platform-prod] [TV006 NoSecretLiterals] a token"),
+        ),
+        ("raise SystemExit(3)", ExitCode.BAD_INPUT, "synth at HEAD failed:"),
+    ):
+        process = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         with pytest.raises(OperationError) as caught:
             finish_synth(process, "at HEAD", Path("/nonexistent"))
         assert caught.value.code == expected and str(caught.value).startswith(text)

@@ -12,6 +12,7 @@ cluster only, into a Secret written through a write-only attribute from an ephem
 Real Terraform on the variable and the write-only attribute: tests/integration/test_flux_credentials_terraform.py.
 Keys are made here with `cryptography` (as an operator's ssh-keygen makes them); none is in the repository.
 """
+
 from __future__ import annotations
 
 import base64
@@ -59,8 +60,11 @@ def _string(data: bytes) -> bytes:
 
 def _armor(kind: str, blob: bytes) -> str:
     body = base64.b64encode(blob).decode()
-    return f"-----BEGIN {kind}PRIVATE KEY-----\n" + "\n".join(textwrap.wrap(body, 70)) + \
-        f"\n-----END {kind}PRIVATE KEY-----\n"
+    return (
+        f"-----BEGIN {kind}PRIVATE KEY-----\n"
+        + "\n".join(textwrap.wrap(body, 70))
+        + f"\n-----END {kind}PRIVATE KEY-----\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +75,19 @@ def deploy_key() -> ed25519.Ed25519PrivateKey:
 @pytest.fixture(scope="module")
 def identity(deploy_key) -> str:
     """An ed25519 deploy key as `ssh-keygen -t ed25519 -N ''` writes it (OpenSSH format, no passphrase)."""
-    return deploy_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                    serialization.NoEncryption()).decode()
+    return deploy_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
 
 
 @pytest.fixture(scope="module")
 def public_key(deploy_key) -> str:
-    return deploy_key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                                serialization.PublicFormat.OpenSSH).decode() + " flux@prod"
+    return (
+        deploy_key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+        + " flux@prod"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +95,39 @@ def encrypted_openssh(deploy_key) -> str:
     """An OpenSSH key protected by a passphrase, laid out as PROTOCOL.key says (magic, cipher aes256-ctr, kdf bcrypt
     and its options, one public key, the encrypted section); `cryptography` cannot write one without bcrypt, and this
     check reads the header only."""
-    public = deploy_key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                                  serialization.PublicFormat.OpenSSH).split()[1]
-    blob = (b"openssh-key-v1\x00" + _string(b"aes256-ctr") + _string(b"bcrypt")
-            + _string(_string(os.urandom(16)) + (16).to_bytes(4, "big")) + (1).to_bytes(4, "big")
-            + _string(base64.b64decode(public)) + _string(os.urandom(144)))
+    public = (
+        deploy_key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .split()[1]
+    )
+    blob = (
+        b"openssh-key-v1\x00"
+        + _string(b"aes256-ctr")
+        + _string(b"bcrypt")
+        + _string(_string(os.urandom(16)) + (16).to_bytes(4, "big"))
+        + (1).to_bytes(4, "big")
+        + _string(base64.b64decode(public))
+        + _string(os.urandom(144))
+    )
     return _armor("OPENSSH ", blob)
 
 
 @pytest.fixture(scope="module")
 def encrypted_pkcs8() -> str:
     key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.BestAvailableEncryption(PASSPHRASE.encode())).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(PASSPHRASE.encode()),
+    ).decode()
 
 
 @pytest.fixture(scope="module")
 def pem_ec_key() -> str:
     key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +169,10 @@ def ssh_secrets(tmp_path, identity, host_key) -> Path:
     """A secrets file as an operator writes it: the key as a `|` block, the host key line from ssh-keyscan."""
     block = textwrap.indent(identity, " " * 8)
     path = tmp_path / "secrets.yaml"
-    path.write_text(f"schema_version: 1\nflux:\n  prod:\n    ssh:\n      identity: |\n{block}"
-                    f"      known_hosts: \"{HOST} {host_key}\"\n")
+    path.write_text(
+        f"schema_version: 1\nflux:\n  prod:\n    ssh:\n      identity: |\n{block}"
+        f'      known_hosts: "{HOST} {host_key}"\n'
+    )
     os.chmod(path, 0o600)
     return path
 
@@ -182,10 +206,18 @@ def prod_flux(data: dict) -> dict:
 def with_staging(data: dict, **flux) -> dict:
     """A second cluster, staging, whose Flux follows an https repository."""
     staging = copy.deepcopy(data["clusters"]["prod"])
-    staging.update(endpoint_vip="10.11.1.100", control_planes={"st-a": {
-        "hypervisor": "pve1", "vm_id": 2101, "networks": {"vlans": {111: {"address": "10.11.1.101/24",
-                                                                         "gateway": "10.11.1.1"}}}}},
-        workers={}, cilium={})
+    staging.update(
+        endpoint_vip="10.11.1.100",
+        control_planes={
+            "st-a": {
+                "hypervisor": "pve1",
+                "vm_id": 2101,
+                "networks": {"vlans": {111: {"address": "10.11.1.101/24", "gateway": "10.11.1.1"}}},
+            }
+        },
+        workers={},
+        cilium={},
+    )
     staging["flux"] = {"url": "https://git.lab.internal/platform/fleet.git", "path": "./clusters/staging", **flux}
     data["clusters"]["staging"] = staging
     return data
@@ -212,16 +244,31 @@ def test_git_auth_none_refuses_the_settings_of_a_secret_it_does_not_write():
     del prod_flux(data)["git_credentials_revision"]
     problem = site_problem(data)
     assert problem.field == "clusters.prod.flux"
-    assert problem.message == ("git_secret is set but git_auth is none (no Secret is written): remove it, or remove "
-                               "git_auth: none")
+    assert problem.message == (
+        "git_secret is set but git_auth is none (no Secret is written): remove it, or remove git_auth: none"
+    )
 
 
-@pytest.mark.parametrize("name, message", [
-    ("Flux_Git", ("'Flux_Git' is not a Kubernetes object name: use lowercase letters, digits, '-' and '.', starting "
-                 "and ending with a letter or digit (e.g. 'flux-system')")),
-    ("sops-age", ("'sops-age' is the SOPS age key's Secret: name the git credentials' Secret otherwise (e.g. "
-                 "'flux-system')")),
-], ids=["not-a-name", "the-age-key-secret"])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        (
+            "Flux_Git",
+            (
+                "'Flux_Git' is not a Kubernetes object name: use lowercase letters, digits, '-' and '.', starting "
+                "and ending with a letter or digit (e.g. 'flux-system')"
+            ),
+        ),
+        (
+            "sops-age",
+            (
+                "'sops-age' is the SOPS age key's Secret: name the git credentials' Secret otherwise (e.g. "
+                "'flux-system')"
+            ),
+        ),
+    ],
+    ids=["not-a-name", "the-age-key-secret"],
+)
 def test_git_secret_is_a_secret_name_of_its_own(name, message):
     data = support.example_data()
     prod_flux(data)["git_secret"] = name
@@ -229,10 +276,15 @@ def test_git_secret_is_a_secret_name_of_its_own(name, message):
     assert (problem.field, problem.message) == ("clusters.prod.flux.git_secret", message)
 
 
-@pytest.mark.parametrize("url", [f"https://git:{USER_IN_URL}@git.lab.internal/fleet.git",
-                                 f"https://{USER_IN_URL}@github.com/org/fleet.git",
-                                 f"ssh://git:{USER_IN_URL}@git.lab.internal/fleet.git"],
-                         ids=["https-password", "https-token-as-user", "ssh-password"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://git:{USER_IN_URL}@git.lab.internal/fleet.git",
+        f"https://{USER_IN_URL}@github.com/org/fleet.git",
+        f"ssh://git:{USER_IN_URL}@git.lab.internal/fleet.git",
+    ],
+    ids=["https-password", "https-token-as-user", "ssh-password"],
+)
 def test_a_credential_in_the_url_is_refused_and_never_shown(url):
     data = support.example_data()
     prod_flux(data)["url"] = url
@@ -257,17 +309,21 @@ def test_the_revision_is_at_least_1():
 
 
 # ---------------------------------------------------------------------------------------------------- secrets file
-def test_valid_entries_of_every_kind_load(tmp_path, identity, host_key, encrypted_openssh, encrypted_pkcs8,
-                                          pem_ec_key):
+def test_valid_entries_of_every_kind_load(tmp_path, identity, host_key, encrypted_openssh, encrypted_pkcs8, pem_ec_key):
     known = f"# {HOST}:22 SSH-2.0-OpenSSH_9.6\n{HOST} {host_key}\n"
-    path = write_secrets(tmp_path / "s.yaml", secrets_with({
-        "a": ssh_entry(identity, known),
-        "b": ssh_entry(encrypted_openssh, f"{hashed(HOST)} {host_key}", password=PASSPHRASE),
-        "c": ssh_entry(encrypted_pkcs8, f"@cert-authority *.lab.internal {host_key}", password=PASSPHRASE),
-        "d": ssh_entry(pem_ec_key.rstrip("\n"), f"{HOST} {host_key}"),
-        "e": {"https": {"username": "git", "password": TOKEN}},
-        "f": {"https": {"bearer_token": TOKEN + "${not-a-template}%{x}"}},
-    }))
+    path = write_secrets(
+        tmp_path / "s.yaml",
+        secrets_with(
+            {
+                "a": ssh_entry(identity, known),
+                "b": ssh_entry(encrypted_openssh, f"{hashed(HOST)} {host_key}", password=PASSPHRASE),
+                "c": ssh_entry(encrypted_pkcs8, f"@cert-authority *.lab.internal {host_key}", password=PASSPHRASE),
+                "d": ssh_entry(pem_ec_key.rstrip("\n"), f"{HOST} {host_key}"),
+                "e": {"https": {"username": "git", "password": TOKEN}},
+                "f": {"https": {"bearer_token": TOKEN + "${not-a-template}%{x}"}},
+            }
+        ),
+    )
     flux = load_secrets(path)[0].flux
     assert flux["a"].secret_data() == {"identity": identity, "known_hosts": known}
     assert flux["b"].secret_data()["password"] == PASSPHRASE
@@ -278,8 +334,9 @@ def test_valid_entries_of_every_kind_load(tmp_path, identity, host_key, encrypte
 
 
 def test_a_public_key_as_identity_is_refused(tmp_path, public_key, host_key):
-    problem = only(secrets_problems(tmp_path, {"prod": ssh_entry(public_key, f"{HOST} {host_key}")},
-                                    [public_key.split()[1]]))
+    problem = only(
+        secrets_problems(tmp_path, {"prod": ssh_entry(public_key, f"{HOST} {host_key}")}, [public_key.split()[1]])
+    )
     assert problem.field == "flux.prod.ssh.identity"
     assert problem.message.startswith("is a public key: Flux needs the deploy key's private key")
 
@@ -299,15 +356,15 @@ def test_a_key_cut_before_its_end_line_is_refused(tmp_path, identity, host_key):
 def test_a_key_whose_lines_were_damaged_is_refused(tmp_path, identity, host_key):
     lines = identity.splitlines()
     damaged = "\n".join([lines[0], lines[1][:-3], *lines[2:]])  # three characters lost
-    problem = only(secrets_problems(tmp_path, {"prod": ssh_entry(damaged, f"{HOST} {host_key}")},
-                                    key_lines(identity)))
+    problem = only(secrets_problems(tmp_path, {"prod": ssh_entry(damaged, f"{HOST} {host_key}")}, key_lines(identity)))
     assert problem.message.startswith("is damaged: its base64 lines do not decode")
 
 
 def test_an_openssh_header_on_another_key_is_refused(tmp_path, pem_ec_key, host_key):
     relabelled = pem_ec_key.replace("EC PRIVATE KEY", "OPENSSH PRIVATE KEY")
-    problem = only(secrets_problems(tmp_path, {"prod": ssh_entry(relabelled, f"{HOST} {host_key}")},
-                                    key_lines(pem_ec_key)))
+    problem = only(
+        secrets_problems(tmp_path, {"prod": ssh_entry(relabelled, f"{HOST} {host_key}")}, key_lines(pem_ec_key))
+    )
     assert problem.message.startswith("is not an OpenSSH private key although its first line says so")
 
 
@@ -319,14 +376,18 @@ def test_a_key_with_a_passphrase_needs_the_password(tmp_path, encrypted_openssh,
     assert problem.message.startswith("identity is protected by a passphrase and no password is given: add password")
 
 
-@pytest.mark.parametrize("known_hosts, message", [
-    ("@trusted {host} {key}", "line 1 starts with an unknown marker: ssh knows @cert-authority and @revoked"),
-    ("# scanned\n{host} {key_only}", "line 2 is not a known_hosts line: give 'HOST KEY-TYPE BASE64-KEY' lines"),
-    ("{host} ssh-dss AAAAB3NzaC1kc3M=", "line 1 has a key type ssh does not use for host keys: use one of"),
-    ("{host} ssh-rsa {key_only}", "line 1 holds a damaged key: its base64 part is not a ssh-rsa key"),
-    ("{host} ssh-ed25519 {key_only}!!", "line 1 holds a damaged key: its base64 part is not a ssh-ed25519 key"),
-    ("# only a comment\n\n", "has no host key: add the git server's, one line 'HOST KEY-TYPE BASE64-KEY'"),
-], ids=["marker", "fields", "key-type", "type-mismatch", "not-base64", "empty"])
+@pytest.mark.parametrize(
+    "known_hosts, message",
+    [
+        ("@trusted {host} {key}", "line 1 starts with an unknown marker: ssh knows @cert-authority and @revoked"),
+        ("# scanned\n{host} {key_only}", "line 2 is not a known_hosts line: give 'HOST KEY-TYPE BASE64-KEY' lines"),
+        ("{host} ssh-dss AAAAB3NzaC1kc3M=", "line 1 has a key type ssh does not use for host keys: use one of"),
+        ("{host} ssh-rsa {key_only}", "line 1 holds a damaged key: its base64 part is not a ssh-rsa key"),
+        ("{host} ssh-ed25519 {key_only}!!", "line 1 holds a damaged key: its base64 part is not a ssh-ed25519 key"),
+        ("# only a comment\n\n", "has no host key: add the git server's, one line 'HOST KEY-TYPE BASE64-KEY'"),
+    ],
+    ids=["marker", "fields", "key-type", "type-mismatch", "not-base64", "empty"],
+)
 def test_known_hosts_lines_are_parsed(tmp_path, identity, host_key, known_hosts, message):
     text = known_hosts.format(host=HOST, key=host_key, key_only=host_key.split()[1])
     problem = only(secrets_problems(tmp_path, {"prod": ssh_entry(identity, text)}, key_lines(identity)))
@@ -334,20 +395,39 @@ def test_known_hosts_lines_are_parsed(tmp_path, identity, host_key, known_hosts,
     assert problem.message.startswith(message)
 
 
-@pytest.mark.parametrize("https, field, message", [
-    ({"username": "git", "password": TOKEN, "bearer_token": TOKEN}, "flux.prod.https",
-     "give username and password, or bearer_token, not both"),
-    ({}, "flux.prod.https", ("give username and password (for a GitHub, GitLab or Bitbucket token: username git and "
-                            "the token as password), or bearer_token")),
-    ({"username": "git"}, "flux.prod.https", "username needs password: for a token, the token is the password"),
-    ({"password": TOKEN}, "flux.prod.https", "password needs username (Flux refuses a password alone)"),
-    ({"username": "git:x", "password": TOKEN}, "flux.prod.https.username",
-     "holds ':': http basic authentication cannot carry it in a user name"),
-    ({"username": "git", "password": TOKEN + "\n"}, "flux.prod.https.password",
-     "holds a line break or another control character: Flux would send it as it is"),
-    ({"bearer_token": ""}, "flux.prod.https.bearer_token", "is empty: give the value, or remove the key"),
-    ({"username": "git", "password": 12345}, "flux.prod.https.password", "Input should be a valid string"),
-], ids=["both", "neither", "username-alone", "password-alone", "colon", "line-break", "empty", "number"])
+@pytest.mark.parametrize(
+    "https, field, message",
+    [
+        (
+            {"username": "git", "password": TOKEN, "bearer_token": TOKEN},
+            "flux.prod.https",
+            "give username and password, or bearer_token, not both",
+        ),
+        (
+            {},
+            "flux.prod.https",
+            (
+                "give username and password (for a GitHub, GitLab or Bitbucket token: username git and "
+                "the token as password), or bearer_token"
+            ),
+        ),
+        ({"username": "git"}, "flux.prod.https", "username needs password: for a token, the token is the password"),
+        ({"password": TOKEN}, "flux.prod.https", "password needs username (Flux refuses a password alone)"),
+        (
+            {"username": "git:x", "password": TOKEN},
+            "flux.prod.https.username",
+            "holds ':': http basic authentication cannot carry it in a user name",
+        ),
+        (
+            {"username": "git", "password": TOKEN + "\n"},
+            "flux.prod.https.password",
+            "holds a line break or another control character: Flux would send it as it is",
+        ),
+        ({"bearer_token": ""}, "flux.prod.https.bearer_token", "is empty: give the value, or remove the key"),
+        ({"username": "git", "password": 12345}, "flux.prod.https.password", "Input should be a valid string"),
+    ],
+    ids=["both", "neither", "username-alone", "password-alone", "colon", "line-break", "empty", "number"],
+)
 def test_https_credentials(tmp_path, https, field, message):
     problem = only(secrets_problems(tmp_path, {"prod": {"https": https}}, [TOKEN, "12345"]))
     assert problem.field == field
@@ -355,10 +435,17 @@ def test_https_credentials(tmp_path, https, field, message):
 
 
 def test_an_entry_is_ssh_or_https(tmp_path, identity, host_key):
-    both = only(secrets_problems(tmp_path, {"prod": {**ssh_entry(identity, f"{HOST} {host_key}"),
-                                                     "https": {"bearer_token": TOKEN}}}, [TOKEN, *key_lines(identity)]))
-    assert (both.field, both.message) == ("flux.prod", ("give ssh or https, not both: Flux uses the one the site's "
-                                                       "flux.url asks for"))
+    both = only(
+        secrets_problems(
+            tmp_path,
+            {"prod": {**ssh_entry(identity, f"{HOST} {host_key}"), "https": {"bearer_token": TOKEN}}},
+            [TOKEN, *key_lines(identity)],
+        )
+    )
+    assert (both.field, both.message) == (
+        "flux.prod",
+        ("give ssh or https, not both: Flux uses the one the site's flux.url asks for"),
+    )
     neither = only(secrets_problems(tmp_path, {"prod": {}}, []))
     assert neither.message.startswith("give ssh (a deploy key: identity and known_hosts) or https")
 
@@ -374,7 +461,7 @@ def test_a_misspelt_key_hides_its_value(tmp_path, identity, host_key):
 def test_known_host_matches_as_ssh_looks_hosts_up(host_key):
     assert known_host(f"{HOST} {host_key}", HOST, None)
     assert known_host(f"{HOST.upper()},10.0.0.5 {host_key}", HOST, 22)
-    assert not known_host(f"{HOST} {host_key}", HOST, 2222)              # another port: [host]:port
+    assert not known_host(f"{HOST} {host_key}", HOST, 2222)  # another port: [host]:port
     assert known_host(f"[{HOST}]:2222 {host_key}", HOST, 2222)
     assert known_host(f"*.lab.internal {host_key}", HOST, None)
     assert not known_host(f"*.lab.internal,!{HOST} {host_key}", HOST, None)
@@ -385,8 +472,9 @@ def test_known_host_matches_as_ssh_looks_hosts_up(host_key):
 
 # ---------------------------------------------------------------------------------------------------- site x secrets
 def env_of(site_path: Path, secrets: Path | None, selected: list[str] | None):
-    return layer_env(support.site_from(yaml.safe_load(site_path.read_text())), str(site_path),
-                     secrets and str(secrets), selected)
+    return layer_env(
+        support.site_from(yaml.safe_load(site_path.read_text())), str(site_path), secrets and str(secrets), selected
+    )
 
 
 def env_error(site_path: Path, secrets: Path | None, selected: list[str] | None = None) -> OperationError:
@@ -405,7 +493,8 @@ def test_no_secrets_file_is_refused_naming_the_site_field_and_what_to_add(tmp_pa
         f"  - line {line}, clusters.prod.flux: takes Flux's git credentials from the secrets file (git_auth: "
         f"secrets_file, the default) and no secrets file was given: give --secrets FILE (or $TERRAVIXENS_SECRETS) "
         f"holding flux.prod.ssh with identity (the deploy key's private key, a `|` block) and known_hosts (the output "
-        f"of ssh-keyscan git.lab.internal); or set git_auth: none for a public https repository")
+        f"of ssh-keyscan git.lab.internal); or set git_auth: none for a public https repository"
+    )
 
 
 def test_a_missing_entry_is_refused_in_the_secrets_file_with_what_to_add(tmp_path):
@@ -417,15 +506,18 @@ def test_a_missing_entry_is_refused_in_the_secrets_file_with_what_to_add(tmp_pat
         f"  - flux.staging: is required: clusters.staging.flux takes its git credentials from the secrets file "
         f"(git_auth: secrets_file, the default); add flux.staging.https with username and password (for a token: "
         f"username git, the token as password), or with bearer_token, or set clusters.staging.flux.git_auth: none "
-        f"for a public https repository")
+        f"for a public https repository"
+    )
 
 
 def test_credentials_of_the_wrong_kind_for_the_url_are_refused(tmp_path, ssh_secrets):
     data = support.example_data()
     prod_flux(data)["url"] = "https://git.lab.internal/platform/fleet.git"
     message = str(env_error(site_file(tmp_path, data), ssh_secrets, [G]))
-    assert "  - line 4, flux.prod.ssh: are ssh credentials but clusters.prod.flux.url (https://) needs https ones: " \
-           "Flux reads a deploy key only with an ssh:// URL and a token only with an http(s) one" in message
+    assert (
+        "  - line 4, flux.prod.ssh: are ssh credentials but clusters.prod.flux.url (https://) needs https ones: "
+        "Flux reads a deploy key only with an ssh:// URL and a token only with an http(s) one" in message
+    )
     assert message.endswith("or use the repository's ssh://git@HOST/ORG/REPO.git URL")
 
 
@@ -441,9 +533,11 @@ def test_known_hosts_without_the_urls_host_is_refused(tmp_path, identity, host_k
     prod_flux(data)["url"] = f"ssh://git@{HOST}:2222/platform/fleet.git"
     secrets = write_secrets(tmp_path / "s.yaml", secrets_with({"prod": ssh_entry(identity, f"{HOST} {host_key}")}))
     message = str(env_error(site_file(tmp_path, data), secrets, [G]))
-    assert message.endswith(f"flux.prod.ssh.known_hosts: has no line for [{HOST}]:2222, the host of "
-                            f"clusters.prod.flux.url: Flux would refuse the server's key; add it (ssh-keyscan -p 2222 "
-                            f"{HOST})")
+    assert message.endswith(
+        f"flux.prod.ssh.known_hosts: has no line for [{HOST}]:2222, the host of "
+        f"clusters.prod.flux.url: Flux would refuse the server's key; add it (ssh-keyscan -p 2222 "
+        f"{HOST})"
+    )
 
 
 def test_an_entry_for_no_cluster_with_flux_is_refused(tmp_path, identity, host_key, ssh_secrets):
@@ -451,8 +545,10 @@ def test_an_entry_for_no_cluster_with_flux_is_refused(tmp_path, identity, host_k
     data["flux"]["prd"] = data["flux"]["prod"]
     secrets = write_secrets(ssh_secrets, data)
     message = str(env_error(site_file(tmp_path, support.example_data()), secrets, [G]))
-    assert "flux.prd: no cluster 'prd' with flux in the site: remove the entry or fix the name (clusters with flux: " \
-           "prod)" in message
+    assert (
+        "flux.prd: no cluster 'prd' with flux in the site: remove the entry or fix the name (clusters with flux: "
+        "prod)" in message
+    )
 
 
 def test_an_entry_for_a_cluster_without_credentials_is_refused(tmp_path, ssh_secrets):
@@ -460,8 +556,10 @@ def test_an_entry_for_a_cluster_without_credentials_is_refused(tmp_path, ssh_sec
     secrets = yaml.safe_load(ssh_secrets.read_text())
     secrets["flux"]["staging"] = {"https": {"bearer_token": TOKEN}}
     message = str(env_error(site_file(tmp_path, data), write_secrets(ssh_secrets, secrets), [G]))
-    assert "flux.staging: clusters.staging.flux.git_auth is none in the site: these credentials would never be used" \
-           in message
+    assert (
+        "flux.staging: clusters.staging.flux.git_auth is none in the site: these credentials would never be used"
+        in message
+    )
 
 
 def test_each_gitops_layer_gets_its_own_clusters_credentials_only(tmp_path, ssh_secrets, identity, host_key):
@@ -472,15 +570,24 @@ def test_each_gitops_layer_gets_its_own_clusters_credentials_only(tmp_path, ssh_
     prod = {"identity": identity, "known_hosts": f"{HOST} {host_key}\n"}
     every = env_of(site, secrets, None)
     assert {layer: json.loads(env[CREDENTIALS_ENV]) for layer, env in every.items()} == {
-        "gitops-prod": prod, "gitops-staging": {"username": "git", "password": TOKEN}}
+        "gitops-prod": prod,
+        "gitops-staging": {"username": "git", "password": TOKEN},
+    }
     assert env_of(site, secrets, [G]) == {G: every[G]}
     assert env_of(site, secrets, ["hypervisors", "platform-prod", "platform-staging"]) == {}
     assert standalone_layer_env is layer_env  # the name the CLI calls (branch ops-core refactors it)
     terraform = Terraform(layer_env=every)
-    seen = {layer: terraform.environment(tmp_path / layer).get(CREDENTIALS_ENV)
-            for layer in ("hypervisors", "platform-prod", "gitops-prod", "platform-staging", "gitops-staging")}
-    assert seen == {"hypervisors": None, "platform-prod": None, "gitops-prod": every[G][CREDENTIALS_ENV],
-                    "platform-staging": None, "gitops-staging": every["gitops-staging"][CREDENTIALS_ENV]}
+    seen = {
+        layer: terraform.environment(tmp_path / layer).get(CREDENTIALS_ENV)
+        for layer in ("hypervisors", "platform-prod", "gitops-prod", "platform-staging", "gitops-staging")
+    }
+    assert seen == {
+        "hypervisors": None,
+        "platform-prod": None,
+        "gitops-prod": every[G][CREDENTIALS_ENV],
+        "platform-staging": None,
+        "gitops-staging": every["gitops-staging"][CREDENTIALS_ENV],
+    }
 
 
 def test_a_public_repository_needs_no_secrets_file(tmp_path, monkeypatch):
@@ -496,7 +603,11 @@ def test_the_secret_is_written_from_the_ephemeral_variable_before_the_sync(examp
     gitops = example_synth[G]
     variable = gitops["variable"]["flux_git_credentials"]
     assert {key: variable[key] for key in ("type", "sensitive", "ephemeral", "nullable")} == {
-        "type": "string", "sensitive": True, "ephemeral": True, "nullable": False}
+        "type": "string",
+        "sensitive": True,
+        "ephemeral": True,
+        "nullable": False,
+    }
     assert "default" not in variable  # required: a plan without it fails instead of writing an empty Secret
     secret = gitops["resource"]["kubernetes_secret_v1"]["cluster_flux_git_credentials"]
     assert secret["metadata"] == {"name": "flux-system", "namespace": "flux-system"}
@@ -560,8 +671,15 @@ def stand_in(tmp_path) -> tuple[Path, Path]:
 def cli(workdir: Path, binary: Path, *args: str) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_VAR_", "TERRAVIXENS_"))}
     env.update(PYTHONPATH=str(ROOT), TERRAFORM_BINARY_NAME=str(binary))
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", *args], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def calls(log: Path) -> list[dict]:
@@ -620,8 +738,17 @@ def test_commands_that_plan_no_gitops_layer_need_no_credentials(tmp_path, stand_
     never stopped for Flux's credentials."""
     binary, _log = stand_in
     site = site_file(tmp_path, support.example_data())
-    restore = cli(tmp_path, binary, "restore", G, str(tmp_path / "no-such-backup.json"), "--site", str(site),
-                  "--confirm", f"homelab/{G}")
+    restore = cli(
+        tmp_path,
+        binary,
+        "restore",
+        G,
+        str(tmp_path / "no-such-backup.json"),
+        "--site",
+        str(site),
+        "--confirm",
+        f"homelab/{G}",
+    )
     decommission = cli(tmp_path, binary, "decommission", "staging", "--site", str(site))
     for result in (restore, decommission):
         assert result.returncode == ExitCode.BAD_INPUT and "flux" not in result.stderr, result.stderr

@@ -12,6 +12,7 @@ Runs in-process (the CLI's `main()` with captured output) so that `make test` af
 `pytest -m fuzz_nightly` runs NIGHTLY_EXAMPLES (or $TERRAVIXENS_FUZZ_EXAMPLES) with fresh randomness; a few examples
 also go through a real `python -m terravixens.cli` process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,29 +47,124 @@ SECRET = "SECRET-canary-7d1f"
 SECRET_KEYS = ["api_token", "password", "secret_key", "private_key", "token", "credentials"]
 
 HOSTILE_TEXT = [
-    '${file("/proc/self/environ")}', "%{ for k in [1] }x%{ endfor }", "$${x}", "a\nb", "nul\x00", "\x7f", "",
-    " ", "~", "../../etc", "/abs", "http://insecure.lab", "https://", "ssh://", "10.11.1.999/24", "10.11.1.50",
-    "10.11.1.50/24", "fd00::1/64", "::", "0.0.0.0/0", "v1.12.0", "v1.11.6", "1.2", "latest", "pve1", "pve3", "vmbr1",
-    "vmbr9", "controlplane", "worker", "NoExecute", "CP-X", "x" * 5000, "é" * 300, "\U0001f600", "null", "yes",
-    "0x1F", "1e400", "-.inf", "!!python/object:os.system", "*alias", "&anchor", "<<",
-    "0120", " 120 ", "+120", "120.0", "node-role.kubernetes.io/worker", "example.com/a b", "-x",
+    '${file("/proc/self/environ")}',
+    "%{ for k in [1] }x%{ endfor }",
+    "$${x}",
+    "a\nb",
+    "nul\x00",
+    "\x7f",
+    "",
+    " ",
+    "~",
+    "../../etc",
+    "/abs",
+    "http://insecure.lab",
+    "https://",
+    "ssh://",
+    "10.11.1.999/24",
+    "10.11.1.50",
+    "10.11.1.50/24",
+    "fd00::1/64",
+    "::",
+    "0.0.0.0/0",
+    "v1.12.0",
+    "v1.11.6",
+    "1.2",
+    "latest",
+    "pve1",
+    "pve3",
+    "vmbr1",
+    "vmbr9",
+    "controlplane",
+    "worker",
+    "NoExecute",
+    "CP-X",
+    "x" * 5000,
+    "é" * 300,
+    "\U0001f600",
+    "null",
+    "yes",
+    "0x1F",
+    "1e400",
+    "-.inf",
+    "!!python/object:os.system",
+    "*alias",
+    "&anchor",
+    "<<",
+    "0120",
+    " 120 ",
+    "+120",
+    "120.0",
+    "node-role.kubernetes.io/worker",
+    "example.com/a b",
+    "-x",
 ]
-NEAR_VALID = [111, 120, 4094, 4095, 0, -1, 99, 100, 1101, 1201, 2**31, 2**63 - 1, 512, 513, 1024, 4_194_304,
-              4_194_305, 16_384, 16_385, 4.5, 120.0, 1e40, True, False, None]
+NEAR_VALID = [
+    111,
+    120,
+    4094,
+    4095,
+    0,
+    -1,
+    99,
+    100,
+    1101,
+    1201,
+    2**31,
+    2**63 - 1,
+    512,
+    513,
+    1024,
+    4_194_304,
+    4_194_305,
+    16_384,
+    16_385,
+    4.5,
+    120.0,
+    1e40,
+    True,
+    False,
+    None,
+]
 
 scalars = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=60),
     st.sampled_from(HOSTILE_TEXT),
     st.sampled_from(NEAR_VALID),
 )
-keys = st.one_of(st.text(max_size=20), st.integers(min_value=-5, max_value=5000), st.sampled_from(
-    ["cpu", "vm_id", "hypervisor", "networks", "vlans", "address", "gateway", "url", "api_token", "<<", "labels",
-     "taints", 120.0, "0120", True, "node-restriction.kubernetes.io/x"]))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                        st.dictionaries(keys, inner, max_size=4)), max_leaves=12)
+keys = st.one_of(
+    st.text(max_size=20),
+    st.integers(min_value=-5, max_value=5000),
+    st.sampled_from(
+        [
+            "cpu",
+            "vm_id",
+            "hypervisor",
+            "networks",
+            "vlans",
+            "address",
+            "gateway",
+            "url",
+            "api_token",
+            "<<",
+            "labels",
+            "taints",
+            120.0,
+            "0120",
+            True,
+            "node-restriction.kubernetes.io/x",
+        ]
+    ),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def _paths(value, prefix: tuple = ()):
@@ -141,10 +237,11 @@ def site_files(draw) -> bytes:
         if not lines:
             break
         index = draw(st.integers(0, len(lines) - 1))
-        operation = draw(st.sampled_from(["duplicate", "drop", "anchor", "merge", "deep", "laughs", "secret",
-                                          "indent", "truncate"]))
+        operation = draw(
+            st.sampled_from(["duplicate", "drop", "anchor", "merge", "deep", "laughs", "secret", "indent", "truncate"])
+        )
         if operation == "duplicate":  # a pasted block: duplicate keys
-            lines[index:index] = lines[index:index + draw(st.integers(1, 12))]
+            lines[index:index] = lines[index : index + draw(st.integers(1, 12))]
         elif operation == "drop":
             del lines[index]
         elif operation in ("anchor", "merge"):
@@ -158,7 +255,8 @@ def site_files(draw) -> bytes:
             lines.insert(index, f"deep{index}: {'[' * depth}{']' * depth}\n")
         elif operation == "laughs":
             lines += ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'] + [
-                f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, draw(st.integers(2, 9)))]
+                f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, draw(st.integers(2, 9)))
+            ]
         elif operation == "secret":
             indent = re.match(r"\s*", lines[index]).group()
             lines.insert(index, f"{indent}{draw(st.sampled_from(SECRET_KEYS))}: {SECRET}\n")
@@ -235,12 +333,17 @@ def _fuzz_summary():
             f"{Stats.slowest * 1000:.0f} ms CPU ({Stats.slowest_case[:40]!r}…), slowest wall "
             f"{Stats.slowest_wall * 1000:.0f} ms; slowest input kept in "
             # pasted in docs/commands.md: no path of this machine
-            f"$TMPDIR/{(WORKDIR / 'slowest.yaml').relative_to(tempfile.gettempdir())}")
+            f"$TMPDIR/{(WORKDIR / 'slowest.yaml').relative_to(tempfile.gettempdir())}"
+        )
 
 
-FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.large_base_example])
+FUZZ = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 NIGHTLY = settings(FUZZ, max_examples=NIGHTLY_EXAMPLES, derandomize=False)
 
 
@@ -267,8 +370,13 @@ def test_fuzzing_reached_both_outcomes():
 def test_validate_as_a_process_never_crashes(raw):
     site = WORKDIR / "process-site.yaml"
     site.write_bytes(raw)
-    result = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", str(site)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "validate", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode in (0, 2), result.stderr
     assert "Traceback" not in result.stderr and len(result.stdout) + len(result.stderr) <= MAX_OUTPUT
     assert SECRET not in result.stdout + result.stderr

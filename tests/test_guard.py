@@ -2,6 +2,7 @@
 `terraform show -json` prints — hand-made for the Talos side (tests/fixtures/plans/hand_made.py), captured from real
 plans against the fake Proxmox VE for the Proxmox side (real-*.json) — and anything that is not a plan is an input
 error (exit 2), never an "ok"."""
+
 from __future__ import annotations
 
 import copy
@@ -125,6 +126,7 @@ def set_actions(address: str, actions: list[str], **fields) -> Callable[[dict], 
         change = change_of(data, address)
         change["change"]["actions"] = actions
         change.update(fields)
+
     return run
 
 
@@ -133,12 +135,14 @@ def retype_create(address: str, new_type: str) -> Callable[[dict], None]:
         change = change_of(data, address)
         change["address"] = change["address"].replace(change["type"], new_type, 1)
         change["type"] = new_type
+
     return run
 
 
 def rename_everywhere(old: str, new: str, drop_record: bool = True) -> Callable[[dict], None]:
     """`old` renamed to `new` (type and name) in the changes and in the prior state — a machine no logical id names,
     or a standalone guest — and the membership record dropped (no name to match it by)."""
+
     def run(data: dict) -> None:
         kind, name = new.split(".")
         for change in data["resource_changes"]:
@@ -151,8 +155,10 @@ def rename_everywhere(old: str, new: str, drop_record: bool = True) -> Callable[
                 resource["values"]["name"] = name
         if drop_record:
             data["prior_state"]["values"]["root_module"]["resources"] = [
-                r for r in resources if r["name"] != "cluster_membership"]
+                r for r in resources if r["name"] != "cluster_membership"
+            ]
             data["resource_changes"] = [c for c in data["resource_changes"] if c["name"] != "cluster_membership"]
+
     return run
 
 
@@ -160,86 +166,160 @@ VM_B, VM_C = "proxmox_virtual_environment_vm.node_wk-b_vm", "proxmox_virtual_env
 APPLY_A = "talos_machine_configuration_apply.node_wk-a_apply"
 TABLE: dict[str, Case] = {
     # ------------------------------------------------------------------ refused: a node the site keeps loses a machine
-    "VM deleted outright": Case("real-vm-deleted-outright.json", SITE, ("PG001",), {"wk-b": M, "wk-a": K},
-                                says="node 'wk-b' stays in the site but would be left without a machine"),
-    "VM deleted outright, no site (the plan's record keeps it)": Case("real-vm-deleted-outright.json", NO_SITE,
-                                                                      ("PG001",), {"wk-b": M}),
-    "VM moved to a module without moved": Case("real-vm-moved-to-module-without-moved.json", SITE, ("PG001",),
-                                               {"wk-b": R}, says="add `moved { from = " + VM_B),
+    "VM deleted outright": Case(
+        "real-vm-deleted-outright.json",
+        SITE,
+        ("PG001",),
+        {"wk-b": M, "wk-a": K},
+        says="node 'wk-b' stays in the site but would be left without a machine",
+    ),
+    "VM deleted outright, no site (the plan's record keeps it)": Case(
+        "real-vm-deleted-outright.json", NO_SITE, ("PG001",), {"wk-b": M}
+    ),
+    "VM moved to a module without moved": Case(
+        "real-vm-moved-to-module-without-moved.json", SITE, ("PG001",), {"wk-b": R}, says="add `moved { from = " + VM_B
+    ),
     "VM renamed without moved (no logical id: known by identity)": Case(
-        "real-vm-renamed-without-moved.json", SITE, ("PG001",), {"wk-b": R},
-        says="proxmox_virtual_environment_vm.wkb_machine would create it again"),
-    "VM under bpg's other type name": Case("real-vm-type-renamed.json", SITE, ("PG001",), {"wk-b": R},
-                                           says="keep the resource type proxmox_virtual_environment_vm"),
+        "real-vm-renamed-without-moved.json",
+        SITE,
+        ("PG001",),
+        {"wk-b": R},
+        says="proxmox_virtual_environment_vm.wkb_machine would create it again",
+    ),
+    "VM under bpg's other type name": Case(
+        "real-vm-type-renamed.json",
+        SITE,
+        ("PG001",),
+        {"wk-b": R},
+        says="keep the resource type proxmox_virtual_environment_vm",
+    ),
     "VM for_each key changed (split entries)": Case("real-vm-for-each-key-changed.json", SITE, ("PG001",), {"wk-b": R}),
-    "VM forgotten (removed, destroy = false)": Case("real-vm-forgotten.json", SITE, ("PG001",), {"wk-b": M},
-                                                    says="drop the `removed` block"),
-    "VM forgotten and created again elsewhere": Case("real-vm-forgotten-and-recreated.json", SITE, ("PG001",),
-                                                     {"wk-b": R}, says="the old one is forgotten, left running"),
+    "VM forgotten (removed, destroy = false)": Case(
+        "real-vm-forgotten.json", SITE, ("PG001",), {"wk-b": M}, says="drop the `removed` block"
+    ),
+    "VM forgotten and created again elsewhere": Case(
+        "real-vm-forgotten-and-recreated.json",
+        SITE,
+        ("PG001",),
+        {"wk-b": R},
+        says="the old one is forgotten, left running",
+    ),
     "VM tainted": Case("real-vm-tainted.json", SITE, ("PG001",), {"wk-b": R}, says="`terraform untaint " + VM_B),
-    "VM replaced on request": Case("real-vm-replace-requested.json", SITE, ("PG001",), {"wk-b": R},
-                                   says="plan without `-replace=" + VM_B),
-    "VM replaced, create before destroy": Case("real-vm-replaced-create-before-destroy.json", SITE, ("PG001",),
-                                               {"wk-b": R}, says="(forced by vm_id)"),
-    "VM replaced by replace_triggered_by": Case("real-vm-replace-triggered.json", SITE, ("PG001",), {"wk-b": R},
-                                                says="replace_triggered_by"),
+    "VM replaced on request": Case(
+        "real-vm-replace-requested.json", SITE, ("PG001",), {"wk-b": R}, says="plan without `-replace=" + VM_B
+    ),
+    "VM replaced, create before destroy": Case(
+        "real-vm-replaced-create-before-destroy.json", SITE, ("PG001",), {"wk-b": R}, says="(forced by vm_id)"
+    ),
+    "VM replaced by replace_triggered_by": Case(
+        "real-vm-replace-triggered.json", SITE, ("PG001",), {"wk-b": R}, says="replace_triggered_by"
+    ),
     "VM replaced, vm_id changed": Case("real-platform-vm-replaced.json", SITE, ("PG001",), {"wk-b": R}),
     "VM replaced, old one left running (create, forget)": Case(
-        "real-vm-replaced-create-before-destroy.json", SITE, ("PG001",), {"wk-b": R},
-        mutate=set_actions(VM_B, ["create", "forget"]), says="the old one is left running"),
-    "two control-plane VMs deleted (no applies in state)": Case("real-two-control-plane-vms-deleted.json", SITE,
-                                                                ("PG001", "PG001"), {"cp-b": M, "cp-c": M, "cp-a": K}),
-    "VM deleted by a targeted destroy, judged as a deploy": Case("real-vm-deleted-by-targeted-destroy.json", SITE,
-                                                                 ("PG001",), {"wk-b": M}),
+        "real-vm-replaced-create-before-destroy.json",
+        SITE,
+        ("PG001",),
+        {"wk-b": R},
+        mutate=set_actions(VM_B, ["create", "forget"]),
+        says="the old one is left running",
+    ),
+    "two control-plane VMs deleted (no applies in state)": Case(
+        "real-two-control-plane-vms-deleted.json", SITE, ("PG001", "PG001"), {"cp-b": M, "cp-c": M, "cp-a": K}
+    ),
+    "VM deleted by a targeted destroy, judged as a deploy": Case(
+        "real-vm-deleted-by-targeted-destroy.json", SITE, ("PG001",), {"wk-b": M}
+    ),
     "plan -destroy judged as a deploy": Case("real-platform-destroyed.json", SITE, ("PG001",) * 5, {"cp-a": M}),
     "worker left the record, but the site keeps it": Case("real-worker-leaves.json", SITE, ("PG001",), {"wk-b": M}),
     "another layer's VM (by identity) deleted": Case(
-        "real-vm-deleted-outright.json", GuardContext(usage=platform_state_usage()), ("PG001",), {"wk-b": M},
+        "real-vm-deleted-outright.json",
+        GuardContext(usage=platform_state_usage()),
+        ("PG001",),
+        {"wk-b": M},
         mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.jumphost"),
-        says="node 'wk-b' of platform-prod (deployed) stays in the site"),
-    "VM no node owns, replaced": Case("real-vm-tainted.json", GuardContext(), ("PG001",), {},
-                                      mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.spare"),
-                                      says="no node of the site or of the state owns it"),
-    "standalone guest replaced": Case("real-vm-tainted.json", GuardContext(), ("PG001",), {"dns1": R},
-                                      mutate=rename_everywhere(VM_B,
-                                                               "proxmox_virtual_environment_container.sa_dns1_ct"),
-                                      says="node 'dns1' stays in the site but would be destroyed and re-created"),
+        says="node 'wk-b' of platform-prod (deployed) stays in the site",
+    ),
+    "VM no node owns, replaced": Case(
+        "real-vm-tainted.json",
+        GuardContext(),
+        ("PG001",),
+        {},
+        mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_vm.spare"),
+        says="no node of the site or of the state owns it",
+    ),
+    "standalone guest replaced": Case(
+        "real-vm-tainted.json",
+        GuardContext(),
+        ("PG001",),
+        {"dns1": R},
+        mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct"),
+        says="node 'dns1' stays in the site but would be destroyed and re-created",
+    ),
     # ------------------------------------------------------------------ refused: the apply (stand-ins)
-    "apply deleted while the site keeps the node": Case("real-standin-apply-deleted.json", SITE, ("PG001",),
-                                                        {"wk-a": M}, says="would be reset (wiped)"),
+    "apply deleted while the site keeps the node": Case(
+        "real-standin-apply-deleted.json", SITE, ("PG001",), {"wk-a": M}, says="would be reset (wiped)"
+    ),
     "apply replaced": Case("real-standin-apply-replaced.json", SITE, ("PG001",), {"wk-a": R}, says="would be wiped"),
     "apply renamed without moved (known by its node address)": Case(
-        "real-standin-apply-renamed-without-moved.json", SITE, ("PG001",), {"wk-a": R}),
+        "real-standin-apply-renamed-without-moved.json", SITE, ("PG001",), {"wk-a": R}
+    ),
     "apply moved to talos_machine without moved": Case(
-        "real-standin-apply-renamed-without-moved.json", SITE, ("PG001",), {"wk-a": R},
+        "real-standin-apply-renamed-without-moved.json",
+        SITE,
+        ("PG001",),
+        {"wk-a": R},
         mutate=retype_create("talos_machine_configuration_apply.wka_configuration", "talos_machine"),
-        says="keep the resource type talos_machine_configuration_apply"),
+        says="keep the resource type talos_machine_configuration_apply",
+    ),
     "apply forgotten": Case("real-standin-apply-forgotten.json", SITE, ("PG001",), {"wk-a": M}),
     "workers reset by a targeted destroy, judged as a deploy": Case(
-        "real-standin-workers-reset-by-targeted-destroy.json", SITE, ("PG001", "PG001"), {"wk-a": M, "wk-b": M}),
+        "real-standin-workers-reset-by-targeted-destroy.json", SITE, ("PG001", "PG001"), {"wk-a": M, "wk-b": M}
+    ),
     # ------------------------------------------------------------------ refused: control planes (stand-ins)
     "two control-plane VMs deleted, applies stay": Case(
-        "real-standin-two-control-plane-vms-deleted.json", SITE, ("PG001", "PG001", "PG002"), {"cp-b": M, "cp-c": M},
-        says="node 'cp-b' stays in the site"),
+        "real-standin-two-control-plane-vms-deleted.json",
+        SITE,
+        ("PG001", "PG001", "PG002"),
+        {"cp-b": M, "cp-c": M},
+        says="node 'cp-b' stays in the site",
+    ),
     "every control-plane VM deleted, applies stay": Case(
-        "real-standin-every-control-plane-vm-deleted.json", SITE, ("PG001",) * 3 + ("PG002", "PG003"),
-        {"cp-a": M, "cp-b": M, "cp-c": M, "wk-a": K}),
-    "one control-plane VM deleted, apply stays": Case("real-standin-control-plane-vm-deleted.json", SITE, ("PG001",),
-                                                      {"cp-c": M}),
-    "two control planes leave the site": Case("real-standin-two-control-planes-leave.json", without("cp-b", "cp-c"),
-                                              ("PG002",), {"cp-b": L, "cp-c": L}),
+        "real-standin-every-control-plane-vm-deleted.json",
+        SITE,
+        ("PG001",) * 3 + ("PG002", "PG003"),
+        {"cp-a": M, "cp-b": M, "cp-c": M, "wk-a": K},
+    ),
+    "one control-plane VM deleted, apply stays": Case(
+        "real-standin-control-plane-vm-deleted.json", SITE, ("PG001",), {"cp-c": M}
+    ),
+    "two control planes leave the site": Case(
+        "real-standin-two-control-planes-leave.json", without("cp-b", "cp-c"), ("PG002",), {"cp-b": L, "cp-c": L}
+    ),
     "two control planes leave, no site (the plan's record)": Case(
-        "real-standin-two-control-planes-leave.json", NO_SITE, ("PG002",), {"cp-b": L, "cp-c": L}),
-    "platform destroyed while its cluster runs": Case("real-standin-platform-destroyed.json", TEARDOWN,
-                                                      ("PG002", "PG003"), {"cp-a": L, "wk-b": L}),
-    "hand: two control planes leave": Case("hand-pg002-two-control-planes-leave.json",
-                                           without("cp-d", "cp-e", roles=FIVE), ("PG002",), {"cp-d": L, "cp-e": L}),
+        "real-standin-two-control-planes-leave.json", NO_SITE, ("PG002",), {"cp-b": L, "cp-c": L}
+    ),
+    "platform destroyed while its cluster runs": Case(
+        "real-standin-platform-destroyed.json", TEARDOWN, ("PG002", "PG003"), {"cp-a": L, "wk-b": L}
+    ),
+    "hand: two control planes leave": Case(
+        "hand-pg002-two-control-planes-leave.json",
+        without("cp-d", "cp-e", roles=FIVE),
+        ("PG002",),
+        {"cp-d": L, "cp-e": L},
+    ),
     "hand: a leaving node of unknown role counts as a control plane": Case(
-        "hand-pg002-role-unknown-counts-as-control-plane.json", without("cp-e", roles=FIVE), ("PG002",),
-        {"cp-e": L, "wk-z": L}, says="(role of cp-e, wk-z unknown"),
-    "hand: every control plane leaves": Case("hand-pg003-every-control-plane-leaves.json",
-                                             GuardContext(roles={"cp-b": "controlplane", "wk-a": "worker"}),
-                                             ("PG003",), {"cp-a": L, "cp-b": N}),
+        "hand-pg002-role-unknown-counts-as-control-plane.json",
+        without("cp-e", roles=FIVE),
+        ("PG002",),
+        {"cp-e": L, "wk-z": L},
+        says="(role of cp-e, wk-z unknown",
+    ),
+    "hand: every control plane leaves": Case(
+        "hand-pg003-every-control-plane-leaves.json",
+        GuardContext(roles={"cp-b": "controlplane", "wk-a": "worker"}),
+        ("PG003",),
+        {"cp-a": L, "cp-b": N},
+    ),
     # ------------------------------------------------------------------ refused: the other checks
     "hand: secrets destroyed": Case("hand-pg004-secrets-destroyed.json", SITE, ("PG004",)),
     "hand: secrets replaced": Case("hand-pg004-secrets-replaced.json", SITE, ("PG004",)),
@@ -251,52 +331,81 @@ TABLE: dict[str, Case] = {
     "hand: planned reboot": Case("hand-pg007-planned-reboot.json", SITE, ("PG007",), {"wk-a": K}),
     "hand: auto after a change, no log": Case("hand-pg007-auto-after-a-change.json", SITE, ("PG007",)),
     "hand: reboot check not run": Case("hand-pg007-reboot-check-not-run.json", SITE, ("PG007",)),
-    "bridge in use": Case("real-hypervisors-bridge-in-use.json", GuardContext(usage=platform_state_usage()),
-                          ("PG008",)),
-    "L0 torn down under running VMs": Case("real-hypervisors-destroy-while-vms-run.json",
-                                           GuardContext(usage=platform_state_usage(), teardown=True), ("PG008",) * 5),
+    "bridge in use": Case(
+        "real-hypervisors-bridge-in-use.json", GuardContext(usage=platform_state_usage()), ("PG008",)
+    ),
+    "L0 torn down under running VMs": Case(
+        "real-hypervisors-destroy-while-vms-run.json",
+        GuardContext(usage=platform_state_usage(), teardown=True),
+        ("PG008",) * 5,
+    ),
     "hand: storage destroyed": Case("hand-pg009-storage-destroyed.json", GuardContext(), ("PG009",)),
     # ------------------------------------------------------------------ allowed
-    "VM moved to a module with moved": Case("real-vm-moved-to-module-with-moved.json", SITE, (), {"wk-b": K},
-                                            says="5 kept (1 changed in place: wk-b)"),
+    "VM moved to a module with moved": Case(
+        "real-vm-moved-to-module-with-moved.json", SITE, (), {"wk-b": K}, says="5 kept (1 changed in place: wk-b)"
+    ),
     "VM renamed with moved": Case("real-vm-renamed-with-moved.json", SITE, (), {"wk-b": K}),
     "count added (implicit move)": Case("real-vm-count-added.json", SITE, (), {"wk-b": K}),
     "VM updated in place": Case("real-vm-updated-in-place.json", SITE, (), {"cp-b": K}),
     "VM imported back into the state": Case("real-vm-imported.json", SITE, (), {"wk-b": K}),
     "deposed object cleaned up": Case("real-vm-deposed-object-deleted.json", SITE, (), {"wk-b": K}),
     "data source read at apply": Case("real-data-source-read-at-apply.json", SITE, (), {"wk-b": K}),
-    "worker leaves the site": Case("real-worker-leaves.json", without("wk-b"), (), {"wk-b": L},
-                                   says="4 kept, 1 leaving (wk-b); none replaced, no machine lost"),
+    "worker leaves the site": Case(
+        "real-worker-leaves.json",
+        without("wk-b"),
+        (),
+        {"wk-b": L},
+        says="4 kept, 1 leaving (wk-b); none replaced, no machine lost",
+    ),
     "worker leaves, no site (the plan's record)": Case("real-worker-leaves.json", NO_SITE, (), {"wk-b": L}),
-    "node joins": Case("real-node-joins.json", GuardContext(roles={**THREE, "wk-c": "worker"}), (), {"wk-c": N},
-                       says="5 kept, 1 new (wk-c)"),
+    "node joins": Case(
+        "real-node-joins.json",
+        GuardContext(roles={**THREE, "wk-c": "worker"}),
+        (),
+        {"wk-c": N},
+        says="5 kept, 1 new (wk-c)",
+    ),
     "membership address changed": Case("real-membership-address-changed.json", SITE, (), {"wk-a": K}),
-    "VM deleted by a targeted destroy (teardown)": Case("real-vm-deleted-by-targeted-destroy.json", TEARDOWN, (),
-                                                        {"wk-b": L}),
-    "platform VMs destroyed, no cluster running (teardown)": Case("real-platform-destroyed.json", TEARDOWN, (),
-                                                                  {"cp-a": L}),
+    "VM deleted by a targeted destroy (teardown)": Case(
+        "real-vm-deleted-by-targeted-destroy.json", TEARDOWN, (), {"wk-b": L}
+    ),
+    "platform VMs destroyed, no cluster running (teardown)": Case(
+        "real-platform-destroyed.json", TEARDOWN, (), {"cp-a": L}
+    ),
     "one control plane leaves": Case("real-standin-control-plane-leaves.json", without("cp-c"), (), {"cp-c": L}),
-    "workers leave together": Case("real-standin-workers-leave.json", without("wk-a", "wk-b"), (),
-                                   {"wk-a": L, "wk-b": L}),
+    "workers leave together": Case(
+        "real-standin-workers-leave.json", without("wk-a", "wk-b"), (), {"wk-a": L, "wk-b": L}
+    ),
     "apply renamed with moved": Case("real-standin-apply-renamed-with-moved.json", SITE, (), {"wk-a": K}),
-    "workers reset by decommission (teardown)": Case("real-standin-workers-reset-by-targeted-destroy.json", TEARDOWN,
-                                                     (), {"wk-a": L, "wk-b": L, "cp-a": K}),
-    "standalone guest removed": Case("real-vm-deleted-outright.json", GuardContext(), (), {"dns1": L},
-                                     mutate=rename_everywhere(VM_B,
-                                                              "proxmox_virtual_environment_container.sa_dns1_ct")),
+    "workers reset by decommission (teardown)": Case(
+        "real-standin-workers-reset-by-targeted-destroy.json", TEARDOWN, (), {"wk-a": L, "wk-b": L, "cp-a": K}
+    ),
+    "standalone guest removed": Case(
+        "real-vm-deleted-outright.json",
+        GuardContext(),
+        (),
+        {"dns1": L},
+        mutate=rename_everywhere(VM_B, "proxmox_virtual_environment_container.sa_dns1_ct"),
+    ),
     "first platform deploy": Case("real-platform-create.json", SITE, (), {"cp-a": N}),
     "first hypervisors deploy": Case("real-hypervisors-create.json", SITE, (), says="no node in this plan"),
-    "hand: first cluster": Case("hand-ok-first-cluster.json", GuardContext(roles={"cp-a": "controlplane"}), (),
-                                {"cp-a": N}),
-    "hand: one control plane leaves": Case("hand-ok-one-control-plane-leaves.json", without("cp-e", roles=FIVE), (),
-                                           {"cp-e": L}),
-    "hand: workers leave together": Case("hand-ok-workers-leave-together.json", without("wk-a", "wk-b"), (),
-                                         {"wk-a": L, "wk-b": L}),
+    "hand: first cluster": Case(
+        "hand-ok-first-cluster.json", GuardContext(roles={"cp-a": "controlplane"}), (), {"cp-a": N}
+    ),
+    "hand: one control plane leaves": Case(
+        "hand-ok-one-control-plane-leaves.json", without("cp-e", roles=FIVE), (), {"cp-e": L}
+    ),
+    "hand: workers leave together": Case(
+        "hand-ok-workers-leave-together.json", without("wk-a", "wk-b"), (), {"wk-a": L, "wk-b": L}
+    ),
     "hand: staged change": Case("hand-ok-staged-change.json", SITE, (), {"cp-b": K}),
     "hand: on_destroy only": Case("hand-ok-on-destroy-only.json", SITE, ()),
     "hand: last control plane reset by decommission (PG003 waived)": Case(
         "hand-ok-decommission-last-control-plane.json",
-        GuardContext(roles={"cp-a": "controlplane"}, teardown=True, waived=frozenset({"PG003"})), (), {"cp-a": L}),
+        GuardContext(roles={"cp-a": "controlplane"}, teardown=True, waived=frozenset({"PG003"})),
+        (),
+        {"cp-a": L},
+    ),
 }
 
 
@@ -334,35 +443,44 @@ def test_messages_name_the_node_what_happens_and_the_fix():
         "proxmox_virtual_environment_vm.node_wk-b_vm to module.nodes.proxmox_virtual_environment_vm.node_wk-b_vm "
         "(its address changed without a `moved` block): add `moved { from = "
         "proxmox_virtual_environment_vm.node_wk-b_vm  to = module.nodes.proxmox_virtual_environment_vm.node_wk-b_vm }` "
-        "so that Terraform moves it in state.")
+        "so that Terraform moves it in state."
+    )
     vm = refusals(check_plan(fixture("real-standin-two-control-plane-vms-deleted.json"), SITE))[0]
     assert vm.message == (
         "proxmox_virtual_environment_vm.node_cp-b_vm would be deleted: node 'cp-b' stays in the site but would be "
         "left without a machine. Its VM pve2/1102 is deleted and nothing creates it again: keep "
         "proxmox_virtual_environment_vm.node_cp-b_vm in the configuration (a `moved` block if its address must "
-        "change), or take the node out of the site to remove it.")
+        "change), or take the node out of the site to remove it."
+    )
 
 
 def test_pg002_says_deploy_takes_them_out_one_per_apply_never_a_raw_target():
-    for name, context in (("hand-pg002-two-control-planes-leave.json", without("cp-d", "cp-e", roles=FIVE)),
-                          ("real-standin-two-control-plane-vms-deleted.json", SITE)):
+    for name, context in (
+        ("hand-pg002-two-control-planes-leave.json", without("cp-d", "cp-e", roles=FIVE)),
+        ("real-standin-two-control-plane-vms-deleted.json", SITE),
+    ):
         [violation] = [v for v in check_plan(fixture(name), context) if v.code == "PG002"]
         assert "-target" not in violation.message and "terraform apply" not in violation.message
-        assert violation.message.endswith("`terravixens deploy` of this layer takes control planes out one per "
-                                          "apply; or remove one control plane from the site per deploy.")
+        assert violation.message.endswith(
+            "`terravixens deploy` of this layer takes control planes out one per "
+            "apply; or remove one control plane from the site per deploy."
+        )
     plan = fixture("real-standin-two-control-plane-vms-deleted.json")
     [vms] = [v for v in check_plan(plan, SITE) if v.code == "PG002"]
     assert vms.message.startswith(
         "2 control planes would leave etcd in one apply: cp-b (VM pve2/1102 deleted at "
         "proxmox_virtual_environment_vm.node_cp-b_vm), cp-c (VM pve1/1103 deleted at "
-        "proxmox_virtual_environment_vm.node_cp-c_vm).")
+        "proxmox_virtual_environment_vm.node_cp-c_vm)."
+    )
 
 
 def test_pg002_roles_come_from_the_membership_record_not_from_configuration_text():
     """A recorded role wins over the site: promoted in the site file, still a worker in today's cluster."""
     plan = fixture("hand-ok-workers-leave-together.json")
-    assert check_plan(plan, GuardContext(roles={"cp-a": "controlplane", "cp-b": "controlplane",
-                                                "cp-c": "controlplane"})) == []
+    assert (
+        check_plan(plan, GuardContext(roles={"cp-a": "controlplane", "cp-b": "controlplane", "cp-c": "controlplane"}))
+        == []
+    )
     view = node_view(read_plan(plan), GuardContext(roles={"wk-a": "controlplane"}))
     assert view.nodes["wk-a"].role == "worker" and not view.nodes["wk-a"].counts_as_control_plane
 
@@ -378,10 +496,12 @@ def test_a_control_plane_is_a_member_only_with_its_apply():
 
 def test_the_ok_line_is_what_the_view_says():
     plan, context = fixture("real-worker-leaves.json"), without("wk-b")
-    assert ok_line(plan, context) == ("5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; "
-                                      "PG001-PG009 pass")
+    assert ok_line(plan, context) == (
+        "5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG009 pass"
+    )
     assert ok_line(fixture("hand-ok-staged-change.json"), SITE) == (
-        "5 nodes: 5 kept (1 changed in place: cp-b); none replaced, no machine lost; PG001-PG009 pass")
+        "5 nodes: 5 kept (1 changed in place: cp-b); none replaced, no machine lost; PG001-PG009 pass"
+    )
 
 
 def test_decommission_waives_exactly_what_it_names():
@@ -391,8 +511,9 @@ def test_decommission_waives_exactly_what_it_names():
     waived = check_plan(last, GuardContext(roles={"cp-a": "controlplane"}, teardown=True, waived=frozenset({"PG003"})))
     assert [v.waived for v in waived] == [True] and refusals(waived) == []
     # Not a teardown: the site keeps cp-a, so resetting it is a node losing its apply, which no waiver of PG003 lifts.
-    assert codes(refusals(check_plan(last, GuardContext(roles={"cp-a": "controlplane"},
-                                                        waived=frozenset({"PG003"}))))) == ["PG001"]
+    assert codes(
+        refusals(check_plan(last, GuardContext(roles={"cp-a": "controlplane"}, waived=frozenset({"PG003"}))))
+    ) == ["PG001"]
     secrets = fixture("hand-ok-decommission-secrets-last.json")
     assert codes(check_plan(secrets)) == ["PG004"]
     assert refusals(check_plan(secrets, GuardContext(waived=frozenset({"PG004"})))) == []
@@ -403,9 +524,11 @@ def test_decommission_waives_exactly_what_it_names():
 
 def test_pg004_secrets_message():
     [violation] = check_plan(fixture("hand-pg004-secrets-destroyed.json"), GuardContext(roles=THREE))
-    assert str(violation) == ("[PG004 ClusterIdentityKept] talos_machine_secrets.cluster_secrets would be destroyed: "
-                              "the cluster's certificates and keys would be lost. Restore the cluster in the site "
-                              "file.")
+    assert str(violation) == (
+        "[PG004 ClusterIdentityKept] talos_machine_secrets.cluster_secrets would be destroyed: "
+        "the cluster's certificates and keys would be lost. Restore the cluster in the site "
+        "file."
+    )
 
 
 def test_pg005_and_pg006_messages_point_at_the_backup():
@@ -413,16 +536,19 @@ def test_pg005_and_pg006_messages_point_at_the_backup():
     assert "would be created while 5 node applies run on today's secrets" in secrets.message
     assert "terravixens restore" in secrets.message
     [bootstrap] = check_plan(fixture("hand-pg006-bootstrap-in-running-cluster.json"), GuardContext(roles=THREE))
-    assert bootstrap.message.startswith("talos_machine_bootstrap.cluster_bootstrap would bootstrap a cluster whose "
-                                        "nodes already run (5 applies in state)")
+    assert bootstrap.message.startswith(
+        "talos_machine_bootstrap.cluster_bootstrap would bootstrap a cluster whose "
+        "nodes already run (5 applies in state)"
+    )
 
 
 def test_pg007_auto_needs_the_plan_log_to_tell_no_reboot_from_unreachable():
     plan = fixture("hand-pg007-auto-after-a-change.json")
     [no_log] = check_plan(plan, GuardContext(roles=THREE))
     assert "the plan's log was not given" in no_log.message
-    [unreachable] = check_plan(plan, GuardContext(roles=THREE,
-                                                  reboot_checks=log("hand-pg007-node-unreachable.log.jsonl")))
+    [unreachable] = check_plan(
+        plan, GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-unreachable.log.jsonl"))
+    )
     assert "could not be asked whether the change needs a reboot" in unreachable.message
     assert unreachable.message.endswith("or allow it with --allow-reboot cp-b.")
     assert check_plan(plan, GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl"))) == []
@@ -430,11 +556,16 @@ def test_pg007_auto_needs_the_plan_log_to_tell_no_reboot_from_unreachable():
 
 
 def test_pg007_planned_reboot_is_refused_even_with_a_clean_log():
-    result = check_plan(fixture("hand-pg007-planned-reboot.json"),
-                        GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl")))
+    result = check_plan(
+        fixture("hand-pg007-planned-reboot.json"),
+        GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl")),
+    )
     assert [str(v) for v in result] == [
-        ("[PG007 NoSilentReboot] talos_machine_configuration_apply.node_wk-a_apply is planned to reboot node 'wk-a' "
-        "(resolved_apply_mode 'reboot'): re-plan when the node answers, or allow it with --allow-reboot wk-a.")]
+        (
+            "[PG007 NoSilentReboot] talos_machine_configuration_apply.node_wk-a_apply is planned to reboot node 'wk-a' "
+            "(resolved_apply_mode 'reboot'): re-plan when the node answers, or allow it with --allow-reboot wk-a."
+        )
+    ]
 
 
 @pytest.mark.integration
@@ -457,26 +588,46 @@ def test_the_real_shapes_are_what_terraform_plans_today(terraform_binary, tmp_pa
 
 # ---------------------------------------------------------------------------------------------------- PG008
 def l0_plan(kind: str, before: dict, actions=("delete",)) -> dict:
-    return {"format_version": "1.2", "planned_values": {}, "resource_changes": [
-        {"address": f"{kind}.hv_pve1_x", "type": kind, "name": "hv_pve1_x", "mode": "managed",
-         "change": {"actions": list(actions), "before": before, "after": None}}]}
+    return {
+        "format_version": "1.2",
+        "planned_values": {},
+        "resource_changes": [
+            {
+                "address": f"{kind}.hv_pve1_x",
+                "type": kind,
+                "name": "hv_pve1_x",
+                "mode": "managed",
+                "change": {"actions": list(actions), "before": before, "after": None},
+            }
+        ],
+    }
 
 
 def test_pg008_bridge_used_by_a_deployed_vm():
     usage = Usage()
     usage.add_bridge("pve1", "vmbr1", "VM cp-a in platform-prod (deployed)")
-    [violation] = check_plan(l0_plan("proxmox_network_linux_bridge", {"node_name": "pve1", "name": "vmbr1"}),
-                             GuardContext(usage=usage))
-    assert violation.message.startswith("proxmox_network_linux_bridge.hv_pve1_x would delete bridge 'vmbr1' on "
-                                        "'pve1', used by VM cp-a in platform-prod (deployed)")
-    assert check_plan(l0_plan("proxmox_network_linux_bridge", {"node_name": "pve2", "name": "vmbr1"}),
-                      GuardContext(usage=usage)) == []
+    [violation] = check_plan(
+        l0_plan("proxmox_network_linux_bridge", {"node_name": "pve1", "name": "vmbr1"}), GuardContext(usage=usage)
+    )
+    assert violation.message.startswith(
+        "proxmox_network_linux_bridge.hv_pve1_x would delete bridge 'vmbr1' on "
+        "'pve1', used by VM cp-a in platform-prod (deployed)"
+    )
+    assert (
+        check_plan(
+            l0_plan("proxmox_network_linux_bridge", {"node_name": "pve2", "name": "vmbr1"}), GuardContext(usage=usage)
+        )
+        == []
+    )
 
 
 def test_pg008_image_a_site_node_boots_from(example_site):
     usage = site_usage(example_site)
-    wanted = {"node_name": "pve1", "datastore_id": "local",
-              "file_name": "talos-ce4c980550dd-v1.11.5-nocloud-amd64.qcow2"}
+    wanted = {
+        "node_name": "pve1",
+        "datastore_id": "local",
+        "file_name": "talos-ce4c980550dd-v1.11.5-nocloud-amd64.qcow2",
+    }
     [violation] = check_plan(l0_plan("proxmox_download_file", wanted), GuardContext(usage=usage))
     assert "which node cp-a of cluster prod (site file)" in violation.message
     old = dict(wanted, file_name="talos-ce4c980550dd-v1.11.4-nocloud-amd64.qcow2")  # an upgrade drops the old image
@@ -492,19 +643,32 @@ def test_pg008_without_usage_knowledge_is_skipped_not_guessed():
 # ---------------------------------------------------------------------------------------------------- not plans
 NOT_PLANS = {
     "empty object": ({}, "has no format_version: this is not Terraform's JSON output (empty)"),
-    "state JSON": ({"format_version": "1.0", "terraform_version": "1.11.4", "values": {"root_module": {}}},
-                   "is a state (`terraform show -json` without a plan file prints the state), not a plan"),
+    "state JSON": (
+        {"format_version": "1.0", "terraform_version": "1.11.4", "values": {"root_module": {}}},
+        "is a state (`terraform show -json` without a plan file prints the state), not a plan",
+    ),
     "empty state": ({"format_version": "1.0"}, "is a state"),
     "a list": ([], "is a list of 0 items, not a JSON object"),
-    "errored plan": ({"format_version": "1.2", "planned_values": {}, "errored": True},
-                     "Terraform stopped while planning"),
-    "bad actions": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [
-        {"address": "a.b", "type": "a", "name": "b", "change": {"actions": ["explode"]}}]},
-        "resource_changes[0] ('a.b').change.actions: holds 'explode'"),
-    "format 2": ({"format_version": "2.0", "planned_values": {}}, ("format_version: is '2.0': this guard reads "
-                                                                  "Terraform's JSON format 1.x")),
-    "change without address": ({"format_version": "1.2", "planned_values": {}, "resource_changes": [{"type": "a"}]},
-                               "resource_changes[0]: has no address, name"),
+    "errored plan": (
+        {"format_version": "1.2", "planned_values": {}, "errored": True},
+        "Terraform stopped while planning",
+    ),
+    "bad actions": (
+        {
+            "format_version": "1.2",
+            "planned_values": {},
+            "resource_changes": [{"address": "a.b", "type": "a", "name": "b", "change": {"actions": ["explode"]}}],
+        },
+        "resource_changes[0] ('a.b').change.actions: holds 'explode'",
+    ),
+    "format 2": (
+        {"format_version": "2.0", "planned_values": {}},
+        ("format_version: is '2.0': this guard reads Terraform's JSON format 1.x"),
+    ),
+    "change without address": (
+        {"format_version": "1.2", "planned_values": {}, "resource_changes": [{"type": "a"}]},
+        "resource_changes[0]: has no address, name",
+    ),
 }
 
 
@@ -518,20 +682,23 @@ def test_not_a_plan_is_an_input_error(case):
 
 def _edit(at: str, **fields) -> Callable[[dict], None]:
     """Fields of the change at `at` set (`change__x` sets change.x; None deletes the field)."""
+
     def run(data: dict) -> None:
         item = change_of(data, at)
         for key, value in fields.items():
-            target, key = (item["change"], key[len("change__"):]) if key.startswith("change__") else (item, key)
+            target, key = (item["change"], key[len("change__") :]) if key.startswith("change__") else (item, key)
             if value is None:
                 target.pop(key, None)
             else:
                 target[key] = value
+
     return run
 
 
 def _duplicate(address: str) -> Callable[[dict], None]:
     def run(data: dict) -> None:
         data["resource_changes"].append(copy.deepcopy(change_of(data, address)))
+
     return run
 
 
@@ -539,6 +706,7 @@ def _prior(address: str, **fields) -> Callable[[dict], None]:
     def run(data: dict) -> None:
         resource = next(r for r in data["prior_state"]["values"]["root_module"]["resources"] if r["address"] == address)
         resource.update(fields)
+
     return run
 
 
@@ -549,62 +717,113 @@ VM_CP_B = "proxmox_virtual_environment_vm.node_cp-b_vm"
 # Shapes Terraform never writes (internal/command/jsonplan: the actions list, modes, addresses): each an input error
 # (exit 2) naming the change and the reason, never judged, never an "ok".
 NEVER_WRITTEN = {
-    "unknown mode": (UPDATED, _edit(VM_CP_B, mode="resource"),
-                     "mode: is 'resource': a resource change is 'managed' or 'data'"),
+    "unknown mode": (
+        UPDATED,
+        _edit(VM_CP_B, mode="resource"),
+        "mode: is 'resource': a resource change is 'managed' or 'data'",
+    ),
     "no mode": (UPDATED, _edit(VM_CP_B, mode=None), "mode: is None"),
-    "data source deleted": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B,
-                                           change__actions=["delete"], change__after=None),
-                            "a data source (data." + VM_CP_B + ") with actions ['delete']"),
-    "data source created": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B,
-                                           change__actions=["create"], change__before=None),
-                            "with actions ['create']: Terraform only reads data sources"),
-    "data source updated": (UPDATED, _edit(VM_CP_B, mode="data", address="data." + VM_CP_B),
-                            "with actions ['update']: Terraform only reads data sources"),
-    "managed resource read": (UPDATED, _edit(VM_CP_B, change__actions=["read"]),
-                              "a managed resource (" + VM_CP_B + ") with actions ['read']"),
+    "data source deleted": (
+        UPDATED,
+        _edit(VM_CP_B, mode="data", address="data." + VM_CP_B, change__actions=["delete"], change__after=None),
+        "a data source (data." + VM_CP_B + ") with actions ['delete']",
+    ),
+    "data source created": (
+        UPDATED,
+        _edit(VM_CP_B, mode="data", address="data." + VM_CP_B, change__actions=["create"], change__before=None),
+        "with actions ['create']: Terraform only reads data sources",
+    ),
+    "data source updated": (
+        UPDATED,
+        _edit(VM_CP_B, mode="data", address="data." + VM_CP_B),
+        "with actions ['update']: Terraform only reads data sources",
+    ),
+    "managed resource read": (
+        UPDATED,
+        _edit(VM_CP_B, change__actions=["read"]),
+        "a managed resource (" + VM_CP_B + ") with actions ['read']",
+    ),
     "update then delete": (UPDATED, _edit(VM_CP_B, change__actions=["update", "delete"]), "is ['update', 'delete']"),
     "delete twice": (DELETED, _edit(VM_B, change__actions=["delete", "delete"]), "is ['delete', 'delete']"),
     "forget then create": (UPDATED, _edit(VM_CP_B, change__actions=["forget", "create"]), "is ['forget', 'create']"),
     "create then update": (UPDATED, _edit(VM_CP_B, change__actions=["create", "update"]), "is ['create', 'update']"),
     "no-op and delete": (DELETED, _edit(VM_B, change__actions=["no-op", "delete"]), "is ['no-op', 'delete']"),
-    "three actions": (UPDATED, _edit(VM_CP_B, change__actions=["delete", "create", "delete"]),
-                      "is ['delete', 'create', 'delete']"),
-    "type not its address's": (UPDATED, _edit(VM_CP_B, type="proxmox_virtual_environment_container"),
-                               "does not match its type, name, index and module"),
+    "three actions": (
+        UPDATED,
+        _edit(VM_CP_B, change__actions=["delete", "create", "delete"]),
+        "is ['delete', 'create', 'delete']",
+    ),
+    "type not its address's": (
+        UPDATED,
+        _edit(VM_CP_B, type="proxmox_virtual_environment_container"),
+        "does not match its type, name, index and module",
+    ),
     "name not its address's": (UPDATED, _edit(VM_CP_B, name="node_cp-c_vm"), "does not match its type, name"),
-    "module_address not its address's": (UPDATED, _edit(VM_CP_B, module_address="module.nodes"),
-                                         "does not match its type, name, index and module"),
+    "module_address not its address's": (
+        UPDATED,
+        _edit(VM_CP_B, module_address="module.nodes"),
+        "does not match its type, name, index and module",
+    ),
     "module address missing": (UPDATED, _edit(VM_CP_B, address="module.nodes." + VM_CP_B), "does not match"),
     "module_address not a module": (UPDATED, _edit(VM_CP_B, module_address="nodes"), "is not a module address"),
     "index not in the address": (UPDATED, _edit(VM_CP_B, index=0), "does not match its type, name, index"),
     "index of another kind": (UPDATED, _edit(VM_CP_B, index=[0]), "index a list of 1 item is neither"),
-    "replace_paths on an update": (UPDATED, _edit(VM_CP_B, change__replace_paths=[["vm_id"]]),
-                                   "replace_paths on actions ['update']"),
-    "replace_paths on a delete": (DELETED, _edit(VM_B, change__replace_paths=[["vm_id"]]),
-                                  "replace_paths on actions ['delete']"),
-    "deposed object created": (UPDATED, _edit(VM_CP_B, deposed="0a1b2c3d", change__actions=["create"],
-                                              change__before=None),
-                               "deposed object '0a1b2c3d' with actions ['create']"),
-    "deposed object updated": (UPDATED, _edit(VM_CP_B, deposed="0a1b2c3d"),
-                               "deposed object '0a1b2c3d' with actions ['update']"),
-    "tainted reason on an update": (UPDATED, _edit(VM_CP_B, action_reason="replace_because_tainted"),
-                                    "action_reason 'replace_because_tainted' on actions ['update']"),
-    "delete reason on a create": (UPDATED, _edit(VM_CP_B, action_reason="delete_because_no_resource_config",
-                                                 change__actions=["create"], change__before=None),
-                                  "action_reason 'delete_because_no_resource_config' on actions ['create']"),
+    "replace_paths on an update": (
+        UPDATED,
+        _edit(VM_CP_B, change__replace_paths=[["vm_id"]]),
+        "replace_paths on actions ['update']",
+    ),
+    "replace_paths on a delete": (
+        DELETED,
+        _edit(VM_B, change__replace_paths=[["vm_id"]]),
+        "replace_paths on actions ['delete']",
+    ),
+    "deposed object created": (
+        UPDATED,
+        _edit(VM_CP_B, deposed="0a1b2c3d", change__actions=["create"], change__before=None),
+        "deposed object '0a1b2c3d' with actions ['create']",
+    ),
+    "deposed object updated": (
+        UPDATED,
+        _edit(VM_CP_B, deposed="0a1b2c3d"),
+        "deposed object '0a1b2c3d' with actions ['update']",
+    ),
+    "tainted reason on an update": (
+        UPDATED,
+        _edit(VM_CP_B, action_reason="replace_because_tainted"),
+        "action_reason 'replace_because_tainted' on actions ['update']",
+    ),
+    "delete reason on a create": (
+        UPDATED,
+        _edit(
+            VM_CP_B, action_reason="delete_because_no_resource_config", change__actions=["create"], change__before=None
+        ),
+        "action_reason 'delete_because_no_resource_config' on actions ['create']",
+    ),
     "create with a before": (UPDATED, _edit(VM_CP_B, change__actions=["create"]), "a create with a value before it"),
     "delete with an after": (UPDATED, _edit(VM_CP_B, change__actions=["delete"]), "a delete with a value after it"),
     "forget with an after": (UPDATED, _edit(VM_CP_B, change__actions=["forget"]), "a forget with a value after it"),
-    "update without a before": (UPDATED, _edit(VM_CP_B, change__before=None),
-                                "actions ['update'] without the object's value before the change"),
+    "update without a before": (
+        UPDATED,
+        _edit(VM_CP_B, change__before=None),
+        "actions ['update'] without the object's value before the change",
+    ),
     "two changes for one object (split entries)": (DELETED, _duplicate(VM_B), f"is a second change for '{VM_B}'"),
     "moved from an address that has its own change": (
-        UPDATED, _edit(VM_CP_B, previous_address="proxmox_virtual_environment_vm.node_cp-c_vm"),
-        "was moved from 'proxmox_virtual_environment_vm.node_cp-c_vm', which has its own change"),
-    "prior state resource of unknown mode": (UPDATED, _prior(VM_CP_B, mode="resource"),
-                                             "prior_state.values.root_module.resources[1].mode: is 'resource'"),
-    "prior state resource not at its address": (UPDATED, _prior(VM_CP_B, type="proxmox_vm"),
-                                                "does not match its type, name, index and module"),
+        UPDATED,
+        _edit(VM_CP_B, previous_address="proxmox_virtual_environment_vm.node_cp-c_vm"),
+        "was moved from 'proxmox_virtual_environment_vm.node_cp-c_vm', which has its own change",
+    ),
+    "prior state resource of unknown mode": (
+        UPDATED,
+        _prior(VM_CP_B, mode="resource"),
+        "prior_state.values.root_module.resources[1].mode: is 'resource'",
+    ),
+    "prior state resource not at its address": (
+        UPDATED,
+        _prior(VM_CP_B, type="proxmox_vm"),
+        "does not match its type, name, index and module",
+    ),
 }
 
 
@@ -627,13 +846,20 @@ def test_cli_exit_2_names_the_change_and_the_reason(tmp_path):
     path.write_text(json.dumps(data))
     result = cli(str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert (f"resource_changes[4] ('{VM_B}').change.actions: is ['update', 'delete']: Terraform writes one of "
-            in result.stderr)
+    assert (
+        f"resource_changes[4] ('{VM_B}').change.actions: is ['update', 'delete']: Terraform writes one of "
+        in result.stderr
+    )
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", "plan-guard", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "plan-guard", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_exit_codes_refused_ok_and_input_errors(tmp_path):
@@ -648,8 +874,10 @@ def test_cli_exit_codes_refused_ok_and_input_errors(tmp_path):
     assert refused.stderr.splitlines()[-1].endswith("hand-pg002-two-control-planes-leave.json: refused, 1 problem")
     assert "why PG002 OneControlPlaneLeavesPerApply: each leaving control plane is reset gracefully" in refused.stderr
     assert accepted.returncode == 0, accepted.stderr
-    assert accepted.stdout.endswith("hand-ok-staged-change.json: ok — 5 nodes: 5 kept (1 changed in place: cp-b); "
-                                    "none replaced, no machine lost; PG001-PG009 pass\n")
+    assert accepted.stdout.endswith(
+        "hand-ok-staged-change.json: ok — 5 nodes: 5 kept (1 changed in place: cp-b); "
+        "none replaced, no machine lost; PG001-PG009 pass\n"
+    )
     for result in (not_a_plan, malformed, missing):
         assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "is a state (`terraform show -json` without a plan file" in not_a_plan.stderr
@@ -665,8 +893,9 @@ def test_cli_ok_line_from_the_per_node_view_and_the_site_file(tmp_path):
     plan = str(PLANS / "real-worker-leaves.json")
     leaving = cli(plan, "--site", str(site), "--layer", "platform-prod")
     assert leaving.returncode == 0, leaving.stderr
-    assert leaving.stdout == (f"{plan}: ok — 5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; "
-                              f"PG001-PG009 pass\n")
+    assert leaving.stdout == (
+        f"{plan}: ok — 5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG009 pass\n"
+    )
     kept = cli(plan)  # the example site still lists wk-b: its VM would be lost
     assert kept.returncode == 1 and "node 'wk-b' stays in the site but would be left without a machine" in kept.stderr
     torn = cli(str(PLANS / "real-standin-workers-reset-by-targeted-destroy.json"), "--teardown")
@@ -693,8 +922,9 @@ def test_site_roles_refuses_a_name_with_two_roles():
     lab = data["clusters"]["lab"]
     lab["endpoint_vip"] = "10.21.1.10"
     lab["control_planes"] = {"wk-a": lab["workers"].pop("wk-a")}
-    lab["control_planes"]["wk-a"].update(vm_id=2101, hostname="lab-wk-a",
-                                         networks={"vlans": {111: {"address": "10.21.1.21/24"}}})
+    lab["control_planes"]["wk-a"].update(
+        vm_id=2101, hostname="lab-wk-a", networks={"vlans": {111: {"address": "10.21.1.21/24"}}}
+    )
     lab["workers"] = {}
     lab.pop("cilium"), lab.pop("flux")
     from terravixens.guard.context import AmbiguousRoles
@@ -718,8 +948,10 @@ def test_real_first_deploys_pass(example_site):
 
 def test_real_replacement_is_refused():
     [violation] = check_plan(fixture("real-platform-vm-replaced.json"), GuardContext(roles=THREE))
-    assert str(violation).startswith("[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be "
-                                     "replaced: node 'wk-b' stays in the site but would be destroyed and re-created.")
+    assert str(violation).startswith(
+        "[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be "
+        "replaced: node 'wk-b' stays in the site but would be destroyed and re-created."
+    )
 
 
 def test_real_bridge_removal_under_deployed_vms_is_refused():
@@ -727,7 +959,8 @@ def test_real_bridge_removal_under_deployed_vms_is_refused():
     assert violation.message == (
         "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1 would delete bridge 'vmbr1' on 'pve2', used by VM cp-b in "
         "platform-prod (deployed), VM wk-b in platform-prod (deployed): move those VMs off it and deploy their "
-        "platform layer first, then remove the bridge.")
+        "platform layer first, then remove the bridge."
+    )
 
 
 def test_real_l0_teardown_waits_for_the_platform_layers():
@@ -735,9 +968,12 @@ def test_real_l0_teardown_waits_for_the_platform_layers():
     refused = check_plan(plan, GuardContext(usage=deployed()))
     assert codes(refused) == ["PG008"] * 5
     assert sorted(v.message.split(" ", 1)[0] for v in refused) == [
-        "proxmox_network_linux_bridge.hv_pve1_bridge_vmbr1", "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1",
-        "proxmox_user_token.hv_pve1_token", "proxmox_virtual_environment_role.hv_pve1_role",
-        "proxmox_virtual_environment_user.hv_pve1_user"]
+        "proxmox_network_linux_bridge.hv_pve1_bridge_vmbr1",
+        "proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1",
+        "proxmox_user_token.hv_pve1_token",
+        "proxmox_virtual_environment_role.hv_pve1_role",
+        "proxmox_virtual_environment_user.hv_pve1_user",
+    ]
     assert check_plan(plan, GuardContext(usage=Usage())) == []  # once the platform layers are gone
 
 
@@ -755,9 +991,17 @@ def test_cli_teardown_judged_on_deployed_states():
     assert cli(plan).returncode == 1
 
 
-SECRET_SHAPES = [re.compile(p) for p in (
-    r"-----BEGIN", r"AGE-SECRET-KEY", r"LS0tLS1CRUdJTi", r"[\w.-]+@[\w.-]+![\w.-]+[=:][0-9a-f]{8}-",
-    r"\"/(tmp|root|home|work|var)/", r"127\.\d+\.\d+\.\d+:(?!8006\b)\d{2,5}")]
+SECRET_SHAPES = [
+    re.compile(p)
+    for p in (
+        r"-----BEGIN",
+        r"AGE-SECRET-KEY",
+        r"LS0tLS1CRUdJTi",
+        r"[\w.-]+@[\w.-]+![\w.-]+[=:][0-9a-f]{8}-",
+        r"\"/(tmp|root|home|work|var)/",
+        r"127\.\d+\.\d+\.\d+:(?!8006\b)\d{2,5}",
+    )
+]
 
 
 @pytest.mark.parametrize("path", sorted(PLANS.glob("*.json")) + sorted(PLANS.glob("*.jsonl")), ids=lambda p: p.name)

@@ -1,6 +1,7 @@
 """The stacks' requirement that only a guarded path plans and applies them, and `terravixens-terraform` (the Terraform
 `npx cdktf` runs here) on everything but the guarded apply/destroy, which tests/integration/test_cdktf_path.py runs
 end to end through the real cdktf CLI (ADR 0031)."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,12 @@ def test_every_stack_of_the_app_carries_the_requirement(example_synth):
         assert (variable["type"], variable["default"], variable["nullable"]) == ("bool", False, False)
         [rule] = variable["validation"]
         assert rule["condition"] == f"${{var.{VARIABLE}}}"
-        for command in (f"`npx cdktf deploy {layer}`", f"`pipenv run terravixens deploy {layer}`",
-                        f"`pipenv run terravixens destroy {layer}`", f"`pipenv run terravixens drift {layer}`"):
+        for command in (
+            f"`npx cdktf deploy {layer}`",
+            f"`pipenv run terravixens deploy {layer}`",
+            f"`pipenv run terravixens destroy {layer}`",
+            f"`pipenv run terravixens drift {layer}`",
+        ):
             assert command in rule["error_message"], (layer, command)
         assert "${" not in rule["error_message"].replace(f"${{var.{VARIABLE}}}", "")
 
@@ -59,13 +64,21 @@ def requirement_only(example_synth, tmp_path_factory, terraform_binary):
     """The hypervisors stack's requirement as synthesized, beside a built-in resource (no provider, no network),
     applied once by terravixens' own Terraform environment."""
     workdir = tmp_path_factory.mktemp("requirement")
-    document = {"terraform": {"backend": {"local": {"path": "state/layer.tfstate"}}},
-                "variable": example_synth["hypervisors"]["variable"],
-                "resource": {"terraform_data": {"record": {"input": "one"}}}}
+    document = {
+        "terraform": {"backend": {"local": {"path": "state/layer.tfstate"}}},
+        "variable": example_synth["hypervisors"]["variable"],
+        "resource": {"terraform_data": {"record": {"input": "one"}}},
+    }
     (workdir / "cdk.tf.json").write_text(json.dumps(document))
     for args, env in ((["init"], terraform_env(without_guard=True)), (["apply", "-auto-approve"], terraform_env())):
-        done = subprocess.run([terraform_binary, *args, "-input=false", "-no-color"], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [terraform_binary, *args, "-input=false", "-no-color"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     document["resource"]["terraform_data"]["record"]["input"] = "two"  # a change to plan
     (workdir / "cdk.tf.json").write_text(json.dumps(document))
@@ -83,12 +96,26 @@ def serial(workdir: Path) -> int:
     return json.loads((workdir / "state" / "layer.tfstate").read_text())["serial"]
 
 
-@pytest.mark.parametrize("args", [("plan",), ("apply", "-auto-approve"), ("destroy", "-auto-approve"),
-                                  ("plan", "-destroy"), ("apply", "-refresh-only", "-auto-approve")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan",),
+        ("apply", "-auto-approve"),
+        ("destroy", "-auto-approve"),
+        ("plan", "-destroy"),
+        ("apply", "-refresh-only", "-auto-approve"),
+    ],
+)
 def test_terraform_stops_every_unguarded_plan_with_the_commands_to_use(requirement_only, terraform_binary, args):
     before = serial(requirement_only)
-    result = subprocess.run([terraform_binary, args[0], "-input=false", "-no-color", *args[1:]], cwd=requirement_only,
-                            env=terraform_env(without_guard=True), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [terraform_binary, args[0], "-input=false", "-no-color", *args[1:]],
+        cwd=requirement_only,
+        env=terraform_env(without_guard=True),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     said = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1, said
     assert "Layer hypervisors is planned and applied through terravixens only" in said
@@ -97,11 +124,23 @@ def test_terraform_stops_every_unguarded_plan_with_the_commands_to_use(requireme
 
 
 def test_terravixens_own_terraform_passes_and_validate_never_needs_it(requirement_only, terraform_binary):
-    validate = subprocess.run([terraform_binary, "validate", "-no-color"], cwd=requirement_only,
-                              env=terraform_env(without_guard=True), capture_output=True, text=True, timeout=120)
+    validate = subprocess.run(
+        [terraform_binary, "validate", "-no-color"],
+        cwd=requirement_only,
+        env=terraform_env(without_guard=True),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert validate.returncode == 0, validate.stdout + validate.stderr
-    plan = subprocess.run([terraform_binary, "plan", "-input=false", "-no-color", "-detailed-exitcode"],
-                          cwd=requirement_only, env=terraform_env(), capture_output=True, text=True, timeout=120)
+    plan = subprocess.run(
+        [terraform_binary, "plan", "-input=false", "-no-color", "-detailed-exitcode"],
+        cwd=requirement_only,
+        env=terraform_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert plan.returncode == 2, plan.stdout + plan.stderr  # changes planned, no error
 
 
@@ -132,8 +171,9 @@ def layer(tmp_path):
     and a fake Terraform that records how it was run."""
     stack_dir = tmp_path / "project" / "cdktf.out" / "stacks" / "hypervisors"
     stack_dir.mkdir(parents=True)
-    (stack_dir / "cdk.tf.json").write_text(json.dumps(
-        {"terraform": {"backend": {"local": {"path": "../../../state/hypervisors.tfstate"}}}}))
+    (stack_dir / "cdk.tf.json").write_text(
+        json.dumps({"terraform": {"backend": {"local": {"path": "../../../state/hypervisors.tfstate"}}}})
+    )
     state = tmp_path / "project" / "state"
     state.mkdir(mode=0o755)
     os.chmod(state, 0o755)
@@ -148,11 +188,21 @@ def layer(tmp_path):
 
 
 def wrapper(stack_dir: Path, fake: Path, log: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in (ENV_NAME, "CHECKPOINT_DISABLE", tfwrap.ACTIVE_ENV,
-                                                                    "TERRAVIXENS_CONFIRM", "TERRAVIXENS_PROVIDERS")}
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (ENV_NAME, "CHECKPOINT_DISABLE", tfwrap.ACTIVE_ENV, "TERRAVIXENS_CONFIRM", "TERRAVIXENS_PROVIDERS")
+    }
     environ.update({"PATH": f"{fake.parent}{os.pathsep}{environ['PATH']}", "FAKE_LOG": str(log), **env})
-    return subprocess.run([str(WRAPPER), *args], cwd=stack_dir, env=environ, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(WRAPPER), *args],
+        cwd=stack_dir,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def calls(log: Path) -> list[dict]:
@@ -175,8 +225,13 @@ def test_state_left_world_readable_is_tightened_before_terraform_runs(layer):
     result = wrapper(stack_dir, fake, log, "init", "-no-color")
     assert result.returncode == 0, result.stderr
     mode = {path.name: stat.S_IMODE(path.stat().st_mode) for path in [state, *state.iterdir()]}
-    assert mode == {"state": 0o700, "hypervisors.tfstate": 0o600, "hypervisors.tfstate.backup": 0o600,
-                    "platform-prod.tfstate": 0o600, "notes.txt": 0o644}
+    assert mode == {
+        "state": 0o700,
+        "hypervisors.tfstate": 0o600,
+        "hypervisors.tfstate.backup": 0o600,
+        "platform-prod.tfstate": 0o600,
+        "notes.txt": 0o644,
+    }
     assert "terravixens-terraform: state/hypervisors.tfstate: mode tightened to 0600" in result.stderr
     assert wrapper(stack_dir, fake, log, "init").stderr == ""  # said once, when it changed something
 
@@ -194,9 +249,17 @@ def test_cdktf_diff_plan_is_written_0600_then_deleted(layer):
     assert not (stack_dir / "plan").exists()
 
 
-@pytest.mark.parametrize("args", [("apply", "-refresh-only"), ("apply", "-var=x=1"), ("apply", "-target=a.b"),
-                                  ("destroy", "-var-file=x.tfvars"), ("apply", "-parallelism=2"),
-                                  ("apply", "saved.tfplan")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("apply", "-refresh-only"),
+        ("apply", "-var=x=1"),
+        ("apply", "-target=a.b"),
+        ("destroy", "-var-file=x.tfvars"),
+        ("apply", "-parallelism=2"),
+        ("apply", "saved.tfplan"),
+    ],
+)
 def test_what_the_guarded_path_cannot_honour_is_refused_before_terraform(layer, args):
     stack_dir, fake, log = layer
     result = wrapper(stack_dir, fake, log, *args, "-auto-approve", TERRAVIXENS_CONFIRM="homelab/hypervisors")
@@ -212,9 +275,11 @@ def test_cdktf_destroy_without_the_typed_confirmation_is_declined_with_the_comma
     result = wrapper(stack_dir, fake, log, "destroy", "-auto-approve")
     assert result.returncode == 3
     said = " ".join(result.stderr.split())
-    assert ("cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
-            "terravixens destroy hypervisors` (it asks), or `TERRAVIXENS_CONFIRM=SITE/hypervisors npx cdktf destroy "
-            "hypervisors --ignore-missing-stack-dependencies`.") in said
+    assert (
+        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
+        "terravixens destroy hypervisors` (it asks), or `TERRAVIXENS_CONFIRM=SITE/hypervisors npx cdktf destroy "
+        "hypervisors --ignore-missing-stack-dependencies`."
+    ) in said
     assert calls(log) == []
 
 
@@ -232,7 +297,9 @@ def test_the_real_terraform_is_never_the_wrapper_itself(layer, tmp_path):
     assert tfwrap.real_terraform({"PATH": str(fake.parent)}) == str(fake)
     assert tfwrap.real_terraform({"PATH": str(fake.parent), tfwrap.REAL_ENV: str(WRAPPER)}) == str(fake)
     assert tfwrap.real_terraform({"PATH": str(WRAPPER.parent), tfwrap.REAL_ENV: "terravixens-terraform"}) in (
-        None, *[str(Path(p) / "terraform") for p in [WRAPPER.parent]])
+        None,
+        *[str(Path(p) / "terraform") for p in [WRAPPER.parent]],
+    )
     tofu = tmp_path / "bin" / "tofu"
     tofu.symlink_to(fake)
     assert tfwrap.real_terraform({"PATH": str(fake.parent), tfwrap.REAL_ENV: "tofu"}) == str(tofu)
@@ -242,8 +309,9 @@ def test_the_real_terraform_is_never_the_wrapper_itself(layer, tmp_path):
     assert result.returncode == 4 and "no `terraform` on PATH" in result.stderr
 
 
-def interrupted_wrapper(stack_dir: Path, tmp_path: Path, hang_on: str, signum: int,
-                        *args: str) -> tuple[int, str, list[int]]:
+def interrupted_wrapper(
+    stack_dir: Path, tmp_path: Path, hang_on: str, signum: int, *args: str
+) -> tuple[int, str, list[int]]:
     """The wrapper run as cdktf runs it, its Terraform hanging (tests/fake_hang.py) on `hang_on` holding its output
     through a child; `signum` sent to the wrapper once it hangs. Returns the exit status, stderr and the hung pids."""
     from tests import processes
@@ -251,12 +319,28 @@ def interrupted_wrapper(stack_dir: Path, tmp_path: Path, hang_on: str, signum: i
     from tests.test_runner import pid_in
 
     terraform = hanging_tool(tmp_path / "hang-bin", "terraform")
-    environ = {k: v for k, v in os.environ.items() if k not in (ENV_NAME, "CHECKPOINT_DISABLE", tfwrap.ACTIVE_ENV,
-                                                                    "TERRAVIXENS_CONFIRM", "TERRAVIXENS_PROVIDERS")}
-    environ.update({"PATH": f"{terraform.parent}{os.pathsep}{environ['PATH']}", "FAKE_HANG_ON": hang_on,
-                    "FAKE_HANG_DIR": str(tmp_path), "TERRAVIXENS_SITE": str(ROOT / "sites" / "example.yaml")})
-    process = subprocess.Popen([str(WRAPPER), *args], cwd=stack_dir, env=environ, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (ENV_NAME, "CHECKPOINT_DISABLE", tfwrap.ACTIVE_ENV, "TERRAVIXENS_CONFIRM", "TERRAVIXENS_PROVIDERS")
+    }
+    environ.update(
+        {
+            "PATH": f"{terraform.parent}{os.pathsep}{environ['PATH']}",
+            "FAKE_HANG_ON": hang_on,
+            "FAKE_HANG_DIR": str(tmp_path),
+            "TERRAVIXENS_SITE": str(ROOT / "sites" / "example.yaml"),
+        }
+    )
+    process = subprocess.Popen(
+        [str(WRAPPER), *args],
+        cwd=stack_dir,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         pid_in(tmp_path / "hung", within=120)
         process.send_signal(signum)
@@ -279,7 +363,8 @@ def test_an_interrupted_cdktf_deploy_ends_terraform_and_says_what_is_done(layer,
     assert stderr.splitlines()[-1] == (
         "terravixens-terraform: interrupted by SIGTERM (terraform init stopped with its process group) at hypervisors "
         "(init): done: nothing; not done: hypervisors; run `npx cdktf deploy hypervisors` again, or `pipenv run "
-        "terravixens drift hypervisors` to see where hypervisors stands")
+        "terravixens drift hypervisors` to see where hypervisors stands"
+    )
     assert len(pids) == 2 and processes.all_gone(pids)  # terraform and the child that held its output
 
 
@@ -289,12 +374,14 @@ def test_an_interrupted_cdktf_diff_ends_terraform_and_leaves_no_plan(layer, tmp_
     from tests import processes
 
     stack_dir, _, _ = layer
-    code, stderr, pids = interrupted_wrapper(stack_dir, tmp_path, "plan", signal.SIGHUP, "plan", "-input=false",
-                                             "-out", "plan")
+    code, stderr, pids = interrupted_wrapper(
+        stack_dir, tmp_path, "plan", signal.SIGHUP, "plan", "-input=false", "-out", "plan"
+    )
     assert code == ExitCode.INTERRUPTED and "Traceback" not in stderr
     assert stderr.splitlines()[-1] == (
         "terravixens-terraform: interrupted by SIGHUP (terraform plan stopped with its process group); nothing after "
-        "it was started; the lines above say what is done")
+        "it was started; the lines above say what is done"
+    )
     assert len(pids) == 2 and processes.all_gone(pids) and not (stack_dir / "plan").exists()
 
 
@@ -302,8 +389,10 @@ def test_the_approval_question_is_the_one_cdktf_answers():
     """cdktf shows its Approve / Dismiss choice when Terraform's output says "Do you want to perform these actions"
     and then writes `yes` or `no` into the pty: the wrapper asks with that sentence, on a line of its own."""
     assert "Do you want to perform these actions" in CDKTF_HANDLERS.read_text()
-    script = ("import sys; from terravixens.tfwrap import CdktfConsole; "
-              "answer = CdktfConsole().ask('Apply these changes to hypervisors? '); print('ANSWER', answer)")
+    script = (
+        "import sys; from terravixens.tfwrap import CdktfConsole; "
+        "answer = CdktfConsole().ask('Apply these changes to hypervisors? '); print('ANSWER', answer)"
+    )
     import pty
 
     pid, fd = pty.fork()
@@ -357,8 +446,9 @@ def npx_env(cwd: Path, **extra: str) -> dict:
     env = {"HOME": os.environ["HOME"], "PATH": os.environ["PATH"], **extra}
     shown = ("CHECKPOINT_DISABLE", "DISABLE_VERSION_CHECK", "TERRAFORM_BINARY_NAME", "TERRAVIXENS_TERRAFORM")
     script = f"console.log(JSON.stringify(Object.fromEntries({list(shown)!r}.map(k => [k, process.env[k] ?? null]))))"
-    result = subprocess.run(["npx", "--no-install", "node", "-e", script], cwd=cwd, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        ["npx", "--no-install", "node", "-e", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -367,13 +457,19 @@ def test_npx_in_a_new_shell_gets_the_wrapper_and_no_call_home():
     """cdktf reads these once, when it loads (@cdktf/commons: `terraformBinaryName`, `CHECKPOINT_DISABLE`,
     `DISABLE_VERSION_CHECK`): the .npmrc sets them before, from the repository root and from a folder below it."""
     bundle = CDKTF_HANDLERS.read_text()
-    for name in ("process.env.TERRAFORM_BINARY_NAME", "process.env.CHECKPOINT_DISABLE",
-                 "process.env.DISABLE_VERSION_CHECK"):
+    for name in (
+        "process.env.TERRAFORM_BINARY_NAME",
+        "process.env.CHECKPOINT_DISABLE",
+        "process.env.DISABLE_VERSION_CHECK",
+    ):
         assert name in bundle, name
     for cwd in (ROOT, ROOT / "terravixens"):
-        assert npx_env(cwd) == {"CHECKPOINT_DISABLE": "1", "DISABLE_VERSION_CHECK": "1",
-                                "TERRAFORM_BINARY_NAME": str(ROOT / "scripts" / "terravixens-terraform"),
-                                "TERRAVIXENS_TERRAFORM": None}
+        assert npx_env(cwd) == {
+            "CHECKPOINT_DISABLE": "1",
+            "DISABLE_VERSION_CHECK": "1",
+            "TERRAFORM_BINARY_NAME": str(ROOT / "scripts" / "terravixens-terraform"),
+            "TERRAVIXENS_TERRAFORM": None,
+        }
     # A binary the user chose stays the one that runs, behind the wrapper.
     chosen = npx_env(ROOT, TERRAFORM_BINARY_NAME="tofu", CHECKPOINT_DISABLE="")
     assert chosen["TERRAFORM_BINARY_NAME"] == str(ROOT / "scripts" / "terravixens-terraform")

@@ -1,5 +1,6 @@
 """Talos disk image downloads: TLS verified always, the image's SHA-256 checked where the site pins one (the public
 Image Factory publishes none: ADR 0031). Only the image resources carry it."""
+
 from __future__ import annotations
 
 import copy
@@ -37,19 +38,31 @@ def test_a_pinned_sha256_reaches_that_hypervisors_image_and_nothing_else(tmp_pat
     assert len(found) == 2  # a pin of a version no VM boots downloads nothing
     before = example_synth["hypervisors"]
     # The pin changes the image resource of pve1 and nothing else in the stack.
-    differing = {(kind, name) for kind in set(before["resource"]) | set(pinned["resource"])
-                 for name in set(before["resource"].get(kind, {})) | set(pinned["resource"].get(kind, {}))
-                 if before["resource"].get(kind, {}).get(name) != pinned["resource"].get(kind, {}).get(name)}
+    differing = {
+        (kind, name)
+        for kind in set(before["resource"]) | set(pinned["resource"])
+        for name in set(before["resource"].get(kind, {})) | set(pinned["resource"].get(kind, {}))
+        if before["resource"].get(kind, {}).get(name) != pinned["resource"].get(kind, {}).get(name)
+    }
     assert differing == {("proxmox_download_file", "hv_pve1_image_v1-11-5_ce4c980550dd")}
 
 
-@pytest.mark.parametrize("pins, field, words", [
-    ({"1.11.5": DIGEST}, "hypervisors.pve1.talos_image.sha256", ["'1.11.5' is not a Talos version like v1.11.5",
-                                                                   "with the leading 'v'"]),
-    ({"v1.11.5": "sha256:" + DIGEST}, "hypervisors.pve1.talos_image.sha256",
-     ["the checksum of v1.11.5", "is not a SHA-256", "64 hexadecimal digits", "no `sha256:` prefix"]),
-    ({"v1.11.5": DIGEST[:-1]}, "hypervisors.pve1.talos_image.sha256", ["is not a SHA-256"]),
-])
+@pytest.mark.parametrize(
+    "pins, field, words",
+    [
+        (
+            {"1.11.5": DIGEST},
+            "hypervisors.pve1.talos_image.sha256",
+            ["'1.11.5' is not a Talos version like v1.11.5", "with the leading 'v'"],
+        ),
+        (
+            {"v1.11.5": "sha256:" + DIGEST},
+            "hypervisors.pve1.talos_image.sha256",
+            ["the checksum of v1.11.5", "is not a SHA-256", "64 hexadecimal digits", "no `sha256:` prefix"],
+        ),
+        ({"v1.11.5": DIGEST[:-1]}, "hypervisors.pve1.talos_image.sha256", ["is not a SHA-256"]),
+    ],
+)
 def test_a_bad_pin_is_a_located_error(pins, field, words):
     data = example()
     data["hypervisors"]["pve1"]["talos_image"]["sha256"] = pins

@@ -9,6 +9,7 @@ A package's own `__init__` running first is not counted (that is how Python impo
 
     pipenv run python -m tests.test_import_graph     # modules, edges, cycles and upward imports, now
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,27 +25,37 @@ PACKAGE = "terravixens"
 # The allowed layering, lowest first: a module may import modules of its own layer or of a layer below it. A module
 # belongs to the layer of the longest prefix naming it (a prefix names a module and everything under it).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("facts and readers", (
-        "terravixens",                          # the package's __init__ only (no prefix for it: see layer_of)
-        "terravixens.inputs",                   # strict bounded readers of every user file
-        "terravixens.roles", "terravixens.catalogue", "terravixens.logical_ids", "terravixens.expressions",
-        "terravixens.talos_versions",           # Talos' compatibility table: the model validates against it
-        "terravixens.decommission_settings",
-        "terravixens.provider_install", "terravixens.talosctl",
-        "terravixens.etcd_snapshots",           # where etcd snapshots live, their checks and retention (stdlib)
-        "terravixens.guarded_path", "terravixens.state_files",  # which paths may apply a stack; private state files
-        "terravixens.runner", "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
-    )),
+    (
+        "facts and readers",
+        (
+            "terravixens",  # the package's __init__ only (no prefix for it: see layer_of)
+            "terravixens.inputs",  # strict bounded readers of every user file
+            "terravixens.roles",
+            "terravixens.catalogue",
+            "terravixens.logical_ids",
+            "terravixens.expressions",
+            "terravixens.talos_versions",  # Talos' compatibility table: the model validates against it
+            "terravixens.decommission_settings",
+            "terravixens.provider_install",
+            "terravixens.talosctl",
+            "terravixens.etcd_snapshots",  # where etcd snapshots live, their checks and retention (stdlib)
+            "terravixens.guarded_path",
+            "terravixens.state_files",  # which paths may apply a stack; private state files
+            "terravixens.runner",
+            "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
+        ),
+    ),
     ("site model", ("terravixens.config",)),
     ("what the model means", ("terravixens.talos", "terravixens.standalone")),
     ("layers", ("terravixens.layers",)),
     ("constructs", ("terravixens.constructs",)),
     ("synth rules", ("terravixens.rules",)),
     ("stacks and the app", ("terravixens.stacks", "terravixens.synth")),
-    ("readers of plans and synthesized JSON", ("terravixens.guard", "terravixens.stackdiff",
-                                               "terravixens.conformance")),
-    ("commands", ("terravixens.operations", "terravixens.upgrade", "terravixens.specserver",
-                  "terravixens.specclient")),
+    (
+        "readers of plans and synthesized JSON",
+        ("terravixens.guard", "terravixens.stackdiff", "terravixens.conformance"),
+    ),
+    ("commands", ("terravixens.operations", "terravixens.upgrade", "terravixens.specserver", "terravixens.specclient")),
     ("command line", ("terravixens.cli", "terravixens.tfwrap")),  # tfwrap: the Terraform `npx cdktf` runs
 )
 
@@ -177,11 +188,14 @@ def test_edges_owned_elsewhere_are_gone(edges):
 
 def test_the_checks_see_a_cycle_and_an_upward_import():
     """The checks can fail: a cycle through a lazy import, and the model importing the stacks."""
-    edges = {"terravixens.config.model": {"terravixens.stacks.app"},
-             "terravixens.stacks.app": {"terravixens.config.model"}}
+    edges = {
+        "terravixens.config.model": {"terravixens.stacks.app"},
+        "terravixens.stacks.app": {"terravixens.config.model"},
+    }
     assert cycles(edges) == [["terravixens.config.model", "terravixens.stacks.app"]]
-    assert upward(edges) == [("terravixens.config.model (site model) imports terravixens.stacks.app "
-                             "(stacks and the app)")]
+    assert upward(edges) == [
+        ("terravixens.config.model (site model) imports terravixens.stacks.app (stacks and the app)")
+    ]
 
 
 def test_lazy_relative_and_type_checking_imports_count(tmp_path):
@@ -193,7 +207,8 @@ def test_lazy_relative_and_type_checking_imports_count(tmp_path):
     (package / "high.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from terravixens.low import VALUE\n"
-        "def later():\n    import terravixens.low.leaf\n")
+        "def later():\n    import terravixens.low.leaf\n"
+    )
     assert graph(tmp_path) == {
         "terravixens": set(),
         "terravixens.high": {"terravixens.low", "terravixens.low.leaf"},
@@ -210,8 +225,12 @@ def summary(edges: dict[str, set[str]]) -> str:
             top, other = (".".join(name.split(".")[:2]) for name in (module, target))
             if top != other:
                 packages.setdefault(top, set()).add(other)
-    lines = [(f"{len(edges)} modules, {sum(map(len, edges.values()))} edges, {len(found)} cycles (strongly connected "
-             f"components), {len(cycles(packages))} between packages, {len(upward(edges))} upward imports")]
+    lines = [
+        (
+            f"{len(edges)} modules, {sum(map(len, edges.values()))} edges, {len(found)} cycles (strongly connected "
+            f"components), {len(cycles(packages))} between packages, {len(upward(edges))} upward imports"
+        )
+    ]
     lines += [f"  cycle: {' <-> '.join(component)}" for component in found]
     lines += [f"  package cycle: {' <-> '.join(component)}" for component in cycles(packages)]
     lines += [f"  upward: {line}" for line in upward(edges)]

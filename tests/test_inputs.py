@@ -1,5 +1,6 @@
 """Files from careless or hostile hands: every case ends in a short, located problem — no traceback, no hang,
 no unbounded memory or output, no secret echoed, nothing silently overwritten (terravixens.inputs)."""
+
 from __future__ import annotations
 
 import os
@@ -31,19 +32,23 @@ def json_problems(text: str) -> list[str]:
 
 
 def cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ------------------------------------------------------------------------------------------------ duplicate keys
 def test_duplicate_node_key_names_both_lines():
-    pasted = EXAMPLE.replace("      wk-b:\n",
-                             "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n")
+    pasted = EXAMPLE.replace(
+        "      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"
+    )
     [problem] = yaml_problems(pasted)
     first = EXAMPLE.splitlines().index("      wk-a:") + 1
     second = pasted.splitlines().index("      wk-a:", first) + 1
-    assert problem == (f"line {second}, clusters.prod.workers.wk-a: appears twice in the same mapping (lines {first} "
-                       f"and {second}): YAML would keep only the second silently; remove or rename one")
+    assert problem == (
+        f"line {second}, clusters.prod.workers.wk-a: appears twice in the same mapping (lines {first} "
+        f"and {second}): YAML would keep only the second silently; remove or rename one"
+    )
 
 
 def test_duplicate_keys_at_any_depth_are_all_reported():
@@ -121,7 +126,8 @@ def test_devices_are_not_read(device):
     with pytest.raises(InputError) as caught:
         read_text(device, limit=1024, what="site file")
     assert [str(p) for p in caught.value.problems] == [
-        "(file): is a device, not a regular file: give the path of the site file"]
+        "(file): is a device, not a regular file: give the path of the site file"
+    ]
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
@@ -153,7 +159,8 @@ def test_size_cap_is_checked_before_reading(tmp_path):
         read_text(big, limit=1024 * 1024, what="site file")
     assert str(caught.value).splitlines()[1] == (
         "  - (file): is 10,485,760 bytes, over the 1,048,576-byte limit for a site file: check that this is the right "
-        "file")
+        "file"
+    )
 
 
 def test_invalid_utf8_is_located(tmp_path):
@@ -167,17 +174,22 @@ def test_invalid_utf8_is_located(tmp_path):
 # ------------------------------------------------------------------------------------------------ JSON (plans)
 def test_json_duplicate_keys_are_located():
     [problem] = json_problems('{\n "a": 1,\n "b": {"c": 1,\n  "c": 2}\n}\n')
-    assert problem == ("(file): key 'c' appears twice in one object (lines 3, 4): JSON readers would keep only one "
-                       "silently; regenerate the file")
+    assert problem == (
+        "(file): key 'c' appears twice in one object (lines 3, 4): JSON readers would keep only one "
+        "silently; regenerate the file"
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"a": NaN}', "number 'NaN' is out of range"),
-    ('{"a": ' + "1" * 5000 + "}", "is out of range"),
-    ("[" * 100000 + "]" * 100000, "is nested more than 100 levels deep"),
-    ("[" * 150 + "]" * 150, "is nested more than 100 levels deep"),
-    ('{"a": 1,}', "line 1: is not valid JSON: Expecting property name enclosed in double quotes (column 9)"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"a": NaN}', "number 'NaN' is out of range"),
+        ('{"a": ' + "1" * 5000 + "}", "is out of range"),
+        ("[" * 100000 + "]" * 100000, "is nested more than 100 levels deep"),
+        ("[" * 150 + "]" * 150, "is nested more than 100 levels deep"),
+        ('{"a": 1,}', "line 1: is not valid JSON: Expecting property name enclosed in double quotes (column 9)"),
+    ],
+)
 def test_json_limits(text, expected):
     [problem] = json_problems(text)
     assert expected in problem and len(problem) < 200
@@ -186,15 +198,20 @@ def test_json_limits(text, expected):
 # ------------------------------------------------------------------------------------------------ the CLI
 HOSTILE_SITES = {
     "deep nesting": "a: " + "[" * 3000 + "]" * 3000 + "\n",
-    "billion laughs": "\n".join(['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] + [
-        f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]) + "\n",
-    "duplicate node": EXAMPLE.replace("      wk-b:\n",
-                                      "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"),
+    "billion laughs": "\n".join(
+        ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        + [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    )
+    + "\n",
+    "duplicate node": EXAMPLE.replace(
+        "      wk-b:\n", "      wk-a:\n        hypervisor: pve1\n        vm_id: 1999\n      wk-b:\n"
+    ),
     "binary": "site: \x00\x01\x02\n",
     "scalar document": "just a string\n",
     "empty": "",
     "secret under a mistyped key": EXAMPLE.replace(
-        "  insecure: false\n", "  insecure: false\n  api_token: 'root@pam!x=0123456789abcdef-hunter2-SECRET'\n"),
+        "  insecure: false\n", "  insecure: false\n  api_token: 'root@pam!x=0123456789abcdef-hunter2-SECRET'\n"
+    ),
     "float for an integer": EXAMPLE.replace("cpu: 8", "cpu: 4.5", 1),
 }
 
@@ -217,8 +234,9 @@ def test_secret_under_a_mistyped_key_is_named_not_shown(tmp_path):
     site.write_text(HOSTILE_SITES["secret under a mistyped key"])
     result = cli("validate", str(site))
     line = EXAMPLE.splitlines().index("  insecure: false") + 2
-    assert (f"  - line {line}, proxmox.api_token: unknown key: remove it or check its spelling against "
-            f"docs/site-file.md") in result.stderr.splitlines()
+    assert (
+        f"  - line {line}, proxmox.api_token: unknown key: remove it or check its spelling against docs/site-file.md"
+    ) in result.stderr.splitlines()
 
 
 def test_a_float_where_an_integer_belongs_names_the_value():
@@ -252,8 +270,10 @@ def test_plan_guard_input_has_the_same_guarantees(tmp_path):
 def test_an_integer_key_and_an_equal_float_collide():
     # a Python mapping holds 120 and 120.0 as one key: the second would silently replace the first
     [problem] = yaml_problems("vlans:\n  120: {address: a}\n  120.0: {address: b}\n")
-    assert problem == ("line 3, vlans.120.0: appears twice in the same mapping (lines 2 and 3, written 120 and 120.0: "
-                       "one key once read): YAML would keep only the second silently; remove or rename one")
+    assert problem == (
+        "line 3, vlans.120.0: appears twice in the same mapping (lines 2 and 3, written 120 and 120.0: "
+        "one key once read): YAML would keep only the second silently; remove or rename one"
+    )
 
 
 def test_an_integer_key_and_a_boolean_collide():

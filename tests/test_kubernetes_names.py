@@ -6,6 +6,7 @@ the tool of each supported minor, on the example site's wk-a with one more patch
 NodeRestriction is not Talos' to judge (it is the API server's, at apply): its rule is tested against the plugin's
 own cases, quoted from plugin/pkg/admission/noderestriction and k8s.io/kubelet/pkg/apis.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,14 +18,41 @@ from terravixens.config.kubernetes_names import kubelet_refuses, label_value_pro
 from tests import talos_tool
 
 KEYS = {
-    "a": True, "example.com/pool": True, "a.b_c-d": True, "x" * 63: True, "node.kubernetes.io/pool": True,
-    "a" * 253 + "/x": True, "a-b.c-d.e/x": True, "9/x": True,
-    "a/b/c": False, "/x": False, "x/": False, "Example.com/x": False, "x" * 64: False, "-a": False, "a-": False,
-    "a b": False, "é": False, "a" * 254 + "/x": False, "a..b/x": False, "-a.com/x": False, "a_b.com/x": False,
+    "a": True,
+    "example.com/pool": True,
+    "a.b_c-d": True,
+    "x" * 63: True,
+    "node.kubernetes.io/pool": True,
+    "a" * 253 + "/x": True,
+    "a-b.c-d.e/x": True,
+    "9/x": True,
+    "a/b/c": False,
+    "/x": False,
+    "x/": False,
+    "Example.com/x": False,
+    "x" * 64: False,
+    "-a": False,
+    "a-": False,
+    "a b": False,
+    "é": False,
+    "a" * 254 + "/x": False,
+    "a..b/x": False,
+    "-a.com/x": False,
+    "a_b.com/x": False,
 }
 VALUES = {
-    "": True, "gpu": True, "a.b_c-d": True, "v" * 63: True, "0": True,
-    "v" * 64: False, "-a": False, "a.": False, "a b": False, "a/b": False, "a:b": False, "ü": False,
+    "": True,
+    "gpu": True,
+    "a.b_c-d": True,
+    "v" * 63: True,
+    "0": True,
+    "v" * 64: False,
+    "-a": False,
+    "a.": False,
+    "a b": False,
+    "a/b": False,
+    "a:b": False,
+    "ü": False,
 }
 
 
@@ -40,22 +68,59 @@ def test_what_node_restriction_lets_a_kubelet_set():
     """The plugin's rule: kubernetes.io and k8s.io namespaces (and subdomains) are refused but the kubelet's own
     labels and the [*.]kubelet.kubernetes.io / [*.]node.kubernetes.io namespaces; node-restriction.kubernetes.io
     never."""
-    verdicts = {key: kubelet_refuses(key) for key in (
-        "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region", "kubelet.kubernetes.io/x", "a.kubelet.kubernetes.io/x",
-        "node.kubernetes.io/x", "a.node.kubernetes.io/x", "example.com/x", "x", "kubernetes.io.example.com/x",
-        "notkubernetes.io/x", "kubernetes.io/role", "node-role.kubernetes.io/worker", "a.k8s.io/x", "k8s.io/x",
-        "topology.kubernetes.io/rack", "node-restriction.kubernetes.io/x", "a.node-restriction.kubernetes.io/x",
-        "anode.kubernetes.io/x")}
+    verdicts = {
+        key: kubelet_refuses(key)
+        for key in (
+            "kubernetes.io/hostname",
+            "kubernetes.io/arch",
+            "kubernetes.io/os",
+            "beta.kubernetes.io/arch",
+            "beta.kubernetes.io/os",
+            "beta.kubernetes.io/instance-type",
+            "node.kubernetes.io/instance-type",
+            "topology.kubernetes.io/region",
+            "topology.kubernetes.io/zone",
+            "failure-domain.beta.kubernetes.io/zone",
+            "failure-domain.beta.kubernetes.io/region",
+            "kubelet.kubernetes.io/x",
+            "a.kubelet.kubernetes.io/x",
+            "node.kubernetes.io/x",
+            "a.node.kubernetes.io/x",
+            "example.com/x",
+            "x",
+            "kubernetes.io.example.com/x",
+            "notkubernetes.io/x",
+            "kubernetes.io/role",
+            "node-role.kubernetes.io/worker",
+            "a.k8s.io/x",
+            "k8s.io/x",
+            "topology.kubernetes.io/rack",
+            "node-restriction.kubernetes.io/x",
+            "a.node-restriction.kubernetes.io/x",
+            "anode.kubernetes.io/x",
+        )
+    }
     assert {key for key, refused in verdicts.items() if refused is None} == {
-        "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region", "kubelet.kubernetes.io/x", "a.kubelet.kubernetes.io/x",
-        "node.kubernetes.io/x", "a.node.kubernetes.io/x", "example.com/x", "x", "kubernetes.io.example.com/x",
-        "notkubernetes.io/x"}
+        "kubernetes.io/hostname",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "kubelet.kubernetes.io/x",
+        "a.kubelet.kubernetes.io/x",
+        "node.kubernetes.io/x",
+        "a.node.kubernetes.io/x",
+        "example.com/x",
+        "x",
+        "kubernetes.io.example.com/x",
+        "notkubernetes.io/x",
+    }
     assert verdicts["a.k8s.io/x"] == verdicts["k8s.io/x"] == "k8s.io"
     assert verdicts["anode.kubernetes.io/x"] == verdicts["node-role.kubernetes.io/worker"] == "kubernetes.io"
     assert verdicts["a.node-restriction.kubernetes.io/x"] == "node-restriction.kubernetes.io"
@@ -85,9 +150,13 @@ def test_talos_takes_exactly_the_labels_and_taints_we_take(minor, worker_request
         cases[f"label-value-{index}"] = (ok, {"nodeLabels": {"example.com/v": value}})
         if ":" not in value:  # Talos splits a taint's "value:effect" at the first ':'
             cases[f"taint-value-{index}"] = (ok, {"nodeTaints": {"example.com/v": f"{value}:NoExecute"}})
-    report = talos_tool.validate(minor, [_with_patch(worker_request, name, machine)
-                                         for name, (_, machine) in cases.items()])
+    report = talos_tool.validate(
+        minor, [_with_patch(worker_request, name, machine) for name, (_, machine) in cases.items()]
+    )
     talos = {verdict.name: verdict.ok for verdict in report.verdicts}
     assert talos == {name: ok for name, (ok, _) in cases.items()}, [
-        (name, cases[name][1], verdict.errors) for verdict in report.verdicts
-        for name in [verdict.name] if verdict.ok != cases[name][0]]
+        (name, cases[name][1], verdict.errors)
+        for verdict in report.verdicts
+        for name in [verdict.name]
+        if verdict.ok != cases[name][0]
+    ]

@@ -1,5 +1,6 @@
 """A layer is a value (terravixens.layers): each kind's description holds for what the stacks synthesize, and a new
 kind is one entry in LAYER_KINDS plus its stack class."""
+
 from __future__ import annotations
 
 import copy
@@ -25,8 +26,9 @@ def two_clusters() -> dict:
     data = support.example_data()
     lab = copy.deepcopy(data["clusters"]["prod"])
     lab["endpoint_vip"] = "10.21.1.10"
-    lab["control_planes"] = {"lab-a": {"hypervisor": "pve2", "vm_id": 2101,
-                                       "networks": {"vlans": {111: {"address": "10.21.1.11/24"}}}}}
+    lab["control_planes"] = {
+        "lab-a": {"hypervisor": "pve2", "vm_id": 2101, "networks": {"vlans": {111: {"address": "10.21.1.11/24"}}}}
+    }
     lab["workers"] = {}
     lab["cilium"] = {}
     lab.pop("flux")
@@ -54,9 +56,17 @@ def synthesized(tmp_path_factory):
 
 def test_apply_order_is_level_then_cluster_then_kind():
     assert stack_names(support.site_from(two_clusters())) == [
-        "hypervisors", "platform-lab", "gitops-lab", "platform-prod", "gitops-prod"]
+        "hypervisors",
+        "platform-lab",
+        "gitops-lab",
+        "platform-prod",
+        "gitops-prod",
+    ]
     assert stack_names(support.site_from(yaml.safe_load(STANDALONE_SITE.read_text()))) == [
-        "hypervisors", "standalone", "standalone-nest1"]
+        "hypervisors",
+        "standalone",
+        "standalone-nest1",
+    ]
 
 
 @pytest.mark.parametrize("name", SITES)
@@ -77,7 +87,8 @@ def test_each_stack_declares_the_providers_and_the_backend_of_its_kind(synthesiz
         document = stacks[layer.name]
         assert sorted(document["provider"]) == sorted(PROVIDER_BLOCKS[p] for p in layer.kind.providers), layer.name
         assert document["terraform"]["backend"] == {
-            "local": {"path": f"{PROJECT_ROOT_FROM_STACK}/{layer.state_path(site.state)}"}}
+            "local": {"path": f"{PROJECT_ROOT_FROM_STACK}/{layer.state_path(site.state)}"}
+        }
 
 
 def test_the_s3_key_of_each_layer_is_its_description():
@@ -86,7 +97,8 @@ def test_the_s3_key_of_each_layer_is_its_description():
     site = support.site_from(data)
     stacks = support.synth(site)
     assert {name: stack["terraform"]["backend"]["s3"]["key"] for name, stack in stacks.items()} == {
-        layer.name: layer.state_key(site.state, site.site) for layer in site_layers(site)}
+        layer.name: layer.state_key(site.state, site.site) for layer in site_layers(site)
+    }
 
 
 def test_what_the_guard_knows_of_each_layer():
@@ -102,10 +114,16 @@ def test_what_the_guard_knows_of_each_layer():
         "standalone-nest1": GuardFacts(),  # its guests run on a nested host, not on L0
     }
     assert {layer.name: layer.cluster for layer in site_layers(site) if layer.cluster} == {
-        "platform-prod": "prod", "gitops-prod": "prod"}
+        "platform-prod": "prod",
+        "gitops-prod": "prod",
+    }
     assert {name: layers.roles_cluster(site, name) for name in stack_names(site)} == {
-        "hypervisors": None, "platform-prod": "prod", "gitops-prod": "prod", "standalone": None,
-        "standalone-nest1": None}
+        "hypervisors": None,
+        "platform-prod": "prod",
+        "gitops-prod": "prod",
+        "standalone": None,
+        "standalone-nest1": None,
+    }
     assert layers.guest_layers_on_l0(site) == ["platform-prod", "standalone"]
 
 
@@ -118,8 +136,10 @@ def test_every_kind_names_a_layer_stack_that_builds():
 
 
 def test_a_layer_the_site_has_not_is_named_with_the_ones_it_has(example_site):
-    with pytest.raises(KeyError, match="no layer 'platform-lab' in site 'homelab': its layers are hypervisors, "
-                                       "platform-prod, gitops-prod"):
+    with pytest.raises(
+        KeyError,
+        match="no layer 'platform-lab' in site 'homelab': its layers are hypervisors, platform-prod, gitops-prod",
+    ):
         layer_named(example_site, "platform-lab")
 
 
@@ -131,8 +151,10 @@ class ToyStack(LayerStack):
 
 
 def _toys(kind: LayerKind, site) -> list[Layer]:
-    return [Layer(f"toy-{cluster}", kind, after=f"gitops-{cluster}", guard=kind.guard, cluster=cluster)
-            for cluster in sorted(site.clusters)]
+    return [
+        Layer(f"toy-{cluster}", kind, after=f"gitops-{cluster}", guard=kind.guard, cluster=cluster)
+        for cluster in sorted(site.clusters)
+    ]
 
 
 def test_a_new_layer_kind_is_one_entry(monkeypatch, tmp_path):
@@ -141,8 +163,15 @@ def test_a_new_layer_kind_is_one_entry(monkeypatch, tmp_path):
     toy = LayerKind("toy", "L1", f"{__name__}:ToyStack", (), GuardFacts(), _toys)
     monkeypatch.setattr(layers, "LAYER_KINDS", (*LAYER_KINDS, toy))
     site = support.site_from(two_clusters())
-    assert stack_names(site) == ["hypervisors", "platform-lab", "gitops-lab", "toy-lab", "platform-prod",
-                                 "gitops-prod", "toy-prod"]
+    assert stack_names(site) == [
+        "hypervisors",
+        "platform-lab",
+        "gitops-lab",
+        "toy-lab",
+        "platform-prod",
+        "gitops-prod",
+        "toy-prod",
+    ]
     build_app(site, str(tmp_path)).synth()
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["stacks"]["toy-prod"]["dependencies"] == ["gitops-prod"]

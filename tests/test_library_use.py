@@ -1,4 +1,5 @@
 """terravixens as a library: a platform team composes the constructs in a stack of its own, without a site file."""
+
 from __future__ import annotations
 
 import json
@@ -33,16 +34,34 @@ class EdgeStack(TerraformStack):
         TalosProvider(self, "talos")
         spec = HypervisorSpec(node_name="edge1")
         Hypervisor(self, "edge1", HypervisorProps(name="edge1", spec=spec, talos_versions=frozenset({"v1.11.5"})))
-        node = Node(hypervisor="edge1", vm_id=900,
-                    networks=NodeNetworks(vlans={111: VlanInterface(address="127.0.10.2/24")}))
-        cluster = Cluster(endpoint_vip="127.0.10.1", talos_version="v1.11.5", kubernetes_version="1.34.2",
-                          control_planes={"solo": node})
+        node = Node(
+            hypervisor="edge1", vm_id=900, networks=NodeNetworks(vlans={111: VlanInterface(address="127.0.10.2/24")})
+        )
+        cluster = Cluster(
+            endpoint_vip="127.0.10.1",
+            talos_version="v1.11.5",
+            kubernetes_version="1.34.2",
+            control_planes={"solo": node},
+        )
         config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name="edge", cluster=cluster))
-        solo = TalosNode(self, "solo", TalosNodeProps(
-            placed=place("solo", "controlplane", node, cluster, spec), cluster=cluster, cluster_config=config))
-        ControlPlane(self, "control_plane", ControlPlaneProps(
-            cluster_name="edge", cluster_config=config, control_planes={"solo": solo}, workers={},
-            bootstrap_node="solo"))
+        solo = TalosNode(
+            self,
+            "solo",
+            TalosNodeProps(
+                placed=place("solo", "controlplane", node, cluster, spec), cluster=cluster, cluster_config=config
+            ),
+        )
+        ControlPlane(
+            self,
+            "control_plane",
+            ControlPlaneProps(
+                cluster_name="edge",
+                cluster_config=config,
+                control_planes={"solo": solo},
+                workers={},
+                bootstrap_node="solo",
+            ),
+        )
         apply_rules(self)
 
 

@@ -1,5 +1,6 @@
 """The operations' command line: bad input and missing confirmations stop before anything runs, with their exit
 codes (docs/commands.md) and no traceback."""
+
 import os
 import re
 import subprocess
@@ -13,16 +14,23 @@ NODE = {name: os.environ[name] for name in ("JSII_NODE", "NODE_OPTIONS") if name
 
 
 def cli(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **NODE, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **NODE, **env},
+    )
 
 
 def test_deploy_unknown_layer_is_bad_input(tmp_path):
     result = cli("deploy", "platform-nowhere", "--site", SITE, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == ("terravixens deploy: unknown layer 'platform-nowhere': use one of hypervisors, "
-                                     "platform-prod, gitops-prod")
+    assert result.stderr.strip() == (
+        "terravixens deploy: unknown layer 'platform-nowhere': use one of hypervisors, platform-prod, gitops-prod"
+    )
 
 
 def test_destroy_without_a_terminal_needs_the_typed_confirmation(tmp_path):
@@ -53,8 +61,9 @@ def test_review_needs_a_base_or_two_directories(tmp_path):
 def test_drift_exits_1_on_any_error_so_that_2_always_means_drift(tmp_path):
     unknown = cli("drift", "platform-nowhere", "--site", SITE, cwd=tmp_path)
     assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
-    assert unknown.stderr.strip() == ("terravixens drift: unknown layer 'platform-nowhere': use one of hypervisors, "
-                                      "platform-prod, gitops-prod")
+    assert unknown.stderr.strip() == (
+        "terravixens drift: unknown layer 'platform-nowhere': use one of hypervisors, platform-prod, gitops-prod"
+    )
     broken = tmp_path / "broken.yaml"
     broken.write_text("site: Not A Name\n")
     bad = cli("drift", "--site", str(broken), cwd=tmp_path)
@@ -79,11 +88,17 @@ def test_a_rule_stopping_synth_is_refused_not_an_import_error(tmp_path):
     """The issue's report, as a user runs it: a valid site (a label value shaped like a bootstrap token) whose synth
     the safety rules stop. Before: ImportError traceback (exit 1 by accident)."""
     site = tmp_path / "site.yaml"
-    text = (ROOT / "sites" / "example.yaml").read_text().replace(
-        "node.kubernetes.io/pool: general}", "node.kubernetes.io/pool: abcdef.0123456789abcdef}", 1)
+    text = (
+        (ROOT / "sites" / "example.yaml")
+        .read_text()
+        .replace("node.kubernetes.io/pool: general}", "node.kubernetes.io/pool: abcdef.0123456789abcdef}", 1)
+    )
     # a public https fleet repository: no Flux git credentials (no secrets file) needed for this deploy
-    text = text.replace("url: ssh://git@git.lab.internal/platform/fleet.git",
-                        "url: https://git.lab.internal/platform/fleet.git\n      git_auth: none", 1)
+    text = text.replace(
+        "url: ssh://git@git.lab.internal/platform/fleet.git",
+        "url: https://git.lab.internal/platform/fleet.git\n      git_auth: none",
+        1,
+    )
     site.write_text(re.sub(r"\n      git_(secret|credentials_revision): [^\n]*", "", text))
     assert cli("validate", str(site), cwd=tmp_path).returncode == 0
     terraform = tmp_path / "terraform"  # synth asks the Terraform CLI its version; nothing else may run
@@ -106,8 +121,13 @@ def test_synth_without_a_terraform_cli_is_a_failed_step_not_a_traceback(tmp_path
     lines = result.stderr.splitlines()
     assert lines[0] == "terravixens deploy: synth failed:"
     assert "Could not determine version of terraform" in result.stderr
-    assert lines[-2:] == [("synth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
-                          "TERRAFORM_BINARY_NAME"), "stopped at synth: done: nothing; not done: synth, hypervisors"]
+    assert lines[-2:] == [
+        (
+            "synth runs the Terraform CLI (cdktf checks its version): install Terraform >= 1.5 or set "
+            "TERRAFORM_BINARY_NAME"
+        ),
+        "stopped at synth: done: nothing; not done: synth, hypervisors",
+    ]
 
 
 def test_save_plan_json_onto_an_existing_file_is_bad_input_before_anything_runs(tmp_path):
@@ -115,8 +135,10 @@ def test_save_plan_json_onto_an_existing_file_is_bad_input_before_anything_runs(
     existing.write_text("kept")
     result = cli("deploy", "hypervisors", "--site", SITE, "--save-plan-json", str(existing), cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == (f"terravixens deploy: --save-plan-json {existing}: the file already exists; give "
-                                     f"a new path or remove it first (nothing was run)")
+    assert result.stderr.strip() == (
+        f"terravixens deploy: --save-plan-json {existing}: the file already exists; give "
+        f"a new path or remove it first (nothing was run)"
+    )
     assert existing.read_text() == "kept" and not (tmp_path / "cdktf.out").exists()
 
 
@@ -130,9 +152,15 @@ def test_ctrl_c_during_a_step_prints_one_line_and_exits_130(tmp_path):
     terraform.write_text(FAKE_TERRAFORM.format(log=log, pid=pid))
     terraform.chmod(0o755)
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERRAFORM_BINARY_NAME": str(terraform), **NODE}
-    process = subprocess.Popen([sys.executable, "-m", "terravixens.cli", "drift", "hypervisors", "--site", SITE],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "terravixens.cli", "drift", "hypervisors", "--site", SITE],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 120
         while not pid.exists() and time.monotonic() < deadline and process.poll() is None:
@@ -145,6 +173,8 @@ def test_ctrl_c_during_a_step_prints_one_line_and_exits_130(tmp_path):
         if pid.exists() and pid.read_text().strip():
             subprocess.run(["kill", pid.read_text().strip()], capture_output=True)
     assert process.returncode == 130 and "Traceback" not in err, err
-    assert err == ("terravixens drift: interrupted by SIGINT (terraform plan stopped with its process group) at "
-                   "hypervisors (plan): done: synth; not done: hypervisors\n")
+    assert err == (
+        "terravixens drift: interrupted by SIGINT (terraform plan stopped with its process group) at "
+        "hypervisors (plan): done: synth; not done: hypervisors\n"
+    )
     assert out.splitlines()[-1].endswith("hypervisors: plan — -lock=false")

@@ -1,6 +1,7 @@
 """The operations' shape: commands import shared steps, never each other, and nothing imports the command line
 (docs/architecture.md). Read from the source (every import, also those inside functions), not from what happens to
 be loaded."""
+
 from __future__ import annotations
 
 import ast
@@ -26,8 +27,9 @@ def test_commands_import_steps_never_each_other():
     for name in sorted(COMMANDS):
         others = {f"terravixens.operations.{other}" for other in COMMANDS - {name}}
         assert not imported(PACKAGE / "operations" / f"{name}.py") & others, name
-    users = {name for name in COMMANDS
-             if "terravixens.operations.steps" in imported(PACKAGE / "operations" / f"{name}.py")}
+    users = {
+        name for name in COMMANDS if "terravixens.operations.steps" in imported(PACKAGE / "operations" / f"{name}.py")
+    }
     assert users >= {"deploy", "destroy", "restore", "decommission", "dead_member", "drift"}
 
 
@@ -49,11 +51,19 @@ def _numbers_bound_to_code_names(path: Path) -> list[str]:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
-            pairs = (list(zip(target.elts, node.value.elts, strict=True)) if isinstance(target, ast.Tuple)
-                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
-            found += [f"{name.id} = {value.value} (line {node.lineno})" for name, value in pairs
-                      if isinstance(name, ast.Name) and name.id.split("EXIT_")[-1] in names
-                      and isinstance(value, ast.Constant) and type(value.value) is int]
+            pairs = (
+                list(zip(target.elts, node.value.elts, strict=True))
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                else [(target, node.value)]
+            )
+            found += [
+                f"{name.id} = {value.value} (line {node.lineno})"
+                for name, value in pairs
+                if isinstance(name, ast.Name)
+                and name.id.split("EXIT_")[-1] in names
+                and isinstance(value, ast.Constant)
+                and type(value.value) is int
+            ]
     return found
 
 

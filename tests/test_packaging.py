@@ -6,6 +6,7 @@ found only if the installation provides them (the Makefile installs the package 
 editable finder maps only what existed at install time). The operations that synthesize run up to their first
 external call: a stand-in Terraform answers `version` (cdktf checks it during synth) and fails everything else.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,16 +45,27 @@ def elsewhere(tmp_path_factory):
     stub.chmod(0o755)
     unset = ("PYTHONPATH", "TERRAVIXENS_SITE", "TF_VAR_terravixens_guarded")
     env = {k: v for k, v in os.environ.items() if k not in unset}
-    env.update(TERRAFORM_BINARY_NAME=str(stub), TERRAVIXENS_TERRAFORM=str(stub), STUB_LOG=str(folder / "stub.log"),
-               PATH=f"{stub.parent}{os.pathsep}{env['PATH']}")
+    env.update(
+        TERRAFORM_BINARY_NAME=str(stub),
+        TERRAVIXENS_TERRAFORM=str(stub),
+        STUB_LOG=str(folder / "stub.log"),
+        PATH=f"{stub.parent}{os.pathsep}{env['PATH']}",
+    )
     return folder, env
 
 
 def run(elsewhere, *argv: str) -> subprocess.CompletedProcess:
     folder, env = elsewhere
     (folder / "stub.log").unlink(missing_ok=True)
-    result = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=folder, env=env, capture_output=True, text=True,
-                            timeout=300, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(BIN / argv[0]), *argv[1:]],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     for sign in BROKEN:
         assert sign not in result.stdout + result.stderr, (argv, result.stdout[-3000:], result.stderr[-3000:])
     return result
@@ -66,14 +78,27 @@ def stub_calls(elsewhere) -> list[list[str]]:
 
 def test_the_bindings_import_from_the_environment_outside_the_checkout(elsewhere):
     folder, env = elsewhere
-    result = subprocess.run([sys.executable, "-c", ("import imports.proxmox.provider, imports.talos.provider, "
-                             "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')")],
-                            cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import imports.proxmox.provider, imports.talos.provider, "
+                "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')"
+            ),
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
 def commands(elsewhere) -> list[list[str]]:
     """Every command and sub-command, from `terravixens --help` (a new command is covered without editing this)."""
+
     def listed(*argv: str) -> list[str]:
         usage = run(elsewhere, "terravixens", *argv, "--help").stdout
         return re.search(r"\{([a-z,-]+)\}", usage).group(1).split(",")
@@ -103,11 +128,14 @@ def test_validate_and_stacks_from_any_folder(elsewhere):
     assert stacks.returncode == 0 and stacks.stdout.split() == ["hypervisors", "platform-prod", "gitops-prod"]
 
 
-@pytest.mark.parametrize("argv, code, first", [
-    (["drift", "hypervisors"], 1, "init"),
-    (["deploy", "hypervisors", "--yes"], 4, "init"),
-    (["destroy", "hypervisors", "--confirm", "homelab/hypervisors"], 4, "init"),
-])
+@pytest.mark.parametrize(
+    "argv, code, first",
+    [
+        (["drift", "hypervisors"], 1, "init"),
+        (["deploy", "hypervisors", "--yes"], 4, "init"),
+        (["destroy", "hypervisors", "--confirm", "homelab/hypervisors"], 4, "init"),
+    ],
+)
 def test_operations_synthesize_then_reach_terraform_from_any_folder(elsewhere, argv, code, first):
     """Synth (the bindings imported, every stack built) then the first Terraform call, which the stand-in fails."""
     result = run(elsewhere, "terravixens", argv[0], "--site", str(DEFAULT_SITE), *argv[1:])

@@ -1,5 +1,6 @@
 """Talos machine configuration patches, read back as YAML: what each node gets, and that it depends only on that
 node."""
+
 from __future__ import annotations
 
 import copy
@@ -12,8 +13,9 @@ from terravixens.config.placement import placed_nodes
 from terravixens.talos.patches import cluster_patch, node_patch
 from tests import support
 
-INSTALLER = ("factory.talos.dev/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
-             ":v1.11.5")
+INSTALLER = (
+    "factory.talos.dev/nocloud-installer/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515:v1.11.5"
+)
 
 
 def example() -> dict:
@@ -77,7 +79,8 @@ def test_from_contract_1_12_the_hostname_is_a_static_hostname_config(name, talos
 def test_auto_off_is_written_as_a_string():
     """A bare `off` is the boolean false to YAML 1.1 readers: it must be quoted."""
     assert raw_patch_of(on("v1.13.0"), "cp-a").endswith(
-        "---\napiVersion: v1alpha1\nauto: 'off'\nhostname: cp-a\nkind: HostnameConfig\n")
+        "---\napiVersion: v1alpha1\nauto: 'off'\nhostname: cp-a\nkind: HostnameConfig\n"
+    )
 
 
 def test_an_overridden_hostname_goes_into_the_hostname_config():
@@ -156,8 +159,11 @@ def test_no_dhcp_without_a_maintenance_ip():
 def test_no_vlans_key_for_a_maintenance_only_node():
     data = example()
     data["clusters"]["prod"]["workers"]["wk-a"]["networks"] = {"maintenance_ip": "10.0.0.61"}
-    assert interface(patch_of(data, "wk-a")) == {"deviceSelector": {"physical": True}, "dhcp": True,
-                                                  "dhcpOptions": {"routeMetric": 2048}}
+    assert interface(patch_of(data, "wk-a")) == {
+        "deviceSelector": {"physical": True},
+        "dhcp": True,
+        "dhcpOptions": {"routeMetric": 2048},
+    }
 
 
 def test_dhcp_routes_rank_below_static_defaults():
@@ -180,8 +186,10 @@ def test_workers_pin_the_kubelet_only():
 
 def test_routable_network_wins_for_the_pins():
     data = example()
-    data["clusters"]["prod"]["control_planes"]["cp-b"]["networks"]["routable"] = {"vlan": 120,
-                                                                                  "address": "10.12.0.40/24"}
+    data["clusters"]["prod"]["control_planes"]["cp-b"]["networks"]["routable"] = {
+        "vlan": 120,
+        "address": "10.12.0.40/24",
+    }
     document = patch_of(data, "cp-b")
     assert document["cluster"]["etcd"]["advertisedSubnets"] == ["10.12.0.0/24"]
 
@@ -275,8 +283,10 @@ def test_install_follows_cluster_disk_version_and_hypervisor_image():
     install_a = patch_of(data, "wk-a")["machine"]["install"]  # wk-a runs on pve1
     assert install_b == {
         "disk": "/dev/vda",
-        "image": ("factory.talos.dev/nocloud-installer/"
-                  "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6"),
+        "image": (
+            "factory.talos.dev/nocloud-installer/"
+            "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.11.6"
+        ),
     }
     assert install_a["image"] == INSTALLER.replace("v1.11.5", "v1.11.6")
 
@@ -292,7 +302,10 @@ def test_patch_of_a_node_ignores_other_nodes():
     cluster["control_planes"]["cp-b"]["networks"]["vlans"][111] = {"address": "10.11.1.99/24", "gateway": "10.11.1.1"}
     del cluster["workers"]["wk-b"]
     cluster["workers"]["wk-c"] = {
-        "hypervisor": "pve2", "vm_id": 1203, "labels": {"role": "new"}, "taints": [{"key": "new"}],
+        "hypervisor": "pve2",
+        "vm_id": 1203,
+        "labels": {"role": "new"},
+        "taints": [{"key": "new"}],
         "networks": {"maintenance_ip": "10.0.0.63", "vlans": {111: {"address": "10.11.1.23/24"}}},
     }
     cluster["workers"]["wk-a"]["hypervisor"] = "pve2"
@@ -349,8 +362,36 @@ def test_cluster_patch_enables_kubeprism(example_site):
 
 # ----------------------------------------------------------------------------------- the YAML text (yaml_text.py)
 SIMPLE_TEXT = "abcXYZ019._/:@=+-"
-TRICKY = ["yes", "no", "on", "off", "null", "true", "False", "1.0", "0x1F", "1e3", "-", "---", "...", ":", "0o17",
-          "1_000", ".inf", "=", "2001-12-14", "12:30:00", "::/0", "0.0.0.0/0", "-a", ":a", "a:", "@x", "+1", "00"]
+TRICKY = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "null",
+    "true",
+    "False",
+    "1.0",
+    "0x1F",
+    "1e3",
+    "-",
+    "---",
+    "...",
+    ":",
+    "0o17",
+    "1_000",
+    ".inf",
+    "=",
+    "2001-12-14",
+    "12:30:00",
+    "::/0",
+    "0.0.0.0/0",
+    "-a",
+    ":a",
+    "a:",
+    "@x",
+    "+1",
+    "00",
+]
 
 
 def _documents():
@@ -358,8 +399,11 @@ def _documents():
 
     text = st.one_of(st.sampled_from(TRICKY), st.text(SIMPLE_TEXT, min_size=1, max_size=150))
     scalars = st.one_of(text, st.integers(-10, 10**7), st.booleans(), st.none())
-    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(text, inner, max_size=4)), max_leaves=30)
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(text, inner, max_size=4)),
+        max_leaves=30,
+    )
 
 
 def test_libyaml_writes_what_pyyaml_writes_for_simple_documents():
@@ -373,8 +417,9 @@ def test_libyaml_writes_what_pyyaml_writes_for_simple_documents():
     def agree(value):
         document = {"machine": value}
         assert yaml_text.is_simple(document)
-        assert yaml.dump(document, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False) == \
-            yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+        assert yaml.dump(document, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False) == yaml.safe_dump(
+            document, sort_keys=True, default_flow_style=False
+        )
 
     agree()
 

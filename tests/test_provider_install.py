@@ -1,5 +1,6 @@
 """Provider installation modes (terravixens.provider_install, ADR 0013): which CLI config each mode gives Terraform,
 and that nothing we run leaves the mirror-only config in a user's environment unless asked."""
+
 import os
 import subprocess
 from pathlib import Path
@@ -21,8 +22,10 @@ def test_registry_is_the_default_mode():
 def test_an_unknown_mode_is_refused_with_the_fix():
     with pytest.raises(provider_install.ProviderModeError) as raised:
         provider_install.mode({"TERRAVIXENS_PROVIDERS": "offline"})
-    assert str(raised.value) == ("TERRAVIXENS_PROVIDERS='offline' is not a provider installation mode: "
-                                 "use registry or mirror (unset means registry)")
+    assert str(raised.value) == (
+        "TERRAVIXENS_PROVIDERS='offline' is not a provider installation mode: "
+        "use registry or mirror (unset means registry)"
+    )
 
 
 def test_registry_mode_adds_no_cli_config_and_keeps_the_users_own():
@@ -47,10 +50,19 @@ def test_mirror_config_installs_from_the_mirror_only():
 
 
 def make(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK", "MAKEFLAGS")}
-    return subprocess.run(["make", "--no-print-directory", "-s", *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=60)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK", "MAKEFLAGS")
+    }
+    return subprocess.run(
+        ["make", "--no-print-directory", "-s", *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_make_exports_no_cli_config_to_what_it_runs():
@@ -68,11 +80,13 @@ def test_make_provider_env_prints_the_exports_of_the_mode(selected, tmp_path):
     shown = make("provider-env", **env)
     assert shown.returncode == 0, shown.stderr
     if selected == "mirror":
-        assert shown.stdout == (f"export TF_CLI_CONFIG_FILE={tmp_path}/mirror.tfrc\n"
-                                "export CDKTF_SKIP_PROVIDER_LOCK=true\n")
+        assert shown.stdout == (
+            f"export TF_CLI_CONFIG_FILE={tmp_path}/mirror.tfrc\nexport CDKTF_SKIP_PROVIDER_LOCK=true\n"
+        )
     else:
-        assert shown.stdout == ("# TERRAVIXENS_PROVIDERS=registry: Terraform's own provider installation, nothing to "
-                                "export\n")
+        assert shown.stdout == (
+            "# TERRAVIXENS_PROVIDERS=registry: Terraform's own provider installation, nothing to export\n"
+        )
 
 
 def test_make_provider_env_refuses_an_unknown_mode():

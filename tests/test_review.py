@@ -1,4 +1,5 @@
 """`terravixens review`: per stack and node, what a change does, with the nodes the change does not name flagged."""
+
 from __future__ import annotations
 
 import copy
@@ -69,7 +70,9 @@ def test_review_against_a_git_ref_in_a_clone(clone):
     site = clone / "sites" / "example.yaml"
     data = support.example_data()
     data["clusters"]["prod"]["workers"]["wk-c"] = copy.deepcopy(data["clusters"]["prod"]["workers"]["wk-b"]) | {
-        "vm_id": 1203, "networks": {"vlans": {111: {"address": "10.11.1.23/24", "gateway": "10.11.1.1"}}}}
+        "vm_id": 1203,
+        "networks": {"vlans": {111: {"address": "10.11.1.23/24", "gateway": "10.11.1.1"}}},
+    }
     site.write_text(json.dumps(data))  # YAML is a superset of JSON
     status = subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True, text=True).stdout
     result = review_ref(clone, "HEAD", "sites/example.yaml")
@@ -78,8 +81,10 @@ def test_review_against_a_git_ref_in_a_clone(clone):
     assert "| | node wk-c | `talos_machine_configuration_apply.node_wk-c_apply` | added |  |" in result.text
     assert result.flagged == 0 and "⚠" not in result.text
     # The working tree is left as it was, and the temporary worktree is gone.
-    assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
-                          text=True).stdout == status
+    assert (
+        subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True, text=True).stdout
+        == status
+    )
     listed = subprocess.run(["git", "-C", str(clone), "worktree", "list"], capture_output=True, text=True).stdout
     assert len(listed.strip().splitlines()) == 1
 
@@ -102,13 +107,21 @@ def test_a_change_flows_through_a_reference_nested_in_an_expression():
     worker_input = "${lower(data.talos_machine_configuration.worker.machine_configuration)}"
 
     def stack(version: str) -> dict:
-        return {"data": {"talos_machine_configuration": {"worker": {"kubernetes_version": version}}},
-                "resource": {"talos_machine_configuration_apply": {
+        return {
+            "data": {"talos_machine_configuration": {"worker": {"kubernetes_version": version}}},
+            "resource": {
+                "talos_machine_configuration_apply": {
                     "node_wk-a_apply": {"machine_configuration_input": worker_input},
-                    "node_wk-b_apply": {"machine_configuration_input": "${var.unrelated}"}}}}
+                    "node_wk-b_apply": {"machine_configuration_input": "${var.unrelated}"},
+                }
+            },
+        }
 
     changes = diff_stack(stack("1.34.2"), stack("1.35.0"))
-    assert changes.changed == {"data.talos_machine_configuration.worker",
-                               "talos_machine_configuration_apply.node_wk-a_apply"}
+    assert changes.changed == {
+        "data.talos_machine_configuration.worker",
+        "talos_machine_configuration_apply.node_wk-a_apply",
+    }
     assert changes.attributes["talos_machine_configuration_apply.node_wk-a_apply"] == [
-        "(reads data.talos_machine_configuration.worker)"]
+        "(reads data.talos_machine_configuration.worker)"
+    ]

@@ -1,5 +1,6 @@
 """Stack-level overrides are recorded per stack, asked for explicitly (terravixens.rules.overrides.record): importing
 terravixens patches nothing of cdktf, and what TV007 sees does not depend on which module was imported first."""
+
 from __future__ import annotations
 
 import os
@@ -36,9 +37,11 @@ except RuntimeError as error:
     print(error)
     sys.exit(1)
 """
-CDKTF = ("from cdktf import App, TerraformStack\n"
-         "from imports.proxmox.provider import ProxmoxProvider\n"
-         "from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser")
+CDKTF = (
+    "from cdktf import App, TerraformStack\n"
+    "from imports.proxmox.provider import ProxmoxProvider\n"
+    "from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser"
+)
 TERRAVIXENS = "from terravixens.logical_ids import pin\nfrom terravixens.rules import apply_rules"
 
 
@@ -52,12 +55,20 @@ def test_importing_terravixens_patches_nothing_of_cdktf():
 def test_import_order_does_not_matter(order, tmp_path):
     first, second = (CDKTF, TERRAVIXENS) if order == "cdktf first" else (TERRAVIXENS, CDKTF)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, "-c", PROGRAM.format(first=first, second=second), str(tmp_path)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", PROGRAM.format(first=first, second=second), str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
-    assert ("[TV007 NoTemplateSequences] stack 'users' override "
-            "resource.proxmox_virtual_environment_user.ops.comment: '${file(\"/proc/self/environ\")}' holds '${'"
-            in result.stdout), result.stdout + result.stderr
+    assert (
+        "[TV007 NoTemplateSequences] stack 'users' override "
+        "resource.proxmox_virtual_environment_user.ops.comment: '${file(\"/proc/self/environ\")}' holds '${'"
+        in result.stdout
+    ), result.stdout + result.stderr
     assert "were not added through stack.add_override" not in result.stdout
 
 
@@ -67,7 +78,8 @@ def test_a_terravixens_stack_records_from_its_creation(example_site, tmp_path):
     stack = app.node.find_child("hypervisors")
     stack.add_override("resource.proxmox_virtual_environment_network_linux_bridge.extra", {"comment": ENVIRON})
     assert overrides.stack_overrides(stack) == [
-        ("resource.proxmox_virtual_environment_network_linux_bridge.extra", {"comment": ENVIRON})]
+        ("resource.proxmox_virtual_environment_network_linux_bridge.extra", {"comment": ENVIRON})
+    ]
 
 
 def test_an_override_added_before_the_stack_records_is_refused_not_passed(tmp_path):
@@ -82,8 +94,10 @@ def test_an_override_added_before_the_stack_records_is_refused_not_passed(tmp_pa
     assert overrides.stack_overrides(stack) == []
     with pytest.raises(RuntimeError) as raised:
         app.synth()
-    assert ("stack 'users' has stack-level overrides under 'resource' that were not added through "
-            "stack.add_override once the stack recorded them") in str(raised.value)
+    assert (
+        "stack 'users' has stack-level overrides under 'resource' that were not added through "
+        "stack.add_override once the stack recorded them"
+    ) in str(raised.value)
 
 
 def test_recording_twice_records_each_override_once(tmp_path):

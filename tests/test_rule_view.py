@@ -1,5 +1,6 @@
 """The rules' view of a stack (terravixens/rules/view.py): what it reads in bulk must equal what cdktf says one by
 one — the path of a construct, the element that wrote a block — or a rule would judge the wrong thing."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,10 @@ def test_every_block_is_read_with_its_construct_path(views):
     platform = views["platform-prod"]
     paths = {block.address: block.path for block in platform.blocks}
     assert paths["proxmox_virtual_environment_vm.node_cp-a_vm"] == "platform-prod/cp-a/vm"
-    assert paths["data.talos_machine_configuration.cluster_machine_configuration_worker"] == \
-        "platform-prod/cluster_config/machine_configuration_worker"
+    assert (
+        paths["data.talos_machine_configuration.cluster_machine_configuration_worker"]
+        == "platform-prod/cluster_config/machine_configuration_worker"
+    )
     assert len(platform.blocks) == len(platform.block_elements)
 
 
@@ -57,8 +60,9 @@ def test_a_slash_in_an_id_is_written_as_cdktf_writes_it(example_site, tmp_path):
 
     app = App(outdir=str(tmp_path))
     stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
-    odd = ClusterConfig(stack, "odd/config",
-                        ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"]))
+    odd = ClusterConfig(
+        stack, "odd/config", ClusterConfigProps(cluster_name="prod", cluster=example_site.clusters["prod"])
+    )
     assert StackView(stack).path_of(odd) == odd.node.path == "platform-prod/odd--config"
 
 

@@ -2,6 +2,7 @@
 
 Every test breaks exactly one rule on an otherwise valid stack and asserts the message (cdk-nag style).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,17 @@ def test_valid_platform_stack_passes_every_rule(app, platform):
 def test_tv001_even_control_plane_count(app, example_site, tmp_path):
     stack = PlatformStack(app, example_site, layer_named(example_site, "platform-prod"))
     two = {name: stack.nodes[name] for name in ("cp-a", "cp-b")}
-    ControlPlane(stack, "second_control_plane", ControlPlaneProps(
-        cluster_name="prod", cluster_config=stack.cluster_config, control_planes=two, workers={},
-        bootstrap_node="cp-a",
-    ))
+    ControlPlane(
+        stack,
+        "second_control_plane",
+        ControlPlaneProps(
+            cluster_name="prod",
+            cluster_config=stack.cluster_config,
+            control_planes=two,
+            workers={},
+            bootstrap_node="cp-a",
+        ),
+    )
     errors = synth_errors(app)
     assert "[TV001 OddControlPlaneQuorum] cluster 'prod' has 2 control planes (cp-a, cp-b): use 1, 3, 5 or 7." in errors
     assert "etcd needs a majority" in errors
@@ -66,16 +74,20 @@ def test_tv001_even_control_plane_count(app, example_site, tmp_path):
 def test_tv002_reset_capable_resource_outside_a_node(app, platform):
     pin(VirtualEnvironmentVm(platform, "stray_vm", node_name="pve1"), "stray_vm")
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode, "
-            "StandaloneVm or StandaloneContainer: create it through one of them") in errors
+    assert (
+        "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode, "
+        "StandaloneVm or StandaloneContainer: create it through one of them"
+    ) in errors
 
 
 def test_tv002_node_reads_another_nodes_attributes(app, platform):
     other_vm = platform.nodes["wk-b"].vm
     platform.nodes["wk-a"].apply.node_attribute = other_vm.name
     errors = synth_errors(app)
-    assert ("talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
-            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+    assert (
+        "talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+        "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'"
+    ) in errors
 
 
 def test_tv002_node_reads_another_node_inside_an_expression(app, platform):
@@ -84,8 +96,10 @@ def test_tv002_node_reads_another_node_inside_an_expression(app, platform):
 
     platform.nodes["wk-a"].apply.node_attribute = Fn.lower(platform.nodes["wk-b"].vm.name)
     errors = synth_errors(app)
-    assert ("talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
-            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+    assert (
+        "talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+        "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'"
+    ) in errors
 
 
 def test_tv002_node_reads_another_node_in_another_stack(app, example_site, platform):
@@ -99,14 +113,22 @@ def test_tv002_node_reads_another_node_in_another_stack(app, example_site, platf
     ProxmoxProvider(other, "proxmox", endpoint="https://127.0.0.1:8006/")
     cluster = example_site.clusters["prod"]
     template = cluster.workers["wk-a"]
-    node = TalosNode(other, "wk-z", TalosNodeProps(
-        placed=place("wk-z", "worker", template, cluster, example_site.hypervisors["pve1"]), cluster=cluster,
-        cluster_config=platform.cluster_config))
+    node = TalosNode(
+        other,
+        "wk-z",
+        TalosNodeProps(
+            placed=place("wk-z", "worker", template, cluster, example_site.hypervisors["pve1"]),
+            cluster=cluster,
+            cluster_config=platform.cluster_config,
+        ),
+    )
     node.apply.node_attribute = platform.nodes["wk-b"].vm.name
     apply_rules(other)
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-z_apply of node 'wk-z' reads "
-            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b' (through stack 'platform-prod')") in errors
+    assert (
+        "[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-z_apply of node 'wk-z' reads "
+        "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b' (through stack 'platform-prod')"
+    ) in errors
 
 
 def test_tv002_node_depends_on_another_node(app, platform):
@@ -119,18 +141,23 @@ def test_tv002_node_depends_on_another_nodes_data_source(app, platform):
     """depends_on names a data source as data.<type>.<id>: its id is read past the `data.` prefix, as in a reference."""
     platform.nodes["cp-b"].apply.add_override("depends_on", ["data.talos_machine_configuration.node_cp-a_config"])
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_cp-b_apply of node 'cp-b' reads "
-            "talos_machine_configuration.node_cp-a_config of node 'cp-a'") in errors
+    assert (
+        "[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_cp-b_apply of node 'cp-b' reads "
+        "talos_machine_configuration.node_cp-a_config of node 'cp-a'"
+    ) in errors
 
 
 def test_tv002_node_replaced_when_another_node_changes(app, platform):
     """replace_triggered_by names addresses bare (as TalosNode's own apply does for its VM): one naming another
     node's VM replaces, so resets, this node whenever that VM changes."""
     platform.nodes["wk-a"].apply.lifecycle = TerraformResourceLifecycle(
-        replace_triggered_by=["proxmox_virtual_environment_vm.node_wk-b_vm.id"])
+        replace_triggered_by=["proxmox_virtual_environment_vm.node_wk-b_vm.id"]
+    )
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
-            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
+    assert (
+        "[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+        "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'"
+    ) in errors
 
 
 def test_tv003_unpinned_logical_id(app, platform):
@@ -161,24 +188,36 @@ def test_tv003_logical_id_named_after_another_node(app, platform):
 def test_tv004_bootstrap_must_ignore_all_changes(app, platform):
     platform.control_plane.bootstrap.lifecycle = TerraformResourceLifecycle(ignore_changes=["node"])
     errors = synth_errors(app)
-    assert ("[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap does not ignore all changes: "
-            "set lifecycle ignore_changes='all'.") in errors
+    assert (
+        "[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap does not ignore all changes: "
+        "set lifecycle ignore_changes='all'."
+    ) in errors
 
 
 def test_tv004_one_bootstrap_per_stack(app, platform):
-    pin(MachineBootstrap(platform, "second_bootstrap", node_attribute="127.0.0.1",
-                         lifecycle=TerraformResourceLifecycle(ignore_changes="all")), "second_bootstrap")
+    pin(
+        MachineBootstrap(
+            platform,
+            "second_bootstrap",
+            node_attribute="127.0.0.1",
+            lifecycle=TerraformResourceLifecycle(ignore_changes="all"),
+        ),
+        "second_bootstrap",
+    )
     errors = synth_errors(app)
-    assert ("stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per "
-            "cluster.") in errors
+    assert (
+        "stack 'platform-prod' has 2 bootstraps (cluster_bootstrap, second_bootstrap): keep one per cluster."
+    ) in errors
 
 
 def test_tv004_one_bootstrap_block_for_several_bootstraps(app, platform):
     """count or for_each makes one block several bootstraps: the count of blocks alone would pass it."""
     platform.control_plane.bootstrap.count = 2
     errors = synth_errors(app)
-    assert ("[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets count to 2: a bootstrap block "
-            "must be one bootstrap; decide in Python whether the stack holds it.") in errors
+    assert (
+        "[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets count to 2: a bootstrap block "
+        "must be one bootstrap; decide in Python whether the stack holds it."
+    ) in errors
 
 
 def test_tv004_a_bootstrap_for_each(app, platform):
@@ -186,7 +225,7 @@ def test_tv004_a_bootstrap_for_each(app, platform):
 
     platform.control_plane.bootstrap.for_each = TerraformIterator.from_list(["cp-a", "cp-b"])
     errors = synth_errors(app)
-    assert "[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets for_each to \"${toset([" in errors
+    assert '[TV004 BootstrapOnce] talos_machine_bootstrap.cluster_bootstrap sets for_each to "${toset([' in errors
     assert errors.count("[TV007") == 0
 
 
@@ -201,8 +240,10 @@ def test_tv005_secrets_without_prevent_destroy(app):
     pin(MachineSecrets(stack, "secrets"), "cluster_secrets")
     apply_rules(stack)
     errors = synth_errors(app)
-    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
-            "set it, or keep this resource outside terravixens' stacks.") in errors
+    assert (
+        "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
+        "set it, or keep this resource outside terravixens' stacks."
+    ) in errors
 
 
 def test_tv005_secrets_released_only_by_decommission(app, example_site):
@@ -212,8 +253,12 @@ def test_tv005_secrets_released_only_by_decommission(app, example_site):
     from terravixens.decommission_settings import Decommission
     from terravixens.stacks.base import BuildOptions
 
-    PlatformStack(app, example_site, layer_named(example_site, "platform-prod"),
-                  BuildOptions(decommission={"prod": Decommission(release_secrets=True)}))
+    PlatformStack(
+        app,
+        example_site,
+        layer_named(example_site, "platform-prod"),
+        BuildOptions(decommission={"prod": Decommission(release_secrets=True)}),
+    )
     app.synth()
     stack = json.loads((Path(app.outdir) / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
     assert stack["resource"]["talos_machine_secrets"]["cluster_secrets"]["lifecycle"]["prevent_destroy"] is False
@@ -236,15 +281,15 @@ def test_tv006_password_literal(app):
     pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", password="hunter2hunter2"), "ops")
     apply_rules(stack)
     errors = synth_errors(app)
-    assert ("stack 'leaky' sets secret attribute resource.proxmox_virtual_environment_user.ops.password to a "
-            "literal") in errors
+    assert (
+        "stack 'leaky' sets secret attribute resource.proxmox_virtual_environment_user.ops.password to a literal"
+    ) in errors
 
 
 def test_tv006_age_key_literal(app):
     stack = TerraformStack(app, "leaky")
     ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
-    pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve",
-                               comment="AGE-SECRET-" + "KEY-1" + "Q" * 54), "ops")
+    pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve", comment="AGE-SECRET-" + "KEY-1" + "Q" * 54), "ops")
     apply_rules(stack)
     errors = synth_errors(app)
     assert "contains an age secret key" in errors
@@ -284,20 +329,28 @@ def _user_stack(app, **user) -> TerraformStack:
 def test_tv007_interpolation_in_a_literal(app):
     _user_stack(app, comment=f"hello {ENVIRON}")
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
-            "'hello ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template; text is "
-            "copied into the JSON unchanged. Remove it, or write a literal as '$${' / '%%{'.") in errors
+    assert (
+        "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
+        "'hello ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template; text is "
+        "copied into the JSON unchanged. Remove it, or write a literal as '$${' / '%%{'."
+    ) in errors
     assert "Why: Terraform evaluates ${…} and %{…} in every JSON string" in errors
 
 
 def test_tv007_directive_in_a_literal_beside_a_reference(app):
     stack = _user_stack(app)
     user = stack.node.find_child("user")
-    pin(VirtualEnvironmentUser(stack, "second", user_id="two@pve",
-                               comment="%{ for k in [1] }x%{ endfor } " + user.user_id), "two")
+    pin(
+        VirtualEnvironmentUser(
+            stack, "second", user_id="two@pve", comment="%{ for k in [1] }x%{ endfor } " + user.user_id
+        ),
+        "two",
+    )
     errors = synth_errors(app)
-    assert "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.two comment: '%{ for k in [1] }x%{ endfor } " \
-           "${TfToken[TOKEN." in errors
+    assert (
+        "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.two comment: '%{ for k in [1] }x%{ endfor } "
+        "${TfToken[TOKEN." in errors
+    )
     assert "holds '%{'" in errors
 
 
@@ -306,8 +359,10 @@ def test_tv007_directive_inside_a_function_argument(app):
 
     _user_stack(app, comment=Fn.file("/tmp/%{ if true }x%{ endif }"))
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
-            "'${file(\"/tmp/%{ if true }x%{ endif }\")}' holds '%{'") in errors
+    assert (
+        "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops comment: "
+        "'${file(\"/tmp/%{ if true }x%{ endif }\")}' holds '%{'"
+    ) in errors
 
 
 def test_tv007_in_a_map_key(app):
@@ -339,12 +394,19 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     cluster = example_site.clusters["prod"]
     template = cluster.workers["wk-a"]
     node = template.model_construct(**{**dict(template), "vm_id": 1299, "labels": {"pool": ENVIRON}})
-    network = node.networks.model_construct(vlans={111: node.networks.vlans[111].model_construct(
-        address="10.11.1.29/24")})
+    network = node.networks.model_construct(
+        vlans={111: node.networks.vlans[111].model_construct(address="10.11.1.29/24")}
+    )
     node = node.model_construct(**{**dict(node), "networks": network})
-    TalosNode(stack, "wk-z", TalosNodeProps(
-        placed=place("wk-z", "worker", node, cluster, example_site.hypervisors["pve1"]), cluster=cluster,
-        cluster_config=stack.cluster_config))
+    TalosNode(
+        stack,
+        "wk-z",
+        TalosNodeProps(
+            placed=place("wk-z", "worker", node, cluster, example_site.hypervisors["pve1"]),
+            cluster=cluster,
+            cluster_config=stack.cluster_config,
+        ),
+    )
     errors = synth_errors(app)
     assert "[TV007 NoTemplateSequences] talos_machine_configuration_apply.node_wk-z_apply config_patches.0: " in errors
     assert "holds '${'" in errors
@@ -357,9 +419,10 @@ def test_tv007_text_in_an_import_id(app):
     stack = _user_stack(app)
     stack.node.find_child("user").import_from(f"ops@pve {ENVIRON}")
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops import.0.id: "
-            "'ops@pve ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") \
-        in errors
+    assert (
+        "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops import.0.id: "
+        "'ops@pve ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template"
+    ) in errors
 
 
 def test_tv007_text_in_a_variable_validation_message(app):
@@ -368,11 +431,23 @@ def test_tv007_text_in_a_variable_validation_message(app):
     from cdktf import TerraformVariable, TerraformVariableValidationConfig
 
     stack = _user_stack(app)
-    pin(TerraformVariable(stack, "size", type="string", default="small", validation=[
-        TerraformVariableValidationConfig(condition='${var.size != ""}', error_message=f"size {ENVIRON}")]), "size")
+    pin(
+        TerraformVariable(
+            stack,
+            "size",
+            type="string",
+            default="small",
+            validation=[
+                TerraformVariableValidationConfig(condition='${var.size != ""}', error_message=f"size {ENVIRON}")
+            ],
+        ),
+        "size",
+    )
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] users/size variable.size.validation.0.error_message: "
-            "'size ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template") in errors
+    assert (
+        "[TV007 NoTemplateSequences] users/size variable.size.validation.0.error_message: "
+        "'size ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template"
+    ) in errors
 
 
 def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
@@ -380,8 +455,10 @@ def test_tv007_a_reference_in_a_variable_validation_message_passes(app):
 
     stack = _user_stack(app)
     size = pin(TerraformVariable(stack, "size", type="string", default="small"), "size")
-    size.add_override("validation", [{"condition": '${var.size != ""}',
-                                      "error_message": f"size {size.string_value} is empty; 100%%{{ok}}"}])
+    size.add_override(
+        "validation",
+        [{"condition": '${var.size != ""}', "error_message": f"size {size.string_value} is empty; 100%%{{ok}}"}],
+    )
     app.synth()
 
 
@@ -391,13 +468,17 @@ def test_tv007_a_cross_stack_reference_passes(app):
     stack = _user_stack(app)
     consumer = TerraformStack(app, "consumer")
     ProxmoxProvider(consumer, "proxmox", endpoint="https://127.0.0.1:8006/")
-    pin(VirtualEnvironmentUser(consumer, "reader", user_id="reader@pve",
-                               comment=stack.node.find_child("user").user_id), "reader")
+    pin(
+        VirtualEnvironmentUser(consumer, "reader", user_id="reader@pve", comment=stack.node.find_child("user").user_id),
+        "reader",
+    )
     apply_rules(consumer)
     app.synth()
     document = json.loads((Path(app.outdir) / "stacks" / "consumer" / "cdk.tf.json").read_text())
-    assert document["data"]["terraform_remote_state"]["cross-stack-reference-input-users"]["workspace"] == \
-        "${terraform.workspace}"
+    assert (
+        document["data"]["terraform_remote_state"]["cross-stack-reference-input-users"]["workspace"]
+        == "${terraform.workspace}"
+    )
 
 
 @pytest.mark.parametrize("key, value", [("count", 2), ("for_each", {"a": 1, "b": 2}), ("count", True)])
@@ -406,8 +487,10 @@ def test_tv002_a_node_machine_counted_or_iterated(app, platform, key, value):
     stays."""
     platform.nodes["wk-a"].vm.add_override(key, value)
     errors = synth_errors(app)
-    assert (f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.node_wk-a_vm of node 'wk-a' sets {key} to "
-            f"{json.dumps(value)}: one node is one machine") in errors
+    assert (
+        f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.node_wk-a_vm of node 'wk-a' sets {key} to "
+        f"{json.dumps(value)}: one node is one machine"
+    ) in errors
 
 
 def test_tv002_a_node_apply_counted_once_passes(app, platform):
@@ -422,9 +505,11 @@ def test_tv007_text_in_a_stack_level_override(app, platform):
     platform.add_override("resource.proxmox_virtual_environment_vm.node_cp-a_vm.description", ENVIRON)
     platform.add_override("data.talos_client_configuration.extra", {"cluster_name": f"x {ENVIRON}"})
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] stack 'platform-prod' override "
-            "resource.proxmox_virtual_environment_vm.node_cp-a_vm.description: "
-            "'${file(\"/proc/self/environ\")}' holds '${'") in errors
+    assert (
+        "[TV007 NoTemplateSequences] stack 'platform-prod' override "
+        "resource.proxmox_virtual_environment_vm.node_cp-a_vm.description: "
+        "'${file(\"/proc/self/environ\")}' holds '${'"
+    ) in errors
     assert "override data.talos_client_configuration.extra.cluster_name: 'x ${file(" in errors
     assert errors.count("[TV007") == 2
 
@@ -445,33 +530,42 @@ def test_tv007_a_stack_level_override_it_did_not_see_being_added(app):
     stack = _user_stack(app)
     jsii.invoke(stack, "addOverride", ["resource.proxmox_virtual_environment_user.ops.comment", ENVIRON])
     errors = synth_errors(app)
-    assert ("[TV007 NoTemplateSequences] stack 'users' has stack-level overrides under 'resource' that were not "
-            "added through stack.add_override once the stack recorded them: their text cannot be told from "
-            "references. Add them after apply_rules(stack) (a terravixens stack records from its creation), or set "
-            "them on the element (element.add_override).") in errors
+    assert (
+        "[TV007 NoTemplateSequences] stack 'users' has stack-level overrides under 'resource' that were not "
+        "added through stack.add_override once the stack recorded them: their text cannot be told from "
+        "references. Add them after apply_rules(stack) (a terravixens stack records from its creation), or set "
+        "them on the element (element.add_override)."
+    ) in errors
 
 
 def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):
     platform.add_override("resource.proxmox_virtual_environment_vm.stray", {"node_name": "pve1"})
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
-            "or StandaloneContainer (it has no construct path: a stack-level override wrote it): create it through "
-            "one of them") in errors
+    assert (
+        "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
+        "or StandaloneContainer (it has no construct path: a stack-level override wrote it): create it through "
+        "one of them"
+    ) in errors
 
 
 def test_tv002_a_construct_path_written_by_a_stack_level_override(app, platform):
     """The construct path the rules attribute a block by is JSON metadata: a stack-level override can write it (a
     block copied from a cdk.tf.json carries one). It does not make a stray VM part of a node."""
     pin(VirtualEnvironmentVm(platform, "stray_vm", node_name="pve1"), "node_wk-a_extra")
-    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-a_extra.//.metadata.path",
-                          "platform-prod/wk-a/vm")
-    platform.add_override("resource.proxmox_virtual_environment_vm.node_wk-b_copy", {
-        "//": {"metadata": {"path": "platform-prod/wk-b/vm", "uniqueId": "node_wk-b_copy"}}, "node_name": "pve1"})
+    platform.add_override(
+        "resource.proxmox_virtual_environment_vm.node_wk-a_extra.//.metadata.path", "platform-prod/wk-a/vm"
+    )
+    platform.add_override(
+        "resource.proxmox_virtual_environment_vm.node_wk-b_copy",
+        {"//": {"metadata": {"path": "platform-prod/wk-b/vm", "uniqueId": "node_wk-b_copy"}}, "node_name": "pve1"},
+    )
     errors = synth_errors(app)
     for logical in ("node_wk-a_extra", "node_wk-b_copy"):
-        assert (f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.{logical} is not inside a TalosNode, "
-                f"StandaloneVm or StandaloneContainer (it has no construct path: a stack-level override wrote it): "
-                f"create it through one of them") in errors
+        assert (
+            f"[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.{logical} is not inside a TalosNode, "
+            f"StandaloneVm or StandaloneContainer (it has no construct path: a stack-level override wrote it): "
+            f"create it through one of them"
+        ) in errors
 
 
 def test_blocks_written_as_lists_by_a_stack_level_override(app, platform):
@@ -480,23 +574,29 @@ def test_blocks_written_as_lists_by_a_stack_level_override(app, platform):
     platform.add_override("resource.proxmox_virtual_environment_vm.stray", [{"node_name": "pve1"}])
     platform.add_override("resource.talos_machine_bootstrap.again", [{"node": "127.0.0.1"}])
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
-            "or StandaloneContainer (it has no construct path: a stack-level override wrote it)") in errors
+    assert (
+        "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray is not inside a TalosNode, StandaloneVm "
+        "or StandaloneContainer (it has no construct path: a stack-level override wrote it)"
+    ) in errors
     assert "stack 'platform-prod' has 2 bootstraps (again, cluster_bootstrap): keep one per cluster." in errors
     assert "talos_machine_bootstrap.again does not ignore all changes" in errors
 
 
 def test_a_lifecycle_written_as_a_list_is_read(app, platform):
     """A nested block may be a list of objects in Terraform's JSON too: the rules read lifecycle so as well."""
-    platform.nodes["wk-a"].apply.add_override("lifecycle", [
-        {"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}])
+    platform.nodes["wk-a"].apply.add_override(
+        "lifecycle", [{"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}]
+    )
     platform.cluster_config.secrets.add_override("lifecycle", [{"prevent_destroy": False}])
     platform.control_plane.bootstrap.add_override("lifecycle", [{"ignore_changes": "all"}])
     errors = synth_errors(app)
-    assert ("[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
-            "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'") in errors
-    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" \
-        in errors
+    assert (
+        "[TV002 ResetScopedToNode] talos_machine_configuration_apply.node_wk-a_apply of node 'wk-a' reads "
+        "proxmox_virtual_environment_vm.node_wk-b_vm of node 'wk-b'"
+    ) in errors
+    assert (
+        "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" in errors
+    )
     assert "[TV004" not in errors
 
 
@@ -515,8 +615,9 @@ def test_rules_run_after_every_aspect(app, platform):
 
     Aspects.of(platform).add(LiftPreventDestroy())
     errors = synth_errors(app)
-    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle "
-            "prevent_destroy") in errors
+    assert (
+        "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy"
+    ) in errors
 
 
 def test_rules_in_an_app_that_skips_validations(tmp_path):
@@ -528,8 +629,10 @@ def test_rules_in_an_app_that_skips_validations(tmp_path):
     pin(MachineSecrets(stack, "secrets"), "cluster_secrets")
     apply_rules(stack)
     errors = synth_errors(app)
-    assert ("[bare] terravixens' safety rules (TV001-TV007) run as a validation of stack 'bare', and its App skips "
-            "validations (skip_validation=True), so none would run: build the App without skip_validation.") in errors
+    assert (
+        "[bare] terravixens' safety rules (TV001-TV007) run as a validation of stack 'bare', and its App skips "
+        "validations (skip_validation=True), so none would run: build the App without skip_validation."
+    ) in errors
 
 
 def test_a_rule_alone_is_an_aspect(app):
@@ -565,14 +668,15 @@ def test_a_rule_alone_judges_what_other_aspects_did(app):
     stack = TerraformStack(app, "bare")
     TalosProvider(stack, "talos")
     ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
-    pin(MachineSecrets(stack, "secrets", lifecycle=TerraformResourceLifecycle(prevent_destroy=True)),
-        "cluster_secrets")
+    pin(MachineSecrets(stack, "secrets", lifecycle=TerraformResourceLifecycle(prevent_destroy=True)), "cluster_secrets")
     Aspects.of(stack).add(StoragePreventDestroy())
     Aspects.of(stack).add(ResetScopedToNode())
     Aspects.of(stack).add(LiftPreventDestroyAndAddAVm())
     errors = synth_errors(app)
-    assert ("[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
-            "set it, or keep this resource outside terravixens' stacks.") in errors
+    assert (
+        "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy: "
+        "set it, or keep this resource outside terravixens' stacks."
+    ) in errors
     assert "[TV002 ResetScopedToNode] proxmox_virtual_environment_vm.stray_vm is not inside a TalosNode" in errors
 
 
@@ -590,9 +694,11 @@ def test_a_rule_alone_below_a_stack_is_refused(app):
     VirtualEnvironmentUser(team, "user", user_id="ops@pve")
     Aspects.of(team).add(StableLogicalIds())
     errors = synth_errors(app)
-    assert ("[TV003 StableLogicalIds] the rule is attached as an Aspect to 'one_rule/team', below its stack, where it "
-            "judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
-            "terravixens.rules.apply_rules(stack).") in errors
+    assert (
+        "[TV003 StableLogicalIds] the rule is attached as an Aspect to 'one_rule/team', below its stack, where it "
+        "judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+        "terravixens.rules.apply_rules(stack)."
+    ) in errors
 
 
 def test_tv007_two_elements_under_one_address_are_each_judged(app):
@@ -631,8 +737,12 @@ def test_rules_do_not_rely_on_assert():
     import ast
 
     root = Path(__file__).resolve().parent.parent / "terravixens"
-    found = [f"{path.relative_to(root.parent)}:{node.lineno}" for path in sorted(root.rglob("*.py"))
-             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert)]
+    found = [
+        f"{path.relative_to(root.parent)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assert)
+    ]
     assert found == []
 
 
@@ -660,8 +770,11 @@ def test_a_rule_fails_synth_under_python_O(tmp_path):
         "app.synth()\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, "-O", "-c", program], cwd=root, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-O", "-c", program], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode != 0
-    assert "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy" \
+    assert (
+        "[TV005 StoragePreventDestroy] talos_machine_secrets.cluster_secrets has no lifecycle prevent_destroy"
         in result.stderr
+    )

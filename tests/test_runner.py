@@ -1,6 +1,7 @@
 """The one bounded runner (terravixens/runner.py): deadlines, whole process groups ended, pipes that cannot hold the
 caller, failures as values, and SIGINT/SIGTERM/SIGHUP ending every child before `Interrupted` propagates — in
 process and through `terravixens` itself (exit 130, one line)."""
+
 from __future__ import annotations
 
 import os
@@ -78,8 +79,9 @@ def test_a_pipe_held_outside_the_group_is_abandoned_at_the_deadline(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------- values
-@pytest.mark.parametrize("problem, message", [("missing", "No such file or directory"),
-                                              ("not-executable", "Permission denied")])
+@pytest.mark.parametrize(
+    "problem, message", [("missing", "No such file or directory"), ("not-executable", "Permission denied")]
+)
 def test_a_binary_that_cannot_run_is_a_value(tmp_path, problem, message):
     binary = tmp_path / "tool"
     if problem == "not-executable":
@@ -98,8 +100,12 @@ def test_a_failure_is_a_value_with_its_exit_code_and_message():
 def test_output_is_streamed_line_by_line_and_input_given():
     seen: list[tuple[str, float]] = []
     started = time.monotonic()
-    ran = run(["sh", "-c", "echo one; sleep 1; cat; echo three"], timeout=10, input="two\n",
-              on_stdout_line=lambda line: seen.append((line, time.monotonic() - started)))
+    ran = run(
+        ["sh", "-c", "echo one; sleep 1; cat; echo three"],
+        timeout=10,
+        input="two\n",
+        on_stdout_line=lambda line: seen.append((line, time.monotonic() - started)),
+    )
     assert ran.ok and ran.stdout == "one\ntwo\nthree\n"
     assert [line for line, _ in seen] == ["one", "two", "three"]
     assert seen[0][1] < 0.9 < seen[2][1]  # the first line arrived while the program still ran
@@ -126,8 +132,12 @@ def test_calls_in_other_threads_are_ended_too_and_nothing_new_starts(tmp_path):
     results: dict[int, runner.Ran] = {}
 
     def call(number: int) -> None:
-        results[number] = run(["sh", "-c", f"sleep 300 & echo $! > {tmp_path}/child{number}; exec sleep 300"],
-                              timeout=60, label=f"upgrade {number}", grace=2)
+        results[number] = run(
+            ["sh", "-c", f"sleep 300 & echo $! > {tmp_path}/child{number}; exec sleep 300"],
+            timeout=60,
+            label=f"upgrade {number}",
+            grace=2,
+        )
 
     workers = [threading.Thread(target=call, args=(n,)) for n in (1, 2)]
     with pytest.raises(Interrupted) as caught, handle_signals():
@@ -144,8 +154,7 @@ def test_calls_in_other_threads_are_ended_too_and_nothing_new_starts(tmp_path):
     for worker in workers:
         worker.join(10)
     assert sorted(caught.value.stopped) == ["upgrade 1", "upgrade 2"]
-    assert all(results[n].interrupted and results[n].reason == f"upgrade {n} stopped: SIGTERM received"
-               for n in (1, 2))
+    assert all(results[n].interrupted and results[n].reason == f"upgrade {n} stopped: SIGTERM received" for n in (1, 2))
     assert after.interrupted and after.reason == "true not started: SIGTERM received"
     assert all(processes.ends_soon(pid_in(tmp_path / f"child{n}")) for n in (1, 2))
     assert run(["true"], timeout=5).ok  # outside handle_signals again: calls run
@@ -183,10 +192,20 @@ def test_terravixens_interrupted_ends_terraform_and_exits_130_with_one_line(tmp_
 
     terraform = hanging_tool(tmp_path / "bin", "terraform")
     process = subprocess.Popen(
-        [sys.executable, "-m", "terravixens.cli", "drift", "platform-prod", "--site", SITE], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT), TERRAFORM_BINARY_NAME=str(terraform), FAKE_HANG_ON="init",
-                 FAKE_HANG_DIR=str(tmp_path)))
+        [sys.executable, "-m", "terravixens.cli", "drift", "platform-prod", "--site", SITE],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=dict(
+            os.environ,
+            PYTHONPATH=str(ROOT),
+            TERRAFORM_BINARY_NAME=str(terraform),
+            FAKE_HANG_ON="init",
+            FAKE_HANG_DIR=str(tmp_path),
+        ),
+    )
     try:
         pid_in(tmp_path / "hung", within=120)
         process.send_signal(signum)
@@ -194,6 +213,8 @@ def test_terravixens_interrupted_ends_terraform_and_exits_130_with_one_line(tmp_
     finally:
         process.kill()
     assert process.returncode == 130
-    assert stderr == (f"terravixens drift: interrupted by {signal.Signals(signum).name} (terraform init stopped with "
-                      f"its process group) at platform-prod: done: synth; not done: platform-prod\n")
+    assert stderr == (
+        f"terravixens drift: interrupted by {signal.Signals(signum).name} (terraform init stopped with "
+        f"its process group) at platform-prod: done: synth; not done: platform-prod\n"
+    )
     assert processes.all_gone(processes.recorded(tmp_path / "hung"))

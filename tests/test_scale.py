@@ -1,4 +1,5 @@
 """The scaled sites the synth benchmark uses (tests/scale.py) are valid sites of the asked size."""
+
 import pytest
 
 from tests import support

@@ -5,6 +5,7 @@ exact set of added, removed and changed addresses per stack. "Changed" means cha
 attributes under lifecycle.ignore_changes are left out (terravixens.stackdiff.effective()). A node's VM, its
 configuration apply and its reset are `node_<name>_vm` / `node_<name>_apply`: no scenario may touch another node's.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,9 +35,13 @@ def apply(name: str) -> str:
 
 def node(vm_id: int, octet: int, hypervisor: str = "pve2", **extra) -> dict:
     return {
-        "hypervisor": hypervisor, "vm_id": vm_id, **extra,
-        "networks": {"maintenance_ip": f"10.0.0.{octet}",
-                     "vlans": {111: {"address": f"10.11.1.{octet}/24", "gateway": "10.11.1.1"}}},
+        "hypervisor": hypervisor,
+        "vm_id": vm_id,
+        **extra,
+        "networks": {
+            "maintenance_ip": f"10.0.0.{octet}",
+            "vlans": {111: {"address": f"10.11.1.{octet}/24", "gateway": "10.11.1.1"}},
+        },
     }
 
 
@@ -51,9 +56,10 @@ def run(before: dict, change) -> dict[str, Changes]:
 
 
 def assert_changes(result: dict[str, Changes], expected: dict[str, dict[str, set[str]]]) -> None:
-    actual = {stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed")
-                      if getattr(changes, kind)}
-              for stack, changes in result.items()}
+    actual = {
+        stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed") if getattr(changes, kind)}
+        for stack, changes in result.items()
+    }
     assert actual == expected
 
 
@@ -84,8 +90,9 @@ def test_control_planes_one_to_three_never_rebootstraps(single_control_plane):
         cluster(d)["control_planes"].update({"cp-b": node(1102, 12), "cp-c": node(1103, 13, "pve1")})
 
     result = run(single_control_plane, grow)
-    assert_changes(result, {P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")},
-                                "changed": NODE_LISTS}})
+    assert_changes(
+        result, {P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")}, "changed": NODE_LISTS}}
+    )
 
 
 def test_control_planes_three_to_five(base):
@@ -93,8 +100,9 @@ def test_control_planes_three_to_five(base):
         cluster(d)["control_planes"].update({"cp-d": node(1104, 14), "cp-e": node(1105, 15, "pve1")})
 
     result = run(base, grow)
-    assert_changes(result, {P: {"added": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")},
-                                "changed": NODE_LISTS}})
+    assert_changes(
+        result, {P: {"added": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")}, "changed": NODE_LISTS}}
+    )
 
 
 def test_control_planes_five_to_three_resets_only_the_leaving_two(base):
@@ -105,8 +113,9 @@ def test_control_planes_five_to_three_resets_only_the_leaving_two(base):
             del cluster(d)["control_planes"][name]
 
     result = run(base, shrink)
-    assert_changes(result, {P: {"removed": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")},
-                                "changed": NODE_LISTS}})
+    assert_changes(
+        result, {P: {"removed": {vm("cp-d"), apply("cp-d"), vm("cp-e"), apply("cp-e")}, "changed": NODE_LISTS}}
+    )
 
 
 def test_promote_workers_keeps_their_vms(base):
@@ -148,19 +157,23 @@ def test_talos_version_bump_replaces_no_vm_and_keeps_secrets(base):
     old = {f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2")}
     new = {f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2")}
     nodes = ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")
-    assert_changes(result, {
-        H: {"added": new, "removed": old},
-        # New install image in every node's patch: staged, applied in place; the OS upgrade is a rolling command.
-        # The configurations' contract (v1.11) did not move, so the data sources stay as they are (ADR 0023).
-        P: {"changed": {apply(n) for n in nodes}},
-    })
+    assert_changes(
+        result,
+        {
+            H: {"added": new, "removed": old},
+            # New install image in every node's patch: staged, applied in place; the OS upgrade is a rolling command.
+            # The configurations' contract (v1.11) did not move, so the data sources stay as they are (ADR 0023).
+            P: {"changed": {apply(n) for n in nodes}},
+        },
+    )
 
 
 def test_kubernetes_version_bump_reconfigures_every_node_in_place(base):
     """Through the machine configuration data sources, every apply changes (in place, no VM, no secret)."""
     result = run(base, lambda d: cluster(d).update(kubernetes_version="v1.34.3"))
-    configs = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}"
-               for role in ("controlplane", "worker")}
+    configs = {
+        f"data.talos_machine_configuration.cluster_machine_configuration_{role}" for role in ("controlplane", "worker")
+    }
     assert_changes(result, {P: {"changed": {*configs, *(apply(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))}}})
 
 
@@ -208,8 +221,9 @@ def test_diff_sees_a_changed_vm(base):
 # cluster's secrets; a Talos step only downloads images and re-applies each node in place.
 NODES = ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")
 SECRETS = "talos_machine_secrets.cluster_secrets"
-CONFIGS = {f"data.talos_machine_configuration.cluster_machine_configuration_{role}"
-           for role in ("controlplane", "worker")}
+CONFIGS = {
+    f"data.talos_machine_configuration.cluster_machine_configuration_{role}" for role in ("controlplane", "worker")
+}
 
 
 def images(version: str) -> set[str]:
@@ -243,18 +257,25 @@ def identity(stacks: dict[str, dict]) -> dict:
     resources = stacks[P]["resource"]
     vms, applies = resources["proxmox_virtual_environment_vm"], resources["talos_machine_configuration_apply"]
     return {
-        "nodes": {name: {"hostname": rendered_hostname(applies[f"node_{name}_apply"]["config_patches"][0]),
-                         **{key: vms[f"node_{name}_vm"][key]
-                            for key in ("name", "vm_id", "node_name", "network_device")}}
-                  for name in NODES},
+        "nodes": {
+            name: {
+                "hostname": rendered_hostname(applies[f"node_{name}_apply"]["config_patches"][0]),
+                **{key: vms[f"node_{name}_vm"][key] for key in ("name", "vm_id", "node_name", "network_device")},
+            }
+            for name in NODES
+        },
         "secrets": resources["talos_machine_secrets"]["cluster_secrets"],
     }
 
 
 def installers(stacks: dict[str, dict]) -> dict[str, str]:
     applies = stacks[P]["resource"]["talos_machine_configuration_apply"]
-    return {name: yaml.safe_load_all(applies[f"node_{name}_apply"]["config_patches"][0]).__next__()[
-        "machine"]["install"]["image"].rsplit(":", 1)[1] for name in NODES}
+    return {
+        name: yaml.safe_load_all(applies[f"node_{name}_apply"]["config_patches"][0])
+        .__next__()["machine"]["install"]["image"]
+        .rsplit(":", 1)[1]
+        for name in NODES
+    }
 
 
 def step(before: dict, after: dict) -> tuple[dict[str, Changes], dict, dict]:
@@ -273,10 +294,13 @@ def assert_only_installers_changed(old: dict, new: dict) -> None:
     for name in NODES:
         apply_before, apply_after = before[f"node_{name}_apply"], after[f"node_{name}_apply"]
         assert {k: v for k, v in apply_before.items() if k != "config_patches"} == {
-            k: v for k, v in apply_after.items() if k != "config_patches"}
+            k: v for k, v in apply_after.items() if k != "config_patches"
+        }
         tag_before, tag_after = installers(old)[name], installers(new)[name]
-        assert apply_before["config_patches"][0].replace(f":{tag_before}\n", f":{tag_after}\n") == \
-            apply_after["config_patches"][0]
+        assert (
+            apply_before["config_patches"][0].replace(f":{tag_before}\n", f":{tag_after}\n")
+            == apply_after["config_patches"][0]
+        )
 
 
 @pytest.fixture()
@@ -294,8 +318,10 @@ def test_pinning_the_contract_of_a_1_11_cluster_changes_nothing(base):
 
 def test_talos_1_11_to_1_12_keeps_every_node(on_1_11_6):
     result, old, new = step(on_1_11_6, on_talos(on_1_11_6, "v1.12.7"))
-    assert_changes(result, {H: {"added": images("v1.12.7"), "removed": images("v1.11.6")},
-                            P: {"changed": {apply(n) for n in NODES}}})
+    assert_changes(
+        result,
+        {H: {"added": images("v1.12.7"), "removed": images("v1.11.6")}, P: {"changed": {apply(n) for n in NODES}}},
+    )
     assert_identity_kept(old, new)
     assert_only_installers_changed(old, new)
     assert set(installers(new).values()) == {"v1.12.7"}
@@ -304,24 +330,31 @@ def test_talos_1_11_to_1_12_keeps_every_node(on_1_11_6):
 def test_talos_1_12_to_1_13_keeps_every_node(on_1_11_6):
     on_1_12 = on_talos(on_1_11_6, "v1.12.7")
     result, old, new = step(on_1_12, on_talos(on_1_12, "v1.13.0"))
-    assert_changes(result, {H: {"added": images("v1.13.0"), "removed": images("v1.12.7")},
-                            P: {"changed": {apply(n) for n in NODES}}})
+    assert_changes(
+        result,
+        {H: {"added": images("v1.13.0"), "removed": images("v1.12.7")}, P: {"changed": {apply(n) for n in NODES}}},
+    )
     assert_identity_kept(old, new)
     assert_only_installers_changed(old, new)
 
 
-@pytest.mark.parametrize(("talos_version", "moves"), [
-    ("v1.12.7", ("v1.11", "v1.12")), ("v1.13.0", ("v1.12", "v1.13")), ("v1.13.0", ("v1.11", "v1.13"))])
+@pytest.mark.parametrize(
+    ("talos_version", "moves"),
+    [("v1.12.7", ("v1.11", "v1.12")), ("v1.13.0", ("v1.12", "v1.13")), ("v1.13.0", ("v1.11", "v1.13"))],
+)
 def test_moving_the_contract_regenerates_configurations_and_keeps_every_node(on_1_11_6, talos_version, moves):
     """A deliberate step of its own: the data sources generate under the new contract and every node gets its
     hostname in a static HostnameConfig instead of machine.network; no image, VM or secret moves."""
     old_contract, new_contract = moves
-    result, old, new = step(on_talos(on_1_11_6, talos_version, old_contract),
-                            on_talos(on_1_11_6, talos_version, new_contract))
+    result, old, new = step(
+        on_talos(on_1_11_6, talos_version, old_contract), on_talos(on_1_11_6, talos_version, new_contract)
+    )
     assert_changes(result, {P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}}})
     assert_identity_kept(old, new)
-    assert {s[P]["data"]["talos_machine_configuration"]["cluster_machine_configuration_worker"]["talos_version"]
-            for s in (old, new)} == {old_contract, new_contract}
+    assert {
+        s[P]["data"]["talos_machine_configuration"]["cluster_machine_configuration_worker"]["talos_version"]
+        for s in (old, new)
+    } == {old_contract, new_contract}
     assert installers(old) == installers(new) == dict.fromkeys(NODES, talos_version)
 
 
@@ -330,8 +363,13 @@ def test_a_minor_bump_without_a_pinned_contract_moves_it_too_and_keeps_every_nod
     `terravixens upgrade`, as docs/commands.md orders it; a 1.11 node would refuse a HostnameConfig document)."""
     before = on_talos(base, "v1.11.6", contract=None)
     result, old, new = step(before, on_talos(before, "v1.12.7", contract=None))
-    assert_changes(result, {H: {"added": images("v1.12.7"), "removed": images("v1.11.6")},
-                            P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}}})
+    assert_changes(
+        result,
+        {
+            H: {"added": images("v1.12.7"), "removed": images("v1.11.6")},
+            P: {"changed": {*CONFIGS, *(apply(n) for n in NODES)}},
+        },
+    )
     assert_identity_kept(old, new)
 
 

@@ -4,6 +4,7 @@ fix.
 Each test mutates a deep copy of sites/example.yaml (via tests.support.example_data()) and checks what
 terravixens.config.loader.parse_site reports: the field path the user has to edit, and the key parts of the message.
 """
+
 from __future__ import annotations
 
 import copy
@@ -74,8 +75,11 @@ def test_even_control_plane_count(keep):
     data = example()
     planes = prod(data)["control_planes"]
     if "cp-d" in keep:
-        planes["cp-d"] = {**copy.deepcopy(planes["cp-c"]), "vm_id": 1104,
-                          "networks": {"maintenance_ip": "10.0.0.54", "vlans": {111: {"address": "10.11.1.14/24"}}}}
+        planes["cp-d"] = {
+            **copy.deepcopy(planes["cp-c"]),
+            "vm_id": 1104,
+            "networks": {"maintenance_ip": "10.0.0.54", "vlans": {111: {"address": "10.11.1.14/24"}}},
+        }
     for name in list(planes):
         if name not in keep:
             del planes[name]
@@ -119,8 +123,10 @@ def test_duplicate_address_between_nodes():
     worker_a(data)["networks"]["vlans"][111]["address"] = "10.11.1.11/24"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.111.address"
-    assert ("address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
-            in problem.message)
+    assert (
+        "address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
+        in problem.message
+    )
     assert "give each address to one node" in problem.message
 
 
@@ -129,8 +135,10 @@ def test_duplicate_maintenance_ip_between_nodes():
     worker_a(data)["networks"]["maintenance_ip"] = "10.0.0.51"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.networks.maintenance_ip"
-    assert ("address 10.0.0.51 is already used by clusters.prod.control_planes.cp-a.networks.maintenance_ip"
-            in problem.message)
+    assert (
+        "address 10.0.0.51 is already used by clusters.prod.control_planes.cp-a.networks.maintenance_ip"
+        in problem.message
+    )
 
 
 def test_duplicate_address_across_clusters():
@@ -138,8 +146,10 @@ def test_duplicate_address_across_clusters():
     second_cluster(data, endpoint_vip="10.11.1.100", cp_address="10.11.1.11/24")
     problem = only_problem(data)
     assert problem.field == "clusters.staging.control_planes.st-cp.networks.vlans.111.address"
-    assert ("address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
-            in problem.message)
+    assert (
+        "address 10.11.1.11 is already used by clusters.prod.control_planes.cp-a.networks.vlans.111.address"
+        in problem.message
+    )
 
 
 def test_node_address_equal_to_the_endpoint_vip():
@@ -355,8 +365,9 @@ def test_cilium_pool_containing_a_node_address():
     prod(data)["cilium"]["pools"]["services"] = ["10.12.0.16/28"]  # 10.12.0.16-31: holds wk-a (.21) and wk-b (.22)
     problems = problems_of(data)
     assert [p.field for p in problems] == ["clusters.prod.cilium.pools.services"] * 2
-    assert ("LoadBalancer pool 10.12.0.16/28 contains 10.12.0.21, used by clusters.prod.workers.wk-a"
-            in problems[0].message)
+    assert (
+        "LoadBalancer pool 10.12.0.16/28 contains 10.12.0.21, used by clusters.prod.workers.wk-a" in problems[0].message
+    )
     assert "10.12.0.22, used by clusters.prod.workers.wk-b" in problems[1].message
     assert "shrink the pool or move the address" in problems[0].message
 
@@ -389,8 +400,15 @@ def test_overlapping_ranges_within_one_pool():
 
 
 # ---------------------------------------------------------------------------------------------------------- versions
-@pytest.mark.parametrize(("field", "bad"), [("talos_version", "1.11"), ("talos_version", "v1.11.x"),
-                                            ("kubernetes_version", "latest"), ("kubernetes_version", "vv1.34.2")])
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("talos_version", "1.11"),
+        ("talos_version", "v1.11.x"),
+        ("kubernetes_version", "latest"),
+        ("kubernetes_version", "vv1.34.2"),
+    ],
+)
 def test_malformed_version(field, bad):
     data = example()
     prod(data)[field] = bad
@@ -433,7 +451,8 @@ def test_talos_newer_than_supported(version):
     assert problem.field == "clusters.prod.talos_version"
     assert problem.message == (
         f"Talos {version!r} is newer than terravixens supports (up to v1.13.x): its configuration documents and "
-        f"Kubernetes range are not checked yet; stay on v1.13.x")
+        f"Kubernetes range are not checked yet; stay on v1.13.x"
+    )
 
 
 def test_talos_older_than_supported():
@@ -441,14 +460,18 @@ def test_talos_older_than_supported():
     prod(data)["talos_version"] = "v1.10.7"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.talos_version"
-    assert problem.message == ("Talos 'v1.10.7' is older than terravixens supports (v1.11.x to v1.13.x): upgrade "
-                               "the cluster to v1.11.x with talosctl first")
+    assert problem.message == (
+        "Talos 'v1.10.7' is older than terravixens supports (v1.11.x to v1.13.x): upgrade "
+        "the cluster to v1.11.x with talosctl first"
+    )
 
 
 # Talos' compatibility table (pkg/machinery/compatibility/talos11x): each minor's oldest and newest Kubernetes.
-KUBERNETES_EDGES = {"v1.11.6": ("v1.29.0", "v1.34.9", "1.29.0 to v1.34.x"),
-                    "v1.12.7": ("v1.30.0", "v1.35.4", "1.30.0 to v1.35.x"),
-                    "v1.13.0": ("v1.31.0", "v1.36.0", "1.31.0 to v1.36.x")}
+KUBERNETES_EDGES = {
+    "v1.11.6": ("v1.29.0", "v1.34.9", "1.29.0 to v1.34.x"),
+    "v1.12.7": ("v1.30.0", "v1.35.4", "1.30.0 to v1.35.x"),
+    "v1.13.0": ("v1.31.0", "v1.36.0", "1.31.0 to v1.36.x"),
+}
 
 
 @pytest.mark.parametrize("talos", sorted(KUBERNETES_EDGES))
@@ -472,7 +495,8 @@ def test_kubernetes_outside_what_talos_runs(talos, side):
     assert problem.field == "clusters.prod.kubernetes_version"
     assert problem.message == (
         f"Kubernetes {kubernetes!r} does not run on Talos {talos}: Talos {talos[:5]} runs Kubernetes v{allowed} "
-        f"(Talos' compatibility table); pick a version in that range")
+        f"(Talos' compatibility table); pick a version in that range"
+    )
 
 
 def test_kubernetes_is_not_judged_against_a_refused_talos():
@@ -496,12 +520,26 @@ def test_config_contract_defaults_to_the_talos_minor():
     assert (cluster.config_contract, cluster.contract) == (None, "v1.12")
 
 
-@pytest.mark.parametrize(("contract", "message"), [
-    ("latest", ("'latest' is not a configuration contract like v1.11: write the Talos minor the machine "
-               "configurations are generated for")),
-    ("v1.10", "contract 'v1.10' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
-    ("v1.14", "contract 'v1.14' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13"),
-])
+@pytest.mark.parametrize(
+    ("contract", "message"),
+    [
+        (
+            "latest",
+            (
+                "'latest' is not a configuration contract like v1.11: write the Talos minor the machine "
+                "configurations are generated for"
+            ),
+        ),
+        (
+            "v1.10",
+            "contract 'v1.10' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13",
+        ),
+        (
+            "v1.14",
+            "contract 'v1.14' is not one terravixens writes (v1.11.x to v1.13.x): use one of v1.11, v1.12, v1.13",
+        ),
+    ],
+)
 def test_config_contract_refused(contract, message):
     data = example()
     prod(data)["config_contract"] = contract
@@ -517,7 +555,8 @@ def test_config_contract_ahead_of_the_nodes():
     assert problem.message == (
         "contract v1.12 is ahead of talos_version v1.11.6: nodes cannot read configuration documents of a newer "
         "Talos (1.11 does not know HostnameConfig); bump talos_version to v1.12.x and run `terravixens upgrade` "
-        "first, or keep the contract at v1.11 or below")
+        "first, or keep the contract at v1.11 or below"
+    )
 
 
 def test_ssh_flux_url_needs_credentials():
@@ -526,20 +565,26 @@ def test_ssh_flux_url_needs_credentials():
     prod(data)["flux"]["git_auth"] = "none"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.flux"
-    assert problem.message.startswith("url 'ssh://git@git.lab.internal/platform/fleet.git' is ssh but git_auth is "
-                                      "none: Flux needs a deploy key for ssh")
+    assert problem.message.startswith(
+        "url 'ssh://git@git.lab.internal/platform/fleet.git' is ssh but git_auth is "
+        "none: Flux needs a deploy key for ssh"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- keys
-@pytest.mark.parametrize(("where", "path"), [
-    (lambda d: d, ""),
-    (lambda d: d["proxmox"], "proxmox."),
-    (lambda d: d["hypervisors"]["pve1"]["bridges"]["vmbr1"], "hypervisors.pve1.bridges.vmbr1."),
-    (lambda d: prod(d), "clusters.prod."),
-    (lambda d: worker_a(d), "clusters.prod.workers.wk-a."),
-    (lambda d: worker_a(d)["networks"]["vlans"][111], "clusters.prod.workers.wk-a.networks.vlans.111."),
-    (lambda d: prod(d)["flux"], "clusters.prod.flux."),
-], ids=["top", "proxmox", "bridge", "cluster", "node", "vlan-interface", "flux"])
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (lambda d: d, ""),
+        (lambda d: d["proxmox"], "proxmox."),
+        (lambda d: d["hypervisors"]["pve1"]["bridges"]["vmbr1"], "hypervisors.pve1.bridges.vmbr1."),
+        (lambda d: prod(d), "clusters.prod."),
+        (lambda d: worker_a(d), "clusters.prod.workers.wk-a."),
+        (lambda d: worker_a(d)["networks"]["vlans"][111], "clusters.prod.workers.wk-a.networks.vlans.111."),
+        (lambda d: prod(d)["flux"], "clusters.prod.flux."),
+    ],
+    ids=["top", "proxmox", "bridge", "cluster", "node", "vlan-interface", "flux"],
+)
 def test_unknown_key_anywhere(where, path):
     data = example()
     where(data)["cpus"] = 3
@@ -549,16 +594,20 @@ def test_unknown_key_anywhere(where, path):
     assert "remove it or check its spelling" in problem.message
 
 
-@pytest.mark.parametrize(("where", "key", "path"), [
-    (lambda d: d, "proxmox", "proxmox"),
-    (lambda d: d, "site", "site"),
-    (lambda d: worker_a(d), "vm_id", "clusters.prod.workers.wk-a.vm_id"),
-    (lambda d: worker_a(d), "hypervisor", "clusters.prod.workers.wk-a.hypervisor"),
-    (lambda d: prod(d), "endpoint_vip", "clusters.prod.endpoint_vip"),
-    (lambda d: prod(d), "talos_version", "clusters.prod.talos_version"),
-    (lambda d: prod(d), "control_planes", "clusters.prod.control_planes"),
-    (lambda d: prod(d)["flux"], "url", "clusters.prod.flux.url"),
-], ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    ("where", "key", "path"),
+    [
+        (lambda d: d, "proxmox", "proxmox"),
+        (lambda d: d, "site", "site"),
+        (lambda d: worker_a(d), "vm_id", "clusters.prod.workers.wk-a.vm_id"),
+        (lambda d: worker_a(d), "hypervisor", "clusters.prod.workers.wk-a.hypervisor"),
+        (lambda d: prod(d), "endpoint_vip", "clusters.prod.endpoint_vip"),
+        (lambda d: prod(d), "talos_version", "clusters.prod.talos_version"),
+        (lambda d: prod(d), "control_planes", "clusters.prod.control_planes"),
+        (lambda d: prod(d)["flux"], "url", "clusters.prod.flux.url"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
 def test_missing_required_field(where, key, path):
     data = example()
     del where(data)[key]
@@ -610,8 +659,15 @@ def test_s3_backend_with_s3_settings_is_accepted():
 
 def test_s3_kms_key_needs_encryption():
     data = example()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": "https://minio.lab.internal:9000", "bucket": "tf",
-                                             "encrypt": False, "kms_key_id": "alias/state"}}
+    data["state"] = {
+        "backend": "s3",
+        "s3": {
+            "endpoint": "https://minio.lab.internal:9000",
+            "bucket": "tf",
+            "encrypt": False,
+            "kms_key_id": "alias/state",
+        },
+    }
     problem = only_problem(data)
     assert problem.message == "kms_key_id is set but encrypt is false: set encrypt: true to use the KMS key"
 
@@ -633,12 +689,19 @@ def test_unknown_state_backend():
     assert "(got 'consul')" in problem.message
 
 
-@pytest.mark.parametrize(("bad", "why"), [
-    ("/var/lib/terravixens", "is absolute"), ("C:\\state", "is absolute"),
-    ("~/state", "starts with '~' (a home folder)"),
-    ("~", "starts with '~'"), ("../state", "climbs out of the project root with '..'"),
-    ("state/../../etc", "climbs out of the project root"), ("./", "names no folder"), ("", "names no folder"),
-])
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("/var/lib/terravixens", "is absolute"),
+        ("C:\\state", "is absolute"),
+        ("~/state", "starts with '~' (a home folder)"),
+        ("~", "starts with '~'"),
+        ("../state", "climbs out of the project root with '..'"),
+        ("state/../../etc", "climbs out of the project root"),
+        ("./", "names no folder"),
+        ("", "names no folder"),
+    ],
+)
 def test_local_dir_must_be_a_folder_inside_the_project(bad, why):
     data = example()
     data["state"]["local_dir"] = bad
@@ -653,10 +716,12 @@ def test_proxmox_endpoint_not_https():
     data["proxmox"]["endpoint"] = "http://pve1.lab.internal:8006/"
     problem = only_problem(data)
     assert problem.field == "proxmox.endpoint"
-    assert problem.message.startswith("'http://pve1.lab.internal:8006/' is plain http: credentials and content would "
-                                      "cross the network unencrypted")
-    assert ("use https (https://HOST:8006/), or keep http and say why next to it in allow_insecure_http"
-            in problem.message)
+    assert problem.message.startswith(
+        "'http://pve1.lab.internal:8006/' is plain http: credentials and content would cross the network unencrypted"
+    )
+    assert (
+        "use https (https://HOST:8006/), or keep http and say why next to it in allow_insecure_http" in problem.message
+    )
 
 
 @pytest.mark.parametrize("bad", ["git@git.lab.internal:platform/fleet.git", "platform/fleet"])
@@ -696,7 +761,10 @@ def test_several_field_problems_are_all_reported():
     problems = problems_of(data)
     assert len(problems) == 4
     assert [p.field for p in problems] == [
-        "site", "proxmox.endpoint", "clusters.prod.talos_version", "clusters.prod.workers.wk-a.networks.maintenance_ip",
+        "site",
+        "proxmox.endpoint",
+        "clusters.prod.talos_version",
+        "clusters.prod.workers.wk-a.networks.maintenance_ip",
     ]
 
 
@@ -801,8 +869,9 @@ def _second_cluster(data: dict, vip: str, vlan: int = 111, address: str = "10.11
     staging["management_vlan"] = vlan
     staging["cilium"]["pools"] = {}
     staging["flux"] = None
-    staging["control_planes"] = {"st-a": {"hypervisor": "pve1", "vm_id": 2101,
-                                          "networks": {"vlans": {vlan: {"address": address}}}}}
+    staging["control_planes"] = {
+        "st-a": {"hypervisor": "pve1", "vm_id": 2101, "networks": {"vlans": {vlan: {"address": address}}}}
+    }
     staging["workers"] = {}
     data["clusters"]["staging"] = staging
     return staging
@@ -821,8 +890,10 @@ def test_pool_may_not_contain_another_clusters_vip():
     _second_cluster(data, "10.12.0.200", vlan=120, address="10.12.0.101/24")
     problem = only_problem(data)
     assert problem.field == "clusters.prod.cilium.pools.services"
-    assert ("LoadBalancer pool 10.12.0.192/27 contains 10.12.0.200, used by clusters.staging.endpoint_vip"
-            in problem.message)
+    assert (
+        "LoadBalancer pool 10.12.0.192/27 contains 10.12.0.200, used by clusters.staging.endpoint_vip"
+        in problem.message
+    )
 
 
 def test_vip_compared_as_an_address_not_as_text():
@@ -853,8 +924,9 @@ def test_non_utf8_site_file(tmp_path):
     path.write_bytes(b"site: \xff\xfe\n")
     with pytest.raises(SiteError) as raised:
         load_site(path)
-    assert raised.value.problems == [SiteProblem("line 1, column 7",
-                                                 "is not UTF-8 text (byte 0xff): save the file as UTF-8")]
+    assert raised.value.problems == [
+        SiteProblem("line 1, column 7", "is not UTF-8 text (byte 0xff): save the file as UTF-8")
+    ]
 
 
 def test_garbage_interface_address_is_not_offered_a_prefix():
@@ -874,8 +946,10 @@ def test_dns_name_suggestion_is_itself_valid(bad, suggestion):
 
 def test_duplicate_taint_key():
     data = example()
-    prod(data)["workers"]["wk-a"]["taints"] = [{"key": "dedicated", "effect": "NoSchedule"},
-                                               {"key": "dedicated", "effect": "NoExecute"}]
+    prod(data)["workers"]["wk-a"]["taints"] = [
+        {"key": "dedicated", "effect": "NoSchedule"},
+        {"key": "dedicated", "effect": "NoExecute"},
+    ]
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.taints"
     assert problem.message == "taint key 'dedicated' appears twice: Talos nodeTaints is a map, one taint per key"
@@ -890,7 +964,8 @@ def test_endpoint_vip_outside_the_management_subnet():
     assert problem.message == (
         "endpoint VIP 10.99.0.10 is outside the control planes' subnet on the management VLAN 111 (10.11.1.0/24): "
         "Talos puts the VIP on that interface, where clients outside the subnet cannot reach it; pick a free address "
-        "in 10.11.1.0/24")
+        "in 10.11.1.0/24"
+    )
 
 
 @pytest.mark.parametrize("vip", ["10.11.1.0", "10.11.1.255"])
@@ -899,8 +974,9 @@ def test_endpoint_vip_on_the_network_or_broadcast_address(vip):
     prod(data)["endpoint_vip"] = vip
     problem = only_problem(data)
     assert problem.field == "clusters.prod.endpoint_vip"
-    assert problem.message == (f"endpoint VIP {vip} is the network or broadcast address of 10.11.1.0/24: pick a free "
-                               f"host address in it")
+    assert problem.message == (
+        f"endpoint VIP {vip} is the network or broadcast address of 10.11.1.0/24: pick a free host address in it"
+    )
 
 
 def test_node_address_outside_its_vlans_subnet():
@@ -911,7 +987,8 @@ def test_node_address_outside_its_vlans_subnet():
     assert problem.message == (
         "address 10.11.2.21/24 is outside VLAN 111's subnet 10.11.1.0/24 (that of cp-a, cp-b, cp-c and 1 more): "
         "nodes on one VLAN share its subnet; use an address in 10.11.1.0/24 with the same prefix length, or another "
-        "VLAN")
+        "VLAN"
+    )
 
 
 def test_node_address_with_another_prefix_length_on_the_vlan():
@@ -938,18 +1015,38 @@ def test_one_vlan_may_carry_ipv4_and_ipv6_subnets():
     assert vlans[120].gateway == "2001:db8:120::1"
 
 
-@pytest.mark.parametrize(("networks", "field", "message"), [
-    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.2.1"}}}, "vlans.111.gateway",
-     ("gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node "
-      "could not reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length")),
-    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.1.21"}}}, "vlans.111.gateway",
-     "gateway 10.11.1.21 is the node's own address: use the router's address in 10.11.1.0/24"),
-    ({"vlans": {111: {"address": "10.11.1.21/24", "gateway": "2001:db8::1"}}}, "vlans.111.gateway",
-     "gateway 2001:db8::1 is outside the interface's subnet 10.11.1.0/24"),
-    ({"vlans": {111: {"address": "10.11.1.21/24"}}, "routable": {"vlan": 120, "address": "10.12.0.21/24",
-                                                                  "gateway": "192.0.2.1"}},
-     "routable.gateway", "gateway 192.0.2.1 is outside the interface's subnet 10.12.0.0/24"),
-], ids=["other-subnet", "own-address", "other-family", "routable"])
+@pytest.mark.parametrize(
+    ("networks", "field", "message"),
+    [
+        (
+            {"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.2.1"}}},
+            "vlans.111.gateway",
+            (
+                "gateway 10.11.2.1 is outside the interface's subnet 10.11.1.0/24 (address 10.11.1.21/24): the node "
+                "could not reach it; use a gateway inside 10.11.1.0/24, or correct the address' prefix length"
+            ),
+        ),
+        (
+            {"vlans": {111: {"address": "10.11.1.21/24", "gateway": "10.11.1.21"}}},
+            "vlans.111.gateway",
+            "gateway 10.11.1.21 is the node's own address: use the router's address in 10.11.1.0/24",
+        ),
+        (
+            {"vlans": {111: {"address": "10.11.1.21/24", "gateway": "2001:db8::1"}}},
+            "vlans.111.gateway",
+            "gateway 2001:db8::1 is outside the interface's subnet 10.11.1.0/24",
+        ),
+        (
+            {
+                "vlans": {111: {"address": "10.11.1.21/24"}},
+                "routable": {"vlan": 120, "address": "10.12.0.21/24", "gateway": "192.0.2.1"},
+            },
+            "routable.gateway",
+            "gateway 192.0.2.1 is outside the interface's subnet 10.12.0.0/24",
+        ),
+    ],
+    ids=["other-subnet", "own-address", "other-family", "routable"],
+)
 def test_gateway_outside_the_interfaces_subnet(networks, field, message):
     data = example()
     worker_a(data)["networks"] = {"maintenance_ip": "10.0.0.61", **networks}
@@ -959,25 +1056,43 @@ def test_gateway_outside_the_interfaces_subnet(networks, field, message):
 
 
 # ---------------------------------------------------------------------------------------------------------- MACs
-@pytest.mark.parametrize(("written", "stored"), [("bc:24:11:4f:2a:01", "BC:24:11:4F:2A:01"),
-                                                 ("02-00-0a-0b-01-0b", "02:00:0A:0B:01:0B"),
-                                                 ("02:00:0A:0B:01:0B", "02:00:0A:0B:01:0B")])
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [
+        ("bc:24:11:4f:2a:01", "BC:24:11:4F:2A:01"),
+        ("02-00-0a-0b-01-0b", "02:00:0A:0B:01:0B"),
+        ("02:00:0A:0B:01:0B", "02:00:0A:0B:01:0B"),
+    ],
+)
 def test_mac_address_is_stored_as_proxmox_writes_it(written, stored):
     data = example()
     worker_a(data)["mac_address"] = written
     assert parse_site(data, "site.yaml").clusters["prod"].workers["wk-a"].mac_address == stored
 
 
-@pytest.mark.parametrize(("mac", "message"), [
-    ("bc:24:11:4f:2a", ("'bc:24:11:4f:2a' is not a MAC address: write six hexadecimal pairs separated by ':', "
-                       "e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)")),
-    ("bc:24-11:4f:2a:01", "'bc:24-11:4f:2a:01' is not a MAC address: write six hexadecimal pairs separated by ':'"),
-    ("bc:24:11:4f:2a:0g", "'bc:24:11:4f:2a:0g' is not a MAC address"),
-    ("01:00:5e:00:00:fb", ("'01:00:5e:00:00:fb' is a multicast address (the first byte is odd): a network card needs "
-                          "a unicast MAC, e.g. 02:00:0A:0B:01:0B")),
-    ("ff:ff:ff:ff:ff:ff", "'ff:ff:ff:ff:ff:ff' is a multicast address"),
-    ("00:00:00:00:00:00", "'00:00:00:00:00:00' is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B"),
-])
+@pytest.mark.parametrize(
+    ("mac", "message"),
+    [
+        (
+            "bc:24:11:4f:2a",
+            (
+                "'bc:24:11:4f:2a' is not a MAC address: write six hexadecimal pairs separated by ':', "
+                "e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)"
+            ),
+        ),
+        ("bc:24-11:4f:2a:01", "'bc:24-11:4f:2a:01' is not a MAC address: write six hexadecimal pairs separated by ':'"),
+        ("bc:24:11:4f:2a:0g", "'bc:24:11:4f:2a:0g' is not a MAC address"),
+        (
+            "01:00:5e:00:00:fb",
+            (
+                "'01:00:5e:00:00:fb' is a multicast address (the first byte is odd): a network card needs "
+                "a unicast MAC, e.g. 02:00:0A:0B:01:0B"
+            ),
+        ),
+        ("ff:ff:ff:ff:ff:ff", "'ff:ff:ff:ff:ff:ff' is a multicast address"),
+        ("00:00:00:00:00:00", "'00:00:00:00:00:00' is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B"),
+    ],
+)
 def test_mac_address_refused(mac, message):
     data = example()
     worker_a(data)["mac_address"] = mac
@@ -992,8 +1107,10 @@ def test_two_nodes_with_one_mac_whatever_its_spelling():
     worker_a(data)["mac_address"] = "02-00-0A-0B-01-0B"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.mac_address"
-    assert problem.message == ("MAC 02:00:0A:0B:01:0B is already the MAC of clusters.prod.control_planes.cp-b: give "
-                               "each VM its own (e.g. change the last byte)")
+    assert problem.message == (
+        "MAC 02:00:0A:0B:01:0B is already the MAC of clusters.prod.control_planes.cp-b: give "
+        "each VM its own (e.g. change the last byte)"
+    )
 
 
 def test_one_mac_in_two_clusters():
@@ -1013,7 +1130,8 @@ def test_two_nodes_with_one_hostname():
     assert problem.field == "clusters.prod.workers.wk-a.hostname"
     assert problem.message == (
         "hostname 'wk-b' is also the hostname of clusters.prod.workers.wk-b: two machines with one name become one "
-        "Kubernetes Node and clash in Talos; give each node its own hostname")
+        "Kubernetes Node and clash in Talos; give each node its own hostname"
+    )
 
 
 def test_two_explicit_hostnames_alike():
@@ -1040,7 +1158,8 @@ def test_two_vms_with_one_name_on_a_hypervisor():
     assert problem.field == "clusters.staging.control_planes.st-cp.hostname"
     assert problem.message == (
         "VM name 'cp-a' on hypervisor 'pve1' is already used by clusters.prod.control_planes.cp-a: Proxmox would show "
-        "two VMs with one name; give one of them another hostname")
+        "two VMs with one name; give one of them another hostname"
+    )
 
 
 def test_a_management_vlan_no_control_plane_has():
@@ -1051,7 +1170,8 @@ def test_a_management_vlan_no_control_plane_has():
     assert problem.message == (
         "no control plane has an address on the management VLAN 120: the endpoint VIP 10.11.1.10 lives on that VLAN, "
         "so no node would ever carry it; give every control plane an address on VLAN 120 (networks.vlans.120), or set "
-        "clusters.prod.management_vlan to a VLAN they all have")
+        "clusters.prod.management_vlan to a VLAN they all have"
+    )
 
 
 def test_a_control_plane_without_the_management_vlan():
@@ -1061,7 +1181,8 @@ def test_a_control_plane_without_the_management_vlan():
     assert problem.field == "clusters.prod.control_planes.cp-c.networks"
     assert problem.message.startswith(
         "control plane cp-c has no address on the management VLAN 111: the endpoint VIP 10.11.1.10 moves between the "
-        "control planes on that VLAN and could never move to this one; give every control plane an address on VLAN 111")
+        "control planes on that VLAN and could never move to this one; give every control plane an address on VLAN 111"
+    )
 
 
 def test_a_routable_address_on_the_management_vlan_counts():
@@ -1072,13 +1193,21 @@ def test_a_routable_address_on_the_management_vlan_counts():
     assert parse_site(data, "site.yaml").clusters["prod"].control_planes["cp-c"].networks.routable.vlan == 111
 
 
-@pytest.mark.parametrize(("field", "bad", "message"), [
-    ("cpu", 513, "513 cores is more than 512 cores: Proxmox starts no VM with more vCPUs than its host has threads"),
-    ("memory_mib", 4_194_305, "4194305 MiB is more than 4,194,304 MiB: Proxmox gives a VM at most 4 TiB"),
-    ("memory_mib", 2**62, "4611686018427387904 MiB is more than 4,194,304 MiB"),
-    ("memory_mib", 1e40, "Unable to parse input string as an integer, exceeded maximum size (got 1e+40)"),
-    ("disk_gib", 16_385, "16385 GiB is more than 16,384 GiB: a Talos system disk holds the OS and /var"),
-], ids=["cpu", "memory", "memory-2^62", "memory-1e40", "disk"])
+@pytest.mark.parametrize(
+    ("field", "bad", "message"),
+    [
+        (
+            "cpu",
+            513,
+            "513 cores is more than 512 cores: Proxmox starts no VM with more vCPUs than its host has threads",
+        ),
+        ("memory_mib", 4_194_305, "4194305 MiB is more than 4,194,304 MiB: Proxmox gives a VM at most 4 TiB"),
+        ("memory_mib", 2**62, "4611686018427387904 MiB is more than 4,194,304 MiB"),
+        ("memory_mib", 1e40, "Unable to parse input string as an integer, exceeded maximum size (got 1e+40)"),
+        ("disk_gib", 16_385, "16385 GiB is more than 16,384 GiB: a Talos system disk holds the OS and /var"),
+    ],
+    ids=["cpu", "memory", "memory-2^62", "memory-1e40", "disk"],
+)
 def test_vm_sizes_have_upper_bounds(field, bad, message):
     data = example()
     worker_a(data)[field] = bad
@@ -1102,22 +1231,34 @@ def _flux_https(data: dict) -> dict:
     return flux
 
 
-@pytest.mark.parametrize(("where", "field", "url"), [
-    (lambda d: d["proxmox"], "proxmox.endpoint", "http://pve1.lab.internal:8006/"),
-    (lambda d: d["hypervisors"]["pve1"]["talos_image"], "hypervisors.pve1.talos_image.factory_url",
-     "http://factory.lab.internal"),
-    (lambda d: _flux_https(d), "clusters.prod.flux.url", "http://git.lab.internal/platform/fleet.git"),
-    (lambda d: d["state"].update(backend="s3", s3={"bucket": "tf"}) or d["state"]["s3"], "state.s3.endpoint",
-     "http://minio.lab.internal:9000"),
-], ids=["proxmox", "factory", "flux", "s3"])
+@pytest.mark.parametrize(
+    ("where", "field", "url"),
+    [
+        (lambda d: d["proxmox"], "proxmox.endpoint", "http://pve1.lab.internal:8006/"),
+        (
+            lambda d: d["hypervisors"]["pve1"]["talos_image"],
+            "hypervisors.pve1.talos_image.factory_url",
+            "http://factory.lab.internal",
+        ),
+        (lambda d: _flux_https(d), "clusters.prod.flux.url", "http://git.lab.internal/platform/fleet.git"),
+        (
+            lambda d: d["state"].update(backend="s3", s3={"bucket": "tf"}) or d["state"]["s3"],
+            "state.s3.endpoint",
+            "http://minio.lab.internal:9000",
+        ),
+    ],
+    ids=["proxmox", "factory", "flux", "s3"],
+)
 def test_plain_http_urls_need_a_reason(where, field, url):
     data = example()
     section = where(data)
     section[field.rsplit(".", 1)[1]] = url
     problem = only_problem(data)
     assert problem.field == field
-    assert problem.message.startswith(f"{url!r} is plain http: credentials and content would cross the network "
-                                      f"unencrypted and unauthenticated; use https (")
+    assert problem.message.startswith(
+        f"{url!r} is plain http: credentials and content would cross the network "
+        f"unencrypted and unauthenticated; use https ("
+    )
     assert problem.message.endswith("or keep http and say why next to it in allow_insecure_http")
     section["allow_insecure_http"] = "lab network without TLS, isolated VLAN"
     parse_site(data, "site.yaml")  # the explicit reason makes it acceptable
@@ -1137,12 +1278,16 @@ def test_allow_insecure_http_next_to_an_https_url_is_stale():
     data["proxmox"]["allow_insecure_http"] = "old lab"
     problem = only_problem(data)
     assert problem.field == "proxmox"
-    assert problem.message == ("allow_insecure_http is set but endpoint is not an http:// URL: remove "
-                               "allow_insecure_http (it only permits plain http)")
+    assert problem.message == (
+        "allow_insecure_http is set but endpoint is not an http:// URL: remove "
+        "allow_insecure_http (it only permits plain http)"
+    )
 
 
-@pytest.mark.parametrize("bad", ["https://factory.talos.dev/", "https://factory.talos.dev/image", "factory.talos.dev",
-                                 "ftp://factory.talos.dev"])
+@pytest.mark.parametrize(
+    "bad",
+    ["https://factory.talos.dev/", "https://factory.talos.dev/image", "factory.talos.dev", "ftp://factory.talos.dev"],
+)
 def test_factory_url_is_a_scheme_and_a_host(bad):
     data = example()
     data["hypervisors"]["pve1"]["talos_image"]["factory_url"] = bad
@@ -1154,40 +1299,53 @@ def test_factory_url_is_a_scheme_and_a_host(bad):
 
 # ---------------------------------------------------------------------------------------------- site text (ADR 0016)
 ENVIRON = '${file("/proc/self/environ")}'
-TEMPLATE_FIXES = ("so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); "
-                  "remove it")
+TEMPLATE_FIXES = (
+    "so terravixens refuses '${' and '%{' in site text (docs/adr/0016-no-templates-from-site-text.md); remove it"
+)
 
 TEXT_FIELDS = {
     "label value": (lambda d, v: worker_a(d)["labels"].update(pool=v), "clusters.prod.workers.wk-a.labels.pool"),
     "label key": (lambda d, v: worker_a(d)["labels"].update({v: "x"}), "clusters.prod.workers.wk-a.labels.<v>"),
-    "taint value": (lambda d, v: worker_a(d).update(taints=[{"key": "k", "value": v}]),
-                    "clusters.prod.workers.wk-a.taints.0.value"),
+    "taint value": (
+        lambda d, v: worker_a(d).update(taints=[{"key": "k", "value": v}]),
+        "clusters.prod.workers.wk-a.taints.0.value",
+    ),
     "tag": (lambda d, v: worker_a(d).update(tags=["ok", v]), "clusters.prod.workers.wk-a.tags.1"),
-    "bridge comment": (lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
-                       "hypervisors.pve1.bridges.vmbr1.comment"),
+    "bridge comment": (
+        lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
+        "hypervisors.pve1.bridges.vmbr1.comment",
+    ),
     "install disk": (lambda d, v: prod(d).update(install_disk=v), "clusters.prod.install_disk"),
     "proxmox node name": (lambda d, v: d["hypervisors"]["pve1"].update(node_name=v), "hypervisors.pve1.node_name"),
     "flux branch": (lambda d, v: prod(d)["flux"].update(branch=v), "clusters.prod.flux.branch"),
     "flux path": (lambda d, v: prod(d)["flux"].update(path=v), "clusters.prod.flux.path"),
-    "flux url": (lambda d, v: prod(d)["flux"].update(url="ssh://git@git.lab.internal/" + v),
-                 "clusters.prod.flux.url"),
-    "sops age key file": (lambda d, v: prod(d)["flux"].update(sops_age_key_file=v),
-                          "clusters.prod.flux.sops_age_key_file"),
-    "factory url": (lambda d, v: d["hypervisors"]["pve1"]["talos_image"].update(factory_url="https://" + v),
-                    "hypervisors.pve1.talos_image.factory_url"),
+    "flux url": (lambda d, v: prod(d)["flux"].update(url="ssh://git@git.lab.internal/" + v), "clusters.prod.flux.url"),
+    "sops age key file": (
+        lambda d, v: prod(d)["flux"].update(sops_age_key_file=v),
+        "clusters.prod.flux.sops_age_key_file",
+    ),
+    "factory url": (
+        lambda d, v: d["hypervisors"]["pve1"]["talos_image"].update(factory_url="https://" + v),
+        "hypervisors.pve1.talos_image.factory_url",
+    ),
     "proxmox endpoint": (lambda d, v: d["proxmox"].update(endpoint="https://" + v), "proxmox.endpoint"),
-    "kernel argument": (lambda d, v: d["hypervisors"]["pve2"].update(talos_image={"extra_kernel_args": [v]}),
-                        "hypervisors.pve2.talos_image.extra_kernel_args.0"),
+    "kernel argument": (
+        lambda d, v: d["hypervisors"]["pve2"].update(talos_image={"extra_kernel_args": [v]}),
+        "hypervisors.pve2.talos_image.extra_kernel_args.0",
+    ),
     "l2 interface": (lambda d, v: prod(d)["cilium"].update(l2_interfaces=[v]), "clusters.prod.cilium.l2_interfaces.0"),
-    "s3 bucket": (lambda d, v: d.update(state={"backend": "s3", "s3": {"endpoint": "https://s3.lab.internal",
-                                                                       "bucket": v}}), "state.s3.bucket"),
+    "s3 bucket": (
+        lambda d, v: d.update(state={"backend": "s3", "s3": {"endpoint": "https://s3.lab.internal", "bucket": v}}),
+        "state.s3.bucket",
+    ),
     "bridge name": (lambda d, v: d["hypervisors"]["pve1"]["bridges"].update({v: {}}), "hypervisors.pve1.bridges.<v>"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(TEXT_FIELDS))
-@pytest.mark.parametrize("sequence", [ENVIRON, "%{ for k in [1] }x%{ endfor }", "$${escaped}"],
-                         ids=["interpolation", "directive", "escaped"])
+@pytest.mark.parametrize(
+    "sequence", [ENVIRON, "%{ for k in [1] }x%{ endfor }", "$${escaped}"], ids=["interpolation", "directive", "escaped"]
+)
 def test_terraform_template_sequences_are_refused_in_every_string(name, sequence):
     data = example()
     change, field = TEXT_FIELDS[name]
@@ -1203,8 +1361,10 @@ def test_a_template_sequence_names_the_value_and_the_key_it_is_under():
     worker_a(data)["labels"]["pool"] = ENVIRON
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.labels.pool"
-    assert problem.message.startswith("'${file(\"/proc/self/environ\")}' holds '${': Terraform would evaluate it as "
-                                      "a template (reading files or the environment at apply time)")
+    assert problem.message.startswith(
+        "'${file(\"/proc/self/environ\")}' holds '${': Terraform would evaluate it as "
+        "a template (reading files or the environment at apply time)"
+    )
 
 
 def test_without_the_loader_the_message_says_where_in_the_field():
@@ -1221,7 +1381,7 @@ def test_without_the_loader_the_message_says_where_in_the_field():
 
 def test_a_template_sequence_under_a_secret_looking_key_is_not_shown():
     data = example()
-    data["hypervisors"]["pve1"]["api_user"]["token_name"] = "${file(\"/etc/shadow\")}"
+    data["hypervisors"]["pve1"]["api_user"]["token_name"] = '${file("/etc/shadow")}'
     problem = only_problem(data)
     assert problem.field == "hypervisors.pve1.api_user.token_name"
     assert "shadow" not in problem.message
@@ -1230,14 +1390,15 @@ def test_a_template_sequence_under_a_secret_looking_key_is_not_shown():
 
 def test_a_template_sequence_under_a_secret_looking_map_key_is_not_shown():
     data = example()
-    worker_a(data)["labels"]["api_token"] = "${file(\"/x\")} hunter2"
+    worker_a(data)["labels"]["api_token"] = '${file("/x")} hunter2'
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.labels.api_token"
     assert "hunter2" not in problem.message and problem.message.startswith("(value hidden")
 
 
-@pytest.mark.parametrize(("text", "character"), [("a\nb", "\n"), ("tab\there", "\t"), ("nul\x00", "\x00"),
-                                                ("del\x7f", "\x7f")])
+@pytest.mark.parametrize(
+    ("text", "character"), [("a\nb", "\n"), ("tab\there", "\t"), ("nul\x00", "\x00"), ("del\x7f", "\x7f")]
+)
 def test_control_characters_are_refused_in_site_text(text, character):
     data = example()
     data["hypervisors"]["pve1"]["bridges"]["vmbr1"]["comment"] = text
@@ -1263,17 +1424,23 @@ def test_a_long_bad_value_is_truncated_in_the_message():
     assert problem.message.startswith("'Bad_xxx") and "…" in problem.message
 
 
-@pytest.mark.parametrize(("where", "field"), [
-    (lambda d, v: worker_a(d)["networks"]["vlans"][111].update(address=v),
-     "clusters.prod.workers.wk-a.networks.vlans.111.address"),
-    (lambda d, v: prod(d).update(kubernetes_version=v), "clusters.prod.kubernetes_version"),
-    (lambda d, v: prod(d)["cilium"]["pools"].update(services=[v]), "clusters.prod.cilium.pools.services.0"),
-    (lambda d, v: data_api_user(d).update(user_id=v), "hypervisors.pve1.api_user.user_id"),
-    (lambda d, v: d["proxmox"].update(endpoint=v), "proxmox.endpoint"),
-    (lambda d, v: prod(d)["flux"].update(url=v), "clusters.prod.flux.url"),
-    (lambda d, v: worker_a(d).update(hypervisor=v), "clusters.prod.workers.wk-a.hypervisor"),
-    (lambda d, v: worker_a(d).update(bridge=v), "clusters.prod.workers.wk-a.bridge"),
-], ids=["address", "version", "pool", "user", "endpoint", "flux", "hypervisor", "bridge"])
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        (
+            lambda d, v: worker_a(d)["networks"]["vlans"][111].update(address=v),
+            "clusters.prod.workers.wk-a.networks.vlans.111.address",
+        ),
+        (lambda d, v: prod(d).update(kubernetes_version=v), "clusters.prod.kubernetes_version"),
+        (lambda d, v: prod(d)["cilium"]["pools"].update(services=[v]), "clusters.prod.cilium.pools.services.0"),
+        (lambda d, v: data_api_user(d).update(user_id=v), "hypervisors.pve1.api_user.user_id"),
+        (lambda d, v: d["proxmox"].update(endpoint=v), "proxmox.endpoint"),
+        (lambda d, v: prod(d)["flux"].update(url=v), "clusters.prod.flux.url"),
+        (lambda d, v: worker_a(d).update(hypervisor=v), "clusters.prod.workers.wk-a.hypervisor"),
+        (lambda d, v: worker_a(d).update(bridge=v), "clusters.prod.workers.wk-a.bridge"),
+    ],
+    ids=["address", "version", "pool", "user", "endpoint", "flux", "hypervisor", "bridge"],
+)
 def test_every_validator_shows_the_value_bounded(where, field):
     data = example()
     where(data, "z" * 5000)
@@ -1328,7 +1495,8 @@ def test_a_new_sections_rules_plug_into_one_place():
     site = parse_site(example(), "site.yaml")
     assert site_rules.check(site) == []
     assert site_rules.check(site, (*site_rules.RULES, no_cluster_named_legacy)) == [
-        (("clusters", "prod"), "a test rule: rename it")]
+        (("clusters", "prod"), "a test rule: rename it")
+    ]
     assert len(site_rules.RULES) == len(set(site_rules.RULES)) >= 13
 
 
@@ -1351,7 +1519,7 @@ def loaded_problems(tmp_path, text: str) -> list[SiteProblem]:
 
 
 def line_of(text: str, fragment: str) -> int:
-    return text[:text.index(fragment)].count("\n") + 1
+    return text[: text.index(fragment)].count("\n") + 1
 
 
 @pytest.mark.parametrize("spelling", ["'0120'", "' 120 '", "'+120'", "'1_20'", "'120.0'"])
@@ -1361,8 +1529,10 @@ def test_vlan_keys_that_become_one_once_read_name_both_lines(tmp_path, spelling)
     first = line_of(text, WK_A_VLAN_120)
     assert problem.line == first + 1
     assert problem.field == f"clusters.prod.workers.wk-a.networks.vlans.{spelling.strip(chr(39))}"
-    assert problem.message == (f"{spelling} and 120 (line {first}) are both VLAN 120 once read: the site would keep "
-                               f"only one of them, silently; remove one, and write VLAN ids as plain numbers")
+    assert problem.message == (
+        f"{spelling} and 120 (line {first}) are both VLAN 120 once read: the site would keep "
+        f"only one of them, silently; remove one, and write VLAN ids as plain numbers"
+    )
 
 
 def test_vlan_keys_that_become_one_without_a_file():
@@ -1378,8 +1548,10 @@ def test_a_float_vlan_key_alone_is_refused():
     worker_a(data)["networks"]["vlans"][130.0] = {"address": "10.13.0.21/24"}
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.networks.vlans.130.0"
-    assert problem.message == ("VLAN id 130.0 is written as a decimal number, which would silently become 130: a VLAN "
-                               "id is a whole number (an 802.1Q tag, 1-4094); write 130")
+    assert problem.message == (
+        "VLAN id 130.0 is written as a decimal number, which would silently become 130: a VLAN "
+        "id is a whole number (an 802.1Q tag, 1-4094); write 130"
+    )
 
 
 @pytest.mark.parametrize("spelling", ["true", "yes", "on"])
@@ -1387,8 +1559,10 @@ def test_a_boolean_vlan_key_is_refused(tmp_path, spelling):
     text = site_text().replace(WK_A_VLAN_120, WK_A_VLAN_120 + f"            {spelling}: {{address: 10.1.0.21/24}}\n")
     [problem] = loaded_problems(tmp_path, text)
     assert problem.line == line_of(text, WK_A_VLAN_120) + 1
-    assert problem.message == (f"VLAN id {spelling} is a YAML boolean (true/yes/on), which would be read as VLAN 1: "
-                               f"write the VLAN id as a number, e.g. 111")
+    assert problem.message == (
+        f"VLAN id {spelling} is a YAML boolean (true/yes/on), which would be read as VLAN 1: "
+        f"write the VLAN id as a number, e.g. 111"
+    )
 
 
 def test_a_vlan_id_given_as_text_is_refused():
@@ -1396,8 +1570,10 @@ def test_a_vlan_id_given_as_text_is_refused():
     prod(data)["management_vlan"] = "0111"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.management_vlan"
-    assert problem.message == ("VLAN id '0111' is text that would be read as VLAN 111: write it as a plain number, 111 "
-                               "(unquoted, 0111 would be octal in YAML 1.1: 73)")
+    assert problem.message == (
+        "VLAN id '0111' is text that would be read as VLAN 111: write it as a plain number, 111 "
+        "(unquoted, 0111 would be octal in YAML 1.1: 73)"
+    )
 
 
 def test_a_vlan_id_in_digits_quoted_is_accepted():
@@ -1412,8 +1588,10 @@ def test_an_octal_vlan_id_is_refused_with_what_it_reads_as(tmp_path):
     [problem] = loaded_problems(tmp_path, text)
     assert problem.line == line_of(text, "    management_vlan: 0157")
     assert problem.field == "clusters.prod.management_vlan"
-    assert problem.message == ("VLAN id written 0157 is read as 111 (YAML 1.1 reads a leading 0 as octal): write 111 "
-                               "if you meant VLAN 111, or write 157 without the leading zero")
+    assert problem.message == (
+        "VLAN id written 0157 is read as 111 (YAML 1.1 reads a leading 0 as octal): write 111 "
+        "if you meant VLAN 111, or write 157 without the leading zero"
+    )
 
 
 @pytest.mark.parametrize(("spelling", "why"), [("0x6f", " (hexadecimal)"), ("1_11", ""), ("+111", "")])
@@ -1438,24 +1616,29 @@ def test_a_vlan_listed_twice_on_a_bridge(tmp_path):
     assert problem.field == "hypervisors.pve1.bridges.vmbr1.vlans.2"
     line = line_of(text, "vlans: [111, 120, '120']")
     assert problem.line == line
-    assert problem.message == (f"VLAN 120 is listed twice (items 1 and 2, line {line}): a bridge lets a VLAN through "
-                               f"once; remove one")
+    assert problem.message == (
+        f"VLAN 120 is listed twice (items 1 and 2, line {line}): a bridge lets a VLAN through once; remove one"
+    )
 
 
 def test_an_octal_integer_anywhere_is_refused(tmp_path):
     text = site_text().replace("        vm_id: 1201\n", "        vm_id: 01201\n")
     [problem] = loaded_problems(tmp_path, text)
     assert problem.field == "clusters.prod.workers.wk-a.vm_id" and problem.line == line_of(text, "vm_id: 01201")
-    assert problem.message == ("written 01201, which is read as 641 (YAML 1.1 reads a leading 0 as octal): write 1201 "
-                               "without the leading zero, or 641 if you meant that")
+    assert problem.message == (
+        "written 01201, which is read as 641 (YAML 1.1 reads a leading 0 as octal): write 1201 "
+        "without the leading zero, or 641 if you meant that"
+    )
 
 
 def test_a_base_60_integer_is_refused(tmp_path):
     text = site_text().replace("        cpu: 8\n", "        cpu: 1:00\n", 1)
     [problem] = loaded_problems(tmp_path, text)
     assert problem.field == "clusters.prod.workers.wk-a.cpu"
-    assert problem.message == ("written 1:00, which is read as 60 (YAML 1.1 reads numbers with ':' in base 60): write "
-                               "the number without ':', or 60 if you meant that")
+    assert problem.message == (
+        "written 1:00, which is read as 60 (YAML 1.1 reads numbers with ':' in base 60): write "
+        "the number without ':', or 60 if you meant that"
+    )
 
 
 def test_numbers_written_plainly_or_with_separators_are_fine(tmp_path):
@@ -1469,8 +1652,10 @@ def test_coercion_problems_come_with_the_models(tmp_path):
     data = example()
     worker_a(data)["networks"]["vlans"]["0120"] = {"address": "10.12.0.23/24"}
     worker_a(data)["cpu"] = 0
-    assert [p.field for p in problems_of(data)] == ["clusters.prod.workers.wk-a.networks.vlans.0120",
-                                                     "clusters.prod.workers.wk-a.cpu"]
+    assert [p.field for p in problems_of(data)] == [
+        "clusters.prod.workers.wk-a.networks.vlans.0120",
+        "clusters.prod.workers.wk-a.cpu",
+    ]
 
 
 def test_a_map_keyed_by_integers_other_than_vlan_ids_gets_the_same_check():
@@ -1481,8 +1666,11 @@ def test_a_map_keyed_by_integers_other_than_vlan_ids_gets_the_same_check():
     check = coercion._Check(Lines())
     check.keys(int, {7: "a", " 7": "b", 8.0: "c"}, ("ids",))
     assert [(p.field, p.message) for p in check.problems] == [
-        ("ids. 7", ("' 7' and 7 are both the key 7 once read: the site would keep only one of them, silently; remove "
-                   "one"))]
+        (
+            "ids. 7",
+            ("' 7' and 7 are both the key 7 once read: the site would keep only one of them, silently; remove one"),
+        )
+    ]
 
 
 def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
@@ -1498,8 +1686,10 @@ def test_every_map_of_the_model_keyed_by_other_than_text_is_checked():
 
 
 # ---------------------------------------------------------------------------------------------- labels and taints
-KEY_FIX = ("write NAME or PREFIX/NAME (NAME: 1-63 letters, digits, '-', '_' or '.', a letter or digit at both ends; "
-           "PREFIX: a lowercase DNS subdomain), e.g. example.com/pool")
+KEY_FIX = (
+    "write NAME or PREFIX/NAME (NAME: 1-63 letters, digits, '-', '_' or '.', a letter or digit at both ends; "
+    "PREFIX: a lowercase DNS subdomain), e.g. example.com/pool"
+)
 VALUE_FIX = "use up to 63 letters, digits, '-', '_' or '.', a letter or digit at both ends, or an empty value"
 
 
@@ -1507,19 +1697,34 @@ def control_plane_a(data: dict) -> dict:
     return prod(data)["control_planes"]["cp-a"]
 
 
-@pytest.mark.parametrize(("key", "why"), [
-    ("team/a/b", "has more than one '/'"),
-    ("/pool", "has an empty prefix before '/'"),
-    ("Example.com/pool", ("has a prefix, 'Example.com', that is not a DNS subdomain (lowercase letters, digits, '-' "
-                         "and '.')")),
-    ("a" * 254 + "/pool", "has a prefix of 254 characters (at most 253)"),
-    ("example.com/", "has no name after '/'"),
-    ("p" * 64, "has a name of 64 characters (at most 63)"),
-    ("disk type", "holds ' ' in its name (only letters, digits, '-', '_' and '.')"),
-    ("gpu-", "has a name that does not start and end with a letter or digit"),
-    ("", "is empty"),
-], ids=["slashes", "empty-prefix", "prefix-case", "prefix-length", "no-name", "name-length", "character", "ends",
-        "empty"])
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("team/a/b", "has more than one '/'"),
+        ("/pool", "has an empty prefix before '/'"),
+        (
+            "Example.com/pool",
+            ("has a prefix, 'Example.com', that is not a DNS subdomain (lowercase letters, digits, '-' and '.')"),
+        ),
+        ("a" * 254 + "/pool", "has a prefix of 254 characters (at most 253)"),
+        ("example.com/", "has no name after '/'"),
+        ("p" * 64, "has a name of 64 characters (at most 63)"),
+        ("disk type", "holds ' ' in its name (only letters, digits, '-', '_' and '.')"),
+        ("gpu-", "has a name that does not start and end with a letter or digit"),
+        ("", "is empty"),
+    ],
+    ids=[
+        "slashes",
+        "empty-prefix",
+        "prefix-case",
+        "prefix-length",
+        "no-name",
+        "name-length",
+        "character",
+        "ends",
+        "empty",
+    ],
+)
 def test_a_label_key_kubernetes_refuses(key, why):
     data = example()
     worker_a(data)["labels"][key] = "x"
@@ -1528,12 +1733,16 @@ def test_a_label_key_kubernetes_refuses(key, why):
     assert problem.message == f"label key {shown(key)} is not a Kubernetes qualified name: it {why}; {KEY_FIX}"
 
 
-@pytest.mark.parametrize(("value", "why"), [
-    ("v" * 64, "is 64 characters long (at most 63)"),
-    ("a100 80gb", "holds ' ' (only letters, digits, '-', '_' and '.')"),
-    ("nvidia/a100", "holds '/' (only letters, digits, '-', '_' and '.')"),
-    ("_a100", "does not start and end with a letter or digit"),
-], ids=["length", "space", "slash", "ends"])
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("v" * 64, "is 64 characters long (at most 63)"),
+        ("a100 80gb", "holds ' ' (only letters, digits, '-', '_' and '.')"),
+        ("nvidia/a100", "holds '/' (only letters, digits, '-', '_' and '.')"),
+        ("_a100", "does not start and end with a letter or digit"),
+    ],
+    ids=["length", "space", "slash", "ends"],
+)
 def test_a_label_value_kubernetes_refuses(value, why):
     data = example()
     worker_a(data)["labels"]["example.com/gpu"] = value
@@ -1555,23 +1764,34 @@ def test_a_bad_label_value_under_a_secret_looking_key_is_not_shown():
     worker_a(data)["labels"]["api_token"] = "hunter2 hunter2"
     problem = only_problem(data)
     assert "hunter2" not in problem.message
-    assert problem.message.startswith("label value (value hidden: the key looks like it holds a secret) is not a "
-                                      "Kubernetes label value: it holds ' '")
+    assert problem.message.startswith(
+        "label value (value hidden: the key looks like it holds a secret) is not a Kubernetes label value: it holds ' '"
+    )
 
 
 def test_a_bad_label_is_located_in_the_file(tmp_path):
-    text = site_text().replace("        labels: {node.kubernetes.io/pool: general}\n",
-                               "        labels: {node.kubernetes.io/pool: general pool}\n", 1)
+    text = site_text().replace(
+        "        labels: {node.kubernetes.io/pool: general}\n",
+        "        labels: {node.kubernetes.io/pool: general pool}\n",
+        1,
+    )
     [problem] = loaded_problems(tmp_path, text)
     assert problem.line == line_of(text, "general pool")
-    assert str(problem).startswith(f"line {problem.line}, clusters.prod.workers.wk-a.labels.node.kubernetes.io/pool: "
-                                   f"label value 'general pool' is not a Kubernetes label value")
+    assert str(problem).startswith(
+        f"line {problem.line}, clusters.prod.workers.wk-a.labels.node.kubernetes.io/pool: "
+        f"label value 'general pool' is not a Kubernetes label value"
+    )
 
 
-@pytest.mark.parametrize(("key", "domain"), [("node-role.kubernetes.io/worker", "kubernetes.io"),
-                                             ("kubernetes.io/role", "kubernetes.io"),
-                                             ("topology.kubernetes.io/rack", "kubernetes.io"),
-                                             ("storage.k8s.io/tier", "k8s.io")])
+@pytest.mark.parametrize(
+    ("key", "domain"),
+    [
+        ("node-role.kubernetes.io/worker", "kubernetes.io"),
+        ("kubernetes.io/role", "kubernetes.io"),
+        ("topology.kubernetes.io/rack", "kubernetes.io"),
+        ("storage.k8s.io/tier", "k8s.io"),
+    ],
+)
 def test_a_label_a_worker_may_not_set_on_itself(key, domain):
     data = example()
     worker_a(data)["labels"][key] = ""
@@ -1581,7 +1801,8 @@ def test_a_label_a_worker_may_not_set_on_itself(key, domain):
     assert problem.message == (
         f"a worker may not set a {domain} label on itself but the kubelet's own: Talos writes a worker's labels with "
         f"its kubelet credentials and NodeRestriction refuses the update (no label lands); use example.com/{name} or "
-        f"node.kubernetes.io/{name}, or kubectl label it as an admin")
+        f"node.kubernetes.io/{name}, or kubectl label it as an admin"
+    )
 
 
 def test_a_node_restriction_label_on_a_worker():
@@ -1592,12 +1813,23 @@ def test_a_node_restriction_label_on_a_worker():
     assert problem.message == (
         "only a cluster admin may set a node-restriction.kubernetes.io label (it marks nodes that workloads may "
         "trust): Talos writes a worker's labels as the worker itself, which NodeRestriction refuses (no label lands); "
-        "set it with kubectl label node as an admin")
+        "set it with kubectl label node as an admin"
+    )
 
 
-@pytest.mark.parametrize("key", ["node.kubernetes.io/pool", "pool.node.kubernetes.io/a", "kubelet.kubernetes.io/x",
-                                 "topology.kubernetes.io/zone", "kubernetes.io/hostname",
-                                 "node.kubernetes.io/instance-type", "example.com/role", "role"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "node.kubernetes.io/pool",
+        "pool.node.kubernetes.io/a",
+        "kubelet.kubernetes.io/x",
+        "topology.kubernetes.io/zone",
+        "kubernetes.io/hostname",
+        "node.kubernetes.io/instance-type",
+        "example.com/role",
+        "role",
+    ],
+)
 def test_labels_a_worker_may_set_on_itself(key):
     data = example()
     worker_a(data)["labels"][key] = "a"
@@ -1617,8 +1849,10 @@ def test_a_taint_key_kubernetes_refuses():
     worker_a(data)["taints"] = [{"key": "dedicated gpu", "value": "x"}]
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.taints.0.key"
-    assert problem.message == (f"taint key 'dedicated gpu' is not a Kubernetes qualified name: it holds ' ' in its "
-                               f"name (only letters, digits, '-', '_' and '.'); {KEY_FIX}")
+    assert problem.message == (
+        f"taint key 'dedicated gpu' is not a Kubernetes qualified name: it holds ' ' in its "
+        f"name (only letters, digits, '-', '_' and '.'); {KEY_FIX}"
+    )
 
 
 def test_a_taint_value_kubernetes_refuses():
@@ -1626,8 +1860,10 @@ def test_a_taint_value_kubernetes_refuses():
     worker_a(data)["taints"] = [{"key": "example.com/dedicated", "value": "gpu:a100", "effect": "NoExecute"}]
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.taints.0.value"
-    assert problem.message == (f"taint value 'gpu:a100' is not valid in Kubernetes: it holds ':' (only letters, "
-                               f"digits, '-', '_' and '.'); {VALUE_FIX}")
+    assert problem.message == (
+        f"taint value 'gpu:a100' is not valid in Kubernetes: it holds ':' (only letters, "
+        f"digits, '-', '_' and '.'); {VALUE_FIX}"
+    )
 
 
 def test_a_taint_effect_kubernetes_does_not_know():

@@ -1,5 +1,6 @@
 """docs/site-file.md documents every field of the site model: its reference part is generated from the model's
 field descriptions (terravixens.config.reference), and these tests fail when a field has none or the file is stale."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,9 +25,13 @@ def test_docs_site_file_is_generated_from_the_current_model():
 
 def test_fields_named_in_the_issue_are_documented():
     reference = render()
-    for row in ("| `privileges` | list of text |", "| `role_id` | text | `TerravixensProvisioner` |",
-                "| `token_name` | text | `terravixens` |", "| `comment` | text | `managed by terravixens` |",
-                "| `allow_insecure_http` | text | none |"):
+    for row in (
+        "| `privileges` | list of text |",
+        "| `role_id` | text | `TerravixensProvisioner` |",
+        "| `token_name` | text | `terravixens` |",
+        "| `comment` | text | `managed by terravixens` |",
+        "| `allow_insecure_http` | text | none |",
+    ):
         assert row in reference
 
 
@@ -34,8 +39,12 @@ def test_every_model_is_reached_once_with_all_its_paths():
     found = dict(sections())
     assert found[model.Node] == ["clusters.<name>.control_planes.<name>", "clusters.<name>.workers.<name>"]
     assert found[model.VlanInterface] == ["clusters.<name>.control_planes.<name>.networks.vlans.<id>"]
-    assert set(found) == {cls for module in (model, standalone) for cls in vars(module).values()
-                          if isinstance(cls, type) and issubclass(cls, model.Strict) and cls is not model.Strict}
+    assert set(found) == {
+        cls
+        for module in (model, standalone)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and issubclass(cls, model.Strict) and cls is not model.Strict
+    }
 
 
 class _WithNewSection(model.Site):

@@ -3,6 +3,7 @@
 Taken after app.synth() with validations and rules on. A diff here is reviewed like code: a change to a node the
 change is not about is a bug to fix, never a snapshot to update (`pytest --snapshot-update` only after review).
 """
+
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 

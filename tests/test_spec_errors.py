@@ -1,6 +1,7 @@
 """One test per invalid spec, posture or secrets file, and per broken reference between them and the site file:
 each names the file, the line and field, the bad value (never a secret) and the fix. Files are copies of
 sites/standalone.yaml and sites/specs/ in a temporary folder, changed minimally."""
+
 from __future__ import annotations
 
 import json
@@ -45,9 +46,17 @@ def test_the_example_resolves_with_its_secrets(lab):
     _, site, secrets = lab
     standalone = load_standalone(site, secrets)
     assert {name: node.auth for name, node in standalone.nodes.items()} == {
-        "nest1": "node_token", "tools": "network", "dns1": "node_token", "jump1": "site_token"}
+        "nest1": "node_token",
+        "tools": "network",
+        "dns1": "node_token",
+        "jump1": "site_token",
+    }
     assert standalone.documents["jump1"]["access"]["users"]["audit"] == {
-        "sudo": False, "shell": "/bin/bash", "groups": ["adm"], "ssh_authorized_keys": [s.BOB]}
+        "sudo": False,
+        "shell": "/bin/bash",
+        "groups": ["adm"],
+        "ssh_authorized_keys": [s.BOB],
+    }
     assert standalone.documents["tools"]["run"] == {"trigger": "boot", "interval": None}
     assert standalone.documents["dns1"]["run"] == {"trigger": "interval", "interval": "30m"}
     assert standalone.documents["nest1"]["config"] == {"pve": {"repository": "no-subscription"}}
@@ -61,8 +70,12 @@ def test_an_unknown_spec(lab):
     text = report(site)
     line = site.read_text().splitlines().index("      spec: toolz") + 1
     assert text.splitlines()[0] == f"{site}: 1 problem in the site file"
-    assert lines_of(text) == [(f"line {line}, standalone.nodes.tools.spec: unknown spec 'toolz': no specs/toolz.yaml "
-                              f"next to the site file; use one of dns, jump, nested-pve, tools")]
+    assert lines_of(text) == [
+        (
+            f"line {line}, standalone.nodes.tools.spec: unknown spec 'toolz': no specs/toolz.yaml "
+            f"next to the site file; use one of dns, jump, nested-pve, tools"
+        )
+    ]
 
 
 def test_a_missing_specs_folder(lab):
@@ -95,16 +108,20 @@ def test_an_address_in_a_shared_spec(lab):
     site.write_text(site.read_text().replace("spec: tools", "spec: jump"))
     edit_yaml(folder / "specs" / "jump.yaml", lambda d: d["network"].update(ip="10.11.1.61/24"))
     [problem] = lines_of(report(site))
-    assert ("network.ip: is set (10.11.1.61/24) but nodes jump1, tools use this spec: they would share an address"
-            in problem)
+    assert (
+        "network.ip: is set (10.11.1.61/24) but nodes jump1, tools use this spec: they would share an address"
+        in problem
+    )
 
 
 def test_a_spec_address_the_node_does_not_have(lab):
     folder, site, _ = lab
     edit_yaml(folder / "specs" / "tools.yaml", lambda d: d["network"].update(ip="10.11.1.99/24"))
     [problem] = lines_of(report(site))
-    assert ("network.ip: 10.11.1.99/24 is not an address node 'tools' has in the site file (10.11.1.62, 10.12.0.62)"
-            in problem)
+    assert (
+        "network.ip: 10.11.1.99/24 is not an address node 'tools' has in the site file (10.11.1.62, 10.12.0.62)"
+        in problem
+    )
 
 
 def test_two_nodes_with_one_fqdn(lab):
@@ -115,33 +132,70 @@ def test_two_nodes_with_one_fqdn(lab):
 
 
 # ---------------------------------------------------------------------------------------------------- spec files
-@pytest.mark.parametrize("change,expected", [
-    (lambda d: d.update(schema_version=2), "schema_version: is 2: this terravixens reads schema_version 1"),
-    (lambda d: d.pop("schema_version"), "schema_version: is required: add it"),
-    (lambda d: d["platform"].update(pakages=["x"]), "platform.pakages: unknown key (value a list of 1 item)"),
-    (lambda d: d["access"]["users"].update(root={"sudo": True}), "access.users.root.[key]: 'root' is a system account"),
-    (lambda d: d["access"]["users"]["ops"].update(ssh_keys=["bad key!"]), "is not a valid ssh key name"),
-    (lambda d: d["access"]["users"]["ops"].update(shell="bash"),  # noqa: S604 (a login shell, not a subprocess)
-     "access.users.ops.shell: 'bash' is not a shell path"),
-    (lambda d: d["platform"]["services"].update(disable=["fail2ban"]),
-     "service 'fail2ban' is both enabled and disabled"),
-    (lambda d: d["platform"].update(packages=["Bad Package"]),
-     "platform.packages.0: 'Bad Package' is not a valid package"),
-    (lambda d: d.update(run={"trigger": "interval", "interval": "10"}), "run.interval: '10' is not a duration"),
-    (lambda d: d.update(run={"trigger": "interval", "interval": "3d"}), "run.interval: '3d' is not a duration"),
-    (lambda d: d.update(run={"trigger": "interval", "interval": "30s"}), "run.interval: '30s' is out of range"),
-    (lambda d: d.update(run={"trigger": "boot", "interval": "5m"}), "interval '5m' applies to trigger 'interval' only"),
-    (lambda d: d.update(run={"trigger": "cron"}), "run.trigger: Input should be 'boot', 'interval' or 'manual'"),
-    (lambda d: d["network"].update(gateway="10.11.1.1"), "network: gateway is set without ip"),
-    (lambda d: d["network"].update(dns=["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]),
-     "network.dns: List should have at most 3 items"),
-    (lambda d: d["identity"].update(domain="Lab_Internal"),
-     "identity.domain: 'Lab_Internal' is not a valid DNS domain"),
-    (lambda d: d["config"].update(vm={"guest_agnt": True}), "config.vm.guest_agnt: unknown key"),
-    (lambda d: d["config"].update(pve={"repository": "testing"}), "config.pve.repository: Input should be"),
-], ids=["schema-2", "no-schema", "unknown-key", "root-user", "key-name", "shell", "service-both", "package", "duration",
-        "duration-days", "too-often", "interval-boot", "trigger", "gateway-only", "dns-count", "domain", "vm-key",
-        "repository"])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (lambda d: d.update(schema_version=2), "schema_version: is 2: this terravixens reads schema_version 1"),
+        (lambda d: d.pop("schema_version"), "schema_version: is required: add it"),
+        (lambda d: d["platform"].update(pakages=["x"]), "platform.pakages: unknown key (value a list of 1 item)"),
+        (
+            lambda d: d["access"]["users"].update(root={"sudo": True}),
+            "access.users.root.[key]: 'root' is a system account",
+        ),
+        (lambda d: d["access"]["users"]["ops"].update(ssh_keys=["bad key!"]), "is not a valid ssh key name"),
+        (
+            lambda d: d["access"]["users"]["ops"].update(shell="bash"),  # noqa: S604 (a login shell, not a subprocess)
+            "access.users.ops.shell: 'bash' is not a shell path",
+        ),
+        (
+            lambda d: d["platform"]["services"].update(disable=["fail2ban"]),
+            "service 'fail2ban' is both enabled and disabled",
+        ),
+        (
+            lambda d: d["platform"].update(packages=["Bad Package"]),
+            "platform.packages.0: 'Bad Package' is not a valid package",
+        ),
+        (lambda d: d.update(run={"trigger": "interval", "interval": "10"}), "run.interval: '10' is not a duration"),
+        (lambda d: d.update(run={"trigger": "interval", "interval": "3d"}), "run.interval: '3d' is not a duration"),
+        (lambda d: d.update(run={"trigger": "interval", "interval": "30s"}), "run.interval: '30s' is out of range"),
+        (
+            lambda d: d.update(run={"trigger": "boot", "interval": "5m"}),
+            "interval '5m' applies to trigger 'interval' only",
+        ),
+        (lambda d: d.update(run={"trigger": "cron"}), "run.trigger: Input should be 'boot', 'interval' or 'manual'"),
+        (lambda d: d["network"].update(gateway="10.11.1.1"), "network: gateway is set without ip"),
+        (
+            lambda d: d["network"].update(dns=["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]),
+            "network.dns: List should have at most 3 items",
+        ),
+        (
+            lambda d: d["identity"].update(domain="Lab_Internal"),
+            "identity.domain: 'Lab_Internal' is not a valid DNS domain",
+        ),
+        (lambda d: d["config"].update(vm={"guest_agnt": True}), "config.vm.guest_agnt: unknown key"),
+        (lambda d: d["config"].update(pve={"repository": "testing"}), "config.pve.repository: Input should be"),
+    ],
+    ids=[
+        "schema-2",
+        "no-schema",
+        "unknown-key",
+        "root-user",
+        "key-name",
+        "shell",
+        "service-both",
+        "package",
+        "duration",
+        "duration-days",
+        "too-often",
+        "interval-boot",
+        "trigger",
+        "gateway-only",
+        "dns-count",
+        "domain",
+        "vm-key",
+        "repository",
+    ],
+)
 def test_spec_file_errors(lab, change, expected):
     folder, site, _ = lab
     path = folder / "specs" / "jump.yaml"
@@ -195,26 +249,32 @@ def test_an_unknown_posture(lab):
     folder, site, _ = lab
     edit_yaml(folder / "specs" / "tools.yaml", lambda d: d["access"].update(posture="production"))
     [problem] = lines_of(report(site))
-    assert ("access.posture: unknown posture 'production': use one of dev, local, prod, stage or add "
-            "postures/production.yaml next to the spec") in problem and problem.startswith("line ")
+    assert (
+        "access.posture: unknown posture 'production': use one of dev, local, prod, stage or add "
+        "postures/production.yaml next to the spec"
+    ) in problem and problem.startswith("line ")
 
 
 def test_a_site_posture_file_overrides_and_adds(lab):
     folder, site, secrets = lab
     (folder / "specs" / "postures").mkdir()
     (folder / "specs" / "postures" / "dev.yaml").write_text("schema_version: 1\nauth: site_token\n")
-    (folder / "specs" / "postures" / "edge.yaml").write_text("schema_version: 1\nauth: node_token\n"
-                                                             "ssh: {password_authentication: false}\n")
+    (folder / "specs" / "postures" / "edge.yaml").write_text(
+        "schema_version: 1\nauth: node_token\nssh: {password_authentication: false}\n"
+    )
     edit_yaml(folder / "specs" / "jump.yaml", lambda d: d["access"].update(posture="edge"))
     standalone = load_standalone(site, secrets)
     assert standalone.nodes["tools"].auth == "site_token" and standalone.nodes["jump1"].auth == "node_token"
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("schema_version: 1\nauth: password\n", "auth: Input should be 'network', 'site_token' or 'node_token'"),
-    ("schema_version: 1\n", "auth: is required: add it"),
-    ("schema_version: 1\nauth: network\nssh: {root: true}\n", "ssh.root: unknown key"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("schema_version: 1\nauth: password\n", "auth: Input should be 'network', 'site_token' or 'node_token'"),
+        ("schema_version: 1\n", "auth: is required: add it"),
+        ("schema_version: 1\nauth: network\nssh: {root: true}\n", "ssh.root: unknown key"),
+    ],
+)
 def test_posture_file_errors(lab, text, expected):
     folder, site, _ = lab
     (folder / "specs" / "postures").mkdir()
@@ -230,9 +290,11 @@ def test_an_unknown_ssh_key(lab):
     text = report(site, secrets)
     fix = f"unknown ssh key 'bob': add it under ssh_keys in the secrets file ({secrets}) or use one of alice"
     assert text.splitlines()[0] == f"{folder / 'specs' / 'jump.yaml'}: 2 problems in the spec file"
-    assert lines_of(text) == [f"line 9, access.users.ops.ssh_keys.1: {fix}",       # jump.yaml
-                              f"line 10, access.users.audit.ssh_keys.0: {fix}",
-                              f"line 9, access.users.ops.ssh_keys.1: {fix}"]       # nested-pve.yaml
+    assert lines_of(text) == [
+        f"line 9, access.users.ops.ssh_keys.1: {fix}",  # jump.yaml
+        f"line 10, access.users.audit.ssh_keys.0: {fix}",
+        f"line 9, access.users.ops.ssh_keys.1: {fix}",
+    ]  # nested-pve.yaml
 
 
 def test_a_missing_site_token(lab):
@@ -249,8 +311,11 @@ def test_a_missing_node_token(lab):
     _, site, secrets = lab
     s.write_secrets(secrets, s.secrets_data(node_tokens={"nest1": NODE_TOKENS["nest1"]}))
     assert lines_of(report(site, secrets)) == [
-        ("line 8, node_tokens.dns1: is required: node 'dns1' uses a node_token posture; add node_tokens.dns1 "
-         "(make one: openssl rand -base64 32)")]
+        (
+            "line 8, node_tokens.dns1: is required: node 'dns1' uses a node_token posture; add node_tokens.dns1 "
+            "(make one: openssl rand -base64 32)"
+        )
+    ]
 
 
 def test_a_token_for_no_node(lab):
@@ -273,23 +338,33 @@ def test_a_secrets_file_others_can_read_is_refused(lab, mode):
     _, site, secrets = lab
     secrets.chmod(mode)
     [problem] = lines_of(report(site, secrets))
-    assert problem == (f"(file): is accessible by group or others (mode {mode:04o}): it holds tokens; run: chmod 600 "
-                       f"{secrets}")
+    assert problem == (
+        f"(file): is accessible by group or others (mode {mode:04o}): it holds tokens; run: chmod 600 {secrets}"
+    )
 
 
 def test_a_private_key_in_the_secrets_file_is_never_echoed(lab):
     _, site, secrets = lab
-    private = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
-               "-----END OPENSSH PRIVATE KEY-----")
+    private = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
     s.write_secrets(secrets, s.secrets_data(ssh_keys={"alice": private, "bob": s.BOB}))
     text = report(site, secrets)
     assert "ssh_keys.alice: holds a PRIVATE key: give the public key" in text
     assert "b3BlbnNz" not in text and "BEGIN" not in text
 
 
-@pytest.mark.parametrize("token", ["short", "has spaces in it but is long enough to pass", "ü" * 40,
-                                   "quote'breaks-a-shell-that-sources-node.env-0123",
-                                   "dollar$HOME-expands-in-a-shell-0123456789"])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "short",
+        "has spaces in it but is long enough to pass",
+        "ü" * 40,
+        "quote'breaks-a-shell-that-sources-node.env-0123",
+        "dollar$HOME-expands-in-a-shell-0123456789",
+    ],
+)
 def test_a_bad_token_is_never_echoed(lab, token):
     _, site, secrets = lab
     s.write_secrets(secrets, s.secrets_data(site_token=token))
@@ -372,8 +447,10 @@ def test_the_cli_and_synth_path_never_import_the_server_stack():
     import subprocess
     import sys
 
-    code = ("import sys, terravixens.cli as c; from terravixens.config.loader import load_site; load_site(); "
-            "c.main(['validate']); bad = [m for m in ('starlette', 'uvicorn', 'h11', 'anyio') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, terravixens.cli as c; from terravixens.config.loader import load_site; load_site(); "
+        "c.main(['validate']); bad = [m for m in ('starlette', 'uvicorn', 'h11', 'anyio') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=s.ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr

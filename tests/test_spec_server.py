@@ -1,5 +1,6 @@
 """The spec server, for real: `terravixens spec serve` in a subprocess on a loopback address, spoken to over raw
 sockets (no client-side path normalization). The auth matrix, identity tricks, limits, slow clients, logs."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,13 @@ HEADER_TIMEOUT = 1.5
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("specserve")
     site, secrets = s.standalone_copy(folder)
-    server = s.start_server(site, secrets, folder / "serve.log", host="127.0.0.7",
-                            extra=["--watch-interval", "0", "--header-timeout", str(HEADER_TIMEOUT)])
+    server = s.start_server(
+        site,
+        secrets,
+        folder / "serve.log",
+        host="127.0.0.7",
+        extra=["--watch-interval", "0", "--header-timeout", str(HEADER_TIMEOUT)],
+    )
     yield server
     server.stop()
 
@@ -38,14 +44,17 @@ CREDENTIALS = {
 }
 EXPECTED = {
     #           none  site  dns1  nest1 jump1 wrong
-    "tools":   (200,  200,  200,  200,  200,  401),
-    "jump1":   (401,  200,  403,  403,  403,  401),
-    "dns1":    (401,  403,  200,  403,  403,  401),
-    "nest1":   (401,  403,  403,  200,  403,  401),
-    "ghost":   (401,  404,  403,  403,  403,  401),
+    "tools": (200, 200, 200, 200, 200, 401),
+    "jump1": (401, 200, 403, 403, 403, 401),
+    "dns1": (401, 403, 200, 403, 403, 401),
+    "nest1": (401, 403, 403, 200, 403, 401),
+    "ghost": (401, 404, 403, 403, 403, 401),
 }
-MATRIX = [(identity, credential, statuses[index]) for identity, statuses in EXPECTED.items()
-          for index, credential in enumerate(CREDENTIALS)]
+MATRIX = [
+    (identity, credential, statuses[index])
+    for identity, statuses in EXPECTED.items()
+    for index, credential in enumerate(CREDENTIALS)
+]
 
 
 @pytest.mark.parametrize("identity,credential,status", MATRIX, ids=[f"{i}-{c}-{st}" for i, c, st in MATRIX])
@@ -64,18 +73,30 @@ def test_auth_matrix(server, identity, credential, status):
         assert ('error="invalid_token"' in reply.headers["www-authenticate"]) == (credential == "wrong")
 
 
-@pytest.mark.parametrize("authorization", [
-    f"Basic {SITE_TOKEN}", "Bearer", "Bearer ", f"Bearer  {SITE_TOKEN}", f"Bearer {SITE_TOKEN} extra", SITE_TOKEN,
-    f"Bearer {SITE_TOKEN[:-1]}", f"Bearer {SITE_TOKEN}x",
-], ids=["basic", "no-token", "empty", "two-spaces", "extra", "no-scheme", "truncated", "longer"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        f"Basic {SITE_TOKEN}",
+        "Bearer",
+        "Bearer ",
+        f"Bearer  {SITE_TOKEN}",
+        f"Bearer {SITE_TOKEN} extra",
+        SITE_TOKEN,
+        f"Bearer {SITE_TOKEN[:-1]}",
+        f"Bearer {SITE_TOKEN}x",
+    ],
+    ids=["basic", "no-token", "empty", "two-spaces", "extra", "no-scheme", "truncated", "longer"],
+)
 def test_malformed_or_near_miss_credentials_are_401(server, authorization):
     assert s.get(server, "/spec/jump1", headers={"Authorization": authorization}).status == 401
     assert s.get(server, "/spec/tools", headers={"Authorization": authorization}).status == 401
 
 
 def test_two_authorization_headers_are_401(server):
-    request = (f"GET /spec/jump1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SITE_TOKEN}\r\n"
-               f"Authorization: Bearer {SITE_TOKEN}\r\nConnection: close\r\n\r\n").encode()
+    request = (
+        f"GET /spec/jump1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SITE_TOKEN}\r\n"
+        f"Authorization: Bearer {SITE_TOKEN}\r\nConnection: close\r\n\r\n"
+    ).encode()
     assert s.raw(server, request).status == 401
 
 
@@ -85,14 +106,23 @@ def test_bearer_scheme_is_case_insensitive(server):
 
 def test_the_spec_is_resolved_and_holds_only_its_own_keys(server):
     document = s.get(server, "/spec/dns1", NODE_TOKENS["dns1"]).json()
-    assert document["identity"] == {"name": "dns1", "hostname": "dns1", "domain": "lab.internal",
-                                    "fqdn": "dns1.lab.internal"}
+    assert document["identity"] == {
+        "name": "dns1",
+        "hostname": "dns1",
+        "domain": "lab.internal",
+        "fqdn": "dns1.lab.internal",
+    }
     assert document["node"] == {"type": "ct", "parent": "nest1", "tier": 2}
-    assert document["network"] == {"ip": "10.11.1.53/24", "gateway": "10.11.1.1", "dns": ["127.0.0.1"],
-                                   "search": ["lab.internal"]}
+    assert document["network"] == {
+        "ip": "10.11.1.53/24",
+        "gateway": "10.11.1.1",
+        "dns": ["127.0.0.1"],
+        "search": ["lab.internal"],
+    }
     assert document["access"]["posture"] == "prod" and document["access"]["auth"] == "node_token"
-    assert document["access"]["users"] == {"ops": {"sudo": True, "shell": "/bin/bash", "groups": [],
-                                                   "ssh_authorized_keys": [ALICE]}}
+    assert document["access"]["users"] == {
+        "ops": {"sudo": True, "shell": "/bin/bash", "groups": [], "ssh_authorized_keys": [ALICE]}
+    }
     assert document["config"] == {"ct": {"regenerate_host_keys": True}}
     text = json.dumps(document)
     assert BOB not in text
@@ -101,8 +131,9 @@ def test_the_spec_is_resolved_and_holds_only_its_own_keys(server):
 
 def test_every_served_spec_is_free_of_tokens(server):
     for identity in ("tools", "jump1", "dns1", "nest1"):
-        reply = s.get(server, f"/spec/{identity}", SITE_TOKEN if identity in ("tools", "jump1")
-                      else NODE_TOKENS[identity])
+        reply = s.get(
+            server, f"/spec/{identity}", SITE_TOKEN if identity in ("tools", "jump1") else NODE_TOKENS[identity]
+        )
         assert reply.status == 200
         assert not any(token.encode() in reply.body for token in ALL_TOKENS)
 
@@ -124,31 +155,34 @@ def test_other_methods_are_405(server, method):
 
 
 # ---------------------------------------------------------------------------------------------------- identities
-@pytest.mark.parametrize("path,status", [
-    ("/spec/..", 400),
-    ("/spec/.", 400),
-    ("/spec/%2e%2e", 400),
-    ("/spec/%2E%2E/%2E%2E/etc/passwd", 400),
-    ("/spec/%2fetc%2fpasswd", 400),
-    ("/spec/..%2f..%2fetc%2fpasswd", 400),
-    ("/spec/%64ns1", 400),                      # decodes to a known identity: still refused (no encoding needed)
-    ("/spec/dns1%00", 400),
-    ("/spec/dns1%0d%0aX-Injected:%20yes", 400),
-    ("/spec/dns%C4%B11", 400),                  # 'dnsı1': a dotless i, percent-encoded UTF-8  # noqa: RUF003
-    ("/spec/DNS1", 400),
-    ("/spec/-dns1", 400),
-    ("/spec/dns1-", 400),
-    ("/spec/dns_1", 400),
-    ("/spec/" + "a" * 64, 400),
-    ("/spec/" + "a" * 5000, 400),
-    ("/spec/../healthz", 404),                  # no normalization: not a route
-    ("/spec/dns1/../tools", 404),
-    ("/spec/dns1/", 404),
-    ("/spec/", 404),
-    ("/spec", 404),
-    ("/specs/dns1", 404),
-    ("//spec/dns1", 404),
-])
+@pytest.mark.parametrize(
+    "path,status",
+    [
+        ("/spec/..", 400),
+        ("/spec/.", 400),
+        ("/spec/%2e%2e", 400),
+        ("/spec/%2E%2E/%2E%2E/etc/passwd", 400),
+        ("/spec/%2fetc%2fpasswd", 400),
+        ("/spec/..%2f..%2fetc%2fpasswd", 400),
+        ("/spec/%64ns1", 400),  # decodes to a known identity: still refused (no encoding needed)
+        ("/spec/dns1%00", 400),
+        ("/spec/dns1%0d%0aX-Injected:%20yes", 400),
+        ("/spec/dns%C4%B11", 400),  # 'dnsı1': a dotless i, percent-encoded UTF-8  # noqa: RUF003
+        ("/spec/DNS1", 400),
+        ("/spec/-dns1", 400),
+        ("/spec/dns1-", 400),
+        ("/spec/dns_1", 400),
+        ("/spec/" + "a" * 64, 400),
+        ("/spec/" + "a" * 5000, 400),
+        ("/spec/../healthz", 404),  # no normalization: not a route
+        ("/spec/dns1/../tools", 404),
+        ("/spec/dns1/", 404),
+        ("/spec/", 404),
+        ("/spec", 404),
+        ("/specs/dns1", 404),
+        ("//spec/dns1", 404),
+    ],
+)
 def test_identity_tricks_never_reach_a_lookup(server, path, status):
     reply = s.get(server, path, SITE_TOKEN)
     assert reply.status == status
@@ -218,19 +252,27 @@ def test_a_huge_declared_body_is_refused_without_being_read(server):
     assert s.healthy(server)
 
 
-@pytest.mark.parametrize("body_headers", [b"Content-Length: 5\r\n\r\nhello",
-                                          b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"],
-                         ids=["length", "chunked"])
+@pytest.mark.parametrize(
+    "body_headers",
+    [b"Content-Length: 5\r\n\r\nhello", b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"],
+    ids=["length", "chunked"],
+)
 def test_a_get_with_a_body_is_413(server, body_headers):
     reply = s.raw(server, b"GET /spec/tools HTTP/1.1\r\nHost: x\r\n" + body_headers)
     assert reply.status == 413
     assert s.healthy(server)
 
 
-@pytest.mark.parametrize("junk", [b"\x00\x01\x02garbage\r\n\r\n", b"GET\r\n\r\n",
-                                  b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
-                                  b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"],
-                         ids=["binary", "no-target", "bad-length", "bad-header"])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"\x00\x01\x02garbage\r\n\r\n",
+        b"GET\r\n\r\n",
+        b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"GET /spec/tools HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+    ],
+    ids=["binary", "no-target", "bad-length", "bad-header"],
+)
 def test_malformed_requests_are_400_and_the_server_goes_on(server, junk):
     assert s.raw(server, junk).status == 400
     assert s.healthy(server)
@@ -239,8 +281,9 @@ def test_malformed_requests_are_400_and_the_server_goes_on(server, junk):
 def test_keep_alive_serves_several_requests_on_one_connection(server):
     with socket.create_connection((server.host, server.port), timeout=5) as sock:
         for identity in ("tools", "tools", "jump1"):
-            sock.sendall(f"GET /spec/{identity} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SITE_TOKEN}\r\n\r\n"
-                         .encode())
+            sock.sendall(
+                f"GET /spec/{identity} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SITE_TOKEN}\r\n\r\n".encode()
+            )
             assert s.read_reply(sock).json()["identity"]["name"] == identity
 
 
@@ -274,7 +317,7 @@ def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server):
         for _ in range(5):  # while 30 slow clients hold connections, a normal request is answered at once
             started = time.monotonic()
             assert s.get(server, "/spec/tools").status == 200
-            assert time.monotonic() - started < 1.0   # not queued behind the slow ones (they hold on for 1.5 s)
+            assert time.monotonic() - started < 1.0  # not queued behind the slow ones (they hold on for 1.5 s)
         deadline = time.monotonic() + HEADER_TIMEOUT + 5
         for thread in trickles:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -322,10 +365,21 @@ def test_access_log_is_json_lines_without_tokens_or_raw_paths(server):
     access = [r for r in records if r["event"] == "access"]
     assert len(access) >= 3
     fetched = [r for r in access if r.get("identity") == "dns1" and r["principal"] == "node:dns1"]
-    assert fetched and set(fetched[-1]) == {"ts", "event", "client", "method", "route", "identity", "principal",
-                                            "generation", "status", "bytes", "ms"}
+    assert fetched and set(fetched[-1]) == {
+        "ts",
+        "event",
+        "client",
+        "method",
+        "route",
+        "identity",
+        "principal",
+        "generation",
+        "status",
+        "bytes",
+        "ms",
+    }
     assert all(r["client"].startswith("127.") for r in access)
-    s.get(server, "/healthz", headers={"X-Forwarded-For": "203.0.113.9"})   # a forged client address is not believed
+    s.get(server, "/healthz", headers={"X-Forwarded-For": "203.0.113.9"})  # a forged client address is not believed
     assert server.log()[-1]["client"] == server.host or server.log()[-1]["client"].startswith("127.")
     assert "203.0.113.9" not in server.log_text()
     assert "/nowhere" not in text and "Basic" not in text

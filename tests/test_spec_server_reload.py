@@ -1,5 +1,6 @@
 """The spec server's lifecycle: reload on SIGHUP and on file change, keeping the old set when the new one is broken,
 token rotation, TLS, and refusing to start on bad input. Each test runs its own `spec serve` on loopback."""
+
 from __future__ import annotations
 
 import ssl
@@ -23,8 +24,9 @@ def lab(tmp_path):
     servers = []
 
     def start(*extra: str, **options):
-        server = s.start_server(site, secrets, tmp_path / f"serve{len(servers)}.log", host="127.0.0.8",
-                                extra=list(extra), **options)
+        server = s.start_server(
+            site, secrets, tmp_path / f"serve{len(servers)}.log", host="127.0.0.8", extra=list(extra), **options
+        )
         servers.append(server)
         return server
 
@@ -50,7 +52,7 @@ def test_sighup_reloads_the_specs(lab):
     assert _packages(server) == ["git", "curl", "jq"]
     _edit_spec(folder, "tools", lambda d: d["platform"]["packages"].append("tmux"))
     time.sleep(0.3)
-    assert _packages(server) == ["git", "curl", "jq"]   # no watcher: nothing changes until the signal
+    assert _packages(server) == ["git", "curl", "jq"]  # no watcher: nothing changes until the signal
     server.hangup()
     server.wait_for(lambda r: r["event"] == "reloaded" and r["reason"] == "sighup" and r["generation"] == 2)
     assert _packages(server) == ["git", "curl", "jq", "tmux"]
@@ -71,11 +73,13 @@ def test_a_broken_edit_keeps_the_served_set_and_says_why(lab):
     _edit_spec(folder, "tools", lambda d: d["platform"].update(pakages=["oops"]))
     failed = server.wait_for(lambda r: r["event"] == "reload_failed")
     assert failed["reason"] == "file_change" and failed["kept_generation"] == 1
-    assert any("platform.pakages: unknown key" in line and "tools.yaml" in "".join(failed["problems"])
-               for line in failed["problems"])
+    assert any(
+        "platform.pakages: unknown key" in line and "tools.yaml" in "".join(failed["problems"])
+        for line in failed["problems"]
+    )
     assert _packages(server) == ["git", "curl", "jq"]
     assert s.get(server, "/healthz").json()["generation"] == 1
-    _edit_spec(folder, "tools", lambda d: d["platform"].pop("pakages"))   # fixed: the next change loads
+    _edit_spec(folder, "tools", lambda d: d["platform"].pop("pakages"))  # fixed: the next change loads
     server.wait_for(lambda r: r["event"] == "reloaded")
     assert s.get(server, "/healthz").json()["generation"] == 2
 
@@ -108,12 +112,14 @@ def test_a_broken_secrets_file_on_reload_never_logs_a_token(lab):
     s.write_secrets(secrets, broken)
     server.hangup()
     failed = server.wait_for(lambda r: r["event"] == "reload_failed")
-    assert [line.split(":")[0].strip(" -") for line in failed["problems"][1:]] == ["line 7, site_token",
-                                                                                    "line 10, node_tokens.dns1"]
+    assert [line.split(":")[0].strip(" -") for line in failed["problems"][1:]] == [
+        "line 7, site_token",
+        "line 10, node_tokens.dns1",
+    ]
     assert "is not a usable token" in failed["problems"][1]
     assert "short" not in server.log_text()
     assert not any(token in server.log_text() for token in ALL_TOKENS)
-    assert s.get(server, "/spec/jump1", SITE_TOKEN).status == 200   # the old tokens still hold
+    assert s.get(server, "/spec/jump1", SITE_TOKEN).status == 200  # the old tokens still hold
 
 
 def test_a_secrets_file_others_can_read_is_refused_on_reload(lab):
@@ -132,8 +138,14 @@ def test_a_node_added_with_its_spec_is_served_after_reload(lab):
     assert s.get(server, "/spec/ntp1", s.SITE_TOKEN).status == 404
     data = yaml.safe_load(site.read_text())
     data["standalone"]["nodes"]["ntp1"] = {
-        "type": "vm", "parent": "pve1", "spec": "tools", "image": "local:import/debian-12-genericcloud-amd64.qcow2",
-        "vm_id": 3003, "bridge": "vmbr1", "networks": {"vlans": {111: {"address": "10.11.1.63/24"}}}}
+        "type": "vm",
+        "parent": "pve1",
+        "spec": "tools",
+        "image": "local:import/debian-12-genericcloud-amd64.qcow2",
+        "vm_id": 3003,
+        "bridge": "vmbr1",
+        "networks": {"vlans": {111: {"address": "10.11.1.63/24"}}},
+    }
     site.write_text(yaml.safe_dump(data))
     server.hangup()
     server.wait_for(lambda r: r["event"] == "reloaded")
@@ -144,10 +156,12 @@ def test_a_node_added_with_its_spec_is_served_after_reload(lab):
 @pytest.fixture
 def _serve(capsys):
     """`terravixens spec serve` through main(), in this process: each case here stops before listening."""
+
     def run(*args: str) -> SimpleNamespace:
         code = cli.main(["spec", "serve", *args])
         captured = capsys.readouterr()
         return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
     return run
 
 
@@ -174,8 +188,9 @@ def test_serve_refuses_a_port_in_use(tmp_path, _serve):
     with socket.socket() as taken:
         taken.bind(("127.0.0.8", 0))
         taken.listen()
-        result = _serve("--site", str(site), "--secrets", str(secrets), "--host", "127.0.0.8",
-                        "--port", str(taken.getsockname()[1]))
+        result = _serve(
+            "--site", str(site), "--secrets", str(secrets), "--host", "127.0.0.8", "--port", str(taken.getsockname()[1])
+        )
     assert result.returncode == 2 and "cannot listen on 127.0.0.8" in result.stderr
 
 
@@ -186,8 +201,9 @@ def test_tls_serves_https_with_the_given_certificate(lab):
     server = start("--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"]), scheme="https")
     assert server.log()[0]["tls"] is True
     context = ssl.create_default_context(cafile=str(tls["ca"]))
-    request = urllib.request.Request(f"{server.url}/spec/dns1",
-                                     headers={"Authorization": f"Bearer {NODE_TOKENS['dns1']}"})
+    request = urllib.request.Request(
+        f"{server.url}/spec/dns1", headers={"Authorization": f"Bearer {NODE_TOKENS['dns1']}"}
+    )
     with urllib.request.urlopen(request, context=context, timeout=5) as response:
         assert response.status == 200 and b'"name":"dns1"' in response.read()
     with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
@@ -203,6 +219,7 @@ def test_tls_needs_both_files_and_a_matching_pair(tmp_path, _serve):
     tls = s.make_tls(tmp_path)
     result = _serve("--site", str(site), "--secrets", str(secrets), "--tls-cert", str(tls["cert"]))
     assert result.returncode == 2 and "give both --tls-cert and --tls-key" in result.stderr
-    result = _serve("--site", str(site), "--secrets", str(secrets), "--tls-cert", str(tls["ca"]),
-                    "--tls-key", str(tls["key"]))
+    result = _serve(
+        "--site", str(site), "--secrets", str(secrets), "--tls-cert", str(tls["ca"]), "--tls-key", str(tls["key"])
+    )
     assert result.returncode == 2 and "cannot use the TLS certificate/key" in result.stderr

@@ -1,5 +1,6 @@
 """One small test per invalid `standalone` section: a minimally changed copy of sites/standalone.yaml, the exact field
 the user has to edit, and the key parts of the message (bad value, fix). Plus what the valid site resolves to."""
+
 from __future__ import annotations
 
 import copy
@@ -103,8 +104,15 @@ def test_bridges_on_a_vm():
     assert problem.field == "standalone.nodes.tools.bridges" and "only a pve node has them" in problem.message
 
 
-@pytest.mark.parametrize("field,value", [("image", "debian-12.qcow2"), ("image", "local:vztmpl/x.tar.zst"),
-                                         ("image", "local:import/../../etc/passwd"), ("template", "local:iso/x.iso")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("image", "debian-12.qcow2"),
+        ("image", "local:vztmpl/x.tar.zst"),
+        ("image", "local:import/../../etc/passwd"),
+        ("template", "local:iso/x.iso"),
+    ],
+)
 def test_volume_ids_are_checked(field, value):
     data = lab()
     node = nodes(data)["dns1" if field == "template" else "tools"]
@@ -134,8 +142,13 @@ def test_a_parent_that_is_not_a_pve():
 
 def test_a_parent_cycle_is_reported_once():
     data = lab()
-    nodes(data)["nest2"] = {**copy.deepcopy(nodes(data)["nest1"]), "parent": "nest1", "vm_id": 103,
-                            "bridge": "vmbr0", "networks": {"vlans": {111: {"address": "10.11.1.70/24"}}}}
+    nodes(data)["nest2"] = {
+        **copy.deepcopy(nodes(data)["nest1"]),
+        "parent": "nest1",
+        "vm_id": 103,
+        "bridge": "vmbr0",
+        "networks": {"vlans": {111: {"address": "10.11.1.70/24"}}},
+    }
     nodes(data)["nest1"]["parent"] = "nest2"
     problems = problems_of(data)
     cycle = [p for p in problems if "cycle" in p.message]
@@ -184,7 +197,7 @@ def test_presets_resolve_shipped_then_site_then_node():
     placed = placement(parse_site(lab(), "site.yaml"))
     assert (placed["nest1"].cores, placed["nest1"].memory_mib, placed["nest1"].disk_gib) == (4, 12288, 100)
     assert (placed["jump1"].cores, placed["jump1"].memory_mib, placed["jump1"].disk_gib) == (1, 2048, 20)
-    assert DEFAULT_PRESETS["vm-large"].memory_mib == 8192   # the site's override did not touch the shipped one
+    assert DEFAULT_PRESETS["vm-large"].memory_mib == 8192  # the site's override did not touch the shipped one
 
 
 # ---------------------------------------------------------------------------------------------------- duplicates
@@ -207,13 +220,15 @@ def test_a_vm_id_shared_between_standalone_nodes_of_one_proxmox_cluster():
     nodes(data)["jump1"]["vm_id"] = 101
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.jump1.vm_id"
-    assert problem.message == ("VM id 101 is already used by standalone.nodes.dns1 on the same nested Proxmox VE "
-                               "(standalone.nodes.nest1): give each VM its own id")
+    assert problem.message == (
+        "VM id 101 is already used by standalone.nodes.dns1 on the same nested Proxmox VE "
+        "(standalone.nodes.nest1): give each VM its own id"
+    )
 
 
 def test_the_same_vm_id_on_different_proxmox_clusters_is_fine():
     data = lab()
-    nodes(data)["jump1"]["vm_id"] = 3002   # tools has 3002 on pve1; jump1 lives on nest1, its own Proxmox cluster
+    nodes(data)["jump1"]["vm_id"] = 3002  # tools has 3002 on pve1; jump1 lives on nest1, its own Proxmox cluster
     assert parse_site(data, "site.yaml").standalone.nodes["jump1"].vm_id == 3002
 
 
@@ -227,8 +242,16 @@ def test_an_address_shared_with_another_node():
 
 def test_an_address_shared_with_a_cluster_vip():
     data = support.example_data()
-    data["standalone"] = {"specs_dir": "specs", "spec_server": lab()["standalone"]["spec_server"], "nodes": {"tools": {
-        **lab()["standalone"]["nodes"]["tools"], "networks": {"vlans": {111: {"address": "10.11.1.10/24"}}}}}}
+    data["standalone"] = {
+        "specs_dir": "specs",
+        "spec_server": lab()["standalone"]["spec_server"],
+        "nodes": {
+            "tools": {
+                **lab()["standalone"]["nodes"]["tools"],
+                "networks": {"vlans": {111: {"address": "10.11.1.10/24"}}},
+            }
+        },
+    }
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.networks.vlans.111.address"
     assert "already used by clusters.prod.endpoint_vip" in problem.message
@@ -236,8 +259,15 @@ def test_an_address_shared_with_a_cluster_vip():
 
 def test_an_address_inside_a_load_balancer_pool():
     data = support.example_data()
-    data["standalone"] = {"spec_server": lab()["standalone"]["spec_server"], "nodes": {"tools": {
-        **lab()["standalone"]["nodes"]["tools"], "networks": {"vlans": {120: {"address": "10.12.0.200/24"}}}}}}
+    data["standalone"] = {
+        "spec_server": lab()["standalone"]["spec_server"],
+        "nodes": {
+            "tools": {
+                **lab()["standalone"]["nodes"]["tools"],
+                "networks": {"vlans": {120: {"address": "10.12.0.200/24"}}},
+            }
+        },
+    }
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.networks.vlans.120.address"
     assert "inside LoadBalancer pool 10.12.0.192/27 of clusters.prod.cilium.pools.services" in problem.message
@@ -256,8 +286,9 @@ def test_a_bridge_missing_on_the_hypervisor():
     nodes(data)["tools"]["bridge"] = "vmbr7"
     problem = only_problem(data)
     assert problem.field == "standalone.nodes.tools.bridge"
-    assert ("bridge 'vmbr7' is not declared on parent 'pve1': declare it under hypervisors.pve1.bridges"
-            in problem.message)
+    assert (
+        "bridge 'vmbr7' is not declared on parent 'pve1': declare it under hypervisors.pve1.bridges" in problem.message
+    )
 
 
 def test_a_bridge_missing_on_a_nested_host():
@@ -324,8 +355,9 @@ def test_shared_rules_say_the_same_for_both_kinds_of_node():
     vm_ids = sorted(p.message for p in problems if p.field.endswith("vm_id"))
     assert vm_ids == ["VM id 1101 is already used by clusters.prod.control_planes.cp-a: give each VM its own id"] * 2
     bridge = [p for p in problems if p.field == "standalone.nodes.tools.bridge"]
-    assert bridge[0].message.startswith("bridge 'vmbr7' is not declared on parent 'pve1': declare it under "
-                                        "hypervisors.pve1.bridges")
+    assert bridge[0].message.startswith(
+        "bridge 'vmbr7' is not declared on parent 'pve1': declare it under hypervisors.pve1.bridges"
+    )
     # The copies are gone: the standalone module has no rule of its own for what the shared rules check.
     for name in ("unique_vm_ids", "unique_addresses", "clear_of_pools", "bridges_on_parent", "reachable"):
         assert not hasattr(standalone, name)
@@ -366,11 +398,17 @@ def test_a_bad_node_name():
 def test_placement_puts_parents_first_with_their_chain_and_tier():
     placed = placement(parse_site(lab(), "site.yaml"))
     assert list(placed) == ["nest1", "tools", "dns1", "jump1"]
-    assert [(p.chain, p.tier) for p in placed.values()] == [(("pve1",), 1), (("pve1",), 1),
-                                                           (("pve1", "nest1"), 2), (("pve1", "nest1"), 2)]
+    assert [(p.chain, p.tier) for p in placed.values()] == [
+        (("pve1",), 1),
+        (("pve1",), 1),
+        (("pve1", "nest1"), 2),
+        (("pve1", "nest1"), 2),
+    ]
     assert placed["nest1"].api_endpoint == "https://10.11.1.60:8006/" and placed["tools"].api_endpoint is None
-    assert [(n.vlan, n.address, n.gateway) for n in placed["tools"].nics] == [(111, "10.11.1.62/24", "10.11.1.1"),
-                                                                             (120, "10.12.0.62/24", None)]
+    assert [(n.vlan, n.address, n.gateway) for n in placed["tools"].nics] == [
+        (111, "10.11.1.62/24", "10.11.1.1"),
+        (120, "10.12.0.62/24", None),
+    ]
     assert placed["dns1"].unprivileged is True and placed["tools"].unprivileged is None
 
 

@@ -7,6 +7,7 @@ all: the posture and the token are not in the synthesized JSON (ADR 0026); they 
 layer's token map, which real Terraform turns into the replacement of that node's snippet file only — proven
 against the fake Proxmox VE in tests/integration/test_standalone.py.
 """
+
 from __future__ import annotations
 
 import copy
@@ -54,9 +55,16 @@ def run(before: dict, change):
 
 
 def new_vm(parent: str, vm_id: int, octet: int, **extra) -> dict:
-    return {"type": "vm", "parent": parent, "spec": "tools", "image": "local:import/debian-12-genericcloud-amd64.qcow2",
-            "vm_id": vm_id, "bridge": "vmbr1" if parent == "pve1" else "vmbr0",
-            "networks": {"vlans": {111: {"address": f"10.11.1.{octet}/24", "gateway": "10.11.1.1"}}}, **extra}
+    return {
+        "type": "vm",
+        "parent": parent,
+        "spec": "tools",
+        "image": "local:import/debian-12-genericcloud-amd64.qcow2",
+        "vm_id": vm_id,
+        "bridge": "vmbr1" if parent == "pve1" else "vmbr0",
+        "networks": {"vlans": {111: {"address": f"10.11.1.{octet}/24", "gateway": "10.11.1.1"}}},
+        **extra,
+    }
 
 
 def conforms(stacks: dict) -> None:
@@ -74,8 +82,12 @@ def test_add_a_vm_on_the_hypervisor_adds_only_its_vm_and_snippet():
 
 def test_add_a_container_under_the_nested_host_adds_only_its_container_and_hookscript():
     def change(d):
-        nodes(d)["cache1"] = {**copy.deepcopy(nodes(d)["dns1"]), "vm_id": 103,
-                              "networks": {"vlans": {111: {"address": "10.11.1.54/24", "gateway": "10.11.1.1"}}}}
+        nodes(d)["cache1"] = {
+            **copy.deepcopy(nodes(d)["dns1"]),
+            "vm_id": 103,
+            "networks": {"vlans": {111: {"address": "10.11.1.54/24", "gateway": "10.11.1.1"}}},
+        }
+
     result, after = run(base(), change)
     assert_changes(result, {N: {"added": {ct("cache1"), env("cache1")}}})
     conforms(support.synth(support.site_from(after)))
@@ -95,19 +107,30 @@ def test_remove_the_nested_host_and_its_guests_removes_its_stack_and_only_its_ow
     def change(d):
         for name in ("dns1", "jump1", "nest1"):
             nodes(d).pop(name)
+
     result, _ = run(base(), change)
-    assert_changes(result, {S: {"removed": {vm("nest1"), env("nest1")}},
-                            N: {"removed": {vm("jump1"), env("jump1"), ct("dns1"), env("dns1")}}})
+    assert_changes(
+        result,
+        {
+            S: {"removed": {vm("nest1"), env("nest1")}},
+            N: {"removed": {vm("jump1"), env("jump1"), ct("dns1"), env("dns1")}},
+        },
+    )
 
 
 def test_a_new_nested_host_with_a_guest_adds_its_stack_and_its_vm_only():
     def change(d):
-        nodes(d)["nest2"] = {**copy.deepcopy(nodes(d)["nest1"]), "vm_id": 3004,
-                             "networks": {"vlans": {111: {"address": "10.11.1.90/24", "gateway": "10.11.1.1"}}}}
+        nodes(d)["nest2"] = {
+            **copy.deepcopy(nodes(d)["nest1"]),
+            "vm_id": 3004,
+            "networks": {"vlans": {111: {"address": "10.11.1.90/24", "gateway": "10.11.1.1"}}},
+        }
         nodes(d)["lab1"] = new_vm("nest2", 101, 91)
+
     result, after = run(base(), change)
-    assert_changes(result, {S: {"added": {vm("nest2"), env("nest2")}},
-                            "standalone-nest2": {"added": {vm("lab1"), env("lab1")}}})
+    assert_changes(
+        result, {S: {"added": {vm("nest2"), env("nest2")}}, "standalone-nest2": {"added": {vm("lab1"), env("lab1")}}}
+    )
     conforms(support.synth(support.site_from(after)))
 
 
@@ -127,6 +150,7 @@ def test_a_new_spec_server_url_changes_every_snippet_and_no_guest():
 
 
 # ------------------------------------------------------------ specs, tokens, postures: no address changes at all
+
 
 @pytest.fixture
 def site_copy(tmp_path):
@@ -189,16 +213,19 @@ def test_each_layer_gets_its_own_nodes_tokens_by_posture(site_copy):
     site_path, secrets = site_copy
     variables = layer_variables(site_path, secrets)
     assert {layer: json.loads(value[TOKENS_ENV]) for layer, value in variables.items()} == {
-        S: {"nest1": NODE_TOKENS["nest1"]},                        # prod; tools is dev: no token
-        N: {"dns1": NODE_TOKENS["dns1"], "jump1": SITE_TOKEN},     # dns1 prod, jump1 stage
+        S: {"nest1": NODE_TOKENS["nest1"]},  # prod; tools is dev: no token
+        N: {"dns1": NODE_TOKENS["dns1"], "jump1": SITE_TOKEN},  # dns1 prod, jump1 stage
     }
 
 
 def test_tokens_without_a_secrets_file_are_refused_naming_the_nodes(site_copy):
     site_path, _ = site_copy
-    with pytest.raises(TokensUnavailable, match=r"standalone nodes dns1, jump1, nest1 have a posture that uses a "
-                                                 r"token: give the secrets file \(--secrets FILE or "
-                                                 r"\$TERRAVIXENS_SECRETS\)"):
+    with pytest.raises(
+        TokensUnavailable,
+        match=r"standalone nodes dns1, jump1, nest1 have a posture that uses a "
+        r"token: give the secrets file \(--secrets FILE or "
+        r"\$TERRAVIXENS_SECRETS\)",
+    ):
         node_tokens(load_standalone(site_path))
 
 

@@ -1,5 +1,6 @@
 """The L2 stacks of sites/standalone.yaml: names and order, dependencies, snapshots, what the JSON never holds, and
 the errors of the L2 constructs and rules (each invalid input asserts its message)."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,11 @@ def resources(stack: dict) -> set[str]:
 def test_the_shipped_site_has_the_done_when_topology():
     placed = placement(support.site_from(standalone_data()))
     assert {(n.name, n.type, n.parent, n.tier) for n in placed.values()} == {
-        ("nest1", "pve", "pve1", 1), ("tools", "vm", "pve1", 1), ("jump1", "vm", "nest1", 2),
-        ("dns1", "ct", "nest1", 2)}
+        ("nest1", "pve", "pve1", 1),
+        ("tools", "vm", "pve1", 1),
+        ("jump1", "vm", "nest1", 2),
+        ("dns1", "ct", "nest1", 2),
+    }
 
 
 def test_stacks_in_apply_order_and_each_after_the_one_that_creates_its_host(synthesized):
@@ -64,11 +68,17 @@ def test_stacks_in_apply_order_and_each_after_the_one_that_creates_its_host(synt
 def test_each_stack_creates_its_own_nodes_only(synthesized):
     stacks, _ = synthesized
     assert resources(stacks["standalone"]) == {
-        "proxmox_virtual_environment_file.sa_nest1_node_env", "proxmox_virtual_environment_vm.sa_nest1_vm",
-        "proxmox_virtual_environment_file.sa_tools_node_env", "proxmox_virtual_environment_vm.sa_tools_vm"}
+        "proxmox_virtual_environment_file.sa_nest1_node_env",
+        "proxmox_virtual_environment_vm.sa_nest1_vm",
+        "proxmox_virtual_environment_file.sa_tools_node_env",
+        "proxmox_virtual_environment_vm.sa_tools_vm",
+    }
     assert resources(stacks["standalone-nest1"]) == {
-        "proxmox_virtual_environment_file.sa_dns1_node_env", "proxmox_virtual_environment_container.sa_dns1_ct",
-        "proxmox_virtual_environment_file.sa_jump1_node_env", "proxmox_virtual_environment_vm.sa_jump1_vm"}
+        "proxmox_virtual_environment_file.sa_dns1_node_env",
+        "proxmox_virtual_environment_container.sa_dns1_ct",
+        "proxmox_virtual_environment_file.sa_jump1_node_env",
+        "proxmox_virtual_environment_vm.sa_jump1_vm",
+    }
 
 
 @pytest.mark.parametrize("stack", L2)
@@ -79,13 +89,17 @@ def test_l2_stack_snapshot(synthesized, snapshot_json, stack):
 def test_the_nested_host_is_reached_through_its_own_api_with_apply_time_credentials(synthesized):
     stacks, _ = synthesized
     provider = stacks["standalone-nest1"]["provider"]["proxmox"][0]
-    assert provider == {"endpoint": "https://10.11.1.60:8006/", "api_token": "${var.proxmox_api_token}",
-                        "ssh": {"node": [{"name": "nest1", "address": "10.11.1.60"}]}}
+    assert provider == {
+        "endpoint": "https://10.11.1.60:8006/",
+        "api_token": "${var.proxmox_api_token}",
+        "ssh": {"node": [{"name": "nest1", "address": "10.11.1.60"}]},
+    }
     variable = stacks["standalone-nest1"]["variable"]["proxmox_api_token"]
     assert variable["sensitive"] is True and variable["default"] is None
     # The guests of the hypervisors go through the site's API, credentials from the environment.
-    assert stacks["standalone"]["provider"]["proxmox"] == [{"endpoint": "https://pve1.lab.internal:8006/",
-                                                            "insecure": False}]
+    assert stacks["standalone"]["provider"]["proxmox"] == [
+        {"endpoint": "https://pve1.lab.internal:8006/", "insecure": False}
+    ]
     assert "proxmox_api_token" not in stacks["standalone"].get("variable", {})
 
 
@@ -113,7 +127,9 @@ def test_guests_name_their_snippet_by_a_constant_volume_id_never_by_reference(sy
         assert "${" not in json.dumps(body)  # nothing of a guest is computed from another resource
     files = stacks["standalone-nest1"]["resource"]["proxmox_virtual_environment_file"]
     assert {name: (f["file_mode"], f["source_raw"]["file_name"]) for name, f in files.items()} == {
-        "sa_dns1_node_env": ("0700", "terravixens-dns1.sh"), "sa_jump1_node_env": ("0600", "terravixens-jump1.yaml")}
+        "sa_dns1_node_env": ("0700", "terravixens-dns1.sh"),
+        "sa_jump1_node_env": ("0600", "terravixens-jump1.yaml"),
+    }
 
 
 def test_a_container_is_unprivileged_with_no_user_account_and_its_os_type_from_the_template(synthesized):
@@ -133,7 +149,9 @@ def test_a_nested_pve_gets_the_hosts_cpu_and_a_vm_a_migratable_one(synthesized):
     assert vms["sa_nest1_vm"]["disk"][0]["size"] == 100  # the node's own override
     assert [d["vlan_id"] for d in vms["sa_tools_vm"]["network_device"]] == [111, 120]
     assert vms["sa_tools_vm"]["initialization"]["ip_config"] == [
-        {"ipv4": {"address": "10.11.1.62/24", "gateway": "10.11.1.1"}}, {"ipv4": {"address": "10.12.0.62/24"}}]
+        {"ipv4": {"address": "10.11.1.62/24", "gateway": "10.11.1.1"}},
+        {"ipv4": {"address": "10.12.0.62/24"}},
+    ]
 
 
 def test_a_site_without_standalone_nodes_has_no_l2_stack(example_site):
@@ -144,17 +162,32 @@ def test_a_site_without_standalone_nodes_has_no_l2_stack(example_site):
 def test_one_stack_per_nested_host_each_after_its_hosts_stack(tmp_path):
     data = standalone_data()
     nodes = data["standalone"]["nodes"]
-    nodes["nest2"] = {"type": "pve", "parent": "nest1", "spec": "nested-pve", "image": nodes["nest1"]["image"],
-                      "vm_id": 201, "bridge": "vmbr0", "networks": {"vlans": {111: {"address": "10.11.1.70/24"}}},
-                      "bridges": {"vmbr0": {"vlan_aware": True, "vlans": [111]}}}
-    nodes["deep1"] = {"type": "vm", "parent": "nest2", "spec": "tools", "image": nodes["jump1"]["image"],
-                      "vm_id": 102, "bridge": "vmbr0", "networks": {"vlans": {111: {"address": "10.11.1.71/24"}}}}
+    nodes["nest2"] = {
+        "type": "pve",
+        "parent": "nest1",
+        "spec": "nested-pve",
+        "image": nodes["nest1"]["image"],
+        "vm_id": 201,
+        "bridge": "vmbr0",
+        "networks": {"vlans": {111: {"address": "10.11.1.70/24"}}},
+        "bridges": {"vmbr0": {"vlan_aware": True, "vlans": [111]}},
+    }
+    nodes["deep1"] = {
+        "type": "vm",
+        "parent": "nest2",
+        "spec": "tools",
+        "image": nodes["jump1"]["image"],
+        "vm_id": 102,
+        "bridge": "vmbr0",
+        "networks": {"vlans": {111: {"address": "10.11.1.71/24"}}},
+    }
     site = support.site_from(data)
     layers = standalone_layers(site)
     assert [(name, layer.after, [n.name for n in layer.nodes]) for name, layer in layers.items()] == [
         ("standalone", None, ["nest1", "tools"]),
         ("standalone-nest1", "standalone", ["dns1", "jump1", "nest2"]),
-        ("standalone-nest2", "standalone-nest1", ["deep1"])]
+        ("standalone-nest2", "standalone-nest1", ["deep1"]),
+    ]
     support.synth(site, tmp_path)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["stacks"]["standalone-nest2"]["dependencies"] == ["standalone-nest1"]
@@ -164,6 +197,7 @@ def test_one_stack_per_nested_host_each_after_its_hosts_stack(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------- errors
+
 
 def test_standalone_nodes_without_a_spec_server_are_refused():
     data = standalone_data()
@@ -182,21 +216,32 @@ def _stack_with_tokens():
 
 def _props(name: str, **extra):
     site = support.site_from(standalone_data())
-    return dict(placed=placement(site)[name], proxmox_node="pve1", datastores=site.hypervisors["pve1"].datastores,
-                spec_server="https://specs.lab.internal:8443", **extra)
+    return dict(
+        placed=placement(site)[name],
+        proxmox_node="pve1",
+        datastores=site.hypervisors["pve1"].datastores,
+        spec_server="https://specs.lab.internal:8443",
+        **extra,
+    )
 
 
 def test_a_container_node_given_to_standalone_vm_is_refused():
     stack, tokens = _stack_with_tokens()
-    with pytest.raises(ValueError, match=r"standalone node 'dns1' is a 'ct' with image None: a StandaloneVm is a "
-                                         r"'vm' or 'pve' node with an image; create a 'ct' with StandaloneContainer"):
+    with pytest.raises(
+        ValueError,
+        match=r"standalone node 'dns1' is a 'ct' with image None: a StandaloneVm is a "
+        r"'vm' or 'pve' node with an image; create a 'ct' with StandaloneContainer",
+    ):
         StandaloneVm(stack, "dns1", StandaloneVmProps(**_props("dns1", tokens=tokens)))
 
 
 def test_a_vm_node_given_to_standalone_container_is_refused():
     stack, tokens = _stack_with_tokens()
-    with pytest.raises(ValueError, match=r"standalone node 'tools' is a 'vm' with template None: a "
-                                         r"StandaloneContainer is a 'ct' node with a template"):
+    with pytest.raises(
+        ValueError,
+        match=r"standalone node 'tools' is a 'vm' with template None: a "
+        r"StandaloneContainer is a 'ct' node with a template",
+    ):
         StandaloneContainer(stack, "tools", StandaloneContainerProps(**_props("tools", tokens=tokens)))
 
 
@@ -219,16 +264,20 @@ def test_tv002_a_container_outside_a_node_construct_is_refused(tmp_path):
     app = build_app(support.site_from(standalone_data()), str(tmp_path))
     stack = app.node.find_child("standalone-nest1")
     pin(VirtualEnvironmentContainer(stack, "stray", node_name="nest1"), "stray_ct")
-    assert ("[TV002 ResetScopedToNode] proxmox_virtual_environment_container.stray_ct is not inside a TalosNode, "
-            "StandaloneVm or StandaloneContainer: create it through one of them") in synth_errors(app)
+    assert (
+        "[TV002 ResetScopedToNode] proxmox_virtual_environment_container.stray_ct is not inside a TalosNode, "
+        "StandaloneVm or StandaloneContainer: create it through one of them"
+    ) in synth_errors(app)
 
 
 def test_tv002_a_standalone_node_reading_another_nodes_attributes_is_refused(tmp_path):
     app = build_app(support.site_from(standalone_data()), str(tmp_path))
     stack = app.node.find_child("standalone-nest1")
     stack.nodes["dns1"].container.description = stack.nodes["jump1"].vm.name
-    assert ("proxmox_virtual_environment_container.sa_dns1_ct of standalone 'dns1' reads "
-            "proxmox_virtual_environment_vm.sa_jump1_vm of standalone 'jump1'") in synth_errors(app)
+    assert (
+        "proxmox_virtual_environment_container.sa_dns1_ct of standalone 'dns1' reads "
+        "proxmox_virtual_environment_vm.sa_jump1_vm of standalone 'jump1'"
+    ) in synth_errors(app)
 
 
 def test_tv003_a_standalone_resource_named_after_another_node_is_refused(tmp_path):

@@ -1,4 +1,5 @@
 """Properties of the synthesized files that hold for every stack: relative paths only, explicit backends."""
+
 import json
 import os
 import re
@@ -43,8 +44,10 @@ def test_s3_backend_one_key_per_layer_with_locking_and_encryption():
 def test_s3_backend_with_a_kms_key():
     data = support.example_data()
     key = "arn:aws:kms:us-east-1:000000000000:key/example"
-    data["state"] = {"backend": "s3",
-                     "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate", "kms_key_id": key}}
+    data["state"] = {
+        "backend": "s3",
+        "s3": {"endpoint": "https://127.0.0.1:9000", "bucket": "tfstate", "kms_key_id": key},
+    }
     stacks = support.synth(support.site_from(data))
     assert {stack["terraform"]["backend"]["s3"]["kms_key_id"] for stack in stacks.values()} == {key}
     assert stacks["gitops-prod"]["data"]["terraform_remote_state"]["platform"]["config"]["kms_key_id"] == key
@@ -68,17 +71,19 @@ def test_gitops_stack_reads_cluster_credentials_from_platform_state(example_synt
     kubernetes = example_synth["gitops-prod"]["provider"]["kubernetes"][0]
     assert kubernetes["host"] == "${data.terraform_remote_state.platform.outputs.kubernetes_client.host}"
     assert example_synth["gitops-prod"]["data"]["terraform_remote_state"]["platform"]["config"] == {
-        "path": "../../../state/platform-prod.tfstate"}
+        "path": "../../../state/platform-prod.tfstate"
+    }
 
 
 def test_main_synthesizes_the_example_site_like_cdktf_synth(tmp_path, example_synth):
     """main.py is what `cdktf synth` runs, with the interpreter flags cdktf.json gives it (`python -O`): with
     CDKTF_OUTDIR set it writes every stack there, the same JSON as a synth without -O."""
     words = json.loads((ROOT / "cdktf.json").read_text())["app"].split()
-    flags = [word for word in words[words.index("python") + 1:] if word.startswith("-")]
+    flags = [word for word in words[words.index("python") + 1 :] if word.startswith("-")]
     env = dict(os.environ, CDKTF_OUTDIR=str(tmp_path), TERRAVIXENS_SITE=str(ROOT / "sites" / "example.yaml"))
-    result = subprocess.run([sys.executable, *flags, "main.py"], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, *flags, "main.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "stacks").iterdir()) == ["gitops-prod", "hypervisors", "platform-prod"]
     for stack in (tmp_path / "stacks").iterdir():

@@ -1,4 +1,5 @@
 """Talos Image Factory schematic ids computed locally, pinned to ids published by the factory, and image references."""
+
 from __future__ import annotations
 
 import hashlib
@@ -86,7 +87,9 @@ def test_disk_image_url_default_image():
 
 
 def test_disk_image_url_follows_platform_architecture_and_factory():
-    image = TalosImage(extensions=[], platform="metal", architecture="arm64", factory_url="https://factory.lab.internal")
+    image = TalosImage(
+        extensions=[], platform="metal", architecture="arm64", factory_url="https://factory.lab.internal"
+    )
     assert disk_image_url(image, "v1.10.0") == (
         f"https://factory.lab.internal/image/{DEFAULT_SCHEMATIC_ID}/v1.10.0/metal-arm64.qcow2"
     )
@@ -103,8 +106,9 @@ def test_disk_image_file_name_differs_per_version_and_schematic():
         disk_image_file_name(TalosImage(extensions=[]), "v1.11.5"),
     }
     assert len(names) == 3
-    assert disk_image_file_name(TalosImage(extensions=[]),
-                                "v1.11.5") == "talos-376567988ad3-v1.11.5-nocloud-amd64.qcow2"
+    assert (
+        disk_image_file_name(TalosImage(extensions=[]), "v1.11.5") == "talos-376567988ad3-v1.11.5-nocloud-amd64.qcow2"
+    )
 
 
 def test_disk_image_file_id_default_image():
@@ -118,8 +122,9 @@ def test_disk_image_file_id_uses_the_datastore():
 
 
 def test_installer_image_default_image():
-    assert installer_image(TalosImage(),
-                           "v1.11.5") == f"factory.talos.dev/nocloud-installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
+    assert (
+        installer_image(TalosImage(), "v1.11.5") == f"factory.talos.dev/nocloud-installer/{QEMU_GUEST_AGENT_ID}:v1.11.5"
+    )
 
 
 @pytest.mark.parametrize("factory_url", ["https://factory.lab.internal", "http://factory.lab.internal"])

@@ -6,6 +6,7 @@ node's `config_patches` as `talos_machine_configuration_apply` does, and validat
 (install instructions required). The requests come from the synthesized JSON. The binaries are built by
 `make tools` (part of `make setup`); a missing one fails these tests with the command that builds it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -57,9 +58,15 @@ def site_verdicts(site_requests):
 def _expected_nodes(variant: str) -> dict[str, tuple[str, str, str]]:
     """name -> (Talos minor it runs, hostname, configuration contract) for every node of the variant's model."""
     site = support.site_from(_variant(VARIANTS[variant]))
-    return {f"{variant}:platform-{cluster_name}/node_{name}_apply":
-            (talos_tool.minor_of(cluster.talos_version), node.hostname or name, cluster.contract)
-            for cluster_name, cluster in site.clusters.items() for name, (_, node) in cluster.nodes().items()}
+    return {
+        f"{variant}:platform-{cluster_name}/node_{name}_apply": (
+            talos_tool.minor_of(cluster.talos_version),
+            node.hostname or name,
+            cluster.contract,
+        )
+        for cluster_name, cluster in site.clusters.items()
+        for name, (_, node) in cluster.nodes().items()
+    }
 
 
 def _contract_1_11(variant: str) -> bool:
@@ -71,8 +78,9 @@ def _contract_1_11(variant: str) -> bool:
 def test_one_tool_per_supported_minor_built_from_its_pinned_machinery():
     assert {minor: talos_tool.pinned_machinery(minor) for minor in talos_tool.supported_minors()} == MINORS
     for minor, version in MINORS.items():
-        printed = subprocess.run([str(talos_tool.binary(minor)), "-version"], capture_output=True, text=True,
-                                 timeout=30)
+        printed = subprocess.run(
+            [str(talos_tool.binary(minor)), "-version"], capture_output=True, text=True, timeout=30
+        )
         assert printed.stdout.strip() == version
 
 
@@ -88,14 +96,17 @@ def test_every_node_validates_with_the_tool_of_its_talos_version(variant, site_r
     assert sorted(node["name"] for node in site_requests[variant]) == sorted(expected)
     judged = {name: site_verdicts[name] for name in expected}
     assert {name: machinery for name, (machinery, _) in judged.items()} == {
-        name: MINORS[minor] for name, (minor, _, _) in expected.items()}
+        name: MINORS[minor] for name, (minor, _, _) in expected.items()
+    }
     assert {name: (v.ok, v.errors, v.warnings) for name, (_, v) in judged.items()} == dict.fromkeys(
-        expected, (True, [], []))
+        expected, (True, [], [])
+    )
     # The node keeps the name it has in the site file: a static hostname, nothing generated. From contract v1.12
     # it is in a HostnameConfig document, with auto off (ADR 0023).
     assert {name: (v.hostname, v.hostname_auto, v.documents) for name, (_, v) in judged.items()} == {
         name: (hostname, "", ["v1alpha1"]) if contract == "v1.11" else (hostname, "off", ["v1alpha1", "HostnameConfig"])
-        for name, (_, hostname, contract) in expected.items()}
+        for name, (_, hostname, contract) in expected.items()
+    }
 
 
 @pytest.mark.parametrize("minor", ["1.12", "1.13"])
@@ -103,15 +114,20 @@ def test_every_site_is_valid_on_a_newer_talos_too(minor, site_requests):
     """The state between `terravixens upgrade` and the next deploy: nodes already run the newer Talos, their
     configurations are still the site's (its contract, its installer). Every node of every site whose contract the
     newer Talos can read must validate there, with no warning and its own static hostname."""
-    nodes = [node for variant in sorted(site_requests) for node in site_requests[variant]
-             if versions.minor_of(node["machine_configuration"]["talos_version"]) <= versions.minor_of(minor)
-             and versions.minor_of(talos_tool.running_version(node)) <= versions.minor_of(minor)]
+    nodes = [
+        node
+        for variant in sorted(site_requests)
+        for node in site_requests[variant]
+        if versions.minor_of(node["machine_configuration"]["talos_version"]) <= versions.minor_of(minor)
+        and versions.minor_of(talos_tool.running_version(node)) <= versions.minor_of(minor)
+    ]
     assert len(nodes) >= 70
     report = talos_tool.validate(minor, nodes)
     assert report.machinery == MINORS[minor]
     hostnames = {name: hostname for variant in VARIANTS for name, (_, hostname, _) in _expected_nodes(variant).items()}
-    verdicts = {v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off"))
-                for v in report.verdicts}
+    verdicts = {
+        v.name: (v.ok, v.errors, v.warnings, v.hostname, v.hostname_auto in ("", "off")) for v in report.verdicts
+    }
     assert verdicts == {node["name"]: (True, [], [], hostnames[node["name"]], True) for node in nodes}
 
 
@@ -135,8 +151,8 @@ def test_what_the_provider_generates_loads_and_validates_on_the_nodes_own_versio
     verdicts = _run_by_minor(fed)
     assert len(verdicts) == len(nodes) > 0
     assert {name: (machinery, v.ok, v.errors, v.warnings) for name, (machinery, v) in verdicts.items()} == {
-        node["name"]: (MINORS[talos_tool.minor_of(talos_tool.running_version(node))], True, [], [])
-        for node in nodes}
+        node["name"]: (MINORS[talos_tool.minor_of(talos_tool.running_version(node))], True, [], []) for node in nodes
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------- 1.12+
@@ -144,14 +160,16 @@ def test_what_the_provider_generates_loads_and_validates_on_the_nodes_own_versio
 def test_contract_1_11_patches_under_a_newer_contract_conflict_on_the_hostname(minor, site_requests):
     """Why a patch follows its contract, as Talos says it: under >= v1.12 the generated HostnameConfig document and
     machine.network.hostname cannot both be there (siderolabs/talos#12624). Nothing else is refused."""
-    nodes = copy.deepcopy([node for variant in sorted(site_requests) if _contract_1_11(variant)
-                           for node in site_requests[variant]])
+    nodes = copy.deepcopy(
+        [node for variant in sorted(site_requests) if _contract_1_11(variant) for node in site_requests[variant]]
+    )
     for node in nodes:
         node["machine_configuration"]["talos_version"] = MINORS[minor]
     report = talos_tool.validate(minor, nodes)
     assert report.machinery == MINORS[minor]
     assert {v.name: (v.ok, v.errors, v.warnings, v.documents) for v in report.verdicts} == {
-        node["name"]: (False, [HOSTNAME_CONFLICT], [], ["v1alpha1", "HostnameConfig"]) for node in nodes}
+        node["name"]: (False, [HOSTNAME_CONFLICT], [], ["v1alpha1", "HostnameConfig"]) for node in nodes
+    }
 
 
 @pytest.mark.parametrize("minor", ["1.12", "1.13"])
@@ -167,7 +185,8 @@ def test_dropping_the_hostname_is_valid_but_gives_every_node_a_generated_name(mi
         node["config_patches"][0] = yaml.safe_dump(patch)
     report = talos_tool.validate(minor, nodes)
     assert {v.name: (v.ok, v.errors, v.hostname, v.hostname_auto) for v in report.verdicts} == {
-        node["name"]: (True, [], "", "stable") for node in nodes}
+        node["name"]: (True, [], "", "stable") for node in nodes
+    }
 
 
 @pytest.mark.parametrize("minor", ["1.12", "1.13"])
@@ -178,8 +197,10 @@ def test_the_hostname_config_needs_auto_off(minor, site_requests):
     for node in nodes:
         node["config_patches"] = [node["config_patches"][0].replace("auto: 'off'\n", "")]
     verdicts = talos_tool.validate(minor, nodes).verdicts
-    assert {v.name: (v.ok, v.errors) for v in verdicts} == {node["name"]: (False, [
-        "validate: HostnameConfig: 'auto' and 'hostname' cannot be set at the same time"]) for node in nodes}
+    assert {v.name: (v.ok, v.errors) for v in verdicts} == {
+        node["name"]: (False, ["validate: HostnameConfig: 'auto' and 'hostname' cannot be set at the same time"])
+        for node in nodes
+    }
 
 
 @pytest.mark.parametrize("variant", ["talos-1.12", "talos-1.13"])
@@ -189,11 +210,14 @@ def test_a_node_refuses_a_contract_newer_than_the_talos_it_runs(variant, site_re
     on 1.11 cannot read the result, with or without our patches."""
     nodes = site_requests[variant]
     rendered = talos_tool.validate(PROVIDER_MINOR, nodes, emit_input=True)
-    fed = [{**node, "machine_configuration_input": verdict.machine_configuration_input}
-           for node, verdict in zip(nodes, rendered.verdicts, strict=True)]
+    fed = [
+        {**node, "machine_configuration_input": verdict.machine_configuration_input}
+        for node, verdict in zip(nodes, rendered.verdicts, strict=True)
+    ]
     ours = talos_tool.validate("1.11", fed).verdicts
-    not_registered = ('talos_machine_configuration_apply: error loading config patches: "HostnameConfig" '
-                      '"v1alpha1": not registered')
+    not_registered = (
+        'talos_machine_configuration_apply: error loading config patches: "HostnameConfig" "v1alpha1": not registered'
+    )
     assert {v.name: v.errors for v in ours} == {node["name"]: [not_registered] for node in nodes}
     bare = talos_tool.validate("1.11", [{**node, "config_patches": []} for node in fed]).verdicts
     unknown_key = "load: unknown keys found during decoding:\nmachine:\n    install:\n        grubUseUKICmdline: true"
@@ -201,8 +225,24 @@ def test_a_node_refuses_a_contract_newer_than_the_talos_it_runs(variant, site_re
 
 
 # Kubernetes versions around every edge of the table, as written in site files.
-KUBERNETES_PROBES = ["v1.28.9", "v1.29.0", "v1.29.5", "v1.30.0", "v1.30.14", "v1.31.0", "v1.33.4", "v1.34.0",
-                     "v1.34.9", "v1.35.0", "v1.35.4", "v1.36.0", "v1.36.3", "v1.37.0", "v1.37.1", "v2.0.0"]
+KUBERNETES_PROBES = [
+    "v1.28.9",
+    "v1.29.0",
+    "v1.29.5",
+    "v1.30.0",
+    "v1.30.14",
+    "v1.31.0",
+    "v1.33.4",
+    "v1.34.0",
+    "v1.34.9",
+    "v1.35.0",
+    "v1.35.4",
+    "v1.36.0",
+    "v1.36.3",
+    "v1.37.0",
+    "v1.37.1",
+    "v2.0.0",
+]
 
 
 @pytest.mark.parametrize("minor", sorted(MINORS))
@@ -213,7 +253,8 @@ def test_the_kubernetes_table_is_talos_own(minor):
     talos_minor = versions.minor_of(minor)
     assert {kubernetes: verdict["supported"] for kubernetes, verdict in said.items()} == {
         kubernetes: versions.kubernetes_supported(talos_minor, versions.minor_of(kubernetes))
-        for kubernetes in KUBERNETES_PROBES}
+        for kubernetes in KUBERNETES_PROBES
+    }
     assert sum(verdict["supported"] for verdict in said.values()) >= 6  # the probes straddle the range
 
 
@@ -238,8 +279,17 @@ def _vlan(document: dict, vlan_id: int) -> dict:
 
 REMOVE_INSTALL_DISK = '[{"op": "remove", "path": "/machine/install/disk"}]'
 UNPARSABLE_DISK_SELECTOR = "machine:\n  install:\n    diskSelector:\n      size: banana\n"
-WORKER_VIP = yaml.safe_dump({"machine": {"network": {"interfaces": [
-    {"deviceSelector": {"physical": True}, "vlans": [{"vlanId": 111, "vip": {"ip": "10.11.1.10"}}]}]}}})
+WORKER_VIP = yaml.safe_dump(
+    {
+        "machine": {
+            "network": {
+                "interfaces": [
+                    {"deviceSelector": {"physical": True}, "vlans": [{"vlanId": 111, "vip": {"ip": "10.11.1.10"}}]}
+                ]
+            }
+        }
+    }
+)
 BAD_TAINT = "machine:\n  nodeTaints:\n    dedicated: gpu:Sometimes\n"
 LOADING = "talos_machine_configuration_apply: error loading config patches: "
 
@@ -251,40 +301,66 @@ def _rename(document: dict, old: str, new: str) -> None:
 # case -> (node, how its patches are broken, what the 1.11 tool must say; None: see the test)
 BROKEN = {
     "install-disk-removed": (
-        "cp-a", lambda p: [*p, REMOVE_INSTALL_DISK],
-        ["validate: either install disk or diskSelector should be defined"]),
+        "cp-a",
+        lambda p: [*p, REMOVE_INSTALL_DISK],
+        ["validate: either install disk or diskSelector should be defined"],
+    ),
     "install-disk-selector-unparsable": (
-        "cp-a", lambda p: [*p, UNPARSABLE_DISK_SELECTOR],
-        [LOADING + "error decoding  to *v1alpha1.Config: failed to parse disk size banana: strconv.ParseFloat: "
-                   "parsing \"\": invalid syntax"]),
+        "cp-a",
+        lambda p: [*p, UNPARSABLE_DISK_SELECTOR],
+        [
+            LOADING + "error decoding  to *v1alpha1.Config: failed to parse disk size banana: strconv.ParseFloat: "
+            'parsing "": invalid syntax'
+        ],
+    ),
     "vlan-id-out-of-range": (
-        "wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(vlanId=70000))],
-        [LOADING + "error decoding  to *v1alpha1.Config: yaml: unmarshal errors:\n  line 27: cannot unmarshal "
-                   "!!int `70000` into uint16"]),
+        "wk-a",
+        lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(vlanId=70000))],
+        [
+            LOADING + "error decoding  to *v1alpha1.Config: yaml: unmarshal errors:\n  line 27: cannot unmarshal "
+            "!!int `70000` into uint16"
+        ],
+    ),
     "vlan-address-invalid": (
-        "wk-a", lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(addresses=["10.12.0.21/33"]))],
-        ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"]),
+        "wk-a",
+        lambda p: [_edit(p[0], lambda d: _vlan(d, 120).update(addresses=["10.12.0.21/33"]))],
+        ["validate: [networking.os.device.vlan.addresses] .120: invalid CIDR address: 10.12.0.21/33"],
+    ),
     "interface-and-selector": (
-        "cp-a", lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
-        [("validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections "
-          "are mutually exclusive")]),
+        "cp-a",
+        lambda p: [_edit(p[0], lambda d: _interface(d).update(interface="eth0"))],
+        [
+            (
+                "validate: [networking.os.device.interface], [networking.os.device.deviceSelector]: config sections "
+                "are mutually exclusive"
+            )
+        ],
+    ),
     "vip-on-a-worker": (
-        "wk-a", lambda p: [*p, WORKER_VIP],
-        ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"]),
-    "unknown-key": (
-        "cp-b", lambda p: [_edit(p[0], lambda d: _rename(d, "install", "instal"))],
-        None),
+        "wk-a",
+        lambda p: [*p, WORKER_VIP],
+        ["validate: virtual (shared) IP is not allowed on non-controlplane nodes"],
+    ),
+    "unknown-key": ("cp-b", lambda p: [_edit(p[0], lambda d: _rename(d, "install", "instal"))], None),
     "taint-effect": (
-        "wk-b", lambda p: [*p, BAD_TAINT],
-        ["validate: invalid machine node taints: invalid taint effect: \"Sometimes\""]),
+        "wk-b",
+        lambda p: [*p, BAD_TAINT],
+        ['validate: invalid machine node taints: invalid taint effect: "Sometimes"'],
+    ),
     "pinned-subnet-invalid": (
-        "cp-c", lambda p: [p[0].replace("10.11.1.0/24", "10.11.1.0/99")],
-        ["validate: etcd advertised subnet is not valid: \"10.11.1.0/99\"",
-         "validate: etcd listen subnet is not valid: \"10.11.1.0/99\"",
-         "validate: kubelet nodeIP subnet is not valid: \"10.11.1.0/99\""]),
+        "cp-c",
+        lambda p: [p[0].replace("10.11.1.0/24", "10.11.1.0/99")],
+        [
+            'validate: etcd advertised subnet is not valid: "10.11.1.0/99"',
+            'validate: etcd listen subnet is not valid: "10.11.1.0/99"',
+            'validate: kubelet nodeIP subnet is not valid: "10.11.1.0/99"',
+        ],
+    ),
     "not-yaml": (
-        "cp-a", lambda p: [*p, "machine: [\n"],
-        [LOADING + "decode error: yaml: line 1: did not find expected node content"]),
+        "cp-a",
+        lambda p: [*p, "machine: [\n"],
+        [LOADING + "decode error: yaml: line 1: did not find expected node content"],
+    ),
 }
 
 
@@ -312,8 +388,9 @@ def test_a_broken_patch_fails_the_tool(case, broken_verdicts):
     expected = BROKEN[case][2]
     if expected is None:  # the message quotes the whole misspelled section
         [message] = verdict.errors
-        assert message.startswith(LOADING + "unknown keys found during decoding:\nmachine:\n    instal:\n"
-                                            "        disk: /dev/sda\n")
+        assert message.startswith(
+            LOADING + "unknown keys found during decoding:\nmachine:\n    instal:\n        disk: /dev/sda\n"
+        )
     else:
         assert verdict.errors == expected
 
@@ -321,8 +398,11 @@ def test_a_broken_patch_fails_the_tool(case, broken_verdicts):
 def test_an_http_endpoint_fails_the_data_source_step(broken_verdicts):
     verdicts, _ = broken_verdicts
     assert verdicts["endpoint-not-https"].errors == [
-        ("talos_machine_configuration: cluster_endpoint \"http://10.11.1.10:6443\" is invalid: the control plane "
-        "endpoint must be an https:// URL")]
+        (
+            'talos_machine_configuration: cluster_endpoint "http://10.11.1.10:6443" is invalid: the control plane '
+            "endpoint must be an https:// URL"
+        )
+    ]
 
 
 def test_metal_mode_is_the_one_that_requires_the_install_disk(broken_verdicts):
@@ -347,17 +427,30 @@ def test_the_same_broken_patch_fails_every_tool(site_requests):
 
 # Talos accepts these (v1.11.6 measured), so the site model must refuse them: (node, patch edit, site edit, error).
 NOT_CHECKED_BY_TALOS = {
-    "vlan-id-5000": ("wk-a", lambda d: _vlan(d, 120).update(vlanId=5000),
-                     lambda n: n["networks"]["vlans"].update({5000: n["networks"]["vlans"].pop(120)}),
-                     "VLAN id 5000 is out of range: 802.1Q VLAN ids are 1-4094"),
-    "vlan-id-0": ("wk-a", lambda d: _vlan(d, 120).update(vlanId=0),
-                  lambda n: n["networks"]["vlans"].update({0: n["networks"]["vlans"].pop(120)}),
-                  "VLAN id 0 is out of range: 802.1Q VLAN ids are 1-4094"),
-    "hostname-not-dns": ("wk-a", lambda d: d["machine"]["network"].update(hostname="WK_A!"),
-                         lambda n: n.update(hostname="WK_A!"), "'WK_A!' is not a DNS-safe name"),
-    "gateway-not-an-address": ("wk-a", lambda d: _vlan(d, 111)["routes"][0].update(gateway="10.11.1"),
-                               lambda n: n["networks"]["vlans"][111].update(gateway="10.11.1"),
-                               "'10.11.1' is not a valid IP address"),
+    "vlan-id-5000": (
+        "wk-a",
+        lambda d: _vlan(d, 120).update(vlanId=5000),
+        lambda n: n["networks"]["vlans"].update({5000: n["networks"]["vlans"].pop(120)}),
+        "VLAN id 5000 is out of range: 802.1Q VLAN ids are 1-4094",
+    ),
+    "vlan-id-0": (
+        "wk-a",
+        lambda d: _vlan(d, 120).update(vlanId=0),
+        lambda n: n["networks"]["vlans"].update({0: n["networks"]["vlans"].pop(120)}),
+        "VLAN id 0 is out of range: 802.1Q VLAN ids are 1-4094",
+    ),
+    "hostname-not-dns": (
+        "wk-a",
+        lambda d: d["machine"]["network"].update(hostname="WK_A!"),
+        lambda n: n.update(hostname="WK_A!"),
+        "'WK_A!' is not a DNS-safe name",
+    ),
+    "gateway-not-an-address": (
+        "wk-a",
+        lambda d: _vlan(d, 111)["routes"][0].update(gateway="10.11.1"),
+        lambda n: n["networks"]["vlans"][111].update(gateway="10.11.1"),
+        "'10.11.1' is not a valid IP address",
+    ),
 }
 
 
@@ -383,10 +476,17 @@ def test_requests_take_patches_as_terraform_sends_them(example_synth):
     assert cp_a["config_patches"][-1] == "machine:\n  env:\n    LITERAL: ${not_interpolated} %{ also }\n"
     assert cp_a["config_patches"][0] == apply["config_patches"][0]
     assert cp_a["machine_configuration"] == {
-        "cluster_name": "prod", "cluster_endpoint": "https://10.11.1.10:6443", "machine_type": "controlplane",
-        "talos_version": "v1.11", "kubernetes_version": "v1.34.2", "docs": False, "examples": False,
+        "cluster_name": "prod",
+        "cluster_endpoint": "https://10.11.1.10:6443",
+        "machine_type": "controlplane",
+        "talos_version": "v1.11",
+        "kubernetes_version": "v1.34.2",
+        "docs": False,
+        "examples": False,
         "config_patches": stacks["platform-prod"]["data"]["talos_machine_configuration"][
-            "cluster_machine_configuration_controlplane"]["config_patches"]}
+            "cluster_machine_configuration_controlplane"
+        ]["config_patches"],
+    }
 
 
 def test_requests_refuse_an_interpolated_patch(example_synth):
@@ -404,14 +504,18 @@ def test_a_minor_without_a_tool_names_the_command_that_builds_it():
 
 def test_the_tool_refuses_an_unknown_mode_and_a_malformed_request():
     tool = str(talos_tool.binary("1.11"))
-    mode = subprocess.run([tool, "-mode", "baremetal"], input='{"nodes": []}', capture_output=True, text=True,
-                          timeout=30)
+    mode = subprocess.run(
+        [tool, "-mode", "baremetal"], input='{"nodes": []}', capture_output=True, text=True, timeout=30
+    )
     assert (mode.returncode, mode.stderr.strip()) == (
-        2, 'talos-validate: unknown -mode "baremetal": use metal, cloud or container')
+        2,
+        'talos-validate: unknown -mode "baremetal": use metal, cloud or container',
+    )
     typo = subprocess.run([tool], input=json.dumps({"node": []}), capture_output=True, text=True, timeout=30)
     assert typo.returncode == 2
-    assert typo.stderr.strip() == ('talos-validate: reading the request (JSON on standard input): json: unknown '
-                                   'field "node"')
+    assert typo.stderr.strip() == (
+        'talos-validate: reading the request (JSON on standard input): json: unknown field "node"'
+    )
 
 
 def test_a_secrets_bundle_file_is_written_0600_once_and_used(site_requests, tmp_path):

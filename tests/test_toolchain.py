@@ -1,4 +1,5 @@
 """The offline provider toolchain's own rules (scripts/providers.py), without building anything."""
+
 import importlib.util
 import json
 from pathlib import Path
@@ -19,15 +20,20 @@ def providers():
 def test_cdktf_json_agrees_with_the_pins(providers):
     providers.check_pins()
     assert json.loads((ROOT / "cdktf.json").read_text())["terraformProviders"] == [
-        "bpg/proxmox@=0.111.1", "siderolabs/talos@=0.11.0", "hashicorp/helm@=3.1.1", "hashicorp/kubernetes@=2.38.0"]
+        "bpg/proxmox@=0.111.1",
+        "siderolabs/talos@=0.11.0",
+        "hashicorp/helm@=3.1.1",
+        "hashicorp/kubernetes@=2.38.0",
+    ]
 
 
 def test_disagreeing_pins_stop_the_toolchain(providers, monkeypatch):
     monkeypatch.setitem(providers.PINS["providers"]["proxmox"], "version", "0.99.0")
     with pytest.raises(SystemExit) as raised:
         providers.check_pins()
-    assert str(raised.value) == ("[providers] cdktf.json pins bpg/proxmox@=0.111.1, providers.json says "
-                                 "bpg/proxmox@=0.99.0: make them agree")
+    assert str(raised.value) == (
+        "[providers] cdktf.json pins bpg/proxmox@=0.111.1, providers.json says bpg/proxmox@=0.99.0: make them agree"
+    )
 
 
 def test_schema_cache_file_names(providers):
@@ -37,8 +43,10 @@ def test_schema_cache_file_names(providers):
 
 def test_mirror_layout(providers):
     path = providers.mirror_path("bpg/proxmox", "0.111.1")
-    assert path.relative_to(providers.MIRROR).as_posix() == \
-        "registry.terraform.io/bpg/proxmox/0.111.1/linux_amd64/terraform-provider-proxmox_v0.111.1"
+    assert (
+        path.relative_to(providers.MIRROR).as_posix()
+        == "registry.terraform.io/bpg/proxmox/0.111.1/linux_amd64/terraform-provider-proxmox_v0.111.1"
+    )
 
 
 def test_schema_comparison_ignores_write_only(providers):

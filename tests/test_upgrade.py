@@ -1,6 +1,7 @@
 """Rolling upgrades that cannot make things worse, driven against a fake `talosctl` (tests/fake_talosctl.py: a
 wrapper written into tmp_path answers from a scenario file and records its calls). Nothing is contacted: the site
 is the loopback version of the example."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,14 @@ from tests import processes, support
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fake_talosctl.py"
-ADDRESSES = {"cp-a": "127.11.1.11", "cp-b": "127.11.1.12", "cp-c": "127.11.1.13", "wk-a": "127.11.1.21",
-             "wk-b": "127.11.1.22", "wk-c": "127.11.1.23"}
+ADDRESSES = {
+    "cp-a": "127.11.1.11",
+    "cp-b": "127.11.1.12",
+    "cp-c": "127.11.1.13",
+    "wk-a": "127.11.1.21",
+    "wk-b": "127.11.1.22",
+    "wk-c": "127.11.1.23",
+}
 NAMES = {address: name for name, address in ADDRESSES.items()}
 SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 IMAGE = f"127.0.0.1:9/nocloud-installer/{SCHEMATIC}:v1.11.6"
@@ -42,9 +49,13 @@ def site_data(workers: int = 2, talos_version: str = "v1.11.6") -> dict:
     data["clusters"]["prod"]["talos_version"] = talos_version
     if workers == 3:
         data["clusters"]["prod"]["workers"]["wk-c"] = {
-            "hypervisor": "pve2", "vm_id": 1203,
-            "networks": {"maintenance_ip": "127.0.0.63", "vlans": {111: {"address": "127.11.1.23/24",
-                                                                        "gateway": "127.11.1.1"}}}}
+            "hypervisor": "pve2",
+            "vm_id": 1203,
+            "networks": {
+                "maintenance_ip": "127.0.0.63",
+                "vlans": {111: {"address": "127.11.1.23/24", "gateway": "127.11.1.1"}},
+            },
+        }
     return data
 
 
@@ -63,18 +74,30 @@ class Fake:
 
     def __init__(self, folder: Path, versions: dict[str, str], **scenario):
         self.scenario = folder / "scenario.json"
-        addresses = {key: [ADDRESSES.get(n, n) for n in value] for key, value in scenario.items()
-                     if key in ("broken", "breaks_on_upgrade", "together", "rolls_back")}
+        addresses = {
+            key: [ADDRESSES.get(n, n) for n in value]
+            for key, value in scenario.items()
+            if key in ("broken", "breaks_on_upgrade", "together", "rolls_back")
+        }
         # the image each node booted: the target's schematic unless the test says otherwise (None: no such row)
-        tables = {key: {command: [ADDRESSES.get(n, n) for n in nodes] for command, nodes in value.items()}
-                  for key, value in scenario.items() if key in ("fail", "hang")}
+        tables = {
+            key: {command: [ADDRESSES.get(n, n) for n in nodes] for command, nodes in value.items()}
+            for key, value in scenario.items()
+            if key in ("fail", "hang")
+        }
         booted = {**dict.fromkeys(versions, SCHEMATIC), **scenario.get("schematics", {})}
-        state = {"versions": {ADDRESSES[n]: v for n, v in versions.items()}, "calls": [], **addresses, **tables,
-                 "schematics": {ADDRESSES[n]: v for n, v in booted.items() if v is not None},
-                 "health_script": scenario.get("health_script", []), "together_wait": scenario.get("together_wait", 10)}
+        state = {
+            "versions": {ADDRESSES[n]: v for n, v in versions.items()},
+            "calls": [],
+            **addresses,
+            **tables,
+            "schematics": {ADDRESSES[n]: v for n, v in booted.items() if v is not None},
+            "health_script": scenario.get("health_script", []),
+            "together_wait": scenario.get("together_wait", 10),
+        }
         self.scenario.write_text(json.dumps(state))
         self.path = folder / "talosctl"
-        self.path.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} \"$@\"\n")
+        self.path.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} {self.scenario} "$@"\n')
         self.path.chmod(0o755)
 
     def state(self) -> dict:
@@ -100,16 +123,25 @@ def quiet(_: str) -> None:
 def cli(tmp_path: Path, *arguments: str, workers: int = 2) -> subprocess.CompletedProcess:
     site_file = tmp_path / "site.yaml"
     site_file.write_text(json.dumps(site_data(workers)))  # JSON is YAML
-    return subprocess.run([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
-                           *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file), *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- plan
 def test_plan_is_control_planes_then_workers_by_name(site):
     steps = upgrade_plan(site, "prod")
     assert [(s.node, s.role, s.address) for s in steps] == [
-        ("cp-a", "controlplane", "127.11.1.11"), ("cp-b", "controlplane", "127.11.1.12"),
-        ("cp-c", "controlplane", "127.11.1.13"), ("wk-a", "worker", "127.11.1.21"), ("wk-b", "worker", "127.11.1.22")]
+        ("cp-a", "controlplane", "127.11.1.11"),
+        ("cp-b", "controlplane", "127.11.1.12"),
+        ("cp-c", "controlplane", "127.11.1.13"),
+        ("wk-a", "worker", "127.11.1.21"),
+        ("wk-b", "worker", "127.11.1.22"),
+    ]
     assert {s.image for s in steps} == {IMAGE}
 
 
@@ -137,20 +169,27 @@ def test_an_unhealthy_cluster_gets_no_node_rebooted_however_often_it_is_run(site
         outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
         assert outcome.summary() == (
             "stopped at cp-a: health check before the first node failed (exit 1: waiting for etcd members to be "
-            "healthy: 127.11.1.11: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+            "healthy: 127.11.1.11: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+        )
     assert fake.upgraded() == [] and fake.kinds() == ["health"] * 3
 
 
 def test_health_is_checked_after_skipped_nodes_before_the_next_upgrade(site, tmp_path):
-    fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-a": "v1.11.6", "cp-b": "v1.11.6"},
-                health_script=[True, False])
+    fake = Fake(
+        tmp_path, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-a": "v1.11.6", "cp-b": "v1.11.6"}, health_script=[True, False]
+    )
     messages = []
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=messages.append)
     assert fake.kinds() == ["health"] + READ * 5 + ["health"]
     assert fake.upgraded() == []
-    assert messages[-1] == outcome.summary() == (
-        "stopped at cp-c: health check after skipping cp-a, cp-b failed (exit 1: waiting for etcd members to be "
-        "healthy: a member: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b")
+    assert (
+        messages[-1]
+        == outcome.summary()
+        == (
+            "stopped at cp-c: health check after skipping cp-a, cp-b failed (exit 1: waiting for etcd members to be "
+            "healthy: a member: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b"
+        )
+    )
 
 
 def test_a_cluster_already_on_target_is_still_checked_at_the_end(site, tmp_path):
@@ -167,15 +206,17 @@ def test_unhealthy_after_a_node_stops_and_the_rerun_touches_nothing_more(site, t
     assert outcome.stopped_at == "cp-b" and outcome.upgraded == ["cp-a", "cp-b"]
     assert outcome.summary() == (
         "stopped at cp-b: health check after upgrading cp-b failed (exit 1: waiting for etcd members to be "
-        "healthy: 127.11.1.12: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b")
+        "healthy: 127.11.1.12: context deadline exceeded); done: cp-a, cp-b; not touched: cp-c, wk-a, wk-b"
+    )
     again = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert again.stopped_at == "cp-a" and again.not_touched == FIVE
     assert fake.upgraded() == ["cp-a", "cp-b"]
 
 
 def test_rerun_after_a_stop_finishes_the_rollout(site, tmp_path):
-    fake = Fake(tmp_path, {"cp-a": "v1.11.6", "cp-b": "v1.11.6", "cp-c": "v1.11.5", "wk-a": "v1.11.5",
-                           "wk-b": "v1.11.5"})
+    fake = Fake(
+        tmp_path, {"cp-a": "v1.11.6", "cp-b": "v1.11.6", "cp-c": "v1.11.5", "wk-a": "v1.11.5", "wk-b": "v1.11.5"}
+    )
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert outcome.ok and outcome.skipped == ["cp-a", "cp-b"] and outcome.upgraded == ["cp-c", "wk-a", "wk-b"]
     assert fake.kinds() == ["health"] + READ * 5 + ["health"] + ["upgrade", *READ, "health"] * 3
@@ -187,7 +228,8 @@ def test_a_failed_upgrade_stops_the_rollout(site, tmp_path):
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert outcome.summary() == (
         "stopped at cp-b: talosctl upgrade failed (on cp-b: exit 1: error: upgrade on 127.11.1.12 failed: rpc "
-        "error: code = Unavailable); done: cp-a; not touched: cp-c, wk-a, wk-b")
+        "error: code = Unavailable); done: cp-a; not touched: cp-c, wk-a, wk-b"
+    )
     assert fake.kinds()[-2:] == ["health", "upgrade"]
 
 
@@ -196,7 +238,8 @@ def test_an_unreadable_version_stops_before_anything_is_touched(site, tmp_path):
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert outcome.summary() == (
         "stopped at wk-b: cannot read its Talos version (exit 1: error: version on 127.11.1.22 failed: rpc error: "
-        "code = Unavailable); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+        "code = Unavailable); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+    )
     assert fake.upgraded() == []
 
 
@@ -207,7 +250,8 @@ def test_a_hung_upgrade_is_killed_with_its_children_at_the_deadline(site, tmp_pa
     assert time.monotonic() - started < 30
     assert outcome.summary() == (
         "stopped at cp-b: talosctl upgrade failed (on cp-b: talosctl upgrade did not answer within 2s (timeout 1s): "
-        "stopped with its process group); done: cp-a; not touched: cp-c, wk-a, wk-b")
+        "stopped with its process group); done: cp-a; not touched: cp-c, wk-a, wk-b"
+    )
     pids = processes.recorded(Path(f"{fake.scenario}.hung"))
     assert len(pids) == 2 and processes.all_gone(pids)  # the fake and the child holding its pipes
 
@@ -217,7 +261,8 @@ def test_a_hung_health_check_stops_before_the_first_node(site, tmp_path):
     outcome = rolling_upgrade(site, "prod", fake.talosctl(timeout=1), log=quiet)
     assert outcome.summary() == (
         "stopped at cp-a: health check before the first node failed (talosctl health did not answer within 2s "
-        "(timeout 1s): stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+        "(timeout 1s): stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+    )
     assert fake.upgraded() == []
 
 
@@ -226,7 +271,8 @@ def test_a_hung_image_read_stops_naming_the_node(site, tmp_path):
     outcome = rolling_upgrade(site, "prod", fake.talosctl(timeout=1), log=quiet)
     assert outcome.summary() == (
         "stopped at wk-a: cannot read the image it booted (talosctl get extensions did not answer within 2s (timeout "
-        "1s): stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+        "1s): stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+    )
     assert processes.all_gone(processes.recorded(Path(f"{fake.scenario}.hung")))
 
 
@@ -241,7 +287,8 @@ def test_a_missing_talosctl_ends_with_where_it_stopped_not_a_traceback(problem, 
     assert (run.returncode, run.stderr) == (ExitCode.FAILED, "")
     assert run.stdout.splitlines()[-1] == (
         f"stopped at cp-a: health check before the first node failed (cannot run {binary}: {error}); done: none; "
-        f"not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+        f"not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+    )
 
 
 def interrupted(tmp_path: Path, signum: int, hang: dict, versions: dict | None = None) -> tuple[int, str, str, list]:
@@ -250,9 +297,23 @@ def interrupted(tmp_path: Path, signum: int, hang: dict, versions: dict | None =
     fake = Fake(tmp_path, versions or dict.fromkeys(FIVE, "v1.11.5"), hang=hang)
     site_file = tmp_path / "site.yaml"
     site_file.write_text(json.dumps(site_data()))
-    process = subprocess.Popen([sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file),
-                                "--talosctl", str(fake.path)], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "terravixens.cli",
+            "upgrade",
+            "prod",
+            "--site",
+            str(site_file),
+            "--talosctl",
+            str(fake.path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     hung = Path(f"{fake.scenario}.hung")
     deadline = time.monotonic() + 60
     while not processes.recorded(hung):
@@ -267,19 +328,23 @@ def interrupted(tmp_path: Path, signum: int, hang: dict, versions: dict | None =
 def test_an_interrupt_stops_talosctl_and_says_where_in_one_line(tmp_path, signum):
     code, _, stderr, pids = interrupted(tmp_path, signum, {"health": ["*"]})
     assert code == 130
-    assert stderr == (f"terravixens upgrade: interrupted by {signal.Signals(signum).name} during the health check "
-                      f"before the first node (talosctl health stopped with its process group); done: none; not "
-                      f"touched: cp-a, cp-b, cp-c, wk-a, wk-b\n")
+    assert stderr == (
+        f"terravixens upgrade: interrupted by {signal.Signals(signum).name} during the health check "
+        f"before the first node (talosctl health stopped with its process group); done: none; not "
+        f"touched: cp-a, cp-b, cp-c, wk-a, wk-b\n"
+    )
     assert processes.all_gone(pids)
 
 
 def test_an_interrupt_during_an_upgrade_says_it_goes_on_inside_talos(tmp_path):
     code, stdout, stderr, pids = interrupted(tmp_path, signal.SIGTERM, {"upgrade": ["cp-b"]})
     assert code == 130 and "cp-a: upgraded to v1.11.6" in stdout
-    assert stderr == ("terravixens upgrade: interrupted by SIGTERM during talosctl upgrade of cp-b (talosctl upgrade "
-                      "stopped with its process group); done: cp-a; not touched: cp-c, wk-a, wk-b; an upgrade Talos "
-                      "already started goes on inside the node: run the same command again to check health and "
-                      "resume\n")
+    assert stderr == (
+        "terravixens upgrade: interrupted by SIGTERM during talosctl upgrade of cp-b (talosctl upgrade "
+        "stopped with its process group); done: cp-a; not touched: cp-c, wk-a, wk-b; an upgrade Talos "
+        "already started goes on inside the node: run the same command again to check health and "
+        "resume\n"
+    )
     assert processes.all_gone(pids)
 
 
@@ -293,7 +358,8 @@ def test_a_node_that_rolled_back_is_a_failure_naming_it(site, tmp_path):
         "stopped at cp-b: not on the target after its upgrade (cp-b still runs v1.11.5 after talosctl upgrade --wait "
         "returned: Talos rolled back to its previous image (A/B fallback after a failed boot); look at its console "
         "or `talosctl dmesg`, fix the cause and run the same command again); done: cp-a; not touched: cp-c, wk-a, "
-        "wk-b")
+        "wk-b"
+    )
     assert fake.kinds()[-3:] == ["upgrade", "version", "get"]  # read back, no health gate, no next node
     again = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)  # the re-run tries cp-b again, not cp-c
     assert again.stopped_at == "cp-b" and fake.upgraded() == ["cp-a", "cp-b", "cp-b"]
@@ -319,17 +385,29 @@ def test_a_node_that_boots_another_image_than_asked_is_a_failure(site, tmp_path)
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert outcome.summary() == (
         f"stopped at cp-a: not on the target after its upgrade (cp-a runs v1.11.6 but booted schematic {'0' * 64}, "
-        f"not {SCHEMATIC}: it is not the installer image {IMAGE}); done: none; not touched: cp-b, cp-c, wk-a, wk-b")
+        f"not {SCHEMATIC}: it is not the installer image {IMAGE}); done: none; not touched: cp-b, cp-c, wk-a, wk-b"
+    )
 
 
-@pytest.mark.parametrize("tag, understood", [
-    ("v1.11.5", True), ("1.11.5", True), ("v1.12.0-beta.1", True), ("v1.11.5+custom", True),
-    ("v1.12.0-alpha.1-45-gabc1234-dirty", True),
-    ("v1.11", ("cannot understand its Talos version: 'v1.11' has no patch number: it cannot be compared with a "
-              "release like v1.11.6")),
-    ("garbage", "cannot understand its Talos version: 'garbage' is not a Talos version like v1.11.6"),
-    ("v1.11.x", "cannot understand its Talos version: 'v1.11.x' is not a Talos version like v1.11.6"),
-])
+@pytest.mark.parametrize(
+    "tag, understood",
+    [
+        ("v1.11.5", True),
+        ("1.11.5", True),
+        ("v1.12.0-beta.1", True),
+        ("v1.11.5+custom", True),
+        ("v1.12.0-alpha.1-45-gabc1234-dirty", True),
+        (
+            "v1.11",
+            (
+                "cannot understand its Talos version: 'v1.11' has no patch number: it cannot be compared with a "
+                "release like v1.11.6"
+            ),
+        ),
+        ("garbage", "cannot understand its Talos version: 'garbage' is not a Talos version like v1.11.6"),
+        ("v1.11.x", "cannot understand its Talos version: 'v1.11.x' is not a Talos version like v1.11.6"),
+    ],
+)
 def test_any_version_talosctl_prints_is_understood_or_a_clean_stop(site, tmp_path, tag, understood):
     fake = Fake(tmp_path, {**dict.fromkeys(FIVE, "v1.11.6"), "cp-b": tag})
     outcome = rolling_upgrade(site, "prod", fake.talosctl(), force=True, log=quiet)
@@ -364,7 +442,8 @@ def test_a_downgrade_is_refused_before_anything_is_touched(site, tmp_path):
     assert outcome.exit_code == ExitCode.REFUSED and outcome.refused
     assert outcome.summary() == (
         "refused: cp-c runs v1.12.0-beta.1, wk-b runs v1.11.7, newer than the target v1.11.6: that is a downgrade. "
-        "Set talos_version to the version the nodes run, or pass --force to downgrade; nothing touched")
+        "Set talos_version to the version the nodes run, or pass --force to downgrade; nothing touched"
+    )
     assert fake.upgraded() == [] and fake.kinds() == ["health"] + READ * 5
 
 
@@ -388,7 +467,8 @@ def test_skipping_a_talos_minor_is_refused_before_anything_is_touched(tmp_path):
     assert outcome.summary() == (
         "refused: cp-b runs v1.11.6, wk-a runs v1.11.5, more than one minor behind the target v1.13.0: Talos "
         "upgrades one minor at a time. Set talos_version to the newest patch of the next minor, run the upgrade, "
-        "then go on; or pass --force; nothing touched")
+        "then go on; or pass --force; nothing touched"
+    )
     assert fake.upgraded() == [] and fake.kinds() == ["health"] + READ * 5
 
 
@@ -404,8 +484,17 @@ def test_force_skips_a_minor(tmp_path):
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
     site_file = tmp_path / "site.yaml"
     site_file.write_text(json.dumps(site_data(talos_version="v1.13.0")))
-    command = [sys.executable, "-m", "terravixens.cli", "upgrade", "prod", "--site", str(site_file), "--talosctl",
-               str(fake.path)]
+    command = [
+        sys.executable,
+        "-m",
+        "terravixens.cli",
+        "upgrade",
+        "prod",
+        "--site",
+        str(site_file),
+        "--talosctl",
+        str(fake.path),
+    ]
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == ExitCode.REFUSED and fake.upgraded() == []
     assert refused.stdout.splitlines()[-1].startswith("refused: cp-a runs v1.11.6, cp-b runs v1.11.6")
@@ -415,10 +504,18 @@ def test_force_skips_a_minor(tmp_path):
 
 
 def test_what_skips_a_minor():
-    assert [skips_a_minor(running, target) for running, target in [
-        ("v1.11.6", "v1.13.0"), ("v1.11.6", "v1.12.7"), ("v1.12.0-beta.1", "v1.13.0"), ("v1.13.0", "v1.13.0"),
-        ("v1.13.0", "v1.11.6"), ("v1.10.7", "v1.12.0"), ("v1.13.0", "v2.0.0"),
-    ]] == [True, False, False, False, False, True, True]
+    assert [
+        skips_a_minor(running, target)
+        for running, target in [
+            ("v1.11.6", "v1.13.0"),
+            ("v1.11.6", "v1.12.7"),
+            ("v1.12.0-beta.1", "v1.13.0"),
+            ("v1.13.0", "v1.13.0"),
+            ("v1.13.0", "v1.11.6"),
+            ("v1.10.7", "v1.12.0"),
+            ("v1.13.0", "v2.0.0"),
+        ]
+    ] == [True, False, False, False, False, True, True]
 
 
 def test_versions_are_ordered_as_releases():
@@ -434,8 +531,12 @@ def test_workers_in_batches_control_planes_alone_each_gated(site3, tmp_path):
     outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
     assert outcome.ok and sorted(outcome.upgraded) == sorted(ADDRESSES)
     kinds = fake.kinds()
-    assert kinds == ["health"] + READ * 6 + ["upgrade", *READ, "health"] * 3 + ["upgrade", "upgrade", *READ * 2,
-                                                                                "health"] + ["upgrade", *READ, "health"]
+    assert kinds == ["health"] + READ * 6 + ["upgrade", *READ, "health"] * 3 + [
+        "upgrade",
+        "upgrade",
+        *READ * 2,
+        "health",
+    ] + ["upgrade", *READ, "health"]
     assert fake.upgraded()[:3] == ["cp-a", "cp-b", "cp-c"] and fake.upgraded()[-1] == "wk-c"
 
 
@@ -450,7 +551,8 @@ def test_control_planes_stay_one_at_a_time_whatever_the_batch(site3, tmp_path):
     fake = Fake(tmp_path, dict.fromkeys(ADDRESSES, "v1.11.5"))
     rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=5, log=quiet)
     assert fake.kinds() == ["health"] + READ * 6 + ["upgrade", *READ, "health"] * 3 + ["upgrade"] * 3 + READ * 3 + [
-        "health"]
+        "health"
+    ]
 
 
 def test_a_failure_in_a_batch_says_what_is_done(site3, tmp_path):
@@ -458,12 +560,16 @@ def test_a_failure_in_a_batch_says_what_is_done(site3, tmp_path):
     outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
     assert outcome.summary() == (
         "stopped at wk-b: talosctl upgrade failed (on wk-b: exit 1: error: upgrade on 127.11.1.22 failed: rpc "
-        "error: code = Unavailable); done: cp-a, cp-b, cp-c, wk-a; not touched: wk-c")
+        "error: code = Unavailable); done: cp-a, cp-b, cp-c, wk-a; not touched: wk-c"
+    )
 
 
 def test_skipped_workers_do_not_take_a_batch_slot(site3, tmp_path):
-    fake = Fake(tmp_path, {**dict.fromkeys(ADDRESSES, "v1.11.6"), "wk-a": "v1.11.5", "wk-c": "v1.11.5"},
-                together=["wk-a", "wk-c"])
+    fake = Fake(
+        tmp_path,
+        {**dict.fromkeys(ADDRESSES, "v1.11.6"), "wk-a": "v1.11.5", "wk-c": "v1.11.5"},
+        together=["wk-a", "wk-c"],
+    )
     outcome = rolling_upgrade(site3, "prod", fake.talosctl(), worker_batch=2, log=quiet)
     assert outcome.ok and outcome.upgraded == ["wk-a", "wk-c"]
     assert fake.kinds() == ["health"] + READ * 6 + ["health", "upgrade", "upgrade", *READ * 2, "health"]
@@ -484,7 +590,8 @@ def test_kubernetes_upgrade_is_not_started_on_an_unhealthy_cluster(site, tmp_pat
     result = kubernetes_upgrade(site, "prod", fake.talosctl(), log=quiet)
     assert result.summary() == (
         "stopped at cp-a: health check before upgrade-k8s failed (exit 1: waiting for etcd members to be healthy: "
-        "127.11.1.21: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b")
+        "127.11.1.21: context deadline exceeded); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b"
+    )
     assert fake.kinds() == ["health"]
 
 
@@ -495,7 +602,8 @@ def test_kubernetes_upgrade_failure_stops(site, tmp_path):
     assert result.summary() == (
         "stopped at cp-a: talosctl upgrade-k8s failed (exit 1: error: upgrade-k8s on 127.11.1.11 failed: rpc "
         "error: code = Unavailable); components may be partly upgraded: fix the cause and run it again; done: none; "
-        "not touched: none")
+        "not touched: none"
+    )
     assert fake.kinds() == ["health", "upgrade-k8s"]
 
 
@@ -507,11 +615,15 @@ def test_cli_dry_run_touches_nothing_and_shows_batches(tmp_path):
     lines = dry.stdout.splitlines()
     assert lines[0] == "0. talosctl health: the cluster must be healthy before the first node"
     assert lines[1] == f"1. cp-a (controlplane, 127.11.1.11) -> {IMAGE}, then talosctl health"
-    assert lines[4:7] == [f"4. wk-a (worker, 127.11.1.21) -> {IMAGE}",
-                          f"   wk-b (worker, 127.11.1.22) -> {IMAGE}, together, then talosctl health",
-                          f"5. wk-c (worker, 127.11.1.23) -> {IMAGE}, then talosctl health"]
-    assert lines[-1] == ("nodes already on v1.11.6 are skipped (talosctl health follows them); a node newer than "
-                         "v1.11.6, or more than one minor behind it, refuses the run unless --force")
+    assert lines[4:7] == [
+        f"4. wk-a (worker, 127.11.1.21) -> {IMAGE}",
+        f"   wk-b (worker, 127.11.1.22) -> {IMAGE}, together, then talosctl health",
+        f"5. wk-c (worker, 127.11.1.23) -> {IMAGE}, then talosctl health",
+    ]
+    assert lines[-1] == (
+        "nodes already on v1.11.6 are skipped (talosctl health follows them); a node newer than "
+        "v1.11.6, or more than one minor behind it, refuses the run unless --force"
+    )
 
 
 def test_cli_dry_run_honours_kubernetes(site, tmp_path):
@@ -519,8 +631,9 @@ def test_cli_dry_run_honours_kubernetes(site, tmp_path):
     dry = cli(tmp_path, "--dry-run", "--kubernetes", "--talosctl", str(fake.path))
     assert dry.returncode == 0 and fake.calls() == []
     assert dry.stdout.splitlines() == describe_kubernetes(site, "prod")
-    assert dry.stdout.splitlines()[1].startswith("1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, "
-                                                 "127.11.1.11): kube-apiserver")
+    assert dry.stdout.splitlines()[1].startswith(
+        "1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, 127.11.1.11): kube-apiserver"
+    )
 
 
 def test_cli_exit_codes_and_last_line(tmp_path):
@@ -537,10 +650,13 @@ def test_cli_exit_codes_and_last_line(tmp_path):
     assert done.stdout.splitlines()[-1] == "upgraded: cp-a, cp-b, cp-c, wk-a, wk-b; already current: none"
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--timeout", "soon", "'soon' is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h"),
-    ("--worker-batch", "0", "'0' is not a batch size: give a whole number of workers, 1 or more"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--timeout", "soon", "'soon' is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h"),
+        ("--worker-batch", "0", "'0' is not a batch size: give a whole number of workers, 1 or more"),
+    ],
+)
 def test_cli_refuses_bad_options(option, value, message, tmp_path):
     run = cli(tmp_path, option, value)
     assert run.returncode == 2 and run.stderr.splitlines()[-1].endswith(message)
@@ -550,4 +666,3 @@ def test_durations():
     assert [parse_duration(text) for text in ("45", "90s", "15m", "2h")] == [45, 90, 900, 7200]
     with pytest.raises(ValueError):
         parse_duration("0s")
-

@@ -6,6 +6,7 @@ A new node is first contacted on its maintenance IP (the address it has in maint
 configuration): that is the `endpoint` of its configuration apply, while `node` is the managed address.
 Everything else (terravixens.config.placement, the constructs, the upgrade command) asks `managed()`.
 """
+
 from __future__ import annotations
 
 import ipaddress

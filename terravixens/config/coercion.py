@@ -16,6 +16,7 @@ Decided (docs/adr/0032-what-the-site-says-is-what-is-read.md):
   base 8 and base 60 (577 and 80), not what a reader of the file sees;
 - a VLAN listed twice in a bridge's `vlans` (in any spelling) is refused: the list is a set.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,6 +55,7 @@ def _cached(function):
         if found is None:
             found = results[id(annotation)] = (annotation, function(annotation))  # keeps the id's owner alive
         return found[1]
+
     return cached
 
 
@@ -85,8 +87,11 @@ def _reaches(annotation) -> bool:
 @_cached
 def _fields(model_class: type[BaseModel]) -> tuple[tuple[str, object, tuple], ...]:
     """The fields worth visiting: (name, annotation, metadata)."""
-    return tuple((name, field.annotation, tuple(field.metadata)) for name, field in model_class.model_fields.items()
-                 if _reaches(field.annotation) or _is_vlan(field.metadata))
+    return tuple(
+        (name, field.annotation, tuple(field.metadata))
+        for name, field in model_class.model_fields.items()
+        if _reaches(field.annotation) or _is_vlan(field.metadata)
+    )
 
 
 class _Check:
@@ -155,10 +160,14 @@ class _Check:
             what = f"VLAN {read}" if vlan else f"the key {read!r}"
             fix = ", and write VLAN ids as plain numbers" if vlan else ""
             for raw in raws[1:]:
-                self.add((*path, raw), (
-                    f"{self.written(raw, (*path, raw), key=True)} and "
-                    f"{self.written(first, (*path, first), key=True)}{where} are both {what} once read: the site "
-                    f"would keep only one of them, silently; remove one{fix}"))
+                self.add(
+                    (*path, raw),
+                    (
+                        f"{self.written(raw, (*path, raw), key=True)} and "
+                        f"{self.written(first, (*path, first), key=True)}{where} are both {what} once read: the site "
+                        f"would keep only one of them, silently; remove one{fix}"
+                    ),
+                )
 
     def written(self, raw: object, path: tuple, *, key: bool = False) -> str:
         """A value as the file wrote it: `0120` for an octal, `'0120'` for text, `120.0` for a float."""
@@ -175,15 +184,24 @@ class _Check:
             return  # not a VLAN id at all, or out of range: the model says so
         written = self.written(raw, path, key=key)
         if isinstance(raw, bool):
-            self.add(path, f"VLAN id {written} is a YAML boolean (true/yes/on), which would be read as VLAN {read}: "
-                           f"write the VLAN id as a number, e.g. 111")
+            self.add(
+                path,
+                f"VLAN id {written} is a YAML boolean (true/yes/on), which would be read as VLAN {read}: "
+                f"write the VLAN id as a number, e.g. 111",
+            )
         elif isinstance(raw, float):
-            self.add(path, f"VLAN id {written} is written as a decimal number, which would silently become {read}: "
-                           f"a VLAN id is a whole number (an 802.1Q tag, 1-4094); write {read}")
+            self.add(
+                path,
+                f"VLAN id {written} is written as a decimal number, which would silently become {read}: "
+                f"a VLAN id is a whole number (an 802.1Q tag, 1-4094); write {read}",
+            )
         elif isinstance(raw, str):
             if not PLAIN_NUMBER.fullmatch(raw):
-                self.add(path, f"VLAN id {written} is text that would be read as VLAN {read}: write it as a plain "
-                               f"number, {read}{_octal_hint(raw.strip())}")
+                self.add(
+                    path,
+                    f"VLAN id {written} is text that would be read as VLAN {read}: write it as a plain "
+                    f"number, {read}{_octal_hint(raw.strip())}",
+                )
         elif isinstance(raw, int) and self.lines.written(path, key=key) is not None:
             if _reads_in_another_base(written):
                 fix = f"write {read} if you meant VLAN {read}, or {_fix_digits(written)}"
@@ -205,9 +223,13 @@ class _Check:
                 self.vlan_id(raw, (*path, index), key=False)
                 continue
             line = self.lines.of((*path, first[read]))
-            self.add((*path, index), (
-                f"VLAN {read} is listed twice (items {first[read]} and {index}"
-                f"{f', line {line}' if line else ''}): a bridge lets a VLAN through once; remove one"))
+            self.add(
+                (*path, index),
+                (
+                    f"VLAN {read} is listed twice (items {first[read]} and {index}"
+                    f"{f', line {line}' if line else ''}): a bridge lets a VLAN through once; remove one"
+                ),
+            )
 
     # ------------------------------------------------------------------------------------------------ integers
     def integer(self, raw: object, path: tuple, *, key: bool = False) -> None:
@@ -216,8 +238,11 @@ class _Check:
         if written is None or isinstance(raw, bool) or not isinstance(raw, int):
             return
         if _reads_in_another_base(written):
-            self.add(path, f"written {written}, which is read as {raw}{_base_reason(written)}: "
-                           f"{_fix_digits(written)}, or {raw} if you meant that")
+            self.add(
+                path,
+                f"written {written}, which is read as {raw}{_base_reason(written)}: "
+                f"{_fix_digits(written)}, or {raw} if you meant that",
+            )
 
 
 def _digits(written: str) -> str:
@@ -290,4 +315,3 @@ def coerced_key_maps(annotation=None, path: str = "") -> list[str]:
 
 
 __all__ = ["coerced_key_maps", "problems"]
-

@@ -6,6 +6,7 @@ checked as site text, docs/adr/0016). The models of the site's sections (terravi
 .standalone) are built from these; nothing here knows a section. Every message says what is wrong, with the bad
 value (`terravixens.inputs.shown`: truncated, never a secret), and how to fix it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,14 +47,17 @@ def text_problem(value: object, field: str, inside: tuple = ()) -> tuple[tuple, 
         secret = looks_secret(field) or any(looks_secret(part) for part in inside)
         what = "(value hidden: the key looks like it holds a secret)" if secret else shown(value)
         if found.group().endswith("{"):
-            return inside, (f"{what} holds {found.group()!r}: Terraform would evaluate it as a template (reading "
-                            f"files or the environment at apply time), so terravixens refuses '${{' and '%{{' in site "
-                            f"text (docs/adr/0016-no-templates-from-site-text.md); remove it")
+            return inside, (
+                f"{what} holds {found.group()!r}: Terraform would evaluate it as a template (reading "
+                f"files or the environment at apply time), so terravixens refuses '${{' and '%{{' in site "
+                f"text (docs/adr/0016-no-templates-from-site-text.md); remove it"
+            )
         return inside, f"{what} holds a control character ({found.group()!r}): remove it"
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
     for key, item in items:
-        problem = (text_problem(key, field, (*inside, key)) if isinstance(value, dict) else None) \
-            or text_problem(item, field, (*inside, key))
+        problem = (text_problem(key, field, (*inside, key)) if isinstance(value, dict) else None) or text_problem(
+            item, field, (*inside, key)
+        )
         if problem:
             return problem
     return None
@@ -96,8 +100,10 @@ def _dns_suggestion(value: str) -> str:
 
 def semver(value: str) -> str:
     if not VERSION.match(value):
-        raise ValueError(f"{shown(value)} is not a version like v1.11.5 or 1.34.2: write MAJOR.MINOR.PATCH, "
-                         f"optionally with a leading 'v'")
+        raise ValueError(
+            f"{shown(value)} is not a version like v1.11.5 or 1.34.2: write MAJOR.MINOR.PATCH, "
+            f"optionally with a leading 'v'"
+        )
     return value if value.startswith("v") else f"v{value}"
 
 
@@ -114,8 +120,9 @@ def interface_address(value: str) -> str:
             parse_address(value)
         except ValueError:
             raise ValueError(f"{shown(value)} is not a valid address/prefix (CIDR), e.g. 10.0.111.11/24") from None
-        raise ValueError(f"{shown(value)} has no prefix length: write the address with its network size, "
-                         f"e.g. {value}/24")
+        raise ValueError(
+            f"{shown(value)} has no prefix length: write the address with its network size, e.g. {value}/24"
+        )
     try:
         parse_interface(value)
     except ValueError:
@@ -135,8 +142,10 @@ def network(value: str) -> str:
     try:
         ipaddress.ip_network(value, strict=True)
     except ValueError as error:
-        raise ValueError(f"{shown(value)} is not a valid CIDR network ({shown(str(error), 60).strip(chr(39))}); "
-                         f"write the network address, e.g. 10.0.120.0/28") from None
+        raise ValueError(
+            f"{shown(value)} is not a valid CIDR network ({shown(str(error), 60).strip(chr(39))}); "
+            f"write the network address, e.g. 10.0.120.0/28"
+        ) from None
     return value
 
 
@@ -144,12 +153,16 @@ def unicast_mac(value: str) -> str:
     """A unicast MAC, normalized to what Proxmox writes (BC:24:11:4F:2A:01): bpg/proxmox compares the text, so
     another spelling of the same MAC would show a change on every plan (docs/adr/0024)."""
     if not MAC.match(value):
-        raise ValueError(f"{shown(value)} is not a MAC address: write six hexadecimal pairs separated by ':', "
-                         f"e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)")
+        raise ValueError(
+            f"{shown(value)} is not a MAC address: write six hexadecimal pairs separated by ':', "
+            f"e.g. 02:00:0A:0B:01:0B (locally administered) or BC:24:11:4F:2A:01 (Proxmox' own prefix)"
+        )
     normalized = value.replace("-", ":").upper()
     if int(normalized[:2], 16) & 1:
-        raise ValueError(f"{shown(value)} is a multicast address (the first byte is odd): a network card needs a "
-                         f"unicast MAC, e.g. 02:00:0A:0B:01:0B")
+        raise ValueError(
+            f"{shown(value)} is a multicast address (the first byte is odd): a network card needs a "
+            f"unicast MAC, e.g. 02:00:0A:0B:01:0B"
+        )
     if normalized == "00:00:00:00:00:00":
         raise ValueError(f"{shown(value)} is the null MAC: give the VM its own, e.g. 02:00:0A:0B:01:0B")
     return normalized
@@ -160,6 +173,7 @@ def at_most(limit: int, unit: str, why: str):
         if value > limit:
             raise ValueError(f"{shown(value)} {unit} is more than {limit:,} {unit}: {why}")
         return value
+
     return check
 
 
@@ -169,11 +183,13 @@ def safe_relative_path(value: str) -> str:
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
         raise ValueError(f"{shown(value)} is absolute: give a folder relative to the project root, e.g. 'state'")
     if value.startswith("~"):
-        raise ValueError(f"{shown(value)} starts with '~' (a home folder): give a folder relative to the project "
-                         f"root, e.g. 'state'")
+        raise ValueError(
+            f"{shown(value)} starts with '~' (a home folder): give a folder relative to the project root, e.g. 'state'"
+        )
     if ".." in parts:
-        raise ValueError(f"{shown(value)} climbs out of the project root with '..': give a folder inside it, "
-                         f"e.g. 'state'")
+        raise ValueError(
+            f"{shown(value)} climbs out of the project root with '..': give a folder inside it, e.g. 'state'"
+        )
     if not value.strip() or all(part in ("", ".") for part in parts):
         raise ValueError(f"{shown(value)} names no folder: give one relative to the project root, e.g. 'state'")
     return value
@@ -181,8 +197,10 @@ def safe_relative_path(value: str) -> str:
 
 def insecure_http_reason(value: str | None) -> str | None:
     if value is not None and not value.strip():
-        raise ValueError("is empty: say why plain http is acceptable here (e.g. 'MinIO on the storage VLAN, no "
-                         "TLS'), or remove allow_insecure_http and use https")
+        raise ValueError(
+            "is empty: say why plain http is acceptable here (e.g. 'MinIO on the storage VLAN, no "
+            "TLS'), or remove allow_insecure_http and use https"
+        )
     return value
 
 
@@ -199,7 +217,8 @@ def checked_url(value: str, info: ValidationInfo, *, others: tuple[str, ...] = (
     if parts.scheme == "http" and not info.data.get("allow_insecure_http"):
         raise ValueError(
             f"{shown(value)} is plain http: credentials and content would cross the network unencrypted and "
-            f"unauthenticated; use https ({example}), or keep http and say why next to it in allow_insecure_http")
+            f"unauthenticated; use https ({example}), or keep http and say why next to it in allow_insecure_http"
+        )
     return value
 
 
@@ -210,8 +229,10 @@ class _AllowsInsecureHttp(Protocol):
 
 def unused_insecure_http(model: _AllowsInsecureHttp, url_field: str) -> None:
     if model.allow_insecure_http is not None and not getattr(model, url_field).startswith("http://"):
-        raise ValueError(f"allow_insecure_http is set but {url_field} is not an http:// URL: remove "
-                         f"allow_insecure_http (it only permits plain http)")
+        raise ValueError(
+            f"allow_insecure_http is set but {url_field} is not an http:// URL: remove "
+            f"allow_insecure_http (it only permits plain http)"
+        )
 
 
 DnsName = Annotated[str, AfterValidator(dns_name)]
@@ -222,8 +243,9 @@ PlainAddress = Annotated[str, AfterValidator(plain_address)]
 Network = Annotated[str, AfterValidator(network)]
 InsecureHttpReason = Annotated[str | None, AfterValidator(insecure_http_reason)]
 
-INSECURE_HTTP = ("Why plain http is acceptable for the URL next to it (a non-empty reason); without it, http URLs "
-                 "are refused.")
+INSECURE_HTTP = (
+    "Why plain http is acceptable for the URL next to it (a non-empty reason); without it, http URLs are refused."
+)
 
 
 # ---------------------------------------------------------------------------------------------------------- Talos
@@ -237,11 +259,13 @@ def supported_talos(value: str) -> str:
         raise ValueError(
             f"Talos {shown(value)} is newer than terravixens supports (up to "
             f"{versions.text(versions.NEWEST_SUPPORTED_TALOS)}.x): its configuration documents and Kubernetes range "
-            f"are not checked yet; stay on {versions.text(versions.NEWEST_SUPPORTED_TALOS)}.x")
+            f"are not checked yet; stay on {versions.text(versions.NEWEST_SUPPORTED_TALOS)}.x"
+        )
     if found < versions.OLDEST_SUPPORTED_TALOS:
         raise ValueError(
             f"Talos {shown(value)} is older than terravixens supports ({versions.supported_range()}): upgrade the "
-            f"cluster to {versions.text(versions.OLDEST_SUPPORTED_TALOS)}.x with talosctl first")
+            f"cluster to {versions.text(versions.OLDEST_SUPPORTED_TALOS)}.x with talosctl first"
+        )
     return value
 
 
@@ -250,9 +274,13 @@ def contract_version(value: str) -> str:
     try:
         found = versions.minor_of(value)
     except ValueError:
-        raise ValueError(f"{shown(value)} is not a configuration contract like v1.11: write the Talos minor the "
-                         f"machine configurations are generated for") from None
+        raise ValueError(
+            f"{shown(value)} is not a configuration contract like v1.11: write the Talos minor the "
+            f"machine configurations are generated for"
+        ) from None
     if not versions.OLDEST_SUPPORTED_TALOS <= found <= versions.NEWEST_SUPPORTED_TALOS:
-        raise ValueError(f"contract {shown(value)} is not one terravixens writes ({versions.supported_range()}): use "
-                         f"one of {', '.join(versions.text(minor) for minor in versions.KUBERNETES)}")
+        raise ValueError(
+            f"contract {shown(value)} is not one terravixens writes ({versions.supported_range()}): use "
+            f"one of {', '.join(versions.text(minor) for minor in versions.KUBERNETES)}"
+        )
     return versions.text(found)

@@ -7,6 +7,7 @@ admission plugin's rule for labels a kubelet sets on its own Node (plugin/pkg/ad
 k8s.io/kubelet/pkg/apis.IsKubeletLabel). Checked at `validate` so that a bad label fails there, with its line, and
 not at apply time in a Talos controller's log.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,12 +23,21 @@ _SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*", re.ASCII)
 # NodeRestriction: a kubelet may not set labels in these namespaces (or their subdomains) on its own Node ...
 KUBERNETES_NAMESPACES = ("kubernetes.io", "k8s.io")
 # ... except these (k8s.io/kubelet/pkg/apis: kubeletLabels and kubeletLabelNamespaces) ...
-KUBELET_LABELS = frozenset({
-    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
-    "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-    "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    "failure-domain.beta.kubernetes.io/zone",
-})
+KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    }
+)
 KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 # ... and never these, which exist for admins to mark nodes that workloads may trust.
 NODE_RESTRICTION_NAMESPACE = "node-restriction.kubernetes.io"

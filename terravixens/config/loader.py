@@ -9,6 +9,7 @@ Three steps, each reporting every problem it finds (docs/adr/0017-site-validatio
    one key once coerced, VLAN ids not written as numbers, integers YAML reads in base 8 or 60 — ADR 0032);
 3. once the model is valid, the rules that need the whole site (terravixens.config.site_rules.RULES).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,10 @@ def _pydantic_problems(error: ValidationError, lines: Lines) -> list[Problem]:
             location, message = (*location, *item["ctx"]["inside"]), item["ctx"]["bare"]
         elif kind == "extra_forbidden":
             hidden = looks_secret(location[-1]) if location else False
-            message = (f"unknown key{'' if hidden else f' (value {value})'}: remove it or check its spelling "
-                       f"against docs/site-file.md")
+            message = (
+                f"unknown key{'' if hidden else f' (value {value})'}: remove it or check its spelling "
+                f"against docs/site-file.md"
+            )
         elif kind == "missing":
             message = "is required: add it"
         elif not kind.startswith("value_error") and kind not in ("assertion_error", "site_text"):
@@ -61,8 +64,15 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
     """Validates already-parsed YAML data. Raises SiteError with every problem found."""
     lines = lines or Lines()
     if not isinstance(data, dict):
-        raise SiteError(path, [Problem("(top level)", "the site file must be a YAML mapping with 'site', 'proxmox', "
-                                                       "'hypervisors' and 'clusters'")])
+        raise SiteError(
+            path,
+            [
+                Problem(
+                    "(top level)",
+                    "the site file must be a YAML mapping with 'site', 'proxmox', 'hypervisors' and 'clusters'",
+                )
+            ],
+        )
     problems = coercion.problems(data, lines)
     try:
         site = Site.model_validate(data)
@@ -83,7 +93,9 @@ def load_site(path: Path | str | None = None) -> Site:
         text = read_text(path, limit=SITE_LIMIT, what=WHAT)
         data, lines = load_yaml(text, path, what=WHAT)
     except InputError as error:
-        problems = [Problem(p.field, f"{p.message} or set {SITE_ENV}", p.line) if p.message.startswith("cannot be read")
-                    else p for p in error.problems]
+        problems = [
+            Problem(p.field, f"{p.message} or set {SITE_ENV}", p.line) if p.message.startswith("cannot be read") else p
+            for p in error.problems
+        ]
         raise SiteError(path, problems) from None
     return parse_site(data, path, lines)

@@ -14,6 +14,7 @@ The model is built in three modules below this one, and every name they define s
 field types (terravixens.config.fields), the network parts shared by L0, L1 and L2 (terravixens.config.network) and
 the standalone section (terravixens.config.standalone). This module holds the L0 and L1 sections and the Site.
 """
+
 from __future__ import annotations
 
 import re
@@ -90,8 +91,9 @@ class S3State(Strict):
     use_lockfile: bool = Field(True, description="S3-native state locking (Terraform >= 1.10).")
     use_path_style: bool = Field(True, description="Path-style URLs (MinIO).")
     # State holds every secret of a layer: encrypted at rest by default (SSE-S3, or SSE-KMS with kms_key_id).
-    encrypt: bool = Field(True, description="Server-side encryption of the state objects (SSE-S3, or SSE-KMS with "
-                                            "`kms_key_id`).")
+    encrypt: bool = Field(
+        True, description="Server-side encryption of the state objects (SSE-S3, or SSE-KMS with `kms_key_id`)."
+    )
     kms_key_id: str | None = Field(None, description="KMS key for SSE-KMS; needs `encrypt: true`.")
 
     @field_validator("endpoint")
@@ -110,15 +112,18 @@ class S3State(Strict):
 class StateConfig(Strict):
     backend: Literal["local", "s3"] = Field("local", description="`local` or `s3`.")
     local_dir: Annotated[str, AfterValidator(safe_relative_path)] = Field(
-        "state", description="Folder for local state, relative to the project root (no `..`, no `~`, not "
-                             "absolute); state files are `<local_dir>/<stack>.tfstate`.")
+        "state",
+        description="Folder for local state, relative to the project root (no `..`, no `~`, not "
+        "absolute); state files are `<local_dir>/<stack>.tfstate`.",
+    )
     s3: S3State | None = Field(None, description="S3 settings; required when `backend` is `s3`.")
 
     @model_validator(mode="after")
     def _s3_needs_settings(self) -> StateConfig:
         if self.backend == "s3" and self.s3 is None:
-            raise ValueError("backend is 's3' but no 's3' settings are given: add state.s3.endpoint and "
-                             "state.s3.bucket")
+            raise ValueError(
+                "backend is 's3' but no 's3' settings are given: add state.s3.endpoint and state.s3.bucket"
+            )
         return self
 
 
@@ -147,33 +152,40 @@ class TalosImage(Strict):
     extensions: list[str] = Field(
         default_factory=lambda: ["siderolabs/qemu-guest-agent"],
         description="Image Factory system extensions (the schematic; its id is computed locally — a schematic other "
-                    "than the default must be registered once with the factory: `curl -X POST --data-binary "
-                    "@schematic.yaml https://factory.talos.dev/schematics`).")
+        "than the default must be registered once with the factory: `curl -X POST --data-binary "
+        "@schematic.yaml https://factory.talos.dev/schematics`).",
+    )
     extra_kernel_args: list[str] = Field(default_factory=list, description="Extra kernel arguments of the schematic.")
     platform: Literal["nocloud", "metal"] = Field("nocloud", description="`nocloud` or `metal`.")
     architecture: Literal["amd64", "arm64"] = Field("amd64", description="`amd64` or `arm64`.")
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
-    factory_url: str = Field("https://factory.talos.dev",
-                             description="The Image Factory, `https://HOST[:PORT]` without a path.")
+    factory_url: str = Field(
+        "https://factory.talos.dev", description="The Image Factory, `https://HOST[:PORT]` without a path."
+    )
     sha256: dict[str, str] = Field(
         default_factory=dict,
         description="Talos version (`v1.11.5`) -> SHA-256 of this schematic's disk image for it, 64 hex digits: "
-                    "Proxmox checks the download against it. The public Image Factory publishes no checksum; an "
-                    "Enterprise Image Factory serves one at the image URL + `.sha256`, or take it once from a "
-                    "download you trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over "
-                    "verified TLS only (ADR 0031). Adding or changing one downloads the image again; VMs keep the "
-                    "disk they imported.")
+        "Proxmox checks the download against it. The public Image Factory publishes no checksum; an "
+        "Enterprise Image Factory serves one at the image URL + `.sha256`, or take it once from a "
+        "download you trust (`curl -fsSL URL | sha256sum`). A version without one is downloaded over "
+        "verified TLS only (ADR 0031). Adding or changing one downloads the image again; VMs keep the "
+        "disk they imported.",
+    )
 
     @field_validator("sha256")
     @classmethod
     def _sha256(cls, value: dict[str, str]) -> dict[str, str]:
         for version, digest in value.items():
             if not re.fullmatch(r"v\d+\.\d+\.\d+", version):
-                raise ValueError(f"{shown(version)} is not a Talos version like v1.11.5: write it exactly as "
-                                 f"talos_version is written, with the leading 'v'")
+                raise ValueError(
+                    f"{shown(version)} is not a Talos version like v1.11.5: write it exactly as "
+                    f"talos_version is written, with the leading 'v'"
+                )
             if not SHA256.match(digest):
-                raise ValueError(f"the checksum of {version}, {shown(digest)}, is not a SHA-256: give its 64 "
-                                 f"hexadecimal digits, as `sha256sum` prints them (no `sha256:` prefix)")
+                raise ValueError(
+                    f"the checksum of {version}, {shown(digest)}, is not a SHA-256: give its 64 "
+                    f"hexadecimal digits, as `sha256sum` prints them (no `sha256:` prefix)"
+                )
         return {version: digest.lower() for version, digest in value.items()}
 
     @field_validator("factory_url")
@@ -181,8 +193,10 @@ class TalosImage(Strict):
     def _factory(cls, value: str, info: ValidationInfo) -> str:
         checked_url(value, info, example="https://factory.talos.dev")
         if urlsplit(value).path or urlsplit(value).query or urlsplit(value).fragment:
-            raise ValueError(f"{shown(value)} has a path: give the factory's scheme and host only, e.g. "
-                             f"https://factory.talos.dev (images and installers are found under it)")
+            raise ValueError(
+                f"{shown(value)} has a path: give the factory's scheme and host only, e.g. "
+                f"https://factory.talos.dev (images and installers are found under it)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -193,8 +207,9 @@ class TalosImage(Strict):
 
 class Datastores(Strict):
     vm: str = Field("local-lvm", description="Datastore of the VM disks.")
-    images: str = Field("local", description="Datastore with the `import` content type, for downloaded Talos disk "
-                                             "images.")
+    images: str = Field(
+        "local", description="Datastore with the `import` content type, for downloaded Talos disk images."
+    )
 
 
 class ApiUser(Strict):
@@ -202,14 +217,32 @@ class ApiUser(Strict):
 
     user_id: str = Field("terravixens@pve", description="The user, `NAME@REALM`.")
     role_id: str = Field("TerravixensProvisioner", description="The role created for the user, holding `privileges`.")
-    token_name: str = Field("terravixens", description="Name of the API token; its value is a sensitive output of "
-                                                       "the hypervisors stack.")
-    privileges: list[str] = Field(default_factory=lambda: [
-        "Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit", "SDN.Use", "Sys.Audit",
-        "Sys.Modify", "VM.Allocate", "VM.Audit", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit",
-        "VM.Config.Disk", "VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options",
-        "VM.Monitor", "VM.PowerMgmt",
-    ], description="Proxmox privileges of the role (default: what terravixens needs to manage VMs and images).")
+    token_name: str = Field(
+        "terravixens", description="Name of the API token; its value is a sensitive output of the hypervisors stack."
+    )
+    privileges: list[str] = Field(
+        default_factory=lambda: [
+            "Datastore.AllocateSpace",
+            "Datastore.AllocateTemplate",
+            "Datastore.Audit",
+            "SDN.Use",
+            "Sys.Audit",
+            "Sys.Modify",
+            "VM.Allocate",
+            "VM.Audit",
+            "VM.Config.CDROM",
+            "VM.Config.CPU",
+            "VM.Config.Cloudinit",
+            "VM.Config.Disk",
+            "VM.Config.HWType",
+            "VM.Config.Memory",
+            "VM.Config.Network",
+            "VM.Config.Options",
+            "VM.Monitor",
+            "VM.PowerMgmt",
+        ],
+        description="Proxmox privileges of the role (default: what terravixens needs to manage VMs and images).",
+    )
 
     @field_validator("user_id")
     @classmethod
@@ -225,8 +258,10 @@ class Hypervisor(Strict):
     datastores: Datastores = Field(default_factory=Datastores, description="Where disks and images live.")
     talos_image: TalosImage = Field(default_factory=TalosImage, description="The Talos image VMs on it boot from.")
     api_user: ApiUser | None = Field(
-        None, description="Create a role, user and API token for automation (the token is a sensitive output). Users "
-                          "and roles are Proxmox-cluster-wide: declare it on one hypervisor per Proxmox cluster.")
+        None,
+        description="Create a role, user and API token for automation (the token is a sensitive output). Users "
+        "and roles are Proxmox-cluster-wide: declare it on one hypervisor per Proxmox cluster.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- L1
@@ -238,28 +273,49 @@ class Taint(Strict):
 
 class Node(Strict):
     hypervisor: str = Field(description="A key of `hypervisors`: where the VM runs (a new one migrates the VM).")
-    vm_id: int = Field(ge=100, le=999_999_999, description="Proxmox VM id, unique in the site (a new one replaces "
-                                                           "the VM).")
-    hostname: DnsName | None = Field(None, description="Hostname and VM name; defaults to the node's key. Unique in "
-                                                       "the cluster, and VM names unique per hypervisor.")
-    cpu: Annotated[int, AfterValidator(at_most(
-        MAX_CORES, "cores", "Proxmox starts no VM with more vCPUs than its host has threads; give fewer cores",
-    ))] = Field(
-        2, ge=1, description=f"vCPU cores, 1-{MAX_CORES}.")
-    memory_mib: Annotated[int, AfterValidator(at_most(
-        MAX_MEMORY_MIB, "MiB", "Proxmox gives a VM at most 4 TiB; write the memory in MiB, e.g. 16384 for 16 GiB",
-    ))] = Field(
-        4096, ge=1024, description=f"Memory in MiB, 1024-{MAX_MEMORY_MIB} (4 TiB, Proxmox' maximum).")
-    disk_gib: Annotated[int, AfterValidator(at_most(
-        MAX_DISK_GIB, "GiB", "a Talos system disk holds the OS and /var; write the size in GiB, e.g. 100"))] = Field(
-        32, ge=10, description=f"System disk in GiB, 10-{MAX_DISK_GIB} (16 TiB).")
+    vm_id: int = Field(
+        ge=100, le=999_999_999, description="Proxmox VM id, unique in the site (a new one replaces the VM)."
+    )
+    hostname: DnsName | None = Field(
+        None,
+        description="Hostname and VM name; defaults to the node's key. Unique in "
+        "the cluster, and VM names unique per hypervisor.",
+    )
+    cpu: Annotated[
+        int,
+        AfterValidator(
+            at_most(
+                MAX_CORES,
+                "cores",
+                "Proxmox starts no VM with more vCPUs than its host has threads; give fewer cores",
+            )
+        ),
+    ] = Field(2, ge=1, description=f"vCPU cores, 1-{MAX_CORES}.")
+    memory_mib: Annotated[
+        int,
+        AfterValidator(
+            at_most(
+                MAX_MEMORY_MIB,
+                "MiB",
+                "Proxmox gives a VM at most 4 TiB; write the memory in MiB, e.g. 16384 for 16 GiB",
+            )
+        ),
+    ] = Field(4096, ge=1024, description=f"Memory in MiB, 1024-{MAX_MEMORY_MIB} (4 TiB, Proxmox' maximum).")
+    disk_gib: Annotated[
+        int,
+        AfterValidator(
+            at_most(MAX_DISK_GIB, "GiB", "a Talos system disk holds the OS and /var; write the size in GiB, e.g. 100")
+        ),
+    ] = Field(32, ge=10, description=f"System disk in GiB, 10-{MAX_DISK_GIB} (16 TiB).")
     bridge: str | None = Field(None, description="Bridge of the VM NIC; defaults to the cluster's `bridge`.")
     mac_address: Annotated[str | None, AfterValidator(unicast_mac)] = Field(
-        None, description="MAC of the VM NIC, e.g. `02:00:0A:0B:01:0B` (unicast; locally administered or a vendor's, "
-                          "e.g. Proxmox' `BC:24:11`), stored uppercase with ':' as Proxmox writes it. The maintenance "
-                          "IP's DHCP reservation can then exist before the VM and outlive a VM replacement. Unique in "
-                          "the site; a change re-plugs the NIC in place (no new VM); removing it keeps the VM's "
-                          "current MAC (ADR 0024).")
+        None,
+        description="MAC of the VM NIC, e.g. `02:00:0A:0B:01:0B` (unicast; locally administered or a vendor's, "
+        "e.g. Proxmox' `BC:24:11`), stored uppercase with ':' as Proxmox writes it. The maintenance "
+        "IP's DHCP reservation can then exist before the VM and outlive a VM replacement. Unique in "
+        "the site; a change re-plugs the NIC in place (no new VM); removing it keeps the VM's "
+        "current MAC (ADR 0024).",
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Kubernetes node labels.")
     taints: list[Taint] = Field(default_factory=list, description="Kubernetes node taints, one per key.")
     tags: list[str] = Field(default_factory=list, description="Extra Proxmox tags (stored lowercased and sorted).")
@@ -271,8 +327,9 @@ class Node(Strict):
         keys = [taint.key for taint in value]
         duplicates = sorted({key for key in keys if keys.count(key) > 1})
         if duplicates:
-            raise ValueError(f"taint key {shown(duplicates[0])} appears twice: Talos nodeTaints is a map, one taint "
-                             f"per key")
+            raise ValueError(
+                f"taint key {shown(duplicates[0])} appears twice: Talos nodeTaints is a map, one taint per key"
+            )
         return value
 
 
@@ -280,10 +337,12 @@ class CiliumConfig(Strict):
     chart_version: Version = Field("v1.18.4", description="Cilium chart version.")
     l2_interfaces: list[str] = Field(
         default_factory=lambda: ["^eth[0-9]+"],
-        description="Interfaces (regular expressions) that answer ARP for LoadBalancer IPs.")
+        description="Interfaces (regular expressions) that answer ARP for LoadBalancer IPs.",
+    )
     pools: dict[DnsName, list[Network]] = Field(
-        default_factory=dict, description="LoadBalancer IP pools by name (CIDRs); may not contain node addresses or "
-                                          "overlap.")
+        default_factory=dict,
+        description="LoadBalancer IP pools by name (CIDRs); may not contain node addresses or overlap.",
+    )
 
 
 # A Kubernetes object name (RFC 1123 subdomain): what a Secret may be called.
@@ -293,50 +352,66 @@ SOPS_SECRET = "sops-age"
 
 def object_name(value: str) -> str:
     if len(value) > 253 or not OBJECT_NAME.match(value):
-        raise ValueError(f"{shown(value)} is not a Kubernetes object name: use lowercase letters, digits, '-' and "
-                         f"'.', starting and ending with a letter or digit (e.g. 'flux-system')")
+        raise ValueError(
+            f"{shown(value)} is not a Kubernetes object name: use lowercase letters, digits, '-' and "
+            f"'.', starting and ending with a letter or digit (e.g. 'flux-system')"
+        )
     if value == SOPS_SECRET:
-        raise ValueError(f"{shown(value)} is the SOPS age key's Secret: name the git credentials' Secret otherwise "
-                         f"(e.g. 'flux-system')")
+        raise ValueError(
+            f"{shown(value)} is the SOPS age key's Secret: name the git credentials' Secret otherwise "
+            f"(e.g. 'flux-system')"
+        )
     return value
 
 
 class FluxConfig(Strict):
     chart_version: Version = Field("v2.17.1", description="fluxcd-community `flux2` chart version.")
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
-    url: str = Field(description="Git URL: `https://…` or `ssh://git@host/org/repo.git` (Flux takes no scp-like "
-                                 "`git@host:org/repo.git`). No password in it: credentials go in the secrets file.")
+    url: str = Field(
+        description="Git URL: `https://…` or `ssh://git@host/org/repo.git` (Flux takes no scp-like "
+        "`git@host:org/repo.git`). No password in it: credentials go in the secrets file."
+    )
     branch: str = Field("main", description="Branch Flux follows.")
     path: str = Field("./", description="Path in the repository Flux applies.")
     interval: str = Field("10m", description="How often Flux looks for changes.")
     git_auth: Literal["secrets_file", "none"] = Field(
-        "secrets_file", description="Where Flux's git credentials come from. `secrets_file`: the secrets file's "
-                                    "`flux.<cluster>` (an ssh deploy key, or an https token), which `terravixens "
-                                    "deploy` hands the gitops layer at apply time and terravixens writes into "
-                                    "`git_secret` (ADR 0034); `none`: a public https repository, no Secret at all.")
+        "secrets_file",
+        description="Where Flux's git credentials come from. `secrets_file`: the secrets file's "
+        "`flux.<cluster>` (an ssh deploy key, or an https token), which `terravixens "
+        "deploy` hands the gitops layer at apply time and terravixens writes into "
+        "`git_secret` (ADR 0034); `none`: a public https repository, no Secret at all.",
+    )
     git_secret: Annotated[str, AfterValidator(object_name)] = Field(
-        "flux-system", description="Name of the Secret in flux-system that terravixens writes the git credentials "
-                                   "into and the GitRepository reads (`secretRef`); only with `git_auth: "
-                                   "secrets_file`.")
+        "flux-system",
+        description="Name of the Secret in flux-system that terravixens writes the git credentials "
+        "into and the GitRepository reads (`secretRef`); only with `git_auth: "
+        "secrets_file`.",
+    )
     git_credentials_revision: int = Field(
-        1, ge=1, description="Bump after changing `flux.<cluster>` in the secrets file (a rotated key or token, or "
-                             "another kind): the Secret is written through a write-only attribute (kept out of state "
-                             "and plans), so Terraform re-sends it only when this number changes.")
+        1,
+        ge=1,
+        description="Bump after changing `flux.<cluster>` in the secrets file (a rotated key or token, or "
+        "another kind): the Secret is written through a write-only attribute (kept out of state "
+        "and plans), so Terraform re-sends it only when this number changes.",
+    )
     sops_age_key_file: str = Field(
-        "~/.config/sops/age/keys.txt", description="Read at apply time into the `sops-age` secret; its content never "
-                                                   "enters the synthesized JSON."
+        "~/.config/sops/age/keys.txt",
+        description="Read at apply time into the `sops-age` secret; its content never enters the synthesized JSON.",
     )
     sops_age_key_revision: int = Field(
-        1, ge=1, description="Bump after rotating the key: the secret is written through a write-only attribute "
-                             "(kept out of state and plans), so Terraform re-sends it only when this number changes."
+        1,
+        ge=1,
+        description="Bump after rotating the key: the secret is written through a write-only attribute "
+        "(kept out of state and plans), so Terraform re-sends it only when this number changes.",
     )
 
     @field_validator("url")
     @classmethod
     def _git_url(cls, value: str, info: ValidationInfo) -> str:
         if not re.match(r"^(https://|ssh://|http://)", value):
-            raise ValueError(f"{shown(value)} is not a git URL Flux accepts: use https://… or "
-                             f"ssh://git@host/org/repo.git")
+            raise ValueError(
+                f"{shown(value)} is not a git URL Flux accepts: use https://… or ssh://git@host/org/repo.git"
+            )
         checked_url(value, info, others=("ssh",), example="https://git.example.org/org/repo.git")
         try:
             password = urlsplit(value).password
@@ -344,9 +419,11 @@ class FluxConfig(Strict):
             password = None
         if password is not None or (not value.startswith("ssh://") and urlsplit(value).username is not None):
             # Never shown: the part before '@' is a credential, and the URL reaches the synthesized JSON.
-            raise ValueError("holds credentials before '@': they would be written into the synthesized JSON and "
-                             "the cluster in clear; remove them from the URL and put them in the secrets file "
-                             "(flux.<cluster>.https: username and password, or bearer_token)")
+            raise ValueError(
+                "holds credentials before '@': they would be written into the synthesized JSON and "
+                "the cluster in clear; remove them from the URL and put them in the secrets file "
+                "(flux.<cluster>.https: username and password, or bearer_token)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -356,12 +433,15 @@ class FluxConfig(Strict):
                 raise ValueError(
                     f"url {shown(self.url)} is ssh but git_auth is none: Flux needs a deploy key for ssh; remove "
                     f"git_auth (the default, secrets_file, takes it from the secrets file's flux.<cluster>.ssh), or "
-                    f"use the repository's public https URL")
+                    f"use the repository's public https URL"
+                )
             unused = sorted({"git_secret", "git_credentials_revision"} & self.model_fields_set)
             if unused:
-                raise ValueError(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} set but git_auth is "
-                                 f"none (no Secret is written): remove {'it' if len(unused) == 1 else 'them'}, or "
-                                 f"remove git_auth: none")
+                raise ValueError(
+                    f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} set but git_auth is "
+                    f"none (no Secret is written): remove {'it' if len(unused) == 1 else 'them'}, or "
+                    f"remove git_auth: none"
+                )
         unused_insecure_http(self, "url")
         return self
 
@@ -369,26 +449,34 @@ class FluxConfig(Strict):
 class Cluster(Strict):
     endpoint_vip: PlainAddress = Field(
         description="The shared Kubernetes API address: a Talos VIP on the control planes' management VLAN, inside "
-                    "their subnet on it.")
+        "their subnet on it."
+    )
     talos_version: Annotated[Version, AfterValidator(supported_talos)] = Field(
         description="What the nodes run (images, installer): e.g. `v1.13.0` (`1.13.0` is accepted); v1.11.x to "
-                    "v1.13.x (ADR 0023). Across minors: one minor at a time, `terravixens upgrade` first.")
+        "v1.13.x (ADR 0023). Across minors: one minor at a time, `terravixens upgrade` first."
+    )
     kubernetes_version: Version = Field(
         description="e.g. `v1.36.0`; inside what the Talos minor runs: 1.29-1.34 on Talos 1.11, 1.30-1.35 on 1.12, "
-                    "1.31-1.36 on 1.13.")
+        "1.31-1.36 on 1.13."
+    )
     config_contract: Annotated[str | None, AfterValidator(contract_version)] = Field(
-        None, description="The Talos minor the machine configurations are generated for (the provider's contract), "
-                          "e.g. `v1.11`; defaults to `talos_version`'s minor. An existing cluster keeps the one it "
-                          "was created with: set it before bumping `talos_version` to a new minor, move it "
-                          "deliberately, never ahead of `talos_version` (ADR 0023).")
+        None,
+        description="The Talos minor the machine configurations are generated for (the provider's contract), "
+        "e.g. `v1.11`; defaults to `talos_version`'s minor. An existing cluster keeps the one it "
+        "was created with: set it before bumping `talos_version` to a new minor, move it "
+        "deliberately, never ahead of `talos_version` (ADR 0023).",
+    )
     install_disk: str = Field("/dev/sda", description="Disk Talos installs to.")
     management_vlan: VlanId = Field(
-        DEFAULT_MANAGEMENT_VLAN, description="The VLAN preferred to reach nodes and carrying the VIP; every control "
-                                             "plane needs an address on it.")
+        DEFAULT_MANAGEMENT_VLAN,
+        description="The VLAN preferred to reach nodes and carrying the VIP; every control "
+        "plane needs an address on it.",
+    )
     bridge: str = Field("vmbr0", description="Bridge of the VM NICs (per node override: `bridge`).")
     bootstrap_node: DnsName | None = Field(
-        None, description="The control plane that bootstraps etcd, once. Defaults to the first control plane by name; "
-                          "changing it later does nothing."
+        None,
+        description="The control plane that bootstraps etcd, once. Defaults to the first control plane by name; "
+        "changing it later does nothing.",
     )
     control_planes: dict[DnsName, Node] = Field(description="Map of stable node name → node; 1, 3, 5 or 7 of them.")
     workers: dict[DnsName, Node] = Field(default_factory=dict, description="Map of stable node name → node.")
@@ -407,7 +495,8 @@ class Cluster(Strict):
             raise ValueError(
                 f"Kubernetes {shown(value)} does not run on Talos {talos}: Talos {versions.text(talos_minor)} runs "
                 f"Kubernetes {versions.text(oldest)}.0 to {versions.text(newest)}.x (Talos' compatibility table); "
-                f"pick a version in that range")
+                f"pick a version in that range"
+            )
         return value
 
     @field_validator("config_contract")
@@ -421,7 +510,8 @@ class Cluster(Strict):
                 f"contract {value} is ahead of talos_version {talos}: nodes cannot read configuration documents of "
                 f"a newer Talos (1.11 does not know HostnameConfig); bump talos_version to {value}.x and run "
                 f"`terravixens upgrade` first, or keep the contract at {versions.text(versions.minor_of(talos))} or "
-                f"below")
+                f"below"
+            )
         return value
 
     @field_validator("control_planes")
@@ -477,22 +567,64 @@ class Site(Strict):
     clusters: dict[DnsName, Cluster] = Field(default_factory=dict, description="The Talos clusters by name (L1).")
     standalone: Standalone = Field(
         default_factory=lambda: Standalone(),
-        description="Standalone VMs, containers and nested Proxmox hosts (L2), their presets and the spec server.")
+        description="Standalone VMs, containers and nested Proxmox hosts (L2), their presets and the spec server.",
+    )
 
 
 # the sections of this module
 __all__ = [
-    "ALLOWED_CONTROL_PLANE_COUNTS", "MAX_CORES", "MAX_DISK_GIB", "MAX_MEMORY_MIB", "ApiUser", "CiliumConfig", "Cluster",
-    "Datastores", "FluxConfig", "Hypervisor", "Node", "ProxmoxConfig", "S3State", "Site", "StateConfig", "Taint",
+    "ALLOWED_CONTROL_PLANE_COUNTS",
+    "MAX_CORES",
+    "MAX_DISK_GIB",
+    "MAX_MEMORY_MIB",
+    "ApiUser",
+    "CiliumConfig",
+    "Cluster",
+    "Datastores",
+    "FluxConfig",
+    "Hypervisor",
+    "Node",
+    "ProxmoxConfig",
+    "S3State",
+    "Site",
+    "StateConfig",
+    "Taint",
     "TalosImage",
 ]
 # re-exported: field types (terravixens.config.fields)
 __all__ += [
-    "CONTROL_CHARACTER", "DNS_LABEL", "INSECURE_HTTP", "MAC", "NEWEST_SUPPORTED_TALOS", "TEMPLATE_SEQUENCE", "VERSION",
-    "DnsName", "InsecureHttpReason", "InterfaceAddress", "Network", "PlainAddress", "Strict", "Version", "VlanId",
-    "at_most", "checked_url", "contract_version", "dns_name", "insecure_http_reason", "interface_address", "network",
-    "parse_address", "parse_interface", "plain_address", "safe_relative_path", "semver", "supported_talos",
-    "text_problem", "unicast_mac", "unused_insecure_http", "vlan_id",
+    "CONTROL_CHARACTER",
+    "DNS_LABEL",
+    "INSECURE_HTTP",
+    "MAC",
+    "NEWEST_SUPPORTED_TALOS",
+    "TEMPLATE_SEQUENCE",
+    "VERSION",
+    "DnsName",
+    "InsecureHttpReason",
+    "InterfaceAddress",
+    "Network",
+    "PlainAddress",
+    "Strict",
+    "Version",
+    "VlanId",
+    "at_most",
+    "checked_url",
+    "contract_version",
+    "dns_name",
+    "insecure_http_reason",
+    "interface_address",
+    "network",
+    "parse_address",
+    "parse_interface",
+    "plain_address",
+    "safe_relative_path",
+    "semver",
+    "supported_talos",
+    "text_problem",
+    "unicast_mac",
+    "unused_insecure_http",
+    "vlan_id",
 ]
 # re-exported: network parts (terravixens.config.network) and the standalone section (terravixens.config.standalone)
 __all__ += ["DEFAULT_MANAGEMENT_VLAN", "Bridge", "NodeNetworks", "RoutableAddress", "Standalone", "VlanInterface"]

@@ -4,6 +4,7 @@ addresses (its VLAN interfaces, its routable address, its maintenance IP).
 Shared by the L0 and L1 sections (terravixens.config.model) and the L2 one (terravixens.config.standalone), and read
 by the address fallback chain (terravixens.config.addressing), which needs nothing else of the model.
 """
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -17,8 +18,10 @@ DEFAULT_MANAGEMENT_VLAN = 111
 class Bridge(Strict):
     ports: list[str] = Field(default_factory=list, description="Physical ports of the bridge.")
     vlan_aware: bool = Field(True, description="VLAN-aware bridge (VM NICs are trunks; VLANs are configured in Talos).")
-    vlans: list[VlanId] = Field(default_factory=list, description="VLANs allowed on this VLAN-aware bridge (1-4094); "
-                                                                  "node VLANs must be in it when set.")
+    vlans: list[VlanId] = Field(
+        default_factory=list,
+        description="VLANs allowed on this VLAN-aware bridge (1-4094); node VLANs must be in it when set.",
+    )
     comment: str = Field("managed by terravixens", description="Comment Proxmox shows for the bridge.")
 
 
@@ -38,7 +41,9 @@ class NodeNetworks(Strict):
         None, description="Where the fresh VM answers in maintenance mode (DHCP reservation on the untagged network)."
     )
     vlans: dict[VlanId, VlanInterface] = Field(
-        default_factory=dict, description="One interface per VLAN id, e.g. `111: {address: 10.11.1.11/24, gateway: "
-                                          "10.11.1.1}`.")
-    routable: RoutableAddress | None = Field(None, description="The preferred management address, `{vlan, address, "
-                                                               "gateway}`.")
+        default_factory=dict,
+        description="One interface per VLAN id, e.g. `111: {address: 10.11.1.11/24, gateway: 10.11.1.1}`.",
+    )
+    routable: RoutableAddress | None = Field(
+        None, description="The preferred management address, `{vlan, address, gateway}`."
+    )

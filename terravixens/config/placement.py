@@ -4,6 +4,7 @@ The platform stack, the node patches and the upgrade command all need a node's r
 it is managed at, the address it is first contacted at and the network of the managed address. They take a
 `PlacedNode` instead of working it out again from the raw model (one fallback chain: terravixens.config.addressing).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,13 @@ def place(name: str, role: Role | str, node: Node, cluster: Cluster, hypervisor:
     """One node, placed. Library users composing constructs without a site file call this too."""
     where = managed(node.networks, cluster.management_vlan)
     return PlacedNode(
-        name=name, role=Role(role), node=node, hypervisor_name=node.hypervisor, hypervisor=hypervisor,
-        address=where.address, first_contact=first_contact_address(node.networks, cluster.management_vlan),
+        name=name,
+        role=Role(role),
+        node=node,
+        hypervisor_name=node.hypervisor,
+        hypervisor=hypervisor,
+        address=where.address,
+        first_contact=first_contact_address(node.networks, cluster.management_vlan),
         managed_subnet=where.subnet,
     )
 
@@ -45,5 +51,7 @@ def place(name: str, role: Role | str, node: Node, cluster: Cluster, hypervisor:
 def placed_nodes(site: Site, cluster_name: str) -> dict[str, PlacedNode]:
     """Every node of a cluster by its stable name, sorted by name (never by position in the file)."""
     cluster = site.clusters[cluster_name]
-    return {name: place(name, role, node, cluster, site.hypervisors[node.hypervisor])
-            for name, (role, node) in cluster.nodes().items()}
+    return {
+        name: place(name, role, node, cluster, site.hypervisors[node.hypervisor])
+        for name, (role, node) in cluster.nodes().items()
+    }

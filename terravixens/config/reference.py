@@ -6,6 +6,7 @@
 Every field of every model must have a description; tests/test_site_reference.py fails when one has none or when
 docs/site-file.md is out of date, so a new field (or a new section of the site) cannot go undocumented.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,16 @@ END = "<!-- END GENERATED -->"
 
 # What a validated text or number is, by the validator that checks it.
 VALIDATED = {
-    m.dns_name: "DNS label", m.semver: "version", m.vlan_id: "VLAN id", m.interface_address: "address/prefix",
-    m.plain_address: "IP address", m.network: "CIDR network", m.safe_relative_path: "relative path",
-    m.insecure_http_reason: "text", m.supported_talos: "version", m.contract_version: "version contract",
+    m.dns_name: "DNS label",
+    m.semver: "version",
+    m.vlan_id: "VLAN id",
+    m.interface_address: "address/prefix",
+    m.plain_address: "IP address",
+    m.network: "CIDR network",
+    m.safe_relative_path: "relative path",
+    m.insecure_http_reason: "text",
+    m.supported_talos: "version",
+    m.contract_version: "version contract",
     m.unicast_mac: "MAC address",
 }
 
@@ -126,8 +134,12 @@ def sections(root: type[BaseModel] = m.Site) -> list[tuple[type[BaseModel], list
 
 
 def undocumented(root: type[BaseModel] = m.Site) -> list[str]:
-    return [f"{model.__name__}.{name}" for model, _ in sections(root) for name, field in model.model_fields.items()
-            if not (field.description or "").strip()]
+    return [
+        f"{model.__name__}.{name}"
+        for model, _ in sections(root)
+        for name, field in model.model_fields.items()
+        if not (field.description or "").strip()
+    ]
 
 
 def render(root: type[BaseModel] = m.Site) -> str:

@@ -12,6 +12,7 @@ Each node is keyed by its stable name, which is also its identity on the spec se
 that need the whole site live in `site_rules/`: parents, cycles and presets in `standalone.py`, duplicates, bridges
 and addresses in the rules shared with cluster nodes (`walk.machines`).
 """
+
 from __future__ import annotations
 
 import re
@@ -42,16 +43,21 @@ def _volume(content: tuple[str, ...], example: str):
     def check(value: str) -> str:
         match = VOLUME_ID.match(value)
         if not match or match.group(1) not in content:
-            raise ValueError(f"{shown(value)} is not a Proxmox volume id of content {' or '.join(content)}: write "
-                             f"STORAGE:{content[0]}/FILE, e.g. {example!r}")
+            raise ValueError(
+                f"{shown(value)} is not a Proxmox volume id of content {' or '.join(content)}: write "
+                f"STORAGE:{content[0]}/FILE, e.g. {example!r}"
+            )
         return value
+
     return check
 
 
 ImageVolume = Annotated[
-    str, AfterValidator(_volume(("import", "iso"), "local:import/debian-12-genericcloud-amd64.qcow2"))]
+    str, AfterValidator(_volume(("import", "iso"), "local:import/debian-12-genericcloud-amd64.qcow2"))
+]
 TemplateVolume = Annotated[
-    str, AfterValidator(_volume(("vztmpl",), "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))]
+    str, AfterValidator(_volume(("vztmpl",), "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"))
+]
 
 
 class Preset(Strict):
@@ -84,8 +90,9 @@ class StandaloneNetworks(Strict):
     """One NIC per entry on the node's bridge: `untagged` first, then each VLAN by id (the order cloud-init sees)."""
 
     untagged: Interface | None = Field(None, description="The NIC on the bridge without a VLAN tag.")
-    vlans: dict[VlanId, Interface] = Field(default_factory=dict,
-                                           description="One NIC per VLAN id, tagged on the bridge.")
+    vlans: dict[VlanId, Interface] = Field(
+        default_factory=dict, description="One NIC per VLAN id, tagged on the bridge."
+    )
 
     def interfaces(self) -> list[tuple[int | None, Interface]]:
         ordered: list[tuple[int | None, Interface]] = [(None, self.untagged)] if self.untagged else []
@@ -94,7 +101,8 @@ class StandaloneNetworks(Strict):
 
 class StandaloneNode(Strict):
     type: Literal["pve", "vm", "ct", "k3s"] = Field(
-        description="pve: a nested Proxmox VE host (a VM); vm: a VM; ct: an LXC container. k3s is reserved.")
+        description="pve: a nested Proxmox VE host (a VM); vm: a VM; ct: an LXC container. k3s is reserved."
+    )
     parent: DnsName = Field(description="A hypervisor of the site, or a standalone node of type pve.")
     spec: DnsName = Field(description="The spec the node converges to: <specs_dir>/<spec>.yaml.")
     vm_id: int = Field(ge=100, le=999_999_999, description="Proxmox VM/CT id, unique on its Proxmox cluster.")
@@ -106,18 +114,22 @@ class StandaloneNode(Strict):
     memory_mib: int | None = Field(None, ge=128, le=4 * 1024 * 1024, description="Overrides the preset's memory (MiB).")
     disk_gib: int | None = Field(None, ge=2, le=64 * 1024, description="Overrides the preset's disk (GiB).")
     bridge: str = Field("vmbr0", description="Bridge on the parent the node's NICs attach to.")
-    networks: StandaloneNetworks = Field(default_factory=StandaloneNetworks,
-                                         description="The node's addresses on the parent's bridge and VLANs.")
+    networks: StandaloneNetworks = Field(
+        default_factory=StandaloneNetworks, description="The node's addresses on the parent's bridge and VLANs."
+    )
     bridges: dict[str, Bridge] = Field(
-        default_factory=dict, description="pve only: the nested host's bridges, which its children attach to.")
+        default_factory=dict, description="pve only: the nested host's bridges, which its children attach to."
+    )
     tags: list[str] = Field(default_factory=list, description="Extra Proxmox tags (stored lowercased and sorted).")
 
     @field_validator("type")
     @classmethod
     def _not_reserved(cls, value: str) -> str:
         if value == "k3s":
-            raise ValueError("type 'k3s' is reserved and not supported yet: use 'vm' with a spec that installs k3s, "
-                             "or a Talos cluster under 'clusters'")
+            raise ValueError(
+                "type 'k3s' is reserved and not supported yet: use 'vm' with a spec that installs k3s, "
+                "or a Talos cluster under 'clusters'"
+            )
         return value
 
 
@@ -140,21 +152,26 @@ class SpecServer(Strict):
 
 
 class Standalone(Strict):
-    specs_dir: str = Field("specs",
-                           description="Folder of the specs (one YAML file per spec), relative to the site file.")
+    specs_dir: str = Field(
+        "specs", description="Folder of the specs (one YAML file per spec), relative to the site file."
+    )
     spec_server: SpecServer | None = Field(
-        None, description="Where pull-mode nodes fetch their spec (`terravixens spec serve`).")
-    presets: dict[DnsName, Preset] = Field(default_factory=dict,
-                                           description="Overrides of the shipped presets, or new ones.")
-    nodes: dict[DnsName, StandaloneNode] = Field(default_factory=dict,
-                                                 description="Standalone nodes by stable name (their identity).")
+        None, description="Where pull-mode nodes fetch their spec (`terravixens spec serve`)."
+    )
+    presets: dict[DnsName, Preset] = Field(
+        default_factory=dict, description="Overrides of the shipped presets, or new ones."
+    )
+    nodes: dict[DnsName, StandaloneNode] = Field(
+        default_factory=dict, description="Standalone nodes by stable name (their identity)."
+    )
 
     @field_validator("specs_dir")
     @classmethod
     def _relative(cls, value: str) -> str:
         if value.startswith(("/", "~")) or ".." in value.split("/"):
-            raise ValueError(f"{value!r} leaves the site's folder: give a folder relative to the site file, "
-                             f"e.g. 'specs'")
+            raise ValueError(
+                f"{value!r} leaves the site's folder: give a folder relative to the site file, e.g. 'specs'"
+            )
         return value
 
     def effective_presets(self) -> dict[str, Preset]:

@@ -15,6 +15,7 @@ of a millisecond, paid per node when a construct makes it per node. A construct 
 Logical ids are still pinned one by one (`terravixens.logical_ids.pin`): they are public API. See
 docs/adr/0027-synth-speed.md for what each round trip costs and where the time of a synth goes.
 """
+
 from __future__ import annotations
 
 from functools import cache

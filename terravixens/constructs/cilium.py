@@ -1,4 +1,5 @@
 """Cilium: the CNI and kube-proxy replacement of a Talos cluster, installed with Helm."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,11 +23,24 @@ TALOS_VALUES = {
     "k8sServiceHost": "localhost",
     "k8sServicePort": 7445,
     "cgroup": {"autoMount": {"enabled": False}, "hostRoot": "/sys/fs/cgroup"},
-    "securityContext": {"capabilities": {
-        "ciliumAgent": ["CHOWN", "KILL", "NET_ADMIN", "NET_RAW", "IPC_LOCK", "SYS_ADMIN", "SYS_RESOURCE",
-                        "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID"],
-        "cleanCiliumState": ["NET_ADMIN", "SYS_ADMIN", "SYS_RESOURCE"],
-    }},
+    "securityContext": {
+        "capabilities": {
+            "ciliumAgent": [
+                "CHOWN",
+                "KILL",
+                "NET_ADMIN",
+                "NET_RAW",
+                "IPC_LOCK",
+                "SYS_ADMIN",
+                "SYS_RESOURCE",
+                "DAC_OVERRIDE",
+                "FOWNER",
+                "SETGID",
+                "SETUID",
+            ],
+            "cleanCiliumState": ["NET_ADMIN", "SYS_ADMIN", "SYS_RESOURCE"],
+        }
+    },
     "l2announcements": {"enabled": True},
     "externalIPs": {"enabled": True},
 }
@@ -47,26 +61,36 @@ class Cilium(Construct):
 
     def __init__(self, scope: Construct, id: str, props: CiliumProps):
         super().__init__(scope, id)
-        self.release = pin(Release(
-            self, "release",
-            name="cilium",
-            repository="https://helm.cilium.io",
-            chart="cilium",
-            version=props.config.chart_version.removeprefix("v"),
-            namespace="kube-system",
-            values=[yaml.safe_dump(TALOS_VALUES, sort_keys=True)],
-            wait=True,
-            timeout=900,
-        ), cluster_id("cilium"))
+        self.release = pin(
+            Release(
+                self,
+                "release",
+                name="cilium",
+                repository="https://helm.cilium.io",
+                chart="cilium",
+                version=props.config.chart_version.removeprefix("v"),
+                namespace="kube-system",
+                values=[yaml.safe_dump(TALOS_VALUES, sort_keys=True)],
+                wait=True,
+                timeout=900,
+            ),
+            cluster_id("cilium"),
+        )
         if props.config.pools:
             chart = TerraformAsset(self, "l2_chart", path=str(L2_CHART), type=AssetType.DIRECTORY)
-            values = {"pools": {name: list(cidrs) for name, cidrs in sorted(props.config.pools.items())},
-                      "l2Interfaces": list(props.config.l2_interfaces)}
-            self.pools = pin(Release(
-                self, "pools",
-                name="terravixens-cilium-l2",
-                chart=chart.path,
-                namespace="kube-system",
-                values=[yaml.safe_dump(values, sort_keys=True)],
-                depends_on=[self.release],
-            ), cluster_id("cilium_l2"))
+            values = {
+                "pools": {name: list(cidrs) for name, cidrs in sorted(props.config.pools.items())},
+                "l2Interfaces": list(props.config.l2_interfaces),
+            }
+            self.pools = pin(
+                Release(
+                    self,
+                    "pools",
+                    name="terravixens-cilium-l2",
+                    chart=chart.path,
+                    namespace="kube-system",
+                    values=[yaml.safe_dump(values, sort_keys=True)],
+                    depends_on=[self.release],
+                ),
+                cluster_id("cilium_l2"),
+            )

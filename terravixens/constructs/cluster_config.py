@@ -1,4 +1,5 @@
 """ClusterConfig: the cluster's identity (machine secrets) and its per-role machine configurations."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,27 +42,36 @@ class ClusterConfig(Construct):
         self._client_configuration: dict[str, str] | None = None
         self._machine_configuration: dict[Role, str] = {}
         cluster = props.cluster
-        self.secrets = pin(MachineSecrets(
-            self, "secrets",
-            lifecycle=TerraformResourceLifecycle(prevent_destroy=not props.release_secrets,
-                                                 ignore_changes=["talos_version"]),
-        ), cluster_id("secrets"))
+        self.secrets = pin(
+            MachineSecrets(
+                self,
+                "secrets",
+                lifecycle=TerraformResourceLifecycle(
+                    prevent_destroy=not props.release_secrets, ignore_changes=["talos_version"]
+                ),
+            ),
+            cluster_id("secrets"),
+        )
         machine_secrets = self.machine_secrets_input()  # read once: the same references for every role
         self.machine_configurations = {
-            role: pin(DataTalosMachineConfiguration(
-                self, f"machine_configuration_{role}",
-                cluster_name=props.cluster_name,
-                cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
-                machine_type=role.value,
-                machine_secrets=machine_secrets,
-                # The configuration contract (v1.11), not the version nodes run: the provider generates for it,
-                # and moving it is a decision of its own (ADR 0023).
-                talos_version=cluster.contract,
-                kubernetes_version=cluster.kubernetes_version,
-                config_patches=[cluster_patch(cluster)],
-                docs=False,
-                examples=False,
-            ), cluster_id(f"machine_configuration_{role}"))
+            role: pin(
+                DataTalosMachineConfiguration(
+                    self,
+                    f"machine_configuration_{role}",
+                    cluster_name=props.cluster_name,
+                    cluster_endpoint=f"https://{cluster.endpoint_vip}:6443",
+                    machine_type=role.value,
+                    machine_secrets=machine_secrets,
+                    # The configuration contract (v1.11), not the version nodes run: the provider generates for it,
+                    # and moving it is a decision of its own (ADR 0023).
+                    talos_version=cluster.contract,
+                    kubernetes_version=cluster.kubernetes_version,
+                    config_patches=[cluster_patch(cluster)],
+                    docs=False,
+                    examples=False,
+                ),
+                cluster_id(f"machine_configuration_{role}"),
+            )
             for role in Role
         }
 

@@ -1,4 +1,5 @@
 """ControlPlane: bootstrap (exactly once), kubeconfig, talosconfig and the health gate of one cluster."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,55 +53,91 @@ class ControlPlane(Construct):
         cp_addresses = [props.control_planes[name].address for name in sorted(props.control_planes)]
         worker_addresses = [props.workers[name].address for name in sorted(props.workers)]
 
-        self.bootstrap = pin(MachineBootstrap(
-            self, "bootstrap",
-            node_attribute=first.first_contact,
-            endpoint=first.first_contact,
-            client_configuration=client,
-            depends_on=[first.apply],
-            lifecycle=TerraformResourceLifecycle(ignore_changes="all"),
-        ), cluster_id("bootstrap"))
-        self.kubeconfig = pin(ClusterKubeconfig(
-            self, "kubeconfig",
-            node_attribute=first.first_contact,
-            client_configuration=client,
-            depends_on=[self.bootstrap],
-        ), cluster_id("kubeconfig"))
-        self.talosconfig = pin(DataTalosClientConfiguration(
-            self, "talosconfig",
-            cluster_name=props.cluster_name,
-            client_configuration=client,
-            endpoints=cp_addresses,
-            nodes=cp_addresses + worker_addresses,
-        ), cluster_id("talosconfig"))
+        self.bootstrap = pin(
+            MachineBootstrap(
+                self,
+                "bootstrap",
+                node_attribute=first.first_contact,
+                endpoint=first.first_contact,
+                client_configuration=client,
+                depends_on=[first.apply],
+                lifecycle=TerraformResourceLifecycle(ignore_changes="all"),
+            ),
+            cluster_id("bootstrap"),
+        )
+        self.kubeconfig = pin(
+            ClusterKubeconfig(
+                self,
+                "kubeconfig",
+                node_attribute=first.first_contact,
+                client_configuration=client,
+                depends_on=[self.bootstrap],
+            ),
+            cluster_id("kubeconfig"),
+        )
+        self.talosconfig = pin(
+            DataTalosClientConfiguration(
+                self,
+                "talosconfig",
+                cluster_name=props.cluster_name,
+                client_configuration=client,
+                endpoints=cp_addresses,
+                nodes=cp_addresses + worker_addresses,
+            ),
+            cluster_id("talosconfig"),
+        )
         # The member list as a resource: when it changes, the health data source below is read during apply (and
         # waits for leaving members to be gone) instead of during plan, where etcd still lists them. Keyed by node
         # name, it is also terravixens' record of each node's role in the state: the plan guard reads it to know
         # whether a node that left the site was a control plane (ADR 0021), instead of guessing from configuration.
-        self.membership = pin(DataResource(self, "membership", input={
-            "control_planes": {name: props.control_planes[name].address for name in sorted(props.control_planes)},
-            "workers": {name: props.workers[name].address for name in sorted(props.workers)},
-        }), cluster_id("membership"))
-        self.health = pin(DataTalosClusterHealth(
-            self, "health",
-            client_configuration=client,
-            control_plane_nodes=cp_addresses,
-            worker_nodes=worker_addresses,
-            endpoints=cp_addresses,
-            skip_kubernetes_checks=True,
-            # Read after every node's configuration is applied, not only the bootstrap node's.
-            depends_on=[self.kubeconfig, self.membership,
-                        *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items()))],
-        ), cluster_id("health"))
+        self.membership = pin(
+            DataResource(
+                self,
+                "membership",
+                input={
+                    "control_planes": {
+                        name: props.control_planes[name].address for name in sorted(props.control_planes)
+                    },
+                    "workers": {name: props.workers[name].address for name in sorted(props.workers)},
+                },
+            ),
+            cluster_id("membership"),
+        )
+        self.health = pin(
+            DataTalosClusterHealth(
+                self,
+                "health",
+                client_configuration=client,
+                control_plane_nodes=cp_addresses,
+                worker_nodes=worker_addresses,
+                endpoints=cp_addresses,
+                skip_kubernetes_checks=True,
+                # Read after every node's configuration is applied, not only the bootstrap node's.
+                depends_on=[
+                    self.kubeconfig,
+                    self.membership,
+                    *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items())),
+                ],
+            ),
+            cluster_id("health"),
+        )
 
-        pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True),
-            "kubeconfig")
-        pin(TerraformOutput(self, "kubernetes_client", sensitive=True, value={
-            "host": self.kubeconfig.kubernetes_client_configuration.host,
-            "ca_certificate": self.kubeconfig.kubernetes_client_configuration.ca_certificate,
-            "client_certificate": self.kubeconfig.kubernetes_client_configuration.client_certificate,
-            "client_key": self.kubeconfig.kubernetes_client_configuration.client_key,
-        }), "kubernetes_client")
-        pin(TerraformOutput(self, "talosconfig_raw", value=self.talosconfig.talos_config, sensitive=True),
-            "talosconfig")
+        pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True), "kubeconfig")
+        pin(
+            TerraformOutput(
+                self,
+                "kubernetes_client",
+                sensitive=True,
+                value={
+                    "host": self.kubeconfig.kubernetes_client_configuration.host,
+                    "ca_certificate": self.kubeconfig.kubernetes_client_configuration.ca_certificate,
+                    "client_certificate": self.kubeconfig.kubernetes_client_configuration.client_certificate,
+                    "client_key": self.kubeconfig.kubernetes_client_configuration.client_key,
+                },
+            ),
+            "kubernetes_client",
+        )
+        pin(
+            TerraformOutput(self, "talosconfig_raw", value=self.talosconfig.talos_config, sensitive=True), "talosconfig"
+        )
         pin(TerraformOutput(self, "health_checked", value=self.health.id), "health_checked")

@@ -1,4 +1,5 @@
 """NodeEnvSnippet: the snippet file on a guest's Proxmox host that carries the guest's node.env (ADR 0026)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,11 +51,15 @@ class NodeEnvSnippet(Construct):
             data, mode = Fn.format(Fn.raw_string(CLOUD_CONFIG_FORMAT), [Fn.jsonencode(env)]), "0600"
         else:
             data, mode = Fn.format(Fn.raw_string(HOOKSCRIPT_FORMAT), [env]), "0700"
-        self.file = pin(VirtualEnvironmentFile(
-            self, "file",
-            node_name=props.proxmox_node,
-            datastore_id=props.datastore,
-            content_type="snippets",
-            file_mode=mode,
-            source_raw=VirtualEnvironmentFileSourceRaw(data=data, file_name=self.file_name),
-        ), standalone_id(props.node, "node_env"))
+        self.file = pin(
+            VirtualEnvironmentFile(
+                self,
+                "file",
+                node_name=props.proxmox_node,
+                datastore_id=props.datastore,
+                content_type="snippets",
+                file_mode=mode,
+                source_raw=VirtualEnvironmentFileSourceRaw(data=data, file_name=self.file_name),
+            ),
+            standalone_id(props.node, "node_env"),
+        )

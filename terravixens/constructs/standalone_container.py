@@ -1,5 +1,6 @@
 """StandaloneContainer: one standalone LXC container (type `ct`) from a template, and the hookscript that gives
 it its node.env."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -29,9 +30,20 @@ from terravixens.standalone.topology import Nic, PlacedNode
 # Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
 # (`debian-12-standard_…`, `ubuntu-24.04-standard_…`, `rockylinux-9-default_…`). bpg's default, `unmanaged`,
 # makes PVE skip setting up the hostname and network inside the container, and PVE would report another type.
-OS_TYPES = (("debian", "debian"), ("devuan", "devuan"), ("ubuntu", "ubuntu"), ("centos", "centos"),
-            ("rockylinux", "centos"), ("almalinux", "centos"), ("fedora", "fedora"), ("opensuse", "opensuse"),
-            ("archlinux", "archlinux"), ("alpine", "alpine"), ("gentoo", "gentoo"), ("nixos", "nixos"))
+OS_TYPES = (
+    ("debian", "debian"),
+    ("devuan", "devuan"),
+    ("ubuntu", "ubuntu"),
+    ("centos", "centos"),
+    ("rockylinux", "centos"),
+    ("almalinux", "centos"),
+    ("fedora", "fedora"),
+    ("opensuse", "opensuse"),
+    ("archlinux", "archlinux"),
+    ("alpine", "alpine"),
+    ("gentoo", "gentoo"),
+    ("nixos", "nixos"),
+)
 
 
 def os_type_of(template: str) -> str:
@@ -60,9 +72,11 @@ class StandaloneContainerProps:
 def ip_config(nic: Nic) -> VirtualEnvironmentContainerInitializationIpConfig:
     if ipaddress.ip_interface(nic.address).version == 6:
         return VirtualEnvironmentContainerInitializationIpConfig(
-            ipv6=VirtualEnvironmentContainerInitializationIpConfigIpv6(address=nic.address, gateway=nic.gateway))
+            ipv6=VirtualEnvironmentContainerInitializationIpConfigIpv6(address=nic.address, gateway=nic.gateway)
+        )
     return VirtualEnvironmentContainerInitializationIpConfig(
-        ipv4=VirtualEnvironmentContainerInitializationIpConfigIpv4(address=nic.address, gateway=nic.gateway))
+        ipv4=VirtualEnvironmentContainerInitializationIpConfigIpv4(address=nic.address, gateway=nic.gateway)
+    )
 
 
 class StandaloneContainer(Construct):
@@ -82,13 +96,24 @@ class StandaloneContainer(Construct):
         self.props = props
         placed = props.placed
         if placed.type != "ct" or placed.template is None:
-            raise ValueError(f"standalone node {placed.name!r} is a {placed.type!r} with template "
-                             f"{placed.template!r}: a StandaloneContainer is a 'ct' node with a template; create "
-                             f"a 'vm' or 'pve' with StandaloneVm")
+            raise ValueError(
+                f"standalone node {placed.name!r} is a {placed.type!r} with template "
+                f"{placed.template!r}: a StandaloneContainer is a 'ct' node with a template; create "
+                f"a 'vm' or 'pve' with StandaloneVm"
+            )
         self.node_name = placed.name
-        self.node_env = NodeEnvSnippet(self, "node_env", NodeEnvSnippetProps(
-            node=placed.name, proxmox_node=props.proxmox_node, datastore=props.datastores.images,
-            spec_server=props.spec_server, tokens=props.tokens, carrier="hookscript"))
+        self.node_env = NodeEnvSnippet(
+            self,
+            "node_env",
+            NodeEnvSnippetProps(
+                node=placed.name,
+                proxmox_node=props.proxmox_node,
+                datastore=props.datastores.images,
+                spec_server=props.spec_server,
+                tokens=props.tokens,
+                carrier="hookscript",
+            ),
+        )
         self.container = pin(self._container(), standalone_id(placed.name, "ct"))
 
     def _container(self) -> VirtualEnvironmentContainer:
@@ -97,10 +122,13 @@ class StandaloneContainer(Construct):
         nesting = unprivileged if props.nesting is None else props.nesting
         template = placed.template
         if template is None:  # the site rules refuse a ct node without one
-            raise ValueError(f"standalone container {placed.name!r} has no template: give it standalone.nodes."
-                             f"{placed.name}.template (a vztmpl volume id)")
+            raise ValueError(
+                f"standalone container {placed.name!r} has no template: give it standalone.nodes."
+                f"{placed.name}.template (a vztmpl volume id)"
+            )
         return VirtualEnvironmentContainer(
-            self, "ct",
+            self,
+            "ct",
             node_name=props.proxmox_node,
             vm_id=placed.vm_id,
             # No description: PVE returns a container's description with a newline added, a diff on every plan.
@@ -109,14 +137,18 @@ class StandaloneContainer(Construct):
             start_on_boot=True,
             started=True,
             operating_system=VirtualEnvironmentContainerOperatingSystem(
-                template_file_id=template, type=props.os_type or os_type_of(template)),
+                template_file_id=template, type=props.os_type or os_type_of(template)
+            ),
             cpu=VirtualEnvironmentContainerCpu(cores=placed.cores),
             memory=VirtualEnvironmentContainerMemory(dedicated=placed.memory_mib, swap=props.swap_mib),
             disk=VirtualEnvironmentContainerDisk(datastore_id=props.datastores.vm, size=placed.disk_gib),
             features=VirtualEnvironmentContainerFeatures(nesting=True) if nesting else None,
-            network_interface=[VirtualEnvironmentContainerNetworkInterface(
-                name=f"eth{index}", bridge=nic.bridge, vlan_id=nic.vlan, firewall=False)
-                for index, nic in enumerate(placed.nics)],
+            network_interface=[
+                VirtualEnvironmentContainerNetworkInterface(
+                    name=f"eth{index}", bridge=nic.bridge, vlan_id=nic.vlan, firewall=False
+                )
+                for index, nic in enumerate(placed.nics)
+            ],
             initialization=VirtualEnvironmentContainerInitialization(
                 hostname=placed.name,
                 ip_config=[ip_config(nic) for nic in placed.nics],

@@ -1,5 +1,6 @@
 """StandaloneVm: one standalone VM (type `vm`, or a nested Proxmox VE host of type `pve`) and its cloud-init vendor
 data, created from a cloud image without a template (no clone)."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -48,10 +49,12 @@ class StandaloneVmProps:
 def ip_config(nic: Nic) -> VirtualEnvironmentVmInitializationIpConfig:
     interface = ipaddress.ip_interface(nic.address)
     if interface.version == 6:
-        return VirtualEnvironmentVmInitializationIpConfig(ipv6=VirtualEnvironmentVmInitializationIpConfigIpv6(
-            address=nic.address, gateway=nic.gateway))
-    return VirtualEnvironmentVmInitializationIpConfig(ipv4=VirtualEnvironmentVmInitializationIpConfigIpv4(
-        address=nic.address, gateway=nic.gateway))
+        return VirtualEnvironmentVmInitializationIpConfig(
+            ipv6=VirtualEnvironmentVmInitializationIpConfigIpv6(address=nic.address, gateway=nic.gateway)
+        )
+    return VirtualEnvironmentVmInitializationIpConfig(
+        ipv4=VirtualEnvironmentVmInitializationIpConfigIpv4(address=nic.address, gateway=nic.gateway)
+    )
 
 
 class StandaloneVm(Construct):
@@ -72,19 +75,31 @@ class StandaloneVm(Construct):
         self.props = props
         placed = props.placed
         if placed.type not in CPU_TYPES or placed.image is None:
-            raise ValueError(f"standalone node {placed.name!r} is a {placed.type!r} with image {placed.image!r}: a "
-                             f"StandaloneVm is a 'vm' or 'pve' node with an image; create a 'ct' with "
-                             f"StandaloneContainer")
+            raise ValueError(
+                f"standalone node {placed.name!r} is a {placed.type!r} with image {placed.image!r}: a "
+                f"StandaloneVm is a 'vm' or 'pve' node with an image; create a 'ct' with "
+                f"StandaloneContainer"
+            )
         self.node_name = placed.name
-        self.node_env = NodeEnvSnippet(self, "node_env", NodeEnvSnippetProps(
-            node=placed.name, proxmox_node=props.proxmox_node, datastore=props.datastores.images,
-            spec_server=props.spec_server, tokens=props.tokens, carrier="cloud-init"))
+        self.node_env = NodeEnvSnippet(
+            self,
+            "node_env",
+            NodeEnvSnippetProps(
+                node=placed.name,
+                proxmox_node=props.proxmox_node,
+                datastore=props.datastores.images,
+                spec_server=props.spec_server,
+                tokens=props.tokens,
+                carrier="cloud-init",
+            ),
+        )
         self.vm = pin(self._vm(), standalone_id(placed.name, "vm"))
 
     def _vm(self) -> VirtualEnvironmentVm:
         props, placed = self.props, self.props.placed
         vm = VirtualEnvironmentVm(
-            self, "vm",
+            self,
+            "vm",
             node_name=props.proxmox_node,
             vm_id=placed.vm_id,
             name=placed.name,
@@ -103,16 +118,18 @@ class StandaloneVm(Construct):
             operating_system=VirtualEnvironmentVmOperatingSystem(type="l26"),
             # Cloud images log to the serial console.
             serial_device=[VirtualEnvironmentVmSerialDevice(device="socket")],
-            disk=[VirtualEnvironmentVmDisk(
-                interface="scsi0",
-                datastore_id=props.datastores.vm,
-                import_from_attribute=placed.image,
-                size=placed.disk_gib,
-                file_format="raw",
-                iothread=True,
-                discard="on",
-                ssd=True,
-            )],
+            disk=[
+                VirtualEnvironmentVmDisk(
+                    interface="scsi0",
+                    datastore_id=props.datastores.vm,
+                    import_from_attribute=placed.image,
+                    size=placed.disk_gib,
+                    file_format="raw",
+                    iothread=True,
+                    discard="on",
+                    ssd=True,
+                )
+            ],
             initialization=VirtualEnvironmentVmInitialization(
                 datastore_id=props.datastores.vm,
                 interface="ide2",
@@ -128,8 +145,12 @@ class StandaloneVm(Construct):
         devices: list[dict[str, object]] = []
         for nic in placed.nics:
             device: dict[str, object] = dict.fromkeys(NETWORK_DEVICE_KEYS, Token.null_value())
-            device.update(bridge=nic.bridge, model="virtio", firewall=False,
-                          vlan_id=nic.vlan if nic.vlan is not None else Token.null_value())
+            device.update(
+                bridge=nic.bridge,
+                model="virtio",
+                firewall=False,
+                vlan_id=nic.vlan if nic.vlan is not None else Token.null_value(),
+            )
             devices.append(device)
         vm.add_override("network_device", devices)
         return vm

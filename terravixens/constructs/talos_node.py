@@ -1,4 +1,5 @@
 """TalosNode: one Talos VM on Proxmox and the application of its machine configuration, reset when it leaves."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,17 @@ from terravixens.talos.image import disk_image_file_id
 from terravixens.talos.patches import node_patch
 
 NETWORK_DEVICE_KEYS = (
-    "bridge", "disconnected", "enabled", "firewall", "mac_address", "model", "mtu", "queues", "rate_limit",
-    "trunks", "vlan_id",
+    "bridge",
+    "disconnected",
+    "enabled",
+    "firewall",
+    "mac_address",
+    "model",
+    "mtu",
+    "queues",
+    "rate_limit",
+    "trunks",
+    "vlan_id",
 )
 
 
@@ -70,22 +80,29 @@ class TalosNode(Construct):
         self.first_contact = placed.first_contact
         self.vm = pin(self._vm(), node_id(placed.name, "vm"))
         vm_address = address(type(self.vm), node_id(placed.name, "vm"))
-        self.apply = pin(MachineConfigurationApply(
-            self, "apply",
-            # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
-            # configured by this very apply, so it cannot be the target of it (ADR 0008).
-            node_attribute=self.first_contact,
-            endpoint=self.first_contact,
-            client_configuration=props.cluster_config.client_configuration(),
-            machine_configuration_input=props.cluster_config.machine_configuration(placed.role),
-            config_patches=[node_patch(placed, props.cluster)],
-            apply_mode=props.apply_mode,
-            on_destroy={"reset": props.reset_on_destroy, "graceful": props.reset_graceful,
-                        "reboot": props.reboot_after_reset},
-            depends_on=[self.vm],
-            # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
-            lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
-        ), node_id(placed.name, "apply"))
+        self.apply = pin(
+            MachineConfigurationApply(
+                self,
+                "apply",
+                # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
+                # configured by this very apply, so it cannot be the target of it (ADR 0008).
+                node_attribute=self.first_contact,
+                endpoint=self.first_contact,
+                client_configuration=props.cluster_config.client_configuration(),
+                machine_configuration_input=props.cluster_config.machine_configuration(placed.role),
+                config_patches=[node_patch(placed, props.cluster)],
+                apply_mode=props.apply_mode,
+                on_destroy={
+                    "reset": props.reset_on_destroy,
+                    "graceful": props.reset_graceful,
+                    "reboot": props.reboot_after_reset,
+                },
+                depends_on=[self.vm],
+                # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
+                lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
+            ),
+            node_id(placed.name, "apply"),
+        )
 
     def _vm(self) -> VirtualEnvironmentVm:
         placed, cluster = self.props.placed, self.props.cluster
@@ -93,7 +110,8 @@ class TalosNode(Construct):
         # Proxmox stores tags lowercased and sorted; anything else diffs forever.
         tags = sorted({tag.lower() for tag in ["talos", "terravixens", *node.tags]})
         vm = VirtualEnvironmentVm(
-            self, "vm",
+            self,
+            "vm",
             node_name=hypervisor.node_name,
             vm_id=node.vm_id,
             name=placed.hostname,
@@ -110,23 +128,27 @@ class TalosNode(Construct):
             scsi_hardware="virtio-scsi-single",
             boot_order=["scsi0"],
             agent=VirtualEnvironmentVmAgent(
-                enabled=any(name.endswith("qemu-guest-agent") for name in hypervisor.talos_image.extensions), trim=True,
+                enabled=any(name.endswith("qemu-guest-agent") for name in hypervisor.talos_image.extensions),
+                trim=True,
             ),
             cpu=VirtualEnvironmentVmCpu(cores=node.cpu, type="host"),
             memory=VirtualEnvironmentVmMemory(dedicated=node.memory_mib),
             operating_system=VirtualEnvironmentVmOperatingSystem(type="l26"),
             serial_device=[VirtualEnvironmentVmSerialDevice(device="socket")],
-            disk=[VirtualEnvironmentVmDisk(
-                interface="scsi0",
-                datastore_id=hypervisor.datastores.vm,
-                import_from_attribute=disk_image_file_id(hypervisor.talos_image, cluster.talos_version,
-                                                         hypervisor.datastores.images),
-                size=node.disk_gib,
-                file_format="raw",
-                iothread=True,
-                discard="on",
-                ssd=True,
-            )],
+            disk=[
+                VirtualEnvironmentVmDisk(
+                    interface="scsi0",
+                    datastore_id=hypervisor.datastores.vm,
+                    import_from_attribute=disk_image_file_id(
+                        hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images
+                    ),
+                    size=node.disk_gib,
+                    file_format="raw",
+                    iothread=True,
+                    discard="on",
+                    ssd=True,
+                )
+            ],
             lifecycle=TerraformResourceLifecycle(ignore_changes=["disk[0].import_from"]),
         )
         # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.

@@ -19,6 +19,7 @@ Roles come from the site file and from the membership record terravixens writes 
 name), never from machine configuration text. Input that is not a plan is an InputError (exit 2), never a pass.
 See docs/adr/0011-plan-guard.md and docs/adr/0021-guard-catalogue.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -64,6 +65,27 @@ def explain(codes: set[str]) -> list[str]:
     return [f"{check.code} {check.name}: {check.why}" for check in ALL_CHECKS if check.code in codes]
 
 
-__all__ = ["ALL_CHECKS", "Check", "Fate", "GuardContext", "NodeView", "NodesView", "NotAPlan", "Plan",
-           "RebootChecks", "Usage", "Violation", "check_plan", "check_plan_file", "deployed_usage", "explain",
-           "load_plan", "node_view", "ok_line", "parse_plan_text", "refusals", "site_roles", "site_usage"]
+__all__ = [
+    "ALL_CHECKS",
+    "Check",
+    "Fate",
+    "GuardContext",
+    "NodeView",
+    "NodesView",
+    "NotAPlan",
+    "Plan",
+    "RebootChecks",
+    "Usage",
+    "Violation",
+    "check_plan",
+    "check_plan_file",
+    "deployed_usage",
+    "explain",
+    "load_plan",
+    "node_view",
+    "ok_line",
+    "parse_plan_text",
+    "refusals",
+    "site_roles",
+    "site_usage",
+]

@@ -4,6 +4,7 @@ run said about reboot checks, and which nodes the operator allows to reboot.
 All of it is built from the site file and from Terraform's own output; nothing is guessed from machine
 configuration text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -64,8 +65,12 @@ def site_usage(site: Site, usage: Usage | None = None) -> Usage:
                 continue
             who = f"node {node_name} of cluster {cluster_name} (site file)"
             usage.add_bridge(hypervisor.node_name, node.bridge or cluster.bridge, who)
-            usage.add_image(hypervisor.node_name, hypervisor.datastores.images,
-                            disk_image_file_name(hypervisor.talos_image, cluster.talos_version), who)
+            usage.add_image(
+                hypervisor.node_name,
+                hypervisor.datastores.images,
+                disk_image_file_name(hypervisor.talos_image, cluster.talos_version),
+                who,
+            )
     for name, guest in sorted(site.standalone.nodes.items()):
         hypervisor = site.hypervisors.get(guest.parent)
         if hypervisor is not None:  # a guest of a hypervisor (L2 `standalone`); nested hosts' guests are not L0's
@@ -91,8 +96,11 @@ def _state_resources(state: Mapping[str, Any]) -> Iterable[tuple[str, str, JsonO
     while modules:
         module = modules.pop()
         for resource in module.get("resources") or []:
-            if isinstance(resource, dict) and resource.get("mode", "managed") == "managed" and not resource.get(
-                    "deposed_key"):
+            if (
+                isinstance(resource, dict)
+                and resource.get("mode", "managed") == "managed"
+                and not resource.get("deposed_key")
+            ):
                 yield str(resource.get("type")), str(resource.get("name")), resource.get("values") or {}
         modules += module.get("child_modules") or []
 
@@ -111,8 +119,10 @@ def deployed_usage(states: Mapping[str, Mapping[str, Any]], usage: Usage | None 
             usage.api_user.add(who)
             vm_id = pve_vm_id(attributes)
             if isinstance(node_name, str) and vm_id is not None:
-                usage.machines[(node_name, vm_id)] = (layer, owner_of(name) or standalone_owner_of(name)
-                                                      or str(attributes.get("name") or name))
+                usage.machines[(node_name, vm_id)] = (
+                    layer,
+                    owner_of(name) or standalone_owner_of(name) or str(attributes.get("name") or name),
+                )
             for device in (attributes.get("network_device") or []) + (attributes.get("network_interface") or []):
                 if isinstance(device, dict) and device.get("bridge") and node_name:
                     usage.add_bridge(node_name, device["bridge"], who)
@@ -176,8 +186,10 @@ def site_roles(site: Site, layer: str | None = None) -> dict[str, str]:
     for cluster_name in clusters:
         for node_name, (role, _) in site.clusters[cluster_name].nodes().items():
             if roles.get(node_name, role) != role:
-                raise AmbiguousRoles(f"node {node_name!r} is a {roles[node_name]} in one cluster and a {role} in "
-                                     f"another: name the layer (--layer platform-<cluster>)")
+                raise AmbiguousRoles(
+                    f"node {node_name!r} is a {roles[node_name]} in one cluster and a {role} in "
+                    f"another: name the layer (--layer platform-<cluster>)"
+                )
             roles[node_name] = role
     return roles
 
@@ -201,5 +213,14 @@ def apply_node_address(values: object) -> str | None:
     return node if isinstance(node, str) else None
 
 
-__all__ = ["AmbiguousRoles", "GuardContext", "RebootChecks", "Usage", "apply_node_address",
-           "deployed_usage", "pve_vm_id", "site_roles", "site_usage"]
+__all__ = [
+    "AmbiguousRoles",
+    "GuardContext",
+    "RebootChecks",
+    "Usage",
+    "apply_node_address",
+    "deployed_usage",
+    "pve_vm_id",
+    "site_roles",
+    "site_usage",
+]

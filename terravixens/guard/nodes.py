@@ -19,6 +19,7 @@ Whether the site keeps a node comes from the site file (GuardContext.roles) when
 plan's own membership record (what the synthesized site lists), else from what the plan leaves of the node. In a
 teardown (`destroy`, `decommission`'s steps) every deletion is the request: those nodes are leaving.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -38,10 +39,10 @@ CLUSTER, STANDALONE = "cluster", "standalone"
 
 
 class Fate(StrEnum):
-    KEPT = "kept"                  # nothing of it deleted, replaced or forgotten (updated or moved in place at most)
-    NEW = "new"                    # nothing of it today; the plan creates it
-    LEAVING = "leaving"            # the site drops it (or a teardown takes it down): its machine or apply goes
-    REPLACED = "replaced"          # its machine or apply is deleted and created again, at one address or two
+    KEPT = "kept"  # nothing of it deleted, replaced or forgotten (updated or moved in place at most)
+    NEW = "new"  # nothing of it today; the plan creates it
+    LEAVING = "leaving"  # the site drops it (or a teardown takes it down): its machine or apply goes
+    REPLACED = "replaced"  # its machine or apply is deleted and created again, at one address or two
     MACHINE_LOST = "machine lost"  # the site keeps it, but its machine or apply is deleted or forgotten for good
 
 
@@ -170,14 +171,18 @@ class Event:
         change = self.change
         if self.again is not None:
             if self.again.type != change.type:
-                return (f"keep the resource type {change.type} (a `moved` block cannot change a resource's type "
-                        f"unless the provider supports that move)")
+                return (
+                    f"keep the resource type {change.type} (a `moved` block cannot change a resource's type "
+                    f"unless the provider supports that move)"
+                )
             return f"add `moved {{ from = {self.address}  to = {self.elsewhere} }}` so that Terraform moves it in state"
         if self.action == "forgotten":
             return f"drop the `removed` block for {self.address}, or take the node out of the site first"
         if self.action == "deleted":
-            return (f"keep {self.address} in the configuration (a `moved` block if its address must change), or take "
-                    f"the node out of the site to remove it")
+            return (
+                f"keep {self.address} in the configuration (a `moved` block if its address must change), or take "
+                f"the node out of the site to remove it"
+            )
         if change.action_reason == "replace_because_tainted":
             return f"if the machine is healthy, `terraform untaint {self.address}` and plan again"
         if change.action_reason == "replace_by_request":
@@ -196,14 +201,14 @@ class NodeView:
     """One node: what it is today, whether the site keeps it, and what the plan does to it."""
 
     name: str
-    group: str                     # cluster | standalone
-    role: str | None               # today's role: the membership record's, else the site's; None when neither knows
-    member: bool                   # has a configuration apply in today's state: a cluster member terravixens runs
-    stays: bool                    # the site keeps it (or, without the site, the plan's own record or leftovers do)
+    group: str  # cluster | standalone
+    role: str | None  # today's role: the membership record's, else the site's; None when neither knows
+    member: bool  # has a configuration apply in today's state: a cluster member terravixens runs
+    stays: bool  # the site keeps it (or, without the site, the plan's own record or leftovers do)
     fate: Fate
     events: tuple[Event, ...] = ()
     today: tuple[Machine, ...] = ()
-    layer: str | None = None       # another layer's node (known from its deployed state), else None
+    layer: str | None = None  # another layer's node (known from its deployed state), else None
 
     @property
     def losses(self) -> list[Event]:
@@ -243,8 +248,9 @@ class NodesView:
 
     def control_planes_leaving(self) -> list[NodeView]:
         """Members counted as control planes whose apply or machine goes (left, replaced or lost): each leaves etcd."""
-        return [node for _, node in sorted(self.nodes.items())
-                if node.counts_as_control_plane and node.fate in DISRUPTED]
+        return [
+            node for _, node in sorted(self.nodes.items()) if node.counts_as_control_plane and node.fate in DISRUPTED
+        ]
 
     def summary(self) -> str:
         """One line, e.g. '5 nodes: 3 kept (1 changed in place: cp-b), 1 new (wk-c), 1 leaving (wk-b); none
@@ -259,8 +265,10 @@ class NodesView:
             if found:
                 parts.append(f"{len(found)} {fate.value} ({_names(found)})")
         replaced, lost = self.of(Fate.REPLACED), self.of(Fate.MACHINE_LOST)
-        tail = [f"{len(replaced)} replaced ({_names(replaced)})" if replaced else "none replaced",
-                f"{len(lost)} with a machine lost ({_names(lost)})" if lost else "no machine lost"]
+        tail = [
+            f"{len(replaced)} replaced ({_names(replaced)})" if replaced else "none replaced",
+            f"{len(lost)} with a machine lost ({_names(lost)})" if lost else "no machine lost",
+        ]
         count = len(self.nodes)
         return f"{count} node{'s' if count != 1 else ''}: {', '.join(parts)}; {', '.join(tail)}"
 
@@ -277,8 +285,9 @@ class _Owners:
 
     def __post_init__(self) -> None:
         self.addresses = {**addresses_in(self.plan.planned_membership()), **addresses_in(self.plan.membership())}
-        self.cluster_names = (set(self.context.roles) | set(self.plan.recorded_roles())
-                              | set(roles_in(self.plan.planned_membership())))
+        self.cluster_names = (
+            set(self.context.roles) | set(self.plan.recorded_roles()) | set(roles_in(self.plan.planned_membership()))
+        )
 
     def logical(self, name: str) -> tuple[str, str] | None:
         node = owner_of(name)
@@ -323,8 +332,13 @@ def _prior_machines(plan: Plan, owners: _Owners) -> dict[str, tuple[Machine, str
         kind = machine_kind(resource.type)
         if kind is None or resource.deposed is not None:
             continue
-        machine = Machine(kind, resource.address, resource.type, identity_of(kind, resource.values),
-                          _machine_name(kind, resource.values))
+        machine = Machine(
+            kind,
+            resource.address,
+            resource.type,
+            identity_of(kind, resource.values),
+            _machine_name(kind, resource.values),
+        )
         owner = owners.logical(resource.name)
         if owner is not None:
             owners.claim(*owner, machine.identity)
@@ -386,8 +400,11 @@ def node_view(plan: Plan, context: GuardContext | None = None) -> NodesView:
         if after is not None and after in removed:
             found = (removed[after], owners.groups.get(removed[after], CLUSTER))  # the same machine, made again
         else:
-            found = owners.logical(change.name) or (owners.by_what(kind, change.before) if change.before else None) or (
-                owners.by_what(kind, change.after) if change.after else None)
+            found = (
+                owners.logical(change.name)
+                or (owners.by_what(kind, change.before) if change.before else None)
+                or (owners.by_what(kind, change.after) if change.after else None)
+            )
         if found:
             owners.claim(found[0], found[1], None)
         owned.append((change, kind, before or after, found[0] if found else None))
@@ -421,9 +438,10 @@ def _paired(events: list[Event]) -> tuple[Event, ...]:
     for event in events:
         if event.action in ("deleted", "forgotten"):
             free = [other for other in created if id(other) not in used and _family(other.kind) == _family(event.kind)]
-            match = next((other for other in free
-                          if event.identity is None or other.identity in (None, event.identity)),
-                         free[0] if free else None)
+            match = next(
+                (other for other in free if event.identity is None or other.identity in (None, event.identity)),
+                free[0] if free else None,
+            )
             if match is not None:
                 used.add(id(match))
                 event = Event(event.kind, "replaced", event.address, event.identity, event.change, match.change)
@@ -431,8 +449,15 @@ def _paired(events: list[Event]) -> tuple[Event, ...]:
     return tuple(event for event in result if id(event) not in used)
 
 
-def _judge(name: str, machines: tuple[Machine, ...], events: tuple[Event, ...], owners: _Owners,
-           context: GuardContext, recorded: Mapping[str, str], planned_roles: Mapping[str, str] | None) -> NodeView:
+def _judge(
+    name: str,
+    machines: tuple[Machine, ...],
+    events: tuple[Event, ...],
+    owners: _Owners,
+    context: GuardContext,
+    recorded: Mapping[str, str],
+    planned_roles: Mapping[str, str] | None,
+) -> NodeView:
     group = owners.groups.get(name, CLUSTER)
     layer = owners.layers.get(name)
     role = recorded.get(name) or context.roles.get(name)
@@ -447,7 +472,8 @@ def _judge(name: str, machines: tuple[Machine, ...], events: tuple[Event, ...], 
         stays = name in planned_roles
     else:
         stays = any(machine.address not in removed for machine in machines) or any(
-            event.action in ("created", "imported") for event in events)
+            event.action in ("created", "imported") for event in events
+        )
     if not losses:
         fate = Fate.NEW if not machines and events else Fate.KEPT
     elif any(event.action == "replaced" for event in losses):
@@ -463,5 +489,18 @@ def describe(nodes: Iterable[NodeView]) -> str:
     return ", ".join(node.described() for node in nodes)
 
 
-__all__ = ["APPLY", "CONTAINER", "DISRUPTED", "VM", "Event", "Fate", "Machine", "NodeView", "NodesView",
-           "describe", "identity_of", "machine_kind", "node_view"]
+__all__ = [
+    "APPLY",
+    "CONTAINER",
+    "DISRUPTED",
+    "VM",
+    "Event",
+    "Fate",
+    "Machine",
+    "NodeView",
+    "NodesView",
+    "describe",
+    "identity_of",
+    "machine_kind",
+    "node_view",
+]

@@ -4,6 +4,7 @@ Anything that is not a plan is an input error (exit 2), never a pass: `{}`, the 
 `terraform show -json` prints when the plan file is forgotten, an errored plan, or a plan whose changes are
 malformed. A pass on those would be a false "ok" on a plan nobody looked at.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,19 @@ ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
 # Terraform 1.5-1.11, OpenTofu alike). ["create", "forget"] is a replacement whose old object is left running
 # (`destroy = false`). Anything else — ["update", "delete"], ["delete", "delete"], ["forget", "create"] — is not a
 # plan this guard knows how to read: an input error, never a guess.
-ACTION_LISTS = frozenset({("no-op",), ("create",), ("read",), ("update",), ("delete",), ("forget",),
-                          ("delete", "create"), ("create", "delete"), ("create", "forget")})
+ACTION_LISTS = frozenset(
+    {
+        ("no-op",),
+        ("create",),
+        ("read",),
+        ("update",),
+        ("delete",),
+        ("forget",),
+        ("delete", "create"),
+        ("create", "delete"),
+        ("create", "forget"),
+    }
+)
 REPLACE_LISTS = frozenset({("delete", "create"), ("create", "delete"), ("create", "forget")})
 MODES = ("managed", "data")
 # Terraform writes a data source's change as a read (or a no-op); the deletes it plans to clean a data source out of
@@ -31,12 +43,18 @@ DATA_ACTION_LISTS = frozenset({("read",), ("no-op",)})
 # action_reason families: a known reason on actions of another family is a plan Terraform never writes. Unknown
 # reasons are accepted (Terraform's own docs: consumers must tolerate new ones).
 REASON_ACTIONS = {
-    "replace_because_cannot_update": REPLACE_LISTS, "replace_because_tainted": REPLACE_LISTS,
-    "replace_by_request": REPLACE_LISTS, "replace_by_triggers": REPLACE_LISTS,
-    **{f"delete_because_{why}": frozenset({("delete",), ("forget",)}) for why in (
-        "no_resource_config", "wrong_repetition", "count_index", "each_key", "no_module", "no_move_target")},
-    **{f"read_because_{why}": frozenset({("read",)}) for why in (
-        "config_unknown", "dependency_pending", "check_nested")},
+    "replace_because_cannot_update": REPLACE_LISTS,
+    "replace_because_tainted": REPLACE_LISTS,
+    "replace_by_request": REPLACE_LISTS,
+    "replace_by_triggers": REPLACE_LISTS,
+    **{
+        f"delete_because_{why}": frozenset({("delete",), ("forget",)})
+        for why in ("no_resource_config", "wrong_repetition", "count_index", "each_key", "no_module", "no_move_target")
+    },
+    **{
+        f"read_because_{why}": frozenset({("read",)})
+        for why in ("config_unknown", "dependency_pending", "check_nested")
+    },
 }
 GIVE_A_PLAN = "give the output of `terraform show -json PLANFILE` (a saved plan from `terraform plan -out PLANFILE`)"
 NEVER_WRITTEN = "Terraform never writes this: the plan was edited or built by hand; plan again and pass the output"
@@ -172,8 +190,13 @@ def addresses_in(record: JsonObject | None) -> dict[str, str]:
     for key in ("control_planes", "workers"):
         members = (record or {}).get(key)
         if isinstance(members, dict):
-            found.update({address: name for name, address in members.items()
-                          if isinstance(name, str) and isinstance(address, str)})
+            found.update(
+                {
+                    address: name
+                    for name, address in members.items()
+                    if isinstance(name, str) and isinstance(address, str)
+                }
+            )
     return found
 
 
@@ -205,8 +228,10 @@ def _address_problem(item: JsonObject, mode: str, module_address: str | None) ->
     prefix = (module + "." if module else "") + ("data." if mode == "data" else "")
     expected = f"{prefix}{item['type']}.{item['name']}{suffix}"
     if item["address"] != expected:
-        return (f"address {shown(item['address'], 120)} does not match its type, name, index and module "
-                f"({shown(expected, 120)})")
+        return (
+            f"address {shown(item['address'], 120)} does not match its type, name, index and module "
+            f"({shown(expected, 120)})"
+        )
     return None
 
 
@@ -226,15 +251,20 @@ def _prior_resources(data: JsonObject, problems: list[Problem]) -> list[PriorRes
             continue
         for index, resource in enumerate(module.get("resources") or []):
             at = f"{where}.resources[{index}]"
-            named = isinstance(resource, dict) and all(isinstance(resource.get(k), str)
-                                                       for k in ("address", "type", "name"))
+            named = isinstance(resource, dict) and all(
+                isinstance(resource.get(k), str) for k in ("address", "type", "name")
+            )
             if not named:
                 problems.append(_problem(at, "has no address, type and name"))
                 continue
             mode = resource.get("mode")
             if mode not in MODES:
-                problems.append(_problem(f"{at}.mode", f"is {shown(mode, 40)}: a state's resources are 'managed' or "
-                                                       f"'data'. {NEVER_WRITTEN}"))
+                problems.append(
+                    _problem(
+                        f"{at}.mode",
+                        f"is {shown(mode, 40)}: a state's resources are 'managed' or 'data'. {NEVER_WRITTEN}",
+                    )
+                )
                 continue
             wrong = _address_problem(resource, mode, module.get("address"))
             if wrong:
@@ -244,9 +274,15 @@ def _prior_resources(data: JsonObject, problems: list[Problem]) -> list[PriorRes
                 continue
             values = resource.get("values")
             deposed = resource.get("deposed_key")
-            found.append(PriorResource(resource["address"], resource["type"], resource["name"],
-                                       values if isinstance(values, dict) else {},
-                                       deposed if isinstance(deposed, str) and deposed else None))
+            found.append(
+                PriorResource(
+                    resource["address"],
+                    resource["type"],
+                    resource["name"],
+                    values if isinstance(values, dict) else {},
+                    deposed if isinstance(deposed, str) and deposed else None,
+                )
+            )
         modules += [(child, f"{where}.child_modules[{i}]") for i, child in enumerate(module.get("child_modules") or [])]
     return found
 
@@ -255,8 +291,10 @@ def _shape_problems(item: JsonObject, mode: str, actions: tuple[str, ...], chang
     """What in one well-typed change Terraform never writes."""
     found: list[str] = []
     if mode == "data" and actions not in DATA_ACTION_LISTS:
-        found.append(f"a data source ({item['address']}) with actions {list(actions)}: Terraform only reads data "
-                     f"sources (['read'] or ['no-op'])")
+        found.append(
+            f"a data source ({item['address']}) with actions {list(actions)}: Terraform only reads data "
+            f"sources (['read'] or ['no-op'])"
+        )
     if mode == "managed" and actions == ("read",):
         found.append(f"a managed resource ({item['address']}) with actions ['read']: only data sources are read")
     wrong = _address_problem(item, mode, item.get("module_address"))
@@ -267,12 +305,16 @@ def _shape_problems(item: JsonObject, mode: str, actions: tuple[str, ...], chang
         if not isinstance(replace_paths, list):
             found.append(f"replace_paths is {shown(replace_paths)}, not a list of attribute paths")
         elif replace_paths and actions not in REPLACE_LISTS:
-            found.append(f"replace_paths on actions {list(actions)}: Terraform names the attributes that force a "
-                         f"replacement only on a replacement")
+            found.append(
+                f"replace_paths on actions {list(actions)}: Terraform names the attributes that force a "
+                f"replacement only on a replacement"
+            )
     deposed = item.get("deposed")
     if deposed is not None and (not isinstance(deposed, str) or actions not in (("delete",), ("forget",))):
-        found.append(f"deposed object {shown(deposed, 20)} with actions {list(actions)}: a deposed object (left "
-                     f"over from a failed replacement) is only ever deleted or forgotten")
+        found.append(
+            f"deposed object {shown(deposed, 20)} with actions {list(actions)}: a deposed object (left "
+            f"over from a failed replacement) is only ever deleted or forgotten"
+        )
     reason = item.get("action_reason")
     if reason is not None and not isinstance(reason, str):
         found.append(f"action_reason is {shown(reason)}, not a keyword")
@@ -309,24 +351,41 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
     change = item.get("change")
     actions = change.get("actions") if isinstance(change, dict) else None
     if not isinstance(change, dict) or not isinstance(actions, list) or not actions:
-        problems.append(_problem(f"{where}.change.actions", (
-            f"is {shown(actions)}: a plan lists each change's actions among {', '.join(sorted(ACTIONS))}")))
+        problems.append(
+            _problem(
+                f"{where}.change.actions",
+                (f"is {shown(actions)}: a plan lists each change's actions among {', '.join(sorted(ACTIONS))}"),
+            )
+        )
         return None
     unknown = [action for action in actions if not isinstance(action, str) or action not in ACTIONS]
     if unknown:
-        problems.append(_problem(f"{where}.change.actions", (
-            f"holds {shown(unknown[0], 40)}: a plan's actions are among {', '.join(sorted(ACTIONS))}")))
+        problems.append(
+            _problem(
+                f"{where}.change.actions",
+                (f"holds {shown(unknown[0], 40)}: a plan's actions are among {', '.join(sorted(ACTIONS))}"),
+            )
+        )
         return None
     actions = tuple(actions)
     if actions not in ACTION_LISTS:
-        problems.append(_problem(f"{where}.change.actions", (
-            f"is {list(actions)}: Terraform writes one of "
-            f"{', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. {NEVER_WRITTEN}")))
+        problems.append(
+            _problem(
+                f"{where}.change.actions",
+                (
+                    f"is {list(actions)}: Terraform writes one of "
+                    f"{', '.join(str(list(a)) for a in sorted(ACTION_LISTS))}. {NEVER_WRITTEN}"
+                ),
+            )
+        )
         return None
     mode = item.get("mode")
     if mode not in MODES:
-        problems.append(_problem(f"{where}.mode", (
-            f"is {shown(mode, 40)}: a resource change is 'managed' or 'data'. {NEVER_WRITTEN}")))
+        problems.append(
+            _problem(
+                f"{where}.mode", (f"is {shown(mode, 40)}: a resource change is 'managed' or 'data'. {NEVER_WRITTEN}")
+            )
+        )
         return None
     shape = _shape_problems(item, mode, actions, change)
     if shape:
@@ -340,11 +399,22 @@ def _change(index: int, item: object, problems: list[Problem]) -> Change | None:
         return value if isinstance(value, dict) else {}
 
     paths = change.get("replace_paths") or []
-    return Change(item["address"], item["type"], item["name"], actions, part("before"), part("after"),
-                  part("after_unknown"), module_address=item.get("module_address") or "", index=item.get("index"),
-                  previous_address=item.get("previous_address"), action_reason=item.get("action_reason"),
-                  replace_paths=tuple(tuple(p) if isinstance(p, list) else (p,) for p in paths),
-                  deposed=item.get("deposed"), importing=change.get("importing") is not None)
+    return Change(
+        item["address"],
+        item["type"],
+        item["name"],
+        actions,
+        part("before"),
+        part("after"),
+        part("after_unknown"),
+        module_address=item.get("module_address") or "",
+        index=item.get("index"),
+        previous_address=item.get("previous_address"),
+        action_reason=item.get("action_reason"),
+        replace_paths=tuple(tuple(p) if isinstance(p, list) else (p,) for p in paths),
+        deposed=item.get("deposed"),
+        importing=change.get("importing") is not None,
+    )
 
 
 def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -> None:
@@ -357,9 +427,15 @@ def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -
             continue
         key = (item.get("mode"), item["address"], item.get("deposed"))
         if key in seen:
-            problems.append(_problem(f"resource_changes[{index}]", (
-                f"is a second change for {shown(item['address'], 120)} (the first is "
-                f"resource_changes[{seen[key]}]): Terraform writes one change per object. {NEVER_WRITTEN}")))
+            problems.append(
+                _problem(
+                    f"resource_changes[{index}]",
+                    (
+                        f"is a second change for {shown(item['address'], 120)} (the first is "
+                        f"resource_changes[{seen[key]}]): Terraform writes one change per object. {NEVER_WRITTEN}"
+                    ),
+                )
+            )
         seen.setdefault(key, index)
         if item.get("deposed") is None:
             current.setdefault(item["address"], index)
@@ -368,33 +444,69 @@ def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -
             continue
         previous = item.get("previous_address")
         if isinstance(previous, str) and previous != item.get("address") and previous in current:
-            problems.append(_problem(f"resource_changes[{index}]", (
-                f"was moved from {shown(previous, 120)}, which has its own change "
-                f"(resource_changes[{current[previous]}]): a moved object leaves nothing at its old address. "
-                f"{NEVER_WRITTEN}")))
+            problems.append(
+                _problem(
+                    f"resource_changes[{index}]",
+                    (
+                        f"was moved from {shown(previous, 120)}, which has its own change "
+                        f"(resource_changes[{current[previous]}]): a moved object leaves nothing at its old address. "
+                        f"{NEVER_WRITTEN}"
+                    ),
+                )
+            )
 
 
 def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     """The plan in `data`, or NotAPlan naming what the input is instead and what to give."""
     data = _plan_object(data, source)
     if "format_version" not in data:
-        raise NotAPlan(source, [_problem("(top level)", (
-            f"has no format_version: this is not Terraform's JSON output "
-            f"({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"))])
+        raise NotAPlan(
+            source,
+            [
+                _problem(
+                    "(top level)",
+                    (
+                        f"has no format_version: this is not Terraform's JSON output "
+                        f"({'empty' if not data else 'keys: ' + ', '.join(sorted(data)[:6])}); {GIVE_A_PLAN}"
+                    ),
+                )
+            ],
+        )
     version = data["format_version"]
     if not isinstance(version, str) or version.split(".", 1)[0] != "1":
-        raise NotAPlan(source, [_problem("format_version", (
-            f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version "
-            f"changes only with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that "
-            f"writes 1.x"))])
+        raise NotAPlan(
+            source,
+            [
+                _problem(
+                    "format_version",
+                    (
+                        f"is {shown(version, 20)}: this guard reads Terraform's JSON format 1.x (its major version "
+                        f"changes only with changes a reader must not guess at); {GIVE_A_PLAN} from a Terraform that "
+                        f"writes 1.x"
+                    ),
+                )
+            ],
+        )
     if "planned_values" not in data:
-        what = ("a state (`terraform show -json` without a plan file prints the state)" if "values" in data or
-                len(data) <= 2 else "not a plan")
+        what = (
+            "a state (`terraform show -json` without a plan file prints the state)"
+            if "values" in data or len(data) <= 2
+            else "not a plan"
+        )
         raise NotAPlan(source, [_problem("(top level)", f"is {what}, not a plan: {GIVE_A_PLAN}")])
     if data.get("errored") is True:
-        raise NotAPlan(source, [_problem("errored", (
-            "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors "
-            "`terraform plan` printed and plan again"))])
+        raise NotAPlan(
+            source,
+            [
+                _problem(
+                    "errored",
+                    (
+                        "is true: Terraform stopped while planning, so this plan is incomplete; fix the errors "
+                        "`terraform plan` printed and plan again"
+                    ),
+                )
+            ],
+        )
     problems: list[Problem] = []
     raw_changes = data.get("resource_changes") or []
     if not isinstance(raw_changes, list):
@@ -425,7 +537,8 @@ def load_plan_data(path: Path | str, limit: int = PLAN_LIMIT) -> JsonObject:
 def parse_plan_text(text: str, source: Path | str = "<plan>", limit: int = PLAN_LIMIT) -> tuple[JsonObject, Plan]:
     """Plan JSON held in memory (piped from `terraform show -json`): the same bounds and checks as a file."""
     if len(text) > limit:
-        raise NotAPlan(source, [_problem("(file)",
-                                         f"is {len(text):,} characters, over the {limit:,} limit for a plan")])
+        raise NotAPlan(
+            source, [_problem("(file)", f"is {len(text):,} characters, over the {limit:,} limit for a plan")]
+        )
     data = _plan_object(load_json(text, source, what="plan"), source)
     return data, read_plan(data, source)

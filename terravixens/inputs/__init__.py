@@ -11,6 +11,7 @@ secret into a CI log or be silently merged: each check below turns into one shor
 Standard library only until YAML is read: the YAML reader (and PyYAML) is imported on first use of `load_yaml`,
 `Lines` or `YamlLimits`, so the node client (terravixens.specclient) reads its files with nothing but Python.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -33,5 +34,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["InputError", "JsonObject", "Lines", "Problem", "YamlLimits", "load_json", "load_yaml", "looks_secret",
-           "private_mode_problem", "read_text", "shown", "shown_at"]
+__all__ = [
+    "InputError",
+    "JsonObject",
+    "Lines",
+    "Problem",
+    "YamlLimits",
+    "load_json",
+    "load_yaml",
+    "looks_secret",
+    "private_mode_problem",
+    "read_text",
+    "shown",
+    "shown_at",
+]

@@ -3,6 +3,7 @@
 Used for plans (`terraform show -json` output, which can be hundreds of MB): the C scanner does the parsing; the
 hooks below only see each object's pairs and each number's text.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,12 @@ def _duplicate_lines(text: str, key: str) -> str:
 def _depth_problem(data: object, limit: int) -> bool:
     level = [data]
     for _ in range(limit + 1):
-        level = [child for item in level if isinstance(item, (dict, list))
-                 for child in (item.values() if isinstance(item, dict) else item)]
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
         if not level:
             return False
     return True
@@ -79,12 +84,16 @@ def load_json(text: str, path: Path | str, *, what: str = "file", max_depth: int
     except json.JSONDecodeError as error:
         fail("(file)", f"is not valid JSON: {error.msg} (column {error.colno})", error.lineno)
     except _Duplicate as duplicate:
-        fail("(file)", f"key {shown(duplicate.key)} appears twice in one object"
-                       f"{_duplicate_lines(text, duplicate.key)}: JSON readers would keep only one silently; "
-                       f"regenerate the file")
+        fail(
+            "(file)",
+            f"key {shown(duplicate.key)} appears twice in one object"
+            f"{_duplicate_lines(text, duplicate.key)}: JSON readers would keep only one silently; "
+            f"regenerate the file",
+        )
     except _BadNumber as bad:
-        fail("(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below "
-                       f"10^{MAX_INT_DIGITS}")
+        fail(
+            "(file)", f"number {shown(bad.text)} is out of range: numbers here are finite and below 10^{MAX_INT_DIGITS}"
+        )
     except RecursionError:
         fail("(file)", f"is nested more than {max_depth} levels deep: check that this is the right file")
     if _depth_problem(data, max_depth):

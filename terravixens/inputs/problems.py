@@ -1,4 +1,5 @@
 """What is wrong with an input file, said briefly: located, bounded, and never echoing a secret."""
+
 from __future__ import annotations
 
 import re

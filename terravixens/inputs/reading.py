@@ -1,4 +1,5 @@
 """Reading a user's file: regular files only, a size cap, UTF-8 — never a hang on a FIFO or a read of /dev/zero."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,15 @@ def _read_bytes(path: Path | str, limit: int, what: str) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
-                    else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a file")
+            kind = (
+                "a directory"
+                if stat.S_ISDIR(info.st_mode)
+                else "a FIFO"
+                if stat.S_ISFIFO(info.st_mode)
+                else "a device"
+                if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                else "not a file"
+            )
             raise InputError(path, _file_problem(f"is {kind}, not a regular file: give the path of the {what}"), what)
         if info.st_size > limit:
             raise InputError(path, _too_big(info.st_size, limit, what), what)
@@ -58,8 +66,16 @@ def read_text(path: Path | str, *, limit: int, what: str) -> str:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise InputError(path, [Problem(f"line {line}, column {column}", (
-            f"is not UTF-8 text (byte 0x{data[error.start]:02x}): save the file as UTF-8"))], what) from None
+        raise InputError(
+            path,
+            [
+                Problem(
+                    f"line {line}, column {column}",
+                    (f"is not UTF-8 text (byte 0x{data[error.start]:02x}): save the file as UTF-8"),
+                )
+            ],
+            what,
+        ) from None
 
 
 def private_mode_problem(path: Path | str, what: str) -> Problem | None:
@@ -70,6 +86,8 @@ def private_mode_problem(path: Path | str, what: str) -> Problem | None:
     except OSError:
         return None  # the strict reader reports it, with the reason
     if stat.S_ISREG(mode) and mode & 0o077:
-        return Problem("(file)", f"is accessible by group or others (mode {stat.S_IMODE(mode):04o}): it holds tokens; "
-                                 f"run: chmod 600 {path}")
+        return Problem(
+            "(file)",
+            f"is accessible by group or others (mode {stat.S_IMODE(mode):04o}): it holds tokens; run: chmod 600 {path}",
+        )
     return None

@@ -16,6 +16,7 @@ The result records the line of every key and list item (`Lines`), so later probl
 and how each number was written when YAML reads it as another text (`0120` is 80, `0x78` is 120, `yes` is true), so
 later checks can say why a value is not what the file seems to say (terravixens.config.coercion).
 """
+
 from __future__ import annotations
 
 import math
@@ -133,8 +134,12 @@ class _Builder:
             self.count(line)
             self.check_collection_tag(event, line)
             if len(self.stack) >= self.limits.max_depth:
-                self.stop(line, self.child_label(), f"is nested more than {self.limits.max_depth} levels deep: "
-                                                    f"no terravixens file needs that; check the brackets/indentation")
+                self.stop(
+                    line,
+                    self.child_label(),
+                    f"is nested more than {self.limits.max_depth} levels deep: "
+                    f"no terravixens file needs that; check the brackets/indentation",
+                )
             container: dict[object, object] | list[object] = {} if isinstance(event, events.MappingStartEvent) else []
             self.stack.append(_Frame(container, self.child_path(), line, event.anchor))
         elif isinstance(event, (events.MappingEndEvent, events.SequenceEndEvent)):
@@ -148,16 +153,22 @@ class _Builder:
             value, size = self.anchors[event.anchor]
             self.alias_values += size
             if self.alias_values > self.limits.max_alias_values:
-                self.stop(line, self.child_label(), (
-                    f"aliases expand to more than {self.limits.max_alias_values:,} values: write the values out, "
-                    f"or use fewer nested aliases"))
+                self.stop(
+                    line,
+                    self.child_label(),
+                    (
+                        f"aliases expand to more than {self.limits.max_alias_values:,} values: write the values out, "
+                        f"or use fewer nested aliases"
+                    ),
+                )
             self.emit(value, line, None, size)
 
     def count(self, line: int) -> None:
         self.values += 1
         if self.values > self.limits.max_values:
-            self.stop(line, "(file)", f"holds more than {self.limits.max_values:,} values: check that this is the "
-                                      f"right file")
+            self.stop(
+                line, "(file)", f"holds more than {self.limits.max_values:,} values: check that this is the right file"
+            )
 
     # ------------------------------------------------------------------------------------------------- building
     def child_path(self) -> FieldPath:
@@ -192,8 +203,9 @@ class _Builder:
 
     def take_key(self, top: _Frame, key: object, line: int) -> None:
         if isinstance(key, (dict, list)):
-            self.problems.append(Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list",
-                                         line))
+            self.problems.append(
+                Problem(field_path(top.path), "a key must be a plain value, not a mapping or a list", line)
+            )
             key = f"<complex key at line {line}>"
         top.key, top.key_line, top.key_written = key, line, self.written
 
@@ -204,8 +216,13 @@ class _Builder:
             merged = value if isinstance(value, list) else [value]
             mappings = [item for item in merged if isinstance(item, dict)]
             if len(mappings) != len(merged):
-                self.problems.append(Problem(field_path(top.path), "'<<' merges a mapping (or a list of mappings) "
-                                                                   "into this one: give it *an_anchored_mapping", line))
+                self.problems.append(
+                    Problem(
+                        field_path(top.path),
+                        "'<<' merges a mapping (or a list of mappings) into this one: give it *an_anchored_mapping",
+                        line,
+                    )
+                )
                 return
             top.merges.extend(mappings)
             return
@@ -216,9 +233,16 @@ class _Builder:
         if first is not None:
             first_line, first_written = first
             spelled = self.spellings(first_written or text, top.key_written or text)
-            self.problems.append(Problem(field_path((*top.path, key)), (
-                f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would "
-                f"keep only the second silently; remove or rename one"), key_line))
+            self.problems.append(
+                Problem(
+                    field_path((*top.path, key)),
+                    (
+                        f"appears twice in the same mapping (lines {first_line} and {key_line}{spelled}): YAML would "
+                        f"keep only the second silently; remove or rename one"
+                    ),
+                    key_line,
+                )
+            )
             return
         top.seen[text] = (key_line, top.key_written)
         if isinstance(key, (int, float)):
@@ -251,8 +275,9 @@ class _Builder:
     def check_collection_tag(self, event: events.CollectionStartEvent, line: int) -> None:
         allowed = (None, "!", f"{_TAG}map", f"{_TAG}seq")
         if event.tag not in allowed:
-            self.problems.append(Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it",
-                                         line))
+            self.problems.append(
+                Problem(self.child_label(), f"tag {shown(event.tag)} is not supported: remove it", line)
+            )
 
     def scalar(self, event: events.ScalarEvent, line: int) -> object:
         tag = event.tag
@@ -290,8 +315,13 @@ class _Builder:
         return event.value
 
     def bad_number(self, text: str, line: int) -> str:
-        self.problems.append(Problem(self.child_label(), (
-            f"number {shown(text)} is out of range: numbers here are finite and below 2^63"), line))
+        self.problems.append(
+            Problem(
+                self.child_label(),
+                (f"number {shown(text)} is out of range: numbers here are finite and below 2^63"),
+                line,
+            )
+        )
         return text
 
     def stop(self, line: int, where: str, message: str) -> NoReturn:
@@ -309,8 +339,9 @@ def _parser_problem(error: yaml.YAMLError, text: str) -> Problem:
     return Problem(where, f"is not valid YAML: {shown(problem, 120).strip(chr(39))}")
 
 
-def load_yaml(text: str, path: Path | str, *, what: str = "file",
-              limits: YamlLimits = YamlLimits()) -> tuple[object, Lines]:
+def load_yaml(
+    text: str, path: Path | str, *, what: str = "file", limits: YamlLimits = YamlLimits()
+) -> tuple[object, Lines]:
     """The document's data and its lines; raises InputError listing every problem found."""
     builder = _Builder(path, limits)
     parser = _Parser(text)

@@ -5,6 +5,7 @@ Shared pieces: `terraform` (the runner: the user's TERRAFORM_BINARY_NAME and TF_
 `workspace` (synth into cdktf.out and the per-stack directories, with a seam for tests), `files` (0600 files, umask
 077), `backup` (state pull, timestamped backup, verification, restore), `summary` (per-node view of a plan).
 """
+
 from terravixens.operations.outcome import ExitCode, OperationError
 
 __all__ = ["ExitCode", "OperationError"]

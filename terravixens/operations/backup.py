@@ -5,6 +5,7 @@ Verification reads the backup back with the strict JSON reader (same lineage, se
 was pulled) and has Terraform itself read it (`terraform show -json BACKUP` in the layer's directory). With the S3
 backend, bucket versioning is a second, server-side backup (docs/commands.md).
 """
+
 from __future__ import annotations
 
 import time
@@ -34,9 +35,16 @@ class Backup:
 
 
 def state_info(state: object, source: str) -> StateInfo:
-    if not isinstance(state, dict) or not isinstance(state.get("lineage"), str) or not isinstance(state.get("serial"), int):
-        raise OperationError(f"{source}: not a Terraform state (no lineage and serial): give a file written by "
-                             f"`terraform state pull` or a terravixens backup", ExitCode.BAD_INPUT)
+    if (
+        not isinstance(state, dict)
+        or not isinstance(state.get("lineage"), str)
+        or not isinstance(state.get("serial"), int)
+    ):
+        raise OperationError(
+            f"{source}: not a Terraform state (no lineage and serial): give a file written by "
+            f"`terraform state pull` or a terravixens backup",
+            ExitCode.BAD_INPUT,
+        )
     instances = sum(len(r.get("instances") or []) for r in state.get("resources") or [] if isinstance(r, dict))
     return StateInfo(state["lineage"], state["serial"], instances)
 
@@ -85,20 +93,23 @@ def backup_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Path
 def verify_backup(tf: Terraform, workdir: Path, layer: str, path: Path, expected: StateInfo) -> None:
     _, info = read_backup(path)
     if info != expected:
-        raise OperationError(f"{path}: backup differs from the pulled state ({info} != {expected}): not using it",
-                             ExitCode.BACKUP_FAILED)
+        raise OperationError(
+            f"{path}: backup differs from the pulled state ({info} != {expected}): not using it", ExitCode.BACKUP_FAILED
+        )
     shown = tf.run(workdir, "show", "-json", "-no-color", str(path))
     if shown.returncode != 0:
         raise OperationError(f"{path}: Terraform cannot read the backup back:\n{shown.tail()}", ExitCode.BACKUP_FAILED)
     try:
         load_json(shown.stdout, f"terraform show -json {path.name}", what="state")
     except InputError as error:
-        raise OperationError(f"{path}: terraform show printed no valid JSON for the backup:\n{error}",
-                             ExitCode.BACKUP_FAILED) from None
+        raise OperationError(
+            f"{path}: terraform show printed no valid JSON for the backup:\n{error}", ExitCode.BACKUP_FAILED
+        ) from None
 
 
-def restore_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Path, path: Path,
-                  any_lineage: bool = False) -> tuple[Backup | None, StateInfo]:
+def restore_state(
+    tf: Terraform, workdir: Path, layer: str, site: str, root: Path, path: Path, any_lineage: bool = False
+) -> tuple[Backup | None, StateInfo]:
     """Pushes the backup at `path` as the layer's state, after backing up the current one.
 
     A backup of the same lineage replaces a newer serial (`state push -force`): that is the point of restoring.
@@ -109,7 +120,9 @@ def restore_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Pat
     if current is not None and current.info.lineage != wanted.lineage and not any_lineage:
         raise OperationError(
             f"{path}: lineage {wanted.lineage} is not the layer's ({current.info.lineage}): this backup belongs to "
-            f"another state; pass --any-lineage only if you are sure", ExitCode.BAD_INPUT)
+            f"another state; pass --any-lineage only if you are sure",
+            ExitCode.BAD_INPUT,
+        )
     args = ["state", "push"]
     if current is not None:
         args.append("-force")

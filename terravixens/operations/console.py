@@ -3,6 +3,7 @@ confirmed (an unattended run must say --yes).
 
 The console also keeps the operation's journal (terravixens.operations.journal.Journal): each progress step it prints
 is where the operation is, and the command line reads the journal when the operation stops or is interrupted."""
+
 from __future__ import annotations
 
 import sys
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from terravixens.operations.journal import Journal
-
 
 
 @dataclass

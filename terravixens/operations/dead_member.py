@@ -23,6 +23,7 @@ Every talosctl, kubectl and terraform call is bounded (terravixens.runner). Step
 console's journal (UNITS), so a stop or an interrupt ends with one line saying what is done and what is not; a
 remove-member whose call hung or was stopped is said to be "not known" there, with what to check.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,11 +44,22 @@ from terravixens.talosctl import Call, Member, Talosctl, members
 
 # How talosctl (through apid, gRPC) says the node could not be reached: nothing else counts as silence — above all
 # not `code = Unavailable` alone, which a TLS handshake failure (a wrong talosconfig) also carries.
-SILENCE = re.compile(r"connect: (connection refused|no route to host|network is unreachable|host is down)|"
-                     r"i/o timeout|context deadline exceeded|code = DeadlineExceeded|connection reset by peer", re.I)
+SILENCE = re.compile(
+    r"connect: (connection refused|no route to host|network is unreachable|host is down)|"
+    r"i/o timeout|context deadline exceeded|code = DeadlineExceeded|connection reset by peer",
+    re.I,
+)
 # The journal's units, in order (the confirmation comes first and says itself that nothing was done).
 SYNTH, PROBE, MEMBERS, STATE, BACKUP, REMOVAL, NODE, FORGET = UNITS = (
-    "synth", "probe", "etcd members", "state check", "backup", "etcd removal", "Node deletion", "forget the apply")
+    "synth",
+    "probe",
+    "etcd members",
+    "state check",
+    "backup",
+    "etcd removal",
+    "Node deletion",
+    "forget the apply",
+)
 UNKNOWN = "list the members (talosctl etcd members) and run the same command again"
 
 
@@ -86,30 +98,40 @@ def member_id(listing: str, hostname: str) -> str | None:
 
 def silent(answer: Call) -> bool:
     """Did the probe meet silence? A deadline passed, or talosctl's own report of an unreachable node."""
-    return answer.timed_out or (answer.returncode not in (0, None) and bool(SILENCE.search(answer.stderr or
-                                                                                           answer.reason)))
+    return answer.timed_out or (
+        answer.returncode not in (0, None) and bool(SILENCE.search(answer.stderr or answer.reason))
+    )
 
 
 def confirmation(console: Console, expected: str, given: str | None, dead: str) -> None:
-    answer = given if given is not None else console.ask(
-        f"This removes {dead} from etcd for good (after checking it stays silent and that Terraform can forget its "
-        f"apply): type {expected} to confirm: ")
+    answer = (
+        given
+        if given is not None
+        else console.ask(
+            f"This removes {dead} from etcd for good (after checking it stays silent and that Terraform can forget its "
+            f"apply): type {expected} to confirm: "
+        )
+    )
     if answer is None:
-        raise OperationError(f"no terminal to confirm on: pass --confirm {expected}; nothing was done",
-                             ExitCode.DECLINED)
+        raise OperationError(
+            f"no terminal to confirm on: pass --confirm {expected}; nothing was done", ExitCode.DECLINED
+        )
     if answer.strip() != expected:
-        raise OperationError(f"confirmation {answer.strip()!r} is not {expected!r}: nothing was done",
-                             ExitCode.DECLINED)
+        raise OperationError(
+            f"confirmation {answer.strip()!r} is not {expected!r}: nothing was done", ExitCode.DECLINED
+        )
 
 
-def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemberOptions, console: Console,
-                  layer: str) -> str:
+def probe_silence(
+    talosctl: Talosctl, dead: str, address: str, options: DeadMemberOptions, console: Console, layer: str
+) -> str:
     """`options.probes` probes evenly over `options.probe_window` seconds (the first at once, the last at the end);
     one answer refuses, unless --force. Returns what the probes found, for the journal."""
     started = time.monotonic()
     count, window = options.probes, options.probe_window
-    console.step(layer, "probe", f"{dead} ({address}): {count} probes (talosctl version) over {window:g}s; one "
-                                 f"answer refuses")
+    console.step(
+        layer, "probe", f"{dead} ({address}): {count} probes (talosctl version) over {window:g}s; one answer refuses"
+    )
     for number in range(1, count + 1):
         wait = started + window * (number - 1) / max(1, count - 1) - time.monotonic()
         if wait > 0:
@@ -118,30 +140,36 @@ def probe_silence(talosctl: Talosctl, dead: str, address: str, options: DeadMemb
         at = time.monotonic() - started
         if answer.ok:
             if options.force:
-                console.step(layer, "probe", f"{dead} ({address}) answered probe {number} of {count} at {at:.0f}s; "
-                                             f"--force: going on")
+                console.step(
+                    layer,
+                    "probe",
+                    f"{dead} ({address}) answered probe {number} of {count} at {at:.0f}s; --force: going on",
+                )
                 return f"answered probe {number} of {count}; --force"
             raise OperationError(
                 f"{dead} ({address}) answered probe {number} of {count} (at {at:.0f}s of {window:g}s): it is alive. "
                 f"Remove it the normal way (take it out of the site file and deploy; its reset leaves etcd "
                 f"gracefully); if its etcd is broken while Talos answers, pass --force; nothing was done",
-                ExitCode.REFUSED)
+                ExitCode.REFUSED,
+            )
         if answer.returncode is None and not answer.timed_out:
-            raise OperationError(f"probe {number} of {count}: {answer.reason}; nothing was done",
-                                 ExitCode.FAILED)
+            raise OperationError(f"probe {number} of {count}: {answer.reason}; nothing was done", ExitCode.FAILED)
         if silent(answer):
             console.step(layer, "probe", f"{number} of {count} at {at:.0f}s: no answer")
         elif not options.force:
             raise OperationError(
                 f"probe {number} of {count}: talosctl version failed for another reason than silence "
                 f"({answer.reason}): that does not prove {dead} is dead; check --talosconfig and --talosctl; "
-                f"nothing was done", ExitCode.REFUSED)
+                f"nothing was done",
+                ExitCode.REFUSED,
+            )
     console.step(layer, "probe", f"{dead} ({address}) probed {count} times over {window:g}s: no answer")
     return f"silent over {window:g}s"
 
 
-def healthy_member_list(talosctl: Talosctl, cluster_name: str, dead: str, address: dict[str, str], console: Console,
-                        layer: str) -> tuple[str, list[Member]]:
+def healthy_member_list(
+    talosctl: Talosctl, cluster_name: str, dead: str, address: dict[str, str], console: Console, layer: str
+) -> tuple[str, list[Member]]:
     """The first other control plane that answers `talosctl etcd members`, and the members it lists. When none
     does: a talosctl that hung or cannot run is a stop (exit 4); answers that all fail mean etcd lost quorum."""
     failures: list[Call] = []
@@ -150,33 +178,48 @@ def healthy_member_list(talosctl: Talosctl, cluster_name: str, dead: str, addres
         if answer.ok:
             return name, members(answer.stdout)
         failures.append(answer)
-        console.step(layer, "etcd", f"{name} ({address[name]}) cannot list members ({answer.reason[:200]}): trying "
-                                    f"the next one")
+        console.step(
+            layer, "etcd", f"{name} ({address[name]}) cannot list members ({answer.reason[:200]}): trying the next one"
+        )
     stuck = [answer for answer in failures if answer.returncode is None]
     if stuck:
         raise OperationError(f"{stuck[0].reason}; nothing was done", ExitCode.FAILED)
-    raise OperationError(f"no control plane of {cluster_name} answers `talosctl etcd members`: etcd has lost quorum; "
-                         f"restore etcd from a snapshot (talosctl bootstrap --recover-from); nothing was done",
-                         ExitCode.REFUSED)
+    raise OperationError(
+        f"no control plane of {cluster_name} answers `talosctl etcd members`: etcd has lost quorum; "
+        f"restore etcd from a snapshot (talosctl bootstrap --recover-from); nothing was done",
+        ExitCode.REFUSED,
+    )
 
 
-def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terraform, talosctl: Talosctl,
-                       kubectl: Kubectl | None = None, console: Console | None = None,
-                       options: DeadMemberOptions | None = None) -> int:
+def remove_dead_member(
+    ws: Workspace,
+    cluster_name: str,
+    dead: str,
+    tf: Terraform,
+    talosctl: Talosctl,
+    kubectl: Kubectl | None = None,
+    console: Console | None = None,
+    options: DeadMemberOptions | None = None,
+) -> int:
     console = console or Console()
     kubectl = kubectl or Kubectl()
     options = options or DeadMemberOptions()
     cluster = ws.site.clusters.get(cluster_name)
     if cluster is None:
-        raise OperationError(f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}",
-                             ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
+        )
     if dead not in cluster.control_planes:
-        raise OperationError(f"{dead!r} is not a control plane of {cluster_name} in the site file (control planes: "
-                             f"{', '.join(sorted(cluster.control_planes))}); keep it in the site until its member is "
-                             f"removed", ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"{dead!r} is not a control plane of {cluster_name} in the site file (control planes: "
+            f"{', '.join(sorted(cluster.control_planes))}); keep it in the site until its member is "
+            f"removed",
+            ExitCode.BAD_INPUT,
+        )
     layer = platform_stack_name(cluster_name)
-    address = {name: node_address(node.networks, cluster.management_vlan)
-               for name, node in cluster.control_planes.items()}
+    address = {
+        name: node_address(node.networks, cluster.management_vlan) for name, node in cluster.control_planes.items()
+    }
     hostname = cluster.control_planes[dead].hostname or dead
     confirmation(console, f"{ws.site.site}/{cluster_name}/{dead}", options.confirm, dead)
 
@@ -205,8 +248,9 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
         if in_state:
             console.step(layer, "state", f"{target} is in the state: it will be forgotten")
         else:
-            console.step(layer, "state", f"{target} is not in the state (already forgotten, or never applied): "
-                                         f"nothing to forget")
+            console.step(
+                layer, "state", f"{target} is not in the state (already forgotten, or never applied): nothing to forget"
+            )
         unit.note = "apply in the state" if in_state else "apply not in the state"
     with journal.unit(BACKUP) as unit:
         backup: Backup | None = None
@@ -222,8 +266,9 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
             unit.note = "already gone"
         else:
             if options.before_irreversible is not None:
-                options.before_irreversible(Irreversible(cluster_name, dead, member.id, healthy, address[healthy],
-                                                         talosctl, console))
+                options.before_irreversible(
+                    Irreversible(cluster_name, dead, member.id, healthy, address[healthy], talosctl, console)
+                )
             remove_member(talosctl, healthy, address[healthy], member, console, layer)
             unit.note = f"member {member.id}"
     with journal.unit(NODE) as unit:
@@ -235,13 +280,14 @@ def remove_dead_member(ws: Workspace, cluster_name: str, dead: str, tf: Terrafor
             console.step(layer, "state", f"{target} forgotten: no reset will be attempted on the dead machine")
         else:
             unit.note = "not in the state"
-    console.say(f"next: remove {dead} from clusters.{cluster_name}.control_planes in the site file (add a "
-                f"replacement to keep an odd count), then `terravixens deploy {layer}`: its VM is deleted")
+    console.say(
+        f"next: remove {dead} from clusters.{cluster_name}.control_planes in the site file (add a "
+        f"replacement to keep an odd count), then `terravixens deploy {layer}`: its VM is deleted"
+    )
     return ExitCode.OK
 
 
-def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member, console: Console,
-                  layer: str) -> None:
+def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member, console: Console, layer: str) -> None:
     """`talosctl etcd remove-member` through the healthy control plane, read back. A call that hung or was stopped
     may have reached etcd: the journal says its outcome is not known, with what to check."""
     journal = console.journal
@@ -255,14 +301,23 @@ def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member
         if unknown:
             journal.outcome_unknown(UNKNOWN)
         raise OperationError(
-            f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); " + (
-                f"whether the member was removed is not known: {UNKNOWN}" if unknown else "etcd is unchanged"),
-            ExitCode.FAILED)
+            f"talosctl etcd remove-member {member.id} through {healthy} failed ({removed.reason}); "
+            + (f"whether the member was removed is not known: {UNKNOWN}" if unknown else "etcd is unchanged"),
+            ExitCode.FAILED,
+        )
     console.step(layer, "etcd", f"member {member.id} ({member.hostname}) removed through {healthy}")
     again = talosctl.etcd_members(through)
     if again.ok and any(m.id == member.id for m in members(again.stdout)):
-        raise OperationError(f"member {member.id} ({member.hostname}) is still listed by {healthy} after "
-                             f"remove-member returned: nothing else was done; list the members and run the "
-                             f"same command again", ExitCode.FAILED)
-    console.step(layer, "etcd", f"{len(members(again.stdout))} members left (read back through {healthy})"
-                 if again.ok else f"could not read the members back ({again.reason[:200]})")
+        raise OperationError(
+            f"member {member.id} ({member.hostname}) is still listed by {healthy} after "
+            f"remove-member returned: nothing else was done; list the members and run the "
+            f"same command again",
+            ExitCode.FAILED,
+        )
+    console.step(
+        layer,
+        "etcd",
+        f"{len(members(again.stdout))} members left (read back through {healthy})"
+        if again.ok
+        else f"could not read the members back ({again.reason[:200]})",
+    )

@@ -15,6 +15,7 @@
 Every step is planned, guarded, backed up and applied like a deploy; the guard waives PG003 only for step 4 and
 PG004 only for step 6. The gitops layer must be destroyed first (`terravixens destroy gitops-CLUSTER`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,16 @@ from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
-from terravixens.operations.steps import (apply_address, apply_saved, confirm, guard_context, judge, make_plan,
-                                          state_addresses, typed_confirmation)
+from terravixens.operations.steps import (
+    apply_address,
+    apply_saved,
+    confirm,
+    guard_context,
+    judge,
+    make_plan,
+    state_addresses,
+    typed_confirmation,
+)
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
@@ -50,12 +59,29 @@ def not_only_on_destroy(plan) -> list[str]:
     """Addresses the prepare step would change beyond the node applies' `on_destroy`: a cluster that is not
     converged is deployed first, so that decommission never applies anything else."""
     verb = summary.verb
-    return sorted(change.address for change in plan.changes if verb(change) not in ("no-op", "read") and not (
-        change.type == NODE_APPLY and verb(change) == "update" and set(summary.changed_attributes(change)) <= {"on_destroy"}))
+    return sorted(
+        change.address
+        for change in plan.changes
+        if verb(change) not in ("no-op", "read")
+        and not (
+            change.type == NODE_APPLY
+            and verb(change) == "update"
+            and set(summary.changed_attributes(change)) <= {"on_destroy"}
+        )
+    )
 
 
-def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: str, args: list[str],
-             waived: frozenset[str], options: DecommissionOptions, prepare: bool = False) -> bool:
+def run_step(
+    ws: Workspace,
+    tf: Terraform,
+    console: Console,
+    layer: str,
+    title: str,
+    args: list[str],
+    waived: frozenset[str],
+    options: DecommissionOptions,
+    prepare: bool = False,
+) -> bool:
     console.step(layer, "step", title)
     planned = make_plan(ws, tf, console, layer, *args)
     planned.extra_waived = waived
@@ -65,8 +91,11 @@ def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: 
             return False
         unexpected = not_only_on_destroy(planned.plan) if prepare else []
         if unexpected:
-            raise OperationError(f"{layer} is not converged: the plan would also change {', '.join(unexpected[:5])}; "
-                                 f"deploy it first (terravixens deploy {layer}), then decommission", ExitCode.REFUSED)
+            raise OperationError(
+                f"{layer} is not converged: the plan would also change {', '.join(unexpected[:5])}; "
+                f"deploy it first (terravixens deploy {layer}), then decommission",
+                ExitCode.REFUSED,
+            )
         judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), "-destroy" in args))
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
@@ -78,22 +107,39 @@ def run_step(ws: Workspace, tf: Terraform, console: Console, layer: str, title: 
     return True
 
 
-def decommission(ws: Workspace, cluster_name: str, tf: Terraform, options: DecommissionOptions,
-                 kubectl: Kubectl | None = None, console: Console | None = None) -> int:
+def decommission(
+    ws: Workspace,
+    cluster_name: str,
+    tf: Terraform,
+    options: DecommissionOptions,
+    kubectl: Kubectl | None = None,
+    console: Console | None = None,
+) -> int:
     console = console or Console()
     kubectl = kubectl or Kubectl()
     if cluster_name not in ws.site.clusters:
-        raise OperationError(f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}",
-                             ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
+        )
     cluster = ws.site.clusters[cluster_name]
     layer, gitops = platform_stack_name(cluster_name), gitops_stack_name(cluster_name)
-    typed_confirmation(console, f"{ws.site.site}/{cluster_name}", options.confirm,
-                       f"This resets every node of cluster {cluster_name} of site {ws.site.site}")
+    typed_confirmation(
+        console,
+        f"{ws.site.site}/{cluster_name}",
+        options.confirm,
+        f"This resets every node of cluster {cluster_name} of site {ws.site.site}",
+    )
     last = cluster.bootstrap
 
     journal = console.journal
-    journal.expect("synth", "checks", "prepare", RESETS, *(["delete the VMs"] if options.delete_vms else []),
-                   *(["destroy the machine secrets"] if options.destroy_secrets else []))
+    journal.expect(
+        "synth",
+        "checks",
+        "prepare",
+        RESETS,
+        *(["delete the VMs"] if options.delete_vms else []),
+        *(["destroy the machine secrets"] if options.destroy_secrets else []),
+    )
     ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}))}
     with journal.unit("synth"):
         console.step("site", "synth", f"{ws.site.site} with decommission settings for {cluster_name}")
@@ -102,8 +148,10 @@ def decommission(ws: Workspace, cluster_name: str, tf: Terraform, options: Decom
         for name in (gitops, layer):
             tf.init(ws.stack_dir(name), name)
         if state_addresses(tf, ws, gitops):
-            raise OperationError(f"{gitops} still has resources: destroy it first (terravixens destroy {gitops}); "
-                                 f"nothing was changed", ExitCode.REFUSED)
+            raise OperationError(
+                f"{gitops} still has resources: destroy it first (terravixens destroy {gitops}); nothing was changed",
+                ExitCode.REFUSED,
+            )
         in_state = set(state_addresses(tf, ws, layer))
         kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
 
@@ -117,8 +165,16 @@ def decommission(ws: Workspace, cluster_name: str, tf: Terraform, options: Decom
     return ExitCode.OK
 
 
-def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str, options: DecommissionOptions,
-              kubectl: Kubectl, kubeconfig: str | None, in_state: set[str]) -> None:
+def _teardown(
+    ws: Workspace,
+    tf: Terraform,
+    console: Console,
+    cluster_name: str,
+    options: DecommissionOptions,
+    kubectl: Kubectl,
+    kubeconfig: str | None,
+    in_state: set[str],
+) -> None:
     cluster = ws.site.clusters[cluster_name]
     layer = platform_stack_name(cluster_name)
     last = cluster.bootstrap
@@ -126,29 +182,47 @@ def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str,
     hostnames = {name: node.hostname or name for name, (_, node) in cluster.nodes().items()}
     workers = [name for name in sorted(cluster.workers) if apply_address(name) in in_state]
     journal = console.journal
-    journal.replace(RESETS, *([f"reset workers {', '.join(workers)}"] if workers else []),
-                   *(f"reset control plane {name}" for name in others),
-                   *([f"reset the last control plane {last}"] if apply_address(last) in in_state else []))
+    journal.replace(
+        RESETS,
+        *([f"reset workers {', '.join(workers)}"] if workers else []),
+        *(f"reset control plane {name}" for name in others),
+        *([f"reset the last control plane {last}"] if apply_address(last) in in_state else []),
+    )
 
-    def step(unit: str, title: str, args: list[str], waived: frozenset[str] = frozenset(),
-             prepare: bool = False) -> None:
+    def step(
+        unit: str, title: str, args: list[str], waived: frozenset[str] = frozenset(), prepare: bool = False
+    ) -> None:
         with journal.unit(unit) as done:
             if not run_step(ws, tf, console, layer, title, args, waived, options, prepare=prepare):
                 done.note = "nothing to do"
 
-    step("prepare", "prepare the resets (on_destroy: reboot into maintenance mode, last control plane "
-         "non-graceful)", [], prepare=True)
+    step(
+        "prepare",
+        "prepare the resets (on_destroy: reboot into maintenance mode, last control plane non-graceful)",
+        [],
+        prepare=True,
+    )
     if workers:
-        step(f"reset workers {', '.join(workers)}", f"reset workers {', '.join(workers)}",
-             ["-destroy", *(f"-target={apply_address(n)}" for n in workers)])
+        step(
+            f"reset workers {', '.join(workers)}",
+            f"reset workers {', '.join(workers)}",
+            ["-destroy", *(f"-target={apply_address(n)}" for n in workers)],
+        )
         delete_nodes(kubectl, kubeconfig, [hostnames[n] for n in workers], console, layer)
     for name in others:
-        step(f"reset control plane {name}", f"reset control plane {name} (leaves etcd)",
-             ["-destroy", f"-target={apply_address(name)}"])
+        step(
+            f"reset control plane {name}",
+            f"reset control plane {name} (leaves etcd)",
+            ["-destroy", f"-target={apply_address(name)}"],
+        )
         delete_nodes(kubectl, kubeconfig, [hostnames[name]], console, layer)
     if apply_address(last) in in_state:
-        step(f"reset the last control plane {last}", f"reset the last control plane {last} (non-graceful)",
-             ["-destroy", f"-target={apply_address(last)}"], frozenset({"PG003"}))
+        step(
+            f"reset the last control plane {last}",
+            f"reset the last control plane {last} (non-graceful)",
+            ["-destroy", f"-target={apply_address(last)}"],
+            frozenset({"PG003"}),
+        )
 
     remaining = state_addresses(tf, ws, layer)
     secrets = f"{MACHINE_SECRETS}.{cluster_id('secrets')}"
@@ -156,8 +230,16 @@ def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str,
         targets = [a for a in remaining if a != secrets and not a.startswith("data.")]
         with journal.unit("delete the VMs") as done:
             if targets:
-                if not run_step(ws, tf, console, layer, "delete the VMs and the cluster records",
-                                ["-destroy", *(f"-target={a}" for a in targets)], frozenset(), options):
+                if not run_step(
+                    ws,
+                    tf,
+                    console,
+                    layer,
+                    "delete the VMs and the cluster records",
+                    ["-destroy", *(f"-target={a}" for a in targets)],
+                    frozenset(),
+                    options,
+                ):
                     done.note = "nothing to do"
             else:
                 done.note = "none left"
@@ -168,13 +250,22 @@ def _teardown(ws: Workspace, tf: Terraform, console: Console, cluster_name: str,
         with journal.unit("destroy the machine secrets") as done:
             left = [a for a in state_addresses(tf, ws, layer) if a.startswith(NODE_APPLY + ".")]
             if left:
-                raise OperationError(f"machine secrets kept: node applies are still in the state ({', '.join(left)})",
-                                     ExitCode.REFUSED)
+                raise OperationError(
+                    f"machine secrets kept: node applies are still in the state ({', '.join(left)})", ExitCode.REFUSED
+                )
             if secrets in state_addresses(tf, ws, layer):
                 ws.decommission = {cluster_name: Decommission(non_graceful=frozenset({last}), release_secrets=True)}
                 ws.synth()
-                if not run_step(ws, tf, console, layer, "destroy the machine secrets (the cluster's identity, for "
-                                "good)", ["-destroy", f"-target={secrets}"], frozenset({"PG004"}), options):
+                if not run_step(
+                    ws,
+                    tf,
+                    console,
+                    layer,
+                    "destroy the machine secrets (the cluster's identity, for good)",
+                    ["-destroy", f"-target={secrets}"],
+                    frozenset({"PG004"}),
+                    options,
+                ):
                     done.note = "nothing to do"
             else:
                 done.note = "already gone"

@@ -7,6 +7,7 @@
 A refused plan stops everything (exit 1) before anything is applied; later layers are not touched. The process
 umask is 077, so the plan file and local state Terraform writes are 0600. See docs/adr/0020-operations.md.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,8 +19,16 @@ from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode
-from terravixens.operations.steps import (PLAN_FILE, LayerPlan, apply_saved, confirm, guard_context, judge,
-                                          left_nodes, make_plan)
+from terravixens.operations.steps import (
+    PLAN_FILE,
+    LayerPlan,
+    apply_saved,
+    confirm,
+    guard_context,
+    judge,
+    left_nodes,
+    make_plan,
+)
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
@@ -43,8 +52,15 @@ def plan_json_path(options: DeployOptions, layer: str, several: bool) -> Path | 
     return target.with_name(f"{target.stem}-{layer}{target.suffix}")
 
 
-def deploy_layer(ws: Workspace, tf: Terraform, console: Console, layer: str, options: DeployOptions,
-                 several: bool = False, kubectl: Kubectl | None = None) -> bool:
+def deploy_layer(
+    ws: Workspace,
+    tf: Terraform,
+    console: Console,
+    layer: str,
+    options: DeployOptions,
+    several: bool = False,
+    kubectl: Kubectl | None = None,
+) -> bool:
     """Returns True when something was applied."""
     workdir = ws.stack_dir(layer)
     console.step(layer, "init")
@@ -74,8 +90,14 @@ def deploy_layer(ws: Workspace, tf: Terraform, console: Console, layer: str, opt
     return True
 
 
-def deploy(ws: Workspace, layers: Sequence[str] | None, tf: Terraform, options: DeployOptions,
-           console: Console | None = None, kubectl: Kubectl | None = None) -> int:
+def deploy(
+    ws: Workspace,
+    layers: Sequence[str] | None,
+    tf: Terraform,
+    options: DeployOptions,
+    console: Console | None = None,
+    kubectl: Kubectl | None = None,
+) -> int:
     console = console or Console()
     selected = ws.layers(layers)
     several = len(selected) > 1

@@ -9,6 +9,7 @@ L0 while platform layers (or the `standalone` layer) still have guests on it (PG
 not on the site file), and an L2 layer while the layer of a nested host it creates still has guests: children are
 destroyed before their parents (ADR 0025).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,7 @@ from terravixens.operations.backup import backup_state, pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.outcome import ExitCode, OperationError
-from terravixens.operations.steps import (apply_saved, guard_context, judge, make_plan, managed_count,
-                                          typed_confirmation)
+from terravixens.operations.steps import apply_saved, guard_context, judge, make_plan, managed_count, typed_confirmation
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
@@ -44,14 +44,20 @@ def children_first(ws: Workspace, tf: Terraform, console: Console, layer: str) -
         if count:
             raise OperationError(
                 f"{layer}: layer {child} still has {count} resources on a host that {layer} creates: destroy "
-                f"{child} first (children before parents); nothing was destroyed", ExitCode.REFUSED)
+                f"{child} first (children before parents); nothing was destroyed",
+                ExitCode.REFUSED,
+            )
 
 
 def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, console: Console | None = None) -> int:
     console = console or Console()
     [layer] = ws.layers([layer])
-    typed_confirmation(console, f"{ws.site.site}/{layer}", options.confirm,
-                       f"This destroys every resource of layer {layer} of site {ws.site.site}")
+    typed_confirmation(
+        console,
+        f"{ws.site.site}/{layer}",
+        options.confirm,
+        f"This destroys every resource of layer {layer} of site {ws.site.site}",
+    )
     journal = console.journal
     journal.expect(*(["synth"] if options.synth else []), "checks", "backup", f"destroy {layer}")
     if options.synth:
@@ -73,8 +79,12 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
     if backup is None:
         console.step(layer, "backup", "no state: nothing to destroy")
         return ExitCode.OK
-    console.step(layer, "backup", f"{backup.path.relative_to(ws.root)} (serial {backup.info.serial}, "
-                                  f"{backup.info.instances} resources, verified restorable)")
+    console.step(
+        layer,
+        "backup",
+        f"{backup.path.relative_to(ws.root)} (serial {backup.info.serial}, "
+        f"{backup.info.instances} resources, verified restorable)",
+    )
     with journal.unit(f"destroy {layer}") as unit:
         try:
             planned = make_plan(ws, tf, console, layer, "-destroy")
@@ -83,7 +93,9 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
                 raise OperationError(
                     f"{layer}: Terraform refuses, a resource carries prevent_destroy (machine secrets or storage). A "
                     f"platform layer is torn down with `terravixens decommission CLUSTER`; storage is never destroyed "
-                    f"by terravixens.\n{error}", ExitCode.REFUSED) from None
+                    f"by terravixens.\n{error}",
+                    ExitCode.REFUSED,
+                ) from None
             raise
         try:
             if not planned.changed:
@@ -97,6 +109,7 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
             apply_saved(ws, tf, console, planned, "destroy", backup=backup)
         finally:
             remove_quietly(planned.path)
-    console.say(f"destroyed {layer}; restore the state with: terravixens restore {layer} "
-                f"{backup.path.relative_to(ws.root)}")
+    console.say(
+        f"destroyed {layer}; restore the state with: terravixens restore {layer} {backup.path.relative_to(ws.root)}"
+    )
     return ExitCode.OK

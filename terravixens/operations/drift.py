@@ -3,6 +3,7 @@
 node of what the plan would change, the addresses that were changed outside Terraform (refresh saw it) listed
 first. Exit codes are a monitor's (MonitorExit): 0 in sync, 2 drift, 1 error.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,8 +28,9 @@ def outside_changes(messages: list[dict]) -> list[str]:
     return sorted(set(found))
 
 
-def drift(ws: Workspace, layers: Sequence[str] | None, tf: Terraform, console: Console | None = None,
-          synth: bool = True) -> int:
+def drift(
+    ws: Workspace, layers: Sequence[str] | None, tf: Terraform, console: Console | None = None, synth: bool = True
+) -> int:
     console = console or Console()
     selected = ws.layers(layers)
     journal = console.journal
@@ -58,13 +60,19 @@ def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> 
     # Refresh reports every attribute the provider reads back differently (computed ones too); what matters is
     # what the plan would change, so only those addresses are listed as changed outside Terraform.
     changing = {c.address for c in planned.plan.changes if summary.verb(c) not in ("no-op", "read")}
-    outside = [line for line in outside_changes(planned.log.messages if planned.log else [])
-               if line.split(" ", 1)[0] in changing]
+    outside = [
+        line
+        for line in outside_changes(planned.log.messages if planned.log else [])
+        if line.split(" ", 1)[0] in changing
+    ]
     if not planned.changed:
         console.step(layer, "drift", "in sync")
         return False
-    console.step(layer, "drift", summary.counts(planned.plan) + (f"; changed outside Terraform: "
-                                                                f"{len(outside)}" if outside else ""))
+    console.step(
+        layer,
+        "drift",
+        summary.counts(planned.plan) + (f"; changed outside Terraform: {len(outside)}" if outside else ""),
+    )
     for line in outside:
         console.say(f"  outside Terraform: {line}")
     for line in summary.lines(planned.plan):

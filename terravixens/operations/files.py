@@ -1,5 +1,6 @@
 """Files we write that can hold secrets (plans, state backups, kubeconfig) are 0600; so is everything Terraform
 writes on our behalf (local state, plan files), through the process umask."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,14 +33,18 @@ def require_new_file(path: Path, option: str) -> None:
     """An output file an option names is created, never overwritten (it may be another run's plan, or anyone's file):
     checked before anything runs, so that a bad path costs nothing (BAD_INPUT)."""
     if path.exists() or path.is_symlink():
-        raise OperationError(f"{option} {path}: the file already exists; give a new path or remove it first "
-                             f"(nothing was run)", ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"{option} {path}: the file already exists; give a new path or remove it first (nothing was run)",
+            ExitCode.BAD_INPUT,
+        )
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise OperationError(f"{option} {path}: {folder} is not a folder this user can write into; give another path "
-                             f"(nothing was run)", ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"{option} {path}: {folder} is not a folder this user can write into; give another path (nothing was run)",
+            ExitCode.BAD_INPUT,
+        )
 
 
 def write_new(path: Path, data: str, option: str, private: bool = True) -> Path:
@@ -51,8 +56,9 @@ def write_new(path: Path, data: str, option: str, private: bool = True) -> Path:
             handle.write(data)
         return path
     except FileExistsError:
-        raise OperationError(f"{option} {path}: the file already exists; give a new path or remove it first",
-                             ExitCode.BAD_INPUT) from None
+        raise OperationError(
+            f"{option} {path}: the file already exists; give a new path or remove it first", ExitCode.BAD_INPUT
+        ) from None
     except OSError as error:
         raise OperationError(f"{option} {path}: cannot write it ({error.strerror})", ExitCode.BAD_INPUT) from None
 

@@ -2,6 +2,7 @@
 and the step inside the current one, so that a stop or an interrupt ends with one line saying where it stopped.
 Kept by the Console (terravixens.operations.console); read by the command lines (`terravixens`, and
 `terravixens-terraform`, the Terraform `npx cdktf` runs)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -44,7 +45,7 @@ class Journal:
         """`placeholder` (work whose units are known only later, e.g. which nodes are still to reset) becomes
         `units`, in its place."""
         at = self.pending.index(placeholder) if placeholder in self.pending else len(self.pending)
-        self.pending[at:at + (placeholder in self.pending)] = [name for name in units if name not in self.done]
+        self.pending[at : at + (placeholder in self.pending)] = [name for name in units if name not in self.done]
 
     @contextlib.contextmanager
     def unit(self, name: str) -> Iterator[Unit]:
@@ -82,8 +83,10 @@ class Journal:
             where += f" ({self.step})"
         unknown = f"not known: {self.current} ({self.unknown}); " if self.current and self.unknown else ""
         not_done = ([self.current] if self.current and not unknown else []) + self.pending
-        return (f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; {unknown}"
-                f"not done: {', '.join(not_done) or 'nothing'}")
+        return (
+            f"{head} at {where}: done: {', '.join(self.done) or 'nothing'}; {unknown}"
+            f"not done: {', '.join(not_done) or 'nothing'}"
+        )
 
 
 def interrupted_line(error: BaseException, journal: Journal) -> str:
@@ -96,6 +99,7 @@ def interrupted_line(error: BaseException, journal: Journal) -> str:
     if getattr(error, "summary", None) or not line:
         return runner.interrupted_line(error)
     stopped = getattr(error, "stopped", ())
-    how = f" by {getattr(error, 'signal', 'SIGINT')}" + (f" ({', '.join(stopped)} stopped with its process group)"
-                                                         if stopped else "")
+    how = f" by {getattr(error, 'signal', 'SIGINT')}" + (
+        f" ({', '.join(stopped)} stopped with its process group)" if stopped else ""
+    )
     return line.replace("interrupted", f"interrupted{how}", 1)

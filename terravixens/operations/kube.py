@@ -6,6 +6,7 @@ kubectl runs through the one bounded runner (terravixens.runner): a deadline per
 default 60s). A Node object that cannot be deleted is reported with the command to run by hand and the operation
 goes on (its machine is already reset); a kubectl that hangs stops the operation with the command named (exit 4).
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,12 @@ class Kubectl:
 
     def run(self, arguments: Sequence[str], kubeconfig: Path) -> runner.Ran:
         label = " ".join(["kubectl", *arguments[:2]])
-        return runner.run([self.binary, "--kubeconfig", str(kubeconfig), *arguments], timeout=self.timeout,
-                          label=label, grace=self.grace)
+        return runner.run(
+            [self.binary, "--kubeconfig", str(kubeconfig), *arguments],
+            timeout=self.timeout,
+            label=label,
+            grace=self.grace,
+        )
 
 
 def kubeconfig_of(tf: Terraform, workdir: Path) -> str | None:
@@ -51,15 +56,19 @@ def kubeconfig_of(tf: Terraform, workdir: Path) -> str | None:
     return result.stdout if result.returncode == 0 and result.stdout.strip() else None
 
 
-def delete_nodes(kubectl: Kubectl, kubeconfig: str | None, names: Sequence[str], console: Console,
-                 layer: str) -> list[str]:
+def delete_nodes(
+    kubectl: Kubectl, kubeconfig: str | None, names: Sequence[str], console: Console, layer: str
+) -> list[str]:
     """Deletes the Node objects; returns the names that could not be deleted (each reported, none fatal), except
     a kubectl that does not answer in time: that stops, naming the command and the Node objects left."""
     if not names:
         return []
     if kubeconfig is None:
-        console.step(layer, "kubernetes", f"no kubeconfig output: delete Node objects {', '.join(names)} by hand "
-                                          f"(kubectl delete node NAME)")
+        console.step(
+            layer,
+            "kubernetes",
+            f"no kubeconfig output: delete Node objects {', '.join(names)} by hand (kubectl delete node NAME)",
+        )
         return list(names)
     failed = []
     with private_directory() as folder:
@@ -70,12 +79,16 @@ def delete_nodes(kubectl: Kubectl, kubeconfig: str | None, names: Sequence[str],
                 raise runner.Interrupted(runner.stopping() or "SIGINT", ["kubectl delete node"])
             if result.timed_out:
                 left = ", ".join(names[index:])
-                raise OperationError(f"{layer}: {result.reason}; Node objects not deleted: {left} (delete them by "
-                                     f"hand: kubectl delete node NAME)", ExitCode.FAILED)
+                raise OperationError(
+                    f"{layer}: {result.reason}; Node objects not deleted: {left} (delete them by "
+                    f"hand: kubectl delete node NAME)",
+                    ExitCode.FAILED,
+                )
             if result.ok:
                 console.step(layer, "kubernetes", f"Node {name} deleted")
             else:
                 failed.append(name)
-                console.step(layer, "kubernetes", f"Node {name} not deleted ({result.reason[:200]}): kubectl delete "
-                                                  f"node {name}")
+                console.step(
+                    layer, "kubernetes", f"Node {name} not deleted ({result.reason[:200]}): kubectl delete node {name}"
+                )
     return failed

@@ -1,5 +1,6 @@
 """What an operation ends with: an exit code from the one table (terravixens.exitcodes, re-exported here so existing
 imports keep working), or an OperationError carrying its message and code."""
+
 from __future__ import annotations
 
 from terravixens.exitcodes import ExitCode, MonitorExit

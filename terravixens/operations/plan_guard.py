@@ -2,6 +2,7 @@
 needs besides the plan: the site file (roles; what the site's nodes want from L0), the platform layers' deployed
 states (what VMs use), and the plan's log (`terraform plan -json`, for the reboot checks). `terravixens deploy`
 gathers all of that itself."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,11 @@ def read_plan_log(path: str, limit: int) -> RebootChecks:
         if line.strip():
             message = load_json(line, f"{path}:{number}", what="plan log")
             if not isinstance(message, dict):
-                raise InputError(path, [Problem(f"line {number}", "is not a JSON object: give `terraform plan -json` output")],
-                                 "plan log")
+                raise InputError(
+                    path,
+                    [Problem(f"line {number}", "is not a JSON object: give `terraform plan -json` output")],
+                    "plan log",
+                )
             messages.append(message)
     return RebootChecks.from_log(messages)
 
@@ -45,7 +49,9 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
     for path in options.deployed_states:
         state = load_json(read_text(path, limit=options.limit, what="state"), path, what="state")
         if not isinstance(state, dict):
-            raise InputError(path, [Problem("(top level)", "is not a state: give `terraform state pull` output")], "state")
+            raise InputError(
+                path, [Problem("(top level)", "is not a state: give `terraform state pull` output")], "state"
+            )
         states[path] = state
     usage = deployed_usage(states)
     if not options.teardown:
@@ -54,8 +60,13 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
         roles = site_roles(site, options.layer)
     except AmbiguousRoles as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
-    return GuardContext(roles=roles, usage=usage, allow_reboot=options.allow_reboot, teardown=options.teardown,
-                        reboot_checks=read_plan_log(options.plan_log, options.limit) if options.plan_log else None)
+    return GuardContext(
+        roles=roles,
+        usage=usage,
+        allow_reboot=options.allow_reboot,
+        teardown=options.teardown,
+        reboot_checks=read_plan_log(options.plan_log, options.limit) if options.plan_log else None,
+    )
 
 
 def plan_guard(site: Site, options: GuardOptions, err, out) -> int:

@@ -3,6 +3,7 @@
 Restoring state does not bring destroyed infrastructure back: the next plan shows what the backup lists but
 Proxmox no longer has, and `terravixens deploy` re-creates it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,13 +16,25 @@ from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 
 
-def restore(ws: Workspace, layer: str, backup: Path, tf: Terraform, confirm: str | None = None,
-            any_lineage: bool = False, synth: bool = True, console: Console | None = None) -> int:
+def restore(
+    ws: Workspace,
+    layer: str,
+    backup: Path,
+    tf: Terraform,
+    confirm: str | None = None,
+    any_lineage: bool = False,
+    synth: bool = True,
+    console: Console | None = None,
+) -> int:
     console = console or Console()
     [layer] = ws.layers([layer])
     read_backup(Path(backup))  # a file that is not a state is bad input before anything runs
-    typed_confirmation(console, f"{ws.site.site}/{layer}", confirm,
-                       f"This replaces the state of layer {layer} of site {ws.site.site} with {backup}")
+    typed_confirmation(
+        console,
+        f"{ws.site.site}/{layer}",
+        confirm,
+        f"This replaces the state of layer {layer} of site {ws.site.site} with {backup}",
+    )
     journal = console.journal
     journal.expect(*(["synth"] if synth else []), f"restore {layer}")
     if synth:

@@ -7,6 +7,7 @@ with the attribute paths that change. An address owned by a node the change does
 cluster's settings or its hypervisor's spec did not change) is flagged: that is the promise breaking.
 `--before DIR --after DIR` compares two cdktf.out directories instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -76,7 +77,9 @@ def named_by_change(before: dict, after: dict) -> Named:
     named.nodes = {name for name in set(old) | set(new) if old.get(name) != new.get(name)}
     for cluster_name in set(before.get("clusters") or {}) | set(after.get("clusters") or {}):
         strip = lambda c: {k: v for k, v in (c or {}).items() if k not in ("control_planes", "workers")}
-        if strip((before.get("clusters") or {}).get(cluster_name)) != strip((after.get("clusters") or {}).get(cluster_name)):
+        if strip((before.get("clusters") or {}).get(cluster_name)) != strip(
+            (after.get("clusters") or {}).get(cluster_name)
+        ):
             named.clusters.add(str(cluster_name))
     for hypervisor in set(before.get("hypervisors") or {}) | set(after.get("hypervisors") or {}):
         if (before.get("hypervisors") or {}).get(hypervisor) != (after.get("hypervisors") or {}).get(hypervisor):
@@ -93,7 +96,9 @@ def read_stacks(outdir: Path) -> dict[str, dict]:
         try:
             from terravixens.inputs import load_json
 
-            stacks[path.parent.name] = load_json(read_text(path, limit=256 * 1024 * 1024, what="stack"), path, what="stack")
+            stacks[path.parent.name] = load_json(
+                read_text(path, limit=256 * 1024 * 1024, what="stack"), path, what="stack"
+            )
         except InputError as error:
             raise OperationError(str(error), ExitCode.BAD_INPUT) from None
     if not stacks:
@@ -108,8 +113,14 @@ def git(root: Path, *args: str) -> subprocess.CompletedProcess:
 def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen:
     """A synth in its own process, with the library found first under `code_root`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (code_root, *paths)))
-    return subprocess.Popen([sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)], cwd=code_root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)],
+        cwd=code_root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str, dict]:
@@ -134,8 +145,9 @@ def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
             raise OperationError(f"git worktree add {ref} failed: {added.stderr.strip()[:300]}", ExitCode.BAD_INPUT)
         try:
             if not (tree / site).is_file():
-                raise OperationError(f"{site} does not exist at {ref}: review a site file tracked at both ends",
-                                     ExitCode.BAD_INPUT)
+                raise OperationError(
+                    f"{site} does not exist at {ref}: review a site file tracked at both ends", ExitCode.BAD_INPUT
+                )
             # imports/ (generated bindings) is not committed: the working tree's serves the base's code too.
             return finish_synth(start_synth(tree, tree / site, outdir, root), f"at {ref}", outdir)
         finally:
@@ -179,18 +191,27 @@ def markdown(title: str, named: Named | None, found: list[Row]) -> str:
     flagged = [row for row in found if row.flagged]
     if flagged:
         nodes = sorted({row.owner.removeprefix("node ") for row in flagged})
-        lines += [f"> **⚠ {len(flagged)} address{'es' if len(flagged) != 1 else ''} of nodes the change does not "
-                  f"name: {', '.join(nodes)}.** A change to one node must never touch another: find out why.", ""]
+        lines += [
+            f"> **⚠ {len(flagged)} address{'es' if len(flagged) != 1 else ''} of nodes the change does not "
+            f"name: {', '.join(nodes)}.** A change to one node must never touch another: find out why.",
+            "",
+        ]
     if not found:
         lines.append("No stack changes.")
     for stack in sorted({row.stack for row in found}):
         stack_rows = [row for row in found if row.stack == stack]
         counts = {kind: sum(1 for row in stack_rows if row.change == kind) for kind in ("added", "removed", "changed")}
-        lines += [f"### `{stack}` — {', '.join(f'{n} {k}' for k, n in counts.items() if n)}", "",
-                  "| | owner | address | change | attributes |", "|---|---|---|---|---|"]
+        lines += [
+            f"### `{stack}` — {', '.join(f'{n} {k}' for k, n in counts.items() if n)}",
+            "",
+            "| | owner | address | change | attributes |",
+            "|---|---|---|---|---|",
+        ]
         for row in stack_rows[:ROW_LIMIT]:
             attributes = ", ".join(f"`{a}`" for a in row.attributes[:6]) + (" …" if len(row.attributes) > 6 else "")
-            lines.append(f"|{' ⚠ ' if row.flagged else ' '}| {row.owner} | `{row.address}` | {row.change} | {attributes} |")
+            lines.append(
+                f"|{' ⚠ ' if row.flagged else ' '}| {row.owner} | `{row.address}` | {row.change} | {attributes} |"
+            )
         if len(stack_rows) > ROW_LIMIT:
             lines.append(f"| | | … {len(stack_rows) - ROW_LIMIT} more | | |")
         lines.append("")

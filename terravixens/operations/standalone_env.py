@@ -8,6 +8,7 @@ Only for the layers the operation touches: a deploy of `hypervisors` alone needs
 site's specs, in the secrets file or between the site and the secrets file are an input error (exit 2) listing every
 problem, located in the file to edit, before Terraform runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.standalone.secrets import SECRETS_ENV
 
 
-def layer_env(site: Site, site_path: str | None, secrets: str | None,
-              selected: Sequence[str] | None) -> Mapping[str, Mapping[str, str]]:
+def layer_env(
+    site: Site, site_path: str | None, secrets: str | None, selected: Sequence[str] | None
+) -> Mapping[str, Mapping[str, str]]:
     """Layer -> the variables (TF_VAR_…) of that layer, for the layers among `selected` (None: all layers) that take
     any from the secrets file; {} when none does."""
     path = site_path or os.environ.get(SITE_ENV) or str(DEFAULT_SITE)
@@ -40,8 +42,9 @@ def layer_env(site: Site, site_path: str | None, secrets: str | None,
 standalone_layer_env = layer_env
 
 
-def _standalone_env(site: Site, path: str, secrets_path: str | None,
-                    selected: Sequence[str] | None) -> Mapping[str, Mapping[str, str]]:
+def _standalone_env(
+    site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None
+) -> Mapping[str, Mapping[str, str]]:
     from terravixens.standalone.catalog import CatalogError
     from terravixens.standalone.layout import standalone_layers
     from terravixens.standalone.tokens import TokensUnavailable, layer_variables
@@ -55,35 +58,45 @@ def _standalone_env(site: Site, path: str, secrets_path: str | None,
         raise OperationError(f"standalone layers: {error}", ExitCode.BAD_INPUT) from None
 
 
-def _gitops_env(site: Site, path: str, secrets_path: str | None,
-                selected: Sequence[str] | None) -> dict[str, dict[str, str]]:
+def _gitops_env(
+    site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None
+) -> dict[str, dict[str, str]]:
     """gitops-<cluster> -> {TF_VAR_flux_git_credentials: …} for each selected gitops layer whose Flux takes its git
     credentials from the secrets file. Every entry of the secrets file's flux section is checked against the site
     whichever layers are selected (the file is one), the missing ones only for the selected layers."""
     from terravixens.inputs import InputError, Problem
     from terravixens.inputs.problems import field_path
     from terravixens.standalone.flux_credentials import (
-        CREDENTIALS_ENV, clusters_with_credentials, credentials_variable, cross_problems, no_secrets_file,
+        CREDENTIALS_ENV,
+        clusters_with_credentials,
+        credentials_variable,
+        cross_problems,
+        no_secrets_file,
     )
     from terravixens.standalone.resolve import load_site_lines
     from terravixens.standalone.secrets import WHAT as SECRETS, load_secrets
 
-    needed = [name for name in clusters_with_credentials(site)
-              if selected is None or gitops_stack_name(name) in selected]
+    needed = [
+        name for name in clusters_with_credentials(site) if selected is None or gitops_stack_name(name) in selected
+    ]
     if not needed:
         return {}
     layers = ", ".join(gitops_stack_name(name) for name in needed)
     try:
         _, site_lines = load_site_lines(path)
         if secrets_path is None:
-            problems = [Problem(field_path(location), message, site_lines.of(location))
-                        for location, message in no_secrets_file(site, needed)]
+            problems = [
+                Problem(field_path(location), message, site_lines.of(location))
+                for location, message in no_secrets_file(site, needed)
+            ]
             raise InputError(path, problems, "site file")
         secrets, secrets_lines = load_secrets(secrets_path)
     except (SiteError, InputError) as error:
         raise OperationError(f"{layers}: {error}", ExitCode.BAD_INPUT) from None
-    problems = [Problem(field_path(location), message, secrets_lines.of(location))
-                for location, message in cross_problems(site, secrets.flux, needed)]
+    problems = [
+        Problem(field_path(location), message, secrets_lines.of(location))
+        for location, message in cross_problems(site, secrets.flux, needed)
+    ]
     if problems:
         raise OperationError(f"{layers}: {InputError(Path(secrets_path), problems, SECRETS)}", ExitCode.BAD_INPUT)
     return {gitops_stack_name(name): {CREDENTIALS_ENV: credentials_variable(secrets.flux[name])} for name in needed}

@@ -4,6 +4,7 @@ plan, read the state's addresses — and the journal of what an operation has do
 Commands (deploy, destroy, restore, decommission, remove-dead-member, drift) import these steps, never each other:
 a step changes in one place and every command that takes it changes with it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,8 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terravixens.catalogue import NODE_APPLY, VMS
-from terravixens.guard import (GuardContext, RebootChecks, check_plan, deployed_usage, explain, refusals, site_roles,
-                               site_usage)
+from terravixens.guard import (
+    GuardContext,
+    RebootChecks,
+    check_plan,
+    deployed_usage,
+    explain,
+    refusals,
+    site_roles,
+    site_usage,
+)
 from terravixens.guard.plan import NotAPlan, Plan, parse_plan_text
 from terravixens.inputs import InputError
 from terravixens.layers import HYPERVISORS
@@ -52,20 +61,34 @@ def show_progress(console: Console, layer: str) -> Callable[[dict], None]:
             diagnostic = message.get("diagnostic") or {}
             detail = (diagnostic.get("detail") or "").strip().splitlines()
             where = f" ({diagnostic['address']})" if diagnostic.get("address") else ""
-            console.step(layer, "warning", f"{diagnostic.get('summary', message.get('@message', ''))}{where}"
-                                           f"{': ' + detail[0][:200] if detail else ''}")
+            console.step(
+                layer,
+                "warning",
+                f"{diagnostic.get('summary', message.get('@message', ''))}{where}"
+                f"{': ' + detail[0][:200] if detail else ''}",
+            )
+
     return on_message
 
 
-def make_plan(ws: Workspace, tf: Terraform, console: Console, layer: str, *extra: str,
-              lock_timeout: str = "0s") -> LayerPlan:
+def make_plan(
+    ws: Workspace, tf: Terraform, console: Console, layer: str, *extra: str, lock_timeout: str = "0s"
+) -> LayerPlan:
     """`terraform plan -out` (with -detailed-exitcode), then `terraform show -json` of it read from the pipe."""
     workdir = ws.stack_dir(layer)
     path = workdir / PLAN_FILE
     remove_quietly(path)
     console.step(layer, "plan", " ".join(extra))
-    result = tf.run_json(workdir, "plan", "-input=false", "-detailed-exitcode", f"-lock-timeout={lock_timeout}",
-                         f"-out={PLAN_FILE}", *extra, on_message=show_progress(console, layer))
+    result = tf.run_json(
+        workdir,
+        "plan",
+        "-input=false",
+        "-detailed-exitcode",
+        f"-lock-timeout={lock_timeout}",
+        f"-out={PLAN_FILE}",
+        *extra,
+        on_message=show_progress(console, layer),
+    )
     if result.returncode not in (0, 2):
         remove_quietly(path)
         tf.check(result, "plan", layer)
@@ -97,8 +120,15 @@ def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str,
     return states
 
 
-def guard_context(ws: Workspace, tf: Terraform, console: Console, layer: str, planned: LayerPlan,
-                  allow_reboot: frozenset[str], teardown: bool = False) -> GuardContext:
+def guard_context(
+    ws: Workspace,
+    tf: Terraform,
+    console: Console,
+    layer: str,
+    planned: LayerPlan,
+    allow_reboot: frozenset[str],
+    teardown: bool = False,
+) -> GuardContext:
     usage = None
     if layer == HYPERVISORS:
         usage = deployed_usage(platform_states(ws, tf, console))
@@ -125,8 +155,11 @@ def judge(console: Console, planned: LayerPlan, context: GuardContext) -> None:
         for line in explain({v.code for v in refused}):
             console.say(f"  why {line}")
         remove_quietly(planned.path)
-        raise OperationError(f"{planned.layer}: plan refused by the guard ({len(refused)} problem"
-                             f"{'s' if len(refused) != 1 else ''}); nothing was applied", ExitCode.REFUSED)
+        raise OperationError(
+            f"{planned.layer}: plan refused by the guard ({len(refused)} problem"
+            f"{'s' if len(refused) != 1 else ''}); nothing was applied",
+            ExitCode.REFUSED,
+        )
     console.step(planned.layer, "guard", "ok" + (f" ({len(violations)} waived)" if violations else ""))
 
 
@@ -149,13 +182,15 @@ def typed_confirmation(console: Console, expected: str, given: str | None, what:
     if answer is None:
         raise OperationError(f"no terminal to confirm on: pass --confirm {expected}", ExitCode.DECLINED)
     if answer.strip() != expected:
-        raise OperationError(f"confirmation {answer.strip()!r} is not {expected!r}: nothing was destroyed",
-                             ExitCode.DECLINED)
+        raise OperationError(
+            f"confirmation {answer.strip()!r} is not {expected!r}: nothing was destroyed", ExitCode.DECLINED
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- apply
-def apply_saved(ws: Workspace, tf: Terraform, console: Console, planned: LayerPlan, reason: str,
-                backup: Backup | None | bool = True) -> None:
+def apply_saved(
+    ws: Workspace, tf: Terraform, console: Console, planned: LayerPlan, reason: str, backup: Backup | None | bool = True
+) -> None:
     """Backs the state up (verified) unless given one, then applies exactly the saved plan; the plan file is
     deleted either way."""
     workdir = ws.stack_dir(planned.layer)
@@ -163,15 +198,28 @@ def apply_saved(ws: Workspace, tf: Terraform, console: Console, planned: LayerPl
         if backup is True:
             console.journal.saw(planned.layer, "backup")
             backup = backup_state(tf, workdir, planned.layer, ws.site.site, ws.root, reason)
-            console.step(planned.layer, "backup", str(backup.path.relative_to(ws.root)) +
-                         f" (serial {backup.info.serial}, verified)" if backup else "no state yet: nothing to back up")
+            console.step(
+                planned.layer,
+                "backup",
+                str(backup.path.relative_to(ws.root)) + f" (serial {backup.info.serial}, verified)"
+                if backup
+                else "no state yet: nothing to back up",
+            )
         console.step(planned.layer, "apply", "the saved plan")
-        result = tf.run_json(workdir, "apply", "-input=false", "-auto-approve", PLAN_FILE,
-                             on_message=show_progress(console, planned.layer))
+        result = tf.run_json(
+            workdir,
+            "apply",
+            "-input=false",
+            "-auto-approve",
+            PLAN_FILE,
+            on_message=show_progress(console, planned.layer),
+        )
         if result.returncode != 0:
             where = f"; the state before it is in {backup.path}" if isinstance(backup, Backup) else ""
-            raise OperationError(f"{planned.layer}: terraform apply failed (exit {result.returncode}){where}:\n"
-                                 f"{result.tail()}", ExitCode.FAILED)
+            raise OperationError(
+                f"{planned.layer}: terraform apply failed (exit {result.returncode}){where}:\n{result.tail()}",
+                ExitCode.FAILED,
+            )
     finally:
         remove_quietly(planned.path)
 
@@ -185,8 +233,11 @@ def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
 
 
 def managed_count(state: dict | None) -> int:
-    return sum(len(r.get("instances") or []) for r in (state or {}).get("resources") or []
-               if isinstance(r, dict) and r.get("mode", "managed") == "managed")
+    return sum(
+        len(r.get("instances") or [])
+        for r in (state or {}).get("resources") or []
+        if isinstance(r, dict) and r.get("mode", "managed") == "managed"
+    )
 
 
 def apply_address(node: str) -> str:
@@ -202,6 +253,21 @@ def left_nodes(plan: Plan) -> list[str]:
     return sorted(names.get(node) or node for node in leaving)
 
 
-__all__ = ["PLAN_FILE", "Journal", "LayerPlan", "Unit", "apply_address", "apply_saved", "confirm", "guard_context",
-           "judge", "left_nodes", "make_plan", "managed_count", "platform_states", "show_progress",
-           "state_addresses", "typed_confirmation"]
+__all__ = [
+    "PLAN_FILE",
+    "Journal",
+    "LayerPlan",
+    "Unit",
+    "apply_address",
+    "apply_saved",
+    "confirm",
+    "guard_context",
+    "judge",
+    "left_nodes",
+    "make_plan",
+    "managed_count",
+    "platform_states",
+    "show_progress",
+    "state_addresses",
+    "typed_confirmation",
+]

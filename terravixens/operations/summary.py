@@ -1,5 +1,6 @@
 """A plan, per layer and per node: which addresses are created, updated, replaced or deleted, and for updates the
 attributes that change (names only: values can be secrets)."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -30,7 +31,7 @@ def owner(name: str) -> str:
     if standalone is not None:
         return f"standalone {standalone}"
     if name.startswith(HYPERVISOR_PREFIX):
-        return f"hypervisor {name[len(HYPERVISOR_PREFIX):].split('_', 1)[0]}"
+        return f"hypervisor {name[len(HYPERVISOR_PREFIX) :].split('_', 1)[0]}"
     if name.startswith(CLUSTER_PREFIX):
         return "cluster"
     return "other"
@@ -38,8 +39,9 @@ def owner(name: str) -> str:
 
 def changed_attributes(change: Change) -> list[str]:
     keys = set(change.before) | set(change.after) | set(change.after_unknown)
-    return sorted(key for key in keys
-                  if change.after_unknown.get(key) or change.before.get(key) != change.after.get(key))
+    return sorted(
+        key for key in keys if change.after_unknown.get(key) or change.before.get(key) != change.after.get(key)
+    )
 
 
 def grouped(changes: Iterable[Change]) -> dict[str, list[Change]]:

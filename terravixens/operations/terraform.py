@@ -8,6 +8,7 @@ Every call goes through the one bounded runner (terravixens.runner): a deadline 
 Terraform and its provider plugins ended together at the deadline, SIGTERM first so Terraform can write its state. A missing binary or a hung
 call stops the operation with the command named (exit 4); an interrupt propagates once Terraform is stopped.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,12 @@ class Result:
         return "\n".join(lines[-TAIL_LINES:])
 
     def diagnostics(self, severity: str | None = None) -> list[dict]:
-        return [m["diagnostic"] for m in self.messages if isinstance(m.get("diagnostic"), dict)
-                and (severity is None or m["diagnostic"].get("severity") == severity)]
+        return [
+            m["diagnostic"]
+            for m in self.messages
+            if isinstance(m.get("diagnostic"), dict)
+            and (severity is None or m["diagnostic"].get("severity") == severity)
+        ]
 
 
 @dataclass
@@ -97,18 +102,28 @@ class Terraform:
 
     def _run(self, workdir: Path, args: Sequence[str], on_line: Callable[[str], None] | None = None) -> runner.Ran:
         name = command_name(args)
-        ran = runner.run(self._command(args), timeout=self.timeout, cwd=workdir, env=self.environment(workdir),
-                         on_stdout_line=on_line, label=name, grace=self.grace)
+        ran = runner.run(
+            self._command(args),
+            timeout=self.timeout,
+            cwd=workdir,
+            env=self.environment(workdir),
+            on_stdout_line=on_line,
+            label=name,
+            grace=self.grace,
+        )
         layer = Path(workdir).name
         if ran.interrupted:
             raise runner.Interrupted(runner.stopping() or "SIGINT", [name])
         if ran.timed_out:
-            raise OperationError(f"{layer}: {name} did not finish within {runner.seconds(self.timeout)} "
-                                 f"(${TIMEOUT_ENV}): stopped with its process group; nothing after it was run",
-                                 ExitCode.FAILED)
+            raise OperationError(
+                f"{layer}: {name} did not finish within {runner.seconds(self.timeout)} "
+                f"(${TIMEOUT_ENV}): stopped with its process group; nothing after it was run",
+                ExitCode.FAILED,
+            )
         if ran.returncode is None:
-            raise OperationError(f"{layer}: {ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME",
-                                 ExitCode.FAILED)
+            raise OperationError(
+                f"{layer}: {ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME", ExitCode.FAILED
+            )
         return ran
 
     def run(self, workdir: Path, *args: str) -> Result:
@@ -128,8 +143,14 @@ class Terraform:
                 return
             if not isinstance(message, dict):
                 return
-            if message.get("type") in ("diagnostic", "change_summary", "planned_change", "apply_complete",
-                                       "apply_errored", "resource_drift"):
+            if message.get("type") in (
+                "diagnostic",
+                "change_summary",
+                "planned_change",
+                "apply_complete",
+                "apply_errored",
+                "resource_drift",
+            ):
                 messages.append(message)
             if on_message is not None:
                 on_message(message)
@@ -139,8 +160,9 @@ class Terraform:
 
     def check(self, result: Result, step: str, layer: str) -> Result:
         if result.returncode != 0:
-            raise OperationError(f"{layer}: terraform {step} failed (exit {result.returncode}):\n{result.tail()}",
-                                 ExitCode.FAILED)
+            raise OperationError(
+                f"{layer}: terraform {step} failed (exit {result.returncode}):\n{result.tail()}", ExitCode.FAILED
+            )
         return result
 
     def init(self, workdir: Path, layer: str) -> None:

@@ -1,4 +1,5 @@
 """`terravixens validate`: a site file and, when it has standalone nodes, their specs; one summary line when ok."""
+
 from __future__ import annotations
 
 from typing import TextIO
@@ -20,6 +21,9 @@ def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int
             print(problems, file=err)
             return ExitCode.BAD_INPUT
         standalone = f", {len(site.standalone.nodes)} standalone nodes"
-    print(f"{site_path or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
-          f"{len(site.clusters)} clusters, {nodes} nodes{standalone}", file=out)
+    print(
+        f"{site_path or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
+        f"{len(site.clusters)} clusters, {nodes} nodes{standalone}",
+        file=out,
+    )
     return ExitCode.OK

@@ -5,6 +5,7 @@ The `transform` seam rewrites a layer's cdk.tf.json after synth and before Terra
 it; the integration tests use it to run the operations on each stack's projection onto the providers that have a
 binary here (tests/terraform.py: talos, helm and kubernetes cannot be built offline, ADR 0003).
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@
 RuleSet); a violation is an error annotation that fails `cdktf synth` with the rule's code, name, the offending
 address, the fix and the reason. See docs/adr/0005-synth-time-safety-rules.md and docs/adr/0027-synth-speed.md.
 """
+
 from __future__ import annotations
 
 from cdktf import TerraformStack

@@ -1,4 +1,5 @@
 """Shared plumbing of the safety rules: naming, messages, and reading what a stack will synthesize."""
+
 from __future__ import annotations
 
 import jsii
@@ -37,9 +38,12 @@ class Rule:
         elif not state["stacks"] and not state["refused"]:
             # cdktf visits the construct an Aspect is attached to first: no stack before it, so it is below one.
             state["refused"] = True
-            self.fail(node, f"the rule is attached as an Aspect to {node.node.path!r}, below its stack, where it "
-                            f"judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
-                            f"terravixens.rules.apply_rules(stack).")
+            self.fail(
+                node,
+                f"the rule is attached as an Aspect to {node.node.path!r}, below its stack, where it "
+                f"judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
+                f"terravixens.rules.apply_rules(stack).",
+            )
 
     def message(self, detail: str) -> str:
         return f"[{self.code} {self.name}] {detail} Why: {self.why}"
@@ -55,5 +59,3 @@ class Rule:
 def logical_id(element: TerraformElement) -> str:
     """The id the element is synthesized under, overrides included (Stack.get_logical_id ignores overrides)."""
     return element.friendly_unique_id
-
-

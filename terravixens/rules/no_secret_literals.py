@@ -1,4 +1,5 @@
 """TV006 NoSecretLiterals: no key, token or certificate is written into the synthesized JSON."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,10 @@ PATTERNS = {
     "a PEM private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     "a PEM certificate": re.compile(r"-----BEGIN CERTIFICATE-----"),
     "an age secret key": re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{20,}"),
-    "a Proxmox API token": re.compile(r"[\w.-]+@[\w.-]+![\w.-]+[=:]"
-                                      r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+    "a Proxmox API token": re.compile(
+        r"[\w.-]+@[\w.-]+![\w.-]+[=:]"
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    ),
     "a base64-encoded PEM block": re.compile(r"LS0tLS1CRUdJTi"),
     "a Kubernetes bootstrap token": re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"),
 }
@@ -38,8 +41,10 @@ def _literal_secrets(value, path=()):
 class NoSecretLiterals(Rule):
     code = "TV006"
     name = "NoSecretLiterals"
-    why = ("synthesized JSON is committed, reviewed and snapshotted: secrets are read at apply time from files, "
-           "variables or the environment.")
+    why = (
+        "synthesized JSON is committed, reviewed and snapshotted: secrets are read at apply time from files, "
+        "variables or the environment."
+    )
 
     def check(self, view: StackView) -> None:
         document = view.document
@@ -48,8 +53,14 @@ class NoSecretLiterals(Rule):
                 continue
             for what, pattern in PATTERNS.items():
                 if pattern.search(text):
-                    self.fail(view.stack, f"stack {view.name!r} contains {what} in {json.dumps(text[:60])}…: read it "
-                                          f"at apply time (file(), a variable or an environment variable) instead.")
+                    self.fail(
+                        view.stack,
+                        f"stack {view.name!r} contains {what} in {json.dumps(text[:60])}…: read it "
+                        f"at apply time (file(), a variable or an environment variable) instead.",
+                    )
         for path in _literal_secrets(document):
-            self.fail(view.stack, f"stack {view.name!r} sets secret attribute {path} to a literal: pass a reference "
-                                  f"or a variable instead.")
+            self.fail(
+                view.stack,
+                f"stack {view.name!r} sets secret attribute {path} to a literal: pass a reference "
+                f"or a variable instead.",
+            )

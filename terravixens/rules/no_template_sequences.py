@@ -15,6 +15,7 @@ judged as recorded when it was added (terravixens.rules.overrides), tokens unres
 stack-level override that was not recorded (added from Node.js, or before the stack recorded its overrides) cannot be
 judged, and fails the rule.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,12 @@ def _imports(document: dict) -> dict[str, list]:
 def _cdktf_workspace(path: tuple, value: str) -> bool:
     """The workspace cdktf writes, as a plain string, into the remote state of each cross-stack reference (every
     backend's getRemoteStateDataSource): an expression of cdktf's that reads only the workspace's name."""
-    return (value == "${terraform.workspace}" and len(path) == 4 and path[:2] == ("data", "terraform_remote_state")
-            and path[3] == "workspace")
+    return (
+        value == "${terraform.workspace}"
+        and len(path) == 4
+        and path[:2] == ("data", "terraform_remote_state")
+        and path[3] == "workspace"
+    )
 
 
 def _label(element: TerraformElement, block: Block | None) -> str:
@@ -90,9 +95,11 @@ def _where(path: tuple, element: TerraformElement) -> str:
 class NoTemplateSequences(Rule):
     code = "TV007"
     name = "NoTemplateSequences"
-    why = ("Terraform evaluates ${…} and %{…} in every JSON string: text from a site file or from props that carries "
-           "one would run at plan or apply time (read files, or the environment that holds the Proxmox token and S3 "
-           "keys during a deploy).")
+    why = (
+        "Terraform evaluates ${…} and %{…} in every JSON string: text from a site file or from props that carries "
+        "one would run at plan or apply time (read files, or the environment that holds the Proxmox token and S3 "
+        "keys during a deploy)."
+    )
 
     def check(self, view: StackView) -> None:
         # Resource and data blocks from the stack's JSON (most carry no sequence at all and are skipped); an
@@ -111,19 +118,28 @@ class NoTemplateSequences(Rule):
                 if found:
                     at = (*path.split("."), *where)
                     shown_path = ".".join(str(part) for part in at)
-                    self.fail(view.stack, f"stack {view.name!r} override {shown_path}: {shown_at(at, text)} holds "
-                                          f"{found[0]!r}, which Terraform would evaluate as a template; an override is "
-                                          f"copied into the JSON unchanged. Remove it, or write a literal as '$${{' / "
-                                          f"'%%{{'.")
+                    self.fail(
+                        view.stack,
+                        f"stack {view.name!r} override {shown_path}: {shown_at(at, text)} holds "
+                        f"{found[0]!r}, which Terraform would evaluate as a template; an override is "
+                        f"copied into the JSON unchanged. Remove it, or write a literal as '$${{' / "
+                        f"'%%{{'.",
+                    )
         unread = unrecorded_keys(view.stack, view.document)
         if unread:
-            self.fail(view.stack, f"stack {view.name!r} has stack-level overrides under "
-                                  f"{', '.join(map(repr, unread))} that were not added through "
-                                  f"stack.add_override once the stack recorded them: their text cannot be told "
-                                  f"from references. Add them after apply_rules(stack) (a terravixens stack records "
-                                  f"from its creation), or set them on the element (element.add_override).")
-        others = [element for element in view.of_class(TerraformElement)
-                  if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))]
+            self.fail(
+                view.stack,
+                f"stack {view.name!r} has stack-level overrides under "
+                f"{', '.join(map(repr, unread))} that were not added through "
+                f"stack.add_override once the stack recorded them: their text cannot be told "
+                f"from references. Add them after apply_rules(stack) (a terravixens stack records "
+                f"from its creation), or set them on the element (element.add_override).",
+            )
+        others = [
+            element
+            for element in view.of_class(TerraformElement)
+            if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))
+        ]
         for element in [*others, *self._without_block(view)]:
             self._check(view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
 
@@ -131,6 +147,7 @@ class NoTemplateSequences(Rule):
         """A variable is read literally (its default, its description), except its validations' error_message: a
         template Terraform evaluates when the condition fails. Each variable's raw configuration is read only when
         a message in the JSON holds a sequence (the project's own messages hold none)."""
+
         def messages(document: dict):
             for logical, body in (document.get("variable") or {}).items():
                 for index, validation in enumerate((body or {}).get("validation") or []):
@@ -159,11 +176,20 @@ class NoTemplateSequences(Rule):
         if len(view.block_elements) == len(written_blocks):
             return []
         written = {(block.kind, block.type, block.logical_id) for block in written_blocks}
-        addresses = [("resource" if isinstance(element, TerraformResource) else "data",
-                      element.terraform_resource_type, element.friendly_unique_id) for element in view.block_elements]
+        addresses = [
+            (
+                "resource" if isinstance(element, TerraformResource) else "data",
+                element.terraform_resource_type,
+                element.friendly_unique_id,
+            )
+            for element in view.block_elements
+        ]
         shared = Counter(addresses)
-        return [element for element, address in zip(view.block_elements, addresses, strict=True)
-                if address not in written or shared[address] > 1]
+        return [
+            element
+            for element, address in zip(view.block_elements, addresses, strict=True)
+            if address not in written or shared[address] > 1
+        ]
 
     def _check(self, body: dict, raw_configuration, block: Block | None) -> None:
         text = json.dumps(body)
@@ -185,6 +211,9 @@ class NoTemplateSequences(Rule):
                 self._fail(element, block, path, value, "%{")
 
     def _fail(self, element: TerraformElement, block: Block | None, path: tuple, value: str, sequence: str) -> None:
-        self.fail(element, f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds "
-                           f"{sequence!r}, which Terraform would evaluate as a template; text is copied into the "
-                           f"JSON unchanged. Remove it, or write a literal as '$${{' / '%%{{'.")
+        self.fail(
+            element,
+            f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds "
+            f"{sequence!r}, which Terraform would evaluate as a template; text is copied into the "
+            f"JSON unchanged. Remove it, or write a literal as '$${{' / '%%{{'.",
+        )

@@ -14,6 +14,7 @@ does not depend on which module was imported first. An override added to a stack
 outside Python: a construct library written in TypeScript calls the method in Node.js) is listed in the JSON's
 metadata without a record: TV007 refuses it (`unrecorded_keys`) instead of passing text it cannot read.
 """
+
 from __future__ import annotations
 
 import types
@@ -55,8 +56,8 @@ def metadata_written(stack: TerraformStack) -> set[tuple[str, str, str]]:
             tree = {part: tree}
         for kind in ("resource", "data"):
             types = tree.get(kind)
-            for kind_type, items in (types.items() if isinstance(types, dict) else ()):
-                for logical_id, body in (items.items() if isinstance(items, dict) else ()):
+            for kind_type, items in types.items() if isinstance(types, dict) else ():
+                for logical_id, body in items.items() if isinstance(items, dict) else ():
                     if isinstance(body, dict) and "//" in body:
                         found.add((kind, kind_type, logical_id))
     return found

@@ -4,6 +4,7 @@ A node is a Talos node (TalosNode, ids `node_<name>_<part>`) or a standalone nod
 StandaloneContainer, ids `sa_<name>_<part>`, ADR 0025); the two kinds are told apart, so a standalone node and a
 cluster node of the same name are still two nodes.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,10 @@ def _bare_addresses(block: Block) -> list[str]:
 class ResetScopedToNode(Rule):
     code = "TV002"
     name = "ResetScopedToNode"
-    why = ("a resource that resets or deletes a machine must belong to one node, and must not read another "
-           "node's attributes: otherwise a change to node Y could reset or replace node X.")
+    why = (
+        "a resource that resets or deletes a machine must belong to one node, and must not read another "
+        "node's attributes: otherwise a change to node Y could reset or replace node X."
+    )
 
     def check(self, view: StackView) -> None:
         for block in view.blocks:
@@ -66,9 +69,13 @@ class ResetScopedToNode(Rule):
             if owner is None:
                 if block.type in RESET_CAPABLE:
                     written = " (it has no construct path: a stack-level override wrote it)" if block.pathless else ""
-                    self.fail_block(view, block, f"{block.type}.{block.logical_id} is not inside {OWNERS}{written}: "
-                                                 f"create it through one of them so that it belongs to exactly one "
-                                                 f"node.")
+                    self.fail_block(
+                        view,
+                        block,
+                        f"{block.type}.{block.logical_id} is not inside {OWNERS}{written}: "
+                        f"create it through one of them so that it belongs to exactly one "
+                        f"node.",
+                    )
                 continue
             if block.type in RESET_CAPABLE:
                 self._one_machine(view, block, owner)
@@ -82,9 +89,13 @@ class ResetScopedToNode(Rule):
             for (target_type, target_id), through in sorted(reads):
                 other = id_owner(target_id)
                 if other is not None and other != owner:
-                    self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} reads "
-                                                 f"{target_type}.{target_id} of {other[0]} {other[1]!r}{through}: give "
-                                                 f"it only cluster-level inputs and its own node's attributes.")
+                    self.fail_block(
+                        view,
+                        block,
+                        f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} reads "
+                        f"{target_type}.{target_id} of {other[0]} {other[1]!r}{through}: give "
+                        f"it only cluster-level inputs and its own node's attributes.",
+                    )
 
     def _one_machine(self, view: StackView, block: Block, owner: tuple[str, str]) -> None:
         """A node's machine, its configuration apply or its reset is one block for one machine: counted or iterated,
@@ -96,6 +107,10 @@ class ResetScopedToNode(Rule):
             value = block.body[key]
             if key == "count" and value in (0, 1) and not isinstance(value, bool):
                 continue
-            self.fail_block(view, block, f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} sets {key} to "
-                                         f"{json.dumps(value)[:60]}: one node is one machine; add a node to the "
-                                         f"site (or a construct) for each machine instead.")
+            self.fail_block(
+                view,
+                block,
+                f"{block.type}.{block.logical_id} of {owner[0]} {owner[1]!r} sets {key} to "
+                f"{json.dumps(value)[:60]}: one node is one machine; add a node to the "
+                f"site (or a construct) for each machine instead.",
+            )

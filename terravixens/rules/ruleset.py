@@ -3,6 +3,7 @@
 Below the rules themselves (terravixens.rules.base imports this module to attach a rule used as an Aspect; the
 package's `apply_rules` attaches all of them), so nothing here imports a rule.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ def refuse_skipped_validations(stack: TerraformStack, rules: str, consequence: s
     except RuntimeError:  # a stack outside an App: no app.synth() will run it either way
         return
     if skipped:
-        Annotations.of(stack).add_error(f"{rules} run as a validation of stack {stack.node.id!r}, and its App skips "
-                                        f"validations (skip_validation=True), so {consequence}: build the App "
-                                        f"without skip_validation.")
+        Annotations.of(stack).add_error(
+            f"{rules} run as a validation of stack {stack.node.id!r}, and its App skips "
+            f"validations (skip_validation=True), so {consequence}: build the App "
+            f"without skip_validation."
+        )

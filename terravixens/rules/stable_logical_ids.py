@@ -3,6 +3,7 @@
 Inside a TalosNode an id is `node_<name>_<part>`; inside a StandaloneVm or StandaloneContainer it is
 `sa_<name>_<part>` (ADR 0006, ADR 0025).
 """
+
 from __future__ import annotations
 
 import re
@@ -21,15 +22,18 @@ ID_OF = {"node": (node_id, owner_of), "standalone": (standalone_id, standalone_o
 class StableLogicalIds(Rule):
     code = "TV003"
     name = "StableLogicalIds"
-    why = ("a logical id is a Terraform address: when it changes, Terraform destroys and re-creates the resource. "
-           "Ids from list positions or roles change when a node is added, removed or promoted.")
+    why = (
+        "a logical id is a Terraform address: when it changes, Terraform destroys and re-creates the resource. "
+        "Ids from list positions or roles change when a node is added, removed or promoted."
+    )
 
     def check(self, view: StackView) -> None:
         for block in view.blocks:
             current = block.logical_id
             if PATH_HASH.search(current):
-                self.fail_block(view, block, f"{current!r} is cdktf's path-derived id: pin it with "
-                                             f"terravixens.logical_ids.pin().")
+                self.fail_block(
+                    view, block, f"{current!r} is cdktf's path-derived id: pin it with terravixens.logical_ids.pin()."
+                )
                 continue
             owner = node_owner(view, block)
             if owner is None:
@@ -38,10 +42,12 @@ class StableLogicalIds(Rule):
             make_id, owner_from_id = ID_OF[kind]
             expected_prefix = make_id(name, "")
             if owner_from_id(current) != name or not current.startswith(expected_prefix):
-                self.fail_block(view, block, f"{current!r} belongs to {kind} {name!r} but is not named "
-                                             f"{expected_prefix}<part>.")
+                self.fail_block(
+                    view, block, f"{current!r} belongs to {kind} {name!r} but is not named {expected_prefix}<part>."
+                )
                 continue
-            part = current[len(expected_prefix):]
+            part = current[len(expected_prefix) :]
             if ROLE_WORDS.search(part) or POSITION.search("_" + part):
-                self.fail_block(view, block, f"{current!r} carries a role or a position ({part!r}): name it by what "
-                                             f"it is.")
+                self.fail_block(
+                    view, block, f"{current!r} carries a role or a position ({part!r}): name it by what it is."
+                )

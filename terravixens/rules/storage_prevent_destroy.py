@@ -1,4 +1,5 @@
 """TV005 StoragePreventDestroy: what cannot be re-created carries prevent_destroy."""
+
 from __future__ import annotations
 
 from terravixens.catalogue import MACHINE_SECRETS, PROTECTED
@@ -12,8 +13,10 @@ PROTECTED_TYPES = PROTECTED
 class StoragePreventDestroy(Rule):
     code = "TV005"
     name = "StoragePreventDestroy"
-    why = ("volumes, state buckets and cluster secrets cannot be re-created: a destroy loses data or every "
-           "certificate of the cluster.")
+    why = (
+        "volumes, state buckets and cluster secrets cannot be re-created: a destroy loses data or every "
+        "certificate of the cluster."
+    )
 
     def check(self, view: StackView) -> None:
         from terravixens.constructs.cluster_config import ClusterConfig
@@ -24,5 +27,9 @@ class StoragePreventDestroy(Rule):
                 if owner is not None and owner.props.release_secrets:
                     continue  # released on purpose by `terravixens decommission --destroy-secrets`, in its own synth
             if block.nested("lifecycle").get("prevent_destroy") is not True:
-                self.fail_block(view, block, f"{block.type}.{block.logical_id} has no lifecycle prevent_destroy: set "
-                                             f"it, or keep this resource outside terravixens' stacks.")
+                self.fail_block(
+                    view,
+                    block,
+                    f"{block.type}.{block.logical_id} has no lifecycle prevent_destroy: set "
+                    f"it, or keep this resource outside terravixens' stacks.",
+                )

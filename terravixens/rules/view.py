@@ -8,6 +8,7 @@ writes each block's construct path (`"//": {"metadata": {"path": …}}`); a bloc
 construct of a class when that construct's path is a prefix of the block's path. What a rule reads is what
 Terraform will read: overrides, stack-level overrides and Aspects included.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -76,7 +77,7 @@ def _entries(value: object) -> Iterator[tuple[str, dict[str, Any], bool]]:
         if not isinstance(item, dict):
             continue
         for key, entry in item.items():
-            for part in (entry if isinstance(entry, list) else [entry]):
+            for part in entry if isinstance(entry, list) else [entry]:
                 if isinstance(part, dict):
                     yield key, part, isinstance(value, list) or isinstance(entry, list)
 
@@ -110,8 +111,9 @@ class StackView:
                     path = ((body.get("//") or {}).get("metadata") or {}).get("path")
                     if path is None or listed or in_list or (kind, kind_type, logical_id) in overridden:
                         # a stack-level override wrote the block or its path, or a remote state (cdktf writes none)
-                        found.append(Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)],
-                                           pathless=True))
+                        found.append(
+                            Block(kind, kind_type, logical_id, body, self._paths[id(self.stack)], pathless=True)
+                        )
                     else:
                         found.append(Block(kind, kind_type, logical_id, body, path))
         return found
@@ -196,8 +198,12 @@ class StackView:
         writers: dict[tuple[str, str, str], TerraformResource | TerraformDataSource] = {}
         for key, written in blocks.items():
             if len(elements.get(key, ())) == len(written):
-                writers.update({(block.kind, block.type, block.logical_id): element
-                                for block, element in zip(written, elements[key], strict=True)})
+                writers.update(
+                    {
+                        (block.kind, block.type, block.logical_id): element
+                        for block, element in zip(written, elements[key], strict=True)
+                    }
+                )
         return writers
 
     def element_of(self, block: Block) -> tuple[TerraformElement, dict[str, Any]]:
@@ -224,7 +230,7 @@ class StackView:
             if not ancestor:
                 raise LookupError(f"{path!r} is not a construct path of stack {self.name!r}")
         construct = self._by_path[ancestor]
-        for part in path[len(ancestor):].strip(PATH_SEP).split(PATH_SEP) if path != ancestor else ():
+        for part in path[len(ancestor) :].strip(PATH_SEP).split(PATH_SEP) if path != ancestor else ():
             node = self._nodes.get(id(construct))
             if node is None:
                 node = self._nodes[id(construct)] = construct.node

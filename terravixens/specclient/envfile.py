@@ -9,6 +9,7 @@
 Read with the strict bounded reader; unknown or repeated keys are refused (a typo must not silently drop the token),
 and a file holding a token must be readable by its owner only.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -80,21 +81,47 @@ def parse(text: str, path: Path | str) -> NodeEnv:
     token = values.get("TERRAVIXENS_TOKEN") or None
     if server is not None:
         parts = urlsplit(server)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
-                or parts.query or parts.username:
-            problems.append(Problem("TERRAVIXENS_SPEC_SERVER", f"{shown(server)} is not a server URL: write "
-                                                               f"https://HOST[:PORT]", lines[
-                                                                   "TERRAVIXENS_SPEC_SERVER"]))
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.username
+        ):
+            problems.append(
+                Problem(
+                    "TERRAVIXENS_SPEC_SERVER",
+                    f"{shown(server)} is not a server URL: write https://HOST[:PORT]",
+                    lines["TERRAVIXENS_SPEC_SERVER"],
+                )
+            )
         elif parts.scheme == "http" and token and not _loopback(parts.hostname):
-            problems.append(Problem("TERRAVIXENS_SPEC_SERVER", (
-                f"{shown(server)} is plain http and a token is set: the token would cross the network in clear "
-                f"text; use https (with TERRAVIXENS_CA_FILE for a private CA)"), lines["TERRAVIXENS_SPEC_SERVER"]))
+            problems.append(
+                Problem(
+                    "TERRAVIXENS_SPEC_SERVER",
+                    (
+                        f"{shown(server)} is plain http and a token is set: the token would cross the network in clear "
+                        f"text; use https (with TERRAVIXENS_CA_FILE for a private CA)"
+                    ),
+                    lines["TERRAVIXENS_SPEC_SERVER"],
+                )
+            )
     if identity is not None and not IDENTITY.match(identity):
-        problems.append(Problem("TERRAVIXENS_IDENTITY", f"{shown(identity)} is not a node name (a DNS label)",
-                                lines["TERRAVIXENS_IDENTITY"]))
+        problems.append(
+            Problem(
+                "TERRAVIXENS_IDENTITY",
+                f"{shown(identity)} is not a node name (a DNS label)",
+                lines["TERRAVIXENS_IDENTITY"],
+            )
+        )
     if token is not None and not TOKEN.match(token):
-        problems.append(Problem("TERRAVIXENS_TOKEN", "is not a usable token (32 to 512 letters, digits "
-                                                     "and + / = . _ ~ -)", lines["TERRAVIXENS_TOKEN"]))
+        problems.append(
+            Problem(
+                "TERRAVIXENS_TOKEN",
+                "is not a usable token (32 to 512 letters, digits and + / = . _ ~ -)",
+                lines["TERRAVIXENS_TOKEN"],
+            )
+        )
     if problems or server is None or identity is None:  # both are required: missing, they are problems
         raise InputError(path, problems, WHAT)
     ca = values.get("TERRAVIXENS_CA_FILE")

@@ -3,6 +3,7 @@
 Transient failures (connection refused or reset, timeouts, 5xx, 429) are retried; a 401/403/404, a TLS
 verification failure or a malformed answer is not: retrying would not change it.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -44,7 +45,7 @@ class Backoff:
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Full jitter: uniform between 0 and the exponential step (AWS Architecture Blog, 'Exponential Backoff And
         Jitter'): many nodes restarted together do not retry in lockstep."""
-        return rng.uniform(0, min(self.cap, self.base * self.factor ** attempt))
+        return rng.uniform(0, min(self.cap, self.base * self.factor**attempt))
 
 
 def request_once(server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float) -> Answer:
@@ -60,8 +61,9 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
             context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
         except (OSError, ssl.SSLError) as error:
             raise Permanent("tls", f"cannot use CA file {ca_file} ({error})") from None
-        connection: http.client.HTTPConnection = http.client.HTTPSConnection(host, parts.port or 443,
-                                                                             timeout=timeout, context=context)
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+            host, parts.port or 443, timeout=timeout, context=context
+        )
     else:
         connection = http.client.HTTPConnection(host, parts.port or 80, timeout=timeout)
     try:
@@ -72,18 +74,28 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
             raise Permanent("protocol", f"the answer is larger than {MAX_BODY:,} bytes")
         return Answer(response.status, body)
     except ssl.SSLCertVerificationError as error:
-        raise Permanent("tls", f"the server's certificate is not trusted ({error.verify_message}): give the CA "
-                               f"that signed it in TERRAVIXENS_CA_FILE") from None
+        raise Permanent(
+            "tls",
+            f"the server's certificate is not trusted ({error.verify_message}): give the CA "
+            f"that signed it in TERRAVIXENS_CA_FILE",
+        ) from None
     except (ssl.SSLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException) as error:
         raise Transient(f"{type(error).__name__}: {error}"[:200]) from None
     finally:
         connection.close()
 
 
-def with_retries(attempt: Callable[[float], Answer], *, budget: float, attempt_timeout: float,
-                 backoff: Backoff = Backoff(), rng: random.Random | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 report: Callable[[str], None] = lambda line: None) -> Answer | None:
+def with_retries(
+    attempt: Callable[[float], Answer],
+    *,
+    budget: float,
+    attempt_timeout: float,
+    backoff: Backoff = Backoff(),
+    rng: random.Random | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Callable[[str], None] = lambda line: None,
+) -> Answer | None:
     """The first answer that is not transient, or None when the budget ran out. Never sleeps past the budget."""
     rng = rng or random.Random()
     deadline = clock() + budget

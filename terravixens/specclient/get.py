@@ -3,6 +3,7 @@
 Exit codes: its own table, terravixens.exitcodes.SpecGetExit (which side to fix: options, network, credentials,
 server, disk), printed by `terravixens spec get --help` and in docs/commands.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,12 +40,16 @@ def verify(answer: Answer, identity: str) -> dict:
         raise Permanent("protocol", f"the answer is not a JSON spec ({str(error).splitlines()[-1].strip()})") from None
     if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
         got = document.get("schema_version") if isinstance(document, dict) else None
-        raise Permanent("protocol", f"the answer has schema_version {got!r}, this client reads {SCHEMA_VERSION}: "
-                                    f"update terravixens on the node or the server")
+        raise Permanent(
+            "protocol",
+            f"the answer has schema_version {got!r}, this client reads {SCHEMA_VERSION}: "
+            f"update terravixens on the node or the server",
+        )
     name = (document.get("identity") or {}).get("name") if isinstance(document.get("identity"), dict) else None
     if name != identity:
-        raise Permanent("protocol", f"the answer is the spec of {str(name)[:64]!r}, not of {identity!r}: check the "
-                                    f"server URL")
+        raise Permanent(
+            "protocol", f"the answer is the spec of {str(name)[:64]!r}, not of {identity!r}: check the server URL"
+        )
     return document
 
 
@@ -81,8 +86,13 @@ def run(options: GetOptions, *, request=request_once, **retry) -> int:
         print(error, file=sys.stderr)
         return USAGE
     try:
-        answer = with_retries(lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout),
-                              budget=options.budget, attempt_timeout=options.attempt_timeout, report=say, **retry)
+        answer = with_retries(
+            lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout),
+            budget=options.budget,
+            attempt_timeout=options.attempt_timeout,
+            report=say,
+            **retry,
+        )
         if answer is None:
             say(f"gave up: {env.server} did not answer within {options.budget:g} s")
             return UNREACHABLE

@@ -8,6 +8,7 @@ connection sending more than 8 KiB before its headers end); a request carrying a
 and the connection is closed without reading it; a path with percent-encoding or an identity that is not a DNS label
 gets 400 before any lookup. Every response is logged as one JSON line (logs.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,15 @@ IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 SPEC_PREFIX = "/spec/"
 MAX_HEADER_BYTES = 8 * 1024
 MAX_HEADER_FIELDS = 64
-ERRORS = {431: "request headers too large", 400: "bad request: the identity is a DNS label (a-z, 0-9, '-')",
-          401: "unauthorized", 403: "forbidden", 404: "not found", 405: "method not allowed",
-          413: "request bodies are not accepted"}
+ERRORS = {
+    431: "request headers too large",
+    400: "bad request: the identity is a DNS label (a-z, 0-9, '-')",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not found",
+    405: "method not allowed",
+    413: "request bodies are not accepted",
+}
 HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
 
 
@@ -58,8 +65,13 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
         principal = specs.tokens.identify(request.headers.getlist("authorization"), identity)
         status = decide(entry.auth if entry else None, identity, principal)
         # An unknown identity is not logged: a client that put its token where the identity goes must not leak it.
-        _note(request, route="/spec/{identity}", identity=identity if entry else None, principal=str(principal),
-              generation=specs.generation)
+        _note(
+            request,
+            route="/spec/{identity}",
+            identity=identity if entry else None,
+            principal=str(principal),
+            generation=specs.generation,
+        )
         if status == 200 and entry is not None:  # decide() answers 200 only for a known identity
             return _json(200, entry.body)
         if status == 401:
@@ -70,8 +82,9 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
     async def healthz(request: Request) -> Response:
         specs = current()
         _note(request, route="/healthz")
-        return _json(200, json.dumps({"status": "ok", "generation": specs.generation,
-                                      "specs": len(specs.entries)}).encode())
+        return _json(
+            200, json.dumps({"status": "ok", "generation": specs.generation, "specs": len(specs.entries)}).encode()
+        )
 
     async def not_found(request: Request, exc) -> Response:
         return _error(404)
@@ -79,9 +92,10 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
     async def not_allowed(request: Request, exc) -> Response:
         return _error(405, {"allow": "GET, HEAD"})
 
-    app = Starlette(routes=[Route("/spec/{identity}", spec, methods=["GET"]),
-                            Route("/healthz", healthz, methods=["GET"])],
-                    exception_handlers={404: not_found, 405: not_allowed})
+    app = Starlette(
+        routes=[Route("/spec/{identity}", spec, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])],
+        exception_handlers={404: not_found, 405: not_allowed},
+    )
     app.router.redirect_slashes = False  # a redirect would send the client (and its token) to a URL it did not ask for
     return Limits(app, log)
 
@@ -116,13 +130,21 @@ class Limits:
                 await _error(431, {"connection": "close"})(scope, receive, logged_send)
             elif has_body:
                 await _error(413, {"connection": "close"})(scope, receive, logged_send)
-            elif b"%" in scope.get("raw_path", b"") or (scope["path"].startswith(SPEC_PREFIX)
-                                                        and not scope["path"].isascii()):
+            elif b"%" in scope.get("raw_path", b"") or (
+                scope["path"].startswith(SPEC_PREFIX) and not scope["path"].isascii()
+            ):
                 await _error(400)(scope, receive, logged_send)
             else:
                 await self.app(scope, receive, logged_send)
         finally:
             noted = scope.get("terravixens.log", {})
-            self.log.event("access", client=(scope.get("client") or ("?",))[0], method=safe_method(scope["method"]),
-                           route=noted.pop("route", None), **noted, status=outcome["status"],
-                           bytes=outcome["bytes"], ms=round(1000 * (time.perf_counter() - started), 2))
+            self.log.event(
+                "access",
+                client=(scope.get("client") or ("?",))[0],
+                method=safe_method(scope["method"]),
+                route=noted.pop("route", None),
+                **noted,
+                status=outcome["status"],
+                bytes=outcome["bytes"],
+                ms=round(1000 * (time.perf_counter() - started), 2),
+            )

@@ -14,6 +14,7 @@ SHA-256 digests with hmac.compare_digest. The decision table (ADR 0019):
     any other authenticated principal         403
     any             invalid or malformed token 401  (checked first: a broken client is told so)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ BEARER = re.compile(r"^[Bb][Ee][Aa][Rr][Ee][Rr] ([\x21-\x7e]{1,512})$")
 
 @dataclass(frozen=True)
 class Principal:
-    kind: str                 # "anonymous", "invalid", "site" or "node"
+    kind: str  # "anonymous", "invalid", "site" or "node"
     node: str | None = None
 
     def __str__(self) -> str:

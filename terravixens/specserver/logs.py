@@ -1,5 +1,6 @@
 """JSON-lines logs: one object per line, to a stream. Nothing a client sent is logged verbatim except a validated
 identity and a bounded method name, so neither a token (in a header, a path or a query) nor junk reaches the log."""
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,7 @@ class _UvicornToJson(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         fields = {"level": record.levelname.lower(), "message": record.getMessage()[:300]}
         if record.exc_info and record.exc_info[0] is not None:
-            fields["exception"] = record.exc_info[0].__name__   # the type only: a traceback may hold request data
+            fields["exception"] = record.exc_info[0].__name__  # the type only: a traceback may hold request data
         self.log.event("server", **fields)
 
 

@@ -11,6 +11,7 @@
 httptools rather than h11: the C parser (llhttp) takes about a third off the server's CPU time per request
 (benchmarks/spec_server_load.py, alternating runs: 0.51–0.60 ms with h11, 0.34–0.38 ms with this protocol).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,7 +51,7 @@ class BoundedProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
-        pipelined = bool(self.pipeline)   # a queued request already has its headers
+        pipelined = bool(self.pipeline)  # a queued request already has its headers
         super().on_response_complete()
         if not pipelined and not self.transport.is_closing():
             self._awaiting_headers = True
@@ -86,8 +87,15 @@ class BoundedProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def bounded_protocol(header_timeout: float, max_header_bytes: int,
-                     on_refused: Callable[[str, str | None], None]) -> type[BoundedProtocol]:
-    return type("BoundedProtocol", (BoundedProtocol,), {"header_timeout": header_timeout,
-                                                        "max_header_bytes": max_header_bytes,
-                                                        "on_refused": staticmethod(on_refused)})
+def bounded_protocol(
+    header_timeout: float, max_header_bytes: int, on_refused: Callable[[str, str | None], None]
+) -> type[BoundedProtocol]:
+    return type(
+        "BoundedProtocol",
+        (BoundedProtocol,),
+        {
+            "header_timeout": header_timeout,
+            "max_header_bytes": max_header_bytes,
+            "on_refused": staticmethod(on_refused),
+        },
+    )

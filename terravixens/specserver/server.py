@@ -3,6 +3,7 @@
 Starts only when every file is valid (exit 2 with every problem otherwise). Reloads on SIGHUP and, every
 `watch_interval` seconds, when a watched file changes; a reload that fails keeps the running set and logs why.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,8 +60,9 @@ class Reloader:
                 snapshot, specs_dir = await asyncio.to_thread(build, self.sources, self.current.generation + 1)
             except (SiteError, CatalogError, InputError) as error:
                 self.seen = seen
-                self.log.event("reload_failed", reason=reason, kept_generation=self.current.generation,
-                               problems=_problems(error))
+                self.log.event(
+                    "reload_failed", reason=reason, kept_generation=self.current.generation, problems=_problems(error)
+                )
                 return
             self.current, self.specs_dir, self.seen = snapshot, specs_dir, seen
             self.log.event("reloaded", reason=reason, generation=snapshot.generation, specs=len(snapshot.entries))
@@ -75,8 +77,11 @@ class Reloader:
 def _tls(options: ServeOptions) -> dict:
     if options.tls_cert is None:
         return {}
-    return {"ssl_certfile": str(options.tls_cert), "ssl_keyfile": str(options.tls_key),
-            "ssl_version": ssl.PROTOCOL_TLS_SERVER}
+    return {
+        "ssl_certfile": str(options.tls_cert),
+        "ssl_keyfile": str(options.tls_key),
+        "ssl_version": ssl.PROTOCOL_TLS_SERVER,
+    }
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -90,20 +95,36 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket) -> None:
-    protocol = bounded_protocol(options.header_timeout, MAX_HEADER_BYTES,
-                                lambda reason, client: log.event(reason, client=client))
+    protocol = bounded_protocol(
+        options.header_timeout, MAX_HEADER_BYTES, lambda reason, client: log.event(reason, client=client)
+    )
     config = uvicorn.Config(
-        create_app(lambda: reloader.current, log), http=protocol, lifespan="off", log_config=None, access_log=False,
+        create_app(lambda: reloader.current, log),
+        http=protocol,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
         # proxy_headers off: uvicorn would otherwise believe X-Forwarded-For from loopback, and log a forged client.
-        timeout_keep_alive=options.keep_alive, proxy_headers=False,
-        limit_concurrency=options.max_connections, server_header=False, date_header=True, **_tls(options))
+        timeout_keep_alive=options.keep_alive,
+        proxy_headers=False,
+        limit_concurrency=options.max_connections,
+        server_header=False,
+        date_header=True,
+        **_tls(options),
+    )
     server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(reloader.reload("sighup")))
     watcher = asyncio.ensure_future(reloader.watch(options.watch_interval)) if options.watch_interval > 0 else None
     host, port = sock.getsockname()[:2]
-    log.event("listening", address=host, port=port, tls=options.tls_cert is not None,
-              generation=reloader.current.generation, specs=len(reloader.current.entries))
+    log.event(
+        "listening",
+        address=host,
+        port=port,
+        tls=options.tls_cert is not None,
+        generation=reloader.current.generation,
+        specs=len(reloader.current.entries),
+    )
     try:
         await server.serve(sockets=[sock])
     finally:
@@ -127,8 +148,9 @@ def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
         try:
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(options.tls_cert, options.tls_key)
         except (OSError, ssl.SSLError) as error:
-            print(f"spec serve: cannot use the TLS certificate/key ({error}): give PEM files that match",
-                  file=sys.stderr)
+            print(
+                f"spec serve: cannot use the TLS certificate/key ({error}): give PEM files that match", file=sys.stderr
+            )
             return ExitCode.BAD_INPUT
     try:
         sock = _bind(options.host, options.port)

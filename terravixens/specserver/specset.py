@@ -1,6 +1,7 @@
 """One immutable snapshot of what the server serves: each identity's auth method and resolved spec (as bytes),
 and the tokens. Built whole from the site file, its specs folder and the secrets file; a reload builds a new one
 and swaps it in only when every file is valid, so a broken edit never takes the served set down."""
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ def build(sources: Sources, generation: int) -> tuple[SpecSet, Path]:
     secrets = standalone.secrets
     if secrets is None:  # Sources always names a secrets file, and load_standalone read it
         raise ValueError(f"{sources.secrets}: no secrets loaded")
-    entries = {identity: Entry(standalone.nodes[identity].auth,
-                               json.dumps(document, separators=(",", ":")).encode())
-               for identity, document in standalone.documents.items()}
+    entries = {
+        identity: Entry(standalone.nodes[identity].auth, json.dumps(document, separators=(",", ":")).encode())
+        for identity, document in standalone.documents.items()
+    }
     tokens = Tokens(secrets.site_token, secrets.node_tokens)
     return SpecSet(entries, tokens, generation), specs_folder(standalone.site, sources.site)

@@ -1,4 +1,5 @@
 """The whole app: site file -> model -> constructs -> stacks -> JSON."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

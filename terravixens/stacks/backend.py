@@ -5,6 +5,7 @@ directory (cdktf.out/stacks/<stack>/), so the synthesized JSON is the same on ev
 S3-compatible state uses one key per stack (layer) under the site's key prefix, with S3-native locking, server-side
 encryption on by default (optionally with a KMS key) and https endpoints only unless the site allows http.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -59,8 +60,9 @@ def declare_backend(stack: TerraformStack, state: StateConfig, site: str, stack_
         backend.add_override("use_lockfile", s3.use_lockfile)
 
 
-def remote_state(scope: Construct, id: str, state: StateConfig, site: str,
-                 stack_name: str) -> DataTerraformRemoteStateLocal | DataTerraformRemoteStateS3:
+def remote_state(
+    scope: Construct, id: str, state: StateConfig, site: str, stack_name: str
+) -> DataTerraformRemoteStateLocal | DataTerraformRemoteStateS3:
     """Reads another layer's outputs at plan time; synth needs nothing from that layer."""
     if state.backend == "local":
         return DataTerraformRemoteStateLocal(scope, id, path=local_state_path(state, stack_name))

@@ -10,6 +10,7 @@ Every stack is created the same way, in this order:
 One constructor shape for all: `Stack(scope, site, layer, options)`; the app (terravixens.stacks.app) builds each
 layer of `terravixens.layers.site_layers(site)` with its kind's stack class and nothing else.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -57,8 +58,10 @@ class LayerStack(TerraformStack):
     def cluster_name(self) -> str:
         """The cluster of an L1 layer (platform, gitops)."""
         if self.layer.cluster is None:
-            raise ValueError(f"layer {self.layer.name!r} belongs to no cluster: {type(self).__name__} builds the L1 "
-                             f"layers of terravixens.layers.site_layers(site)")
+            raise ValueError(
+                f"layer {self.layer.name!r} belongs to no cluster: {type(self).__name__} builds the L1 "
+                f"layers of terravixens.layers.site_layers(site)"
+            )
         return self.layer.cluster
 
     def every_stack(self) -> None:

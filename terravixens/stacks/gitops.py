@@ -4,6 +4,7 @@ A separate stack because the Helm and Kubernetes providers need the cluster's cr
 in the platform stack they would be unknown until the kubeconfig exists (see docs/adr/0007-gitops-stack.md).
 The credentials are read at plan time from the platform stack's outputs (its state), never synthesized.
 """
+
 from __future__ import annotations
 
 from cdktf import Fn

@@ -3,6 +3,7 @@
 One function, one line in each stack class. Library users who build their own stacks from our constructs carry
 nothing of this: it is the app's promise (docs/adr/0031-guarded-cdktf-path.md), not a construct's.
 """
+
 from __future__ import annotations
 
 from cdktf import TerraformStack, TerraformVariable, TerraformVariableValidationConfig
@@ -19,15 +20,21 @@ def require_guarded_path(stack: TerraformStack) -> TerraformVariable:
     message names the layer and the exact commands to use instead.
     """
     layer = stack.node.id
-    return pin(TerraformVariable(
-        stack, VARIABLE,
-        type="bool",
-        default=False,
-        nullable=False,
-        description=f"Set by terravixens (operations, terravixens-terraform) for the Terraform it runs: {layer} is "
-                    f"planned and applied after the plan guard and a verified state backup.",
-        validation=[TerraformVariableValidationConfig(
-            condition=f"${{var.{VARIABLE}}}",
-            error_message=refusal(layer),
-        )],
-    ), VARIABLE)
+    return pin(
+        TerraformVariable(
+            stack,
+            VARIABLE,
+            type="bool",
+            default=False,
+            nullable=False,
+            description=f"Set by terravixens (operations, terravixens-terraform) for the Terraform it runs: {layer} is "
+            f"planned and applied after the plan guard and a verified state backup.",
+            validation=[
+                TerraformVariableValidationConfig(
+                    condition=f"${{var.{VARIABLE}}}",
+                    error_message=refusal(layer),
+                )
+            ],
+        ),
+        VARIABLE,
+    )

@@ -1,4 +1,5 @@
 """L0: the Proxmox hosts of the site."""
+
 from __future__ import annotations
 
 from terravixens.config.model import Site
@@ -22,7 +23,8 @@ class HypervisorsStack(LayerStack):
         providers.proxmox(self, site.proxmox)
         versions = talos_versions_by_hypervisor(site)
         self.hypervisors = {
-            hv_name: Hypervisor(self, hv_name,
-                                HypervisorProps(name=hv_name, spec=spec, talos_versions=versions[hv_name]))
+            hv_name: Hypervisor(
+                self, hv_name, HypervisorProps(name=hv_name, spec=spec, talos_versions=versions[hv_name])
+            )
             for hv_name, spec in sorted(site.hypervisors.items())
         }

@@ -1,4 +1,5 @@
 """Provider blocks. Credentials are never configured here: each provider reads them at apply time."""
+
 from __future__ import annotations
 
 from constructs import Construct

@@ -7,6 +7,7 @@ fills it from the secrets file): a node's posture is not in the synthesized JSON
 no address (ADR 0026). A nested host's credentials are apply-time too: `proxmox_api_token`, else the provider's
 environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) — never a literal.
 """
+
 from __future__ import annotations
 
 from cdktf import TerraformVariable, TerraformVariableValidationConfig, Token
@@ -28,29 +29,37 @@ API_TOKEN_VARIABLE = "proxmox_api_token"
 
 def _spec_server(site: Site) -> str:
     if site.standalone.spec_server is None:  # the site rules refuse this; a library user may build stacks directly
-        raise ValueError("the site has standalone nodes but no standalone.spec_server: nodes are told where to pull "
-                         "their spec from at create time; add standalone.spec_server.url, e.g. "
-                         "https://specs.lab.internal:8443")
+        raise ValueError(
+            "the site has standalone nodes but no standalone.spec_server: nodes are told where to pull "
+            "their spec from at create time; add standalone.spec_server.url, e.g. "
+            "https://specs.lab.internal:8443"
+        )
     return site.standalone.spec_server.url
 
 
 def node_tokens_variable(scope: Construct) -> TerraformVariable:
     """node -> token, sensitive, required: a plan without it fails instead of creating nodes without their token."""
-    return pin(TerraformVariable(
-        scope, TOKENS_VARIABLE,
-        type="map(string)",
-        sensitive=True,
-        nullable=False,
-        description="Standalone node -> the token its posture asks for (site token or its node token); nodes "
-                    "with a `network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
-        validation=[TerraformVariableValidationConfig(
-            # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
-            condition=f'${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : '
-                      f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
-            error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - "
-                          "(as in the secrets file).",
-        )],
-    ), TOKENS_VARIABLE)
+    return pin(
+        TerraformVariable(
+            scope,
+            TOKENS_VARIABLE,
+            type="map(string)",
+            sensitive=True,
+            nullable=False,
+            description="Standalone node -> the token its posture asks for (site token or its node token); nodes "
+            "with a `network` posture are absent. Filled by `terravixens deploy --secrets FILE`.",
+            validation=[
+                TerraformVariableValidationConfig(
+                    # Checked before any snippet is written: a token reaches a shell heredoc on the Proxmox host.
+                    condition=f"${{alltrue([for token in values(var.{TOKENS_VARIABLE}) : "
+                    f'can(regex("{NODE_TOKEN_PATTERN}", token))])}}',
+                    error_message="Every token is 32 to 512 letters, digits and + / = . _ ~ - "
+                    "(as in the secrets file).",
+                )
+            ],
+        ),
+        TOKENS_VARIABLE,
+    )
 
 
 def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
@@ -58,14 +67,22 @@ def nested_proxmox(scope: Construct, layer: StandaloneLayer) -> ProxmoxProvider:
     host, address = layer.host.host, layer.host.address
     if host is None or address is None:
         raise ValueError(f"layer {layer.name!r} creates guests of the site's hypervisors: it has no nested host's API")
-    token = pin(TerraformVariable(
-        scope, API_TOKEN_VARIABLE, type="string", sensitive=True, nullable=True,
-        description=f"API token of the nested Proxmox VE host {host} (USER@REALM!NAME=SECRET); null: "
-                    f"the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).",
-    ), API_TOKEN_VARIABLE)
+    token = pin(
+        TerraformVariable(
+            scope,
+            API_TOKEN_VARIABLE,
+            type="string",
+            sensitive=True,
+            nullable=True,
+            description=f"API token of the nested Proxmox VE host {host} (USER@REALM!NAME=SECRET); null: "
+            f"the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD).",
+        ),
+        API_TOKEN_VARIABLE,
+    )
     token.add_override("default", Token.null_value())  # optional: cdktf drops a None default (= required)
     return ProxmoxProvider(
-        scope, "proxmox",
+        scope,
+        "proxmox",
         endpoint=layer.host.endpoint,
         api_token=token.string_value,
         ssh=ProxmoxProviderSsh(node_attribute=[ProxmoxProviderSshNode(name=host, address=address)]),
@@ -87,18 +104,36 @@ class StandaloneStack(LayerStack):
         for placed in layer.nodes:
             proxmox_node, datastores = layer.proxmox_node_name(site, placed), layer.datastores(site, placed)
             if placed.type == "ct":
-                self.nodes[placed.name] = StandaloneContainer(self, placed.name, StandaloneContainerProps(
-                    placed=placed, proxmox_node=proxmox_node, datastores=datastores, spec_server=spec_server,
-                    tokens=tokens))
+                self.nodes[placed.name] = StandaloneContainer(
+                    self,
+                    placed.name,
+                    StandaloneContainerProps(
+                        placed=placed,
+                        proxmox_node=proxmox_node,
+                        datastores=datastores,
+                        spec_server=spec_server,
+                        tokens=tokens,
+                    ),
+                )
             else:
-                self.nodes[placed.name] = StandaloneVm(self, placed.name, StandaloneVmProps(
-                    placed=placed, proxmox_node=proxmox_node, datastores=datastores, spec_server=spec_server,
-                    tokens=tokens))
+                self.nodes[placed.name] = StandaloneVm(
+                    self,
+                    placed.name,
+                    StandaloneVmProps(
+                        placed=placed,
+                        proxmox_node=proxmox_node,
+                        datastores=datastores,
+                        spec_server=spec_server,
+                        tokens=tokens,
+                    ),
+                )
 
     @property
     def guests(self) -> StandaloneLayer:
         """The nodes this layer creates and the Proxmox API it creates them through."""
         if self.layer.guests is None:
-            raise ValueError(f"layer {self.layer.name!r} is not an L2 layer: StandaloneStack builds the layers of "
-                             f"terravixens.layers.site_layers(site) of kind 'standalone'")
+            raise ValueError(
+                f"layer {self.layer.name!r} is not an L2 layer: StandaloneStack builds the layers of "
+                f"terravixens.layers.site_layers(site) of kind 'standalone'"
+            )
         return self.layer.guests

@@ -3,6 +3,7 @@
 Every file goes through the strict bounded reader. All files are read and every problem of every file is reported
 at once (`CatalogError`), each naming its own file.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,7 +42,7 @@ class Catalog:
     folder: Path
     specs: dict[str, Spec] = field(default_factory=dict)
     postures: dict[str, Posture] = field(default_factory=lambda: dict(SHIPPED_POSTURES))
-    files: dict[tuple[str, str], Loaded] = field(default_factory=dict)   # ("spec"|"posture", name) -> file
+    files: dict[tuple[str, str], Loaded] = field(default_factory=dict)  # ("spec"|"posture", name) -> file
 
     def spec_file(self, name: str) -> Loaded:
         return self.files[("spec", name)]
@@ -59,20 +60,38 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
         errors.append(InputError(folder, [Problem("(folder)", f"cannot be listed ({error.strerror})")], what))
         return []
     if len(entries) > MAX_FILES:
-        errors.append(InputError(folder, [Problem("(folder)", f"holds {len(entries):,} entries, over the "
-                                                              f"{MAX_FILES:,} limit: check that this is the specs "
-                                                              f"folder")], what))
+        errors.append(
+            InputError(
+                folder,
+                [
+                    Problem(
+                        "(folder)",
+                        f"holds {len(entries):,} entries, over the "
+                        f"{MAX_FILES:,} limit: check that this is the specs "
+                        f"folder",
+                    )
+                ],
+                what,
+            )
+        )
         return []
     found = []
     for entry in entries:
         path = Path(entry.path)
         if entry.name.endswith(".yml"):
-            errors.append(InputError(path, [Problem("(file)", f"is named .yml: rename it {path.stem}.yaml "
-                                                              f"(only .yaml files are read)")], what))
+            errors.append(
+                InputError(
+                    path,
+                    [Problem("(file)", f"is named .yml: rename it {path.stem}.yaml (only .yaml files are read)")],
+                    what,
+                )
+            )
         elif entry.name.endswith(".yaml"):
             if not DNS_LABEL.match(path.stem):
-                message = (f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s "
-                           f"name, referenced from the site file; use lowercase letters, digits and '-'")
+                message = (
+                    f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s "
+                    f"name, referenced from the site file; use lowercase letters, digits and '-'"
+                )
                 errors.append(InputError(path, [Problem("(file)", message)], what))
             else:
                 found.append(path)
@@ -125,11 +144,16 @@ def _unknown_postures(catalog: Catalog) -> list[InputError]:
     for name, spec in catalog.specs.items():
         if spec.access.posture not in catalog.postures:
             loaded = catalog.spec_file(name)
-            message = (f"unknown posture {shown(spec.access.posture)}: use one of "
-                       f"{', '.join(sorted(catalog.postures))} or add {POSTURES_DIR}/{spec.access.posture}.yaml "
-                       f"next to the spec")
-            errors.append(InputError(loaded.path, [Problem("access.posture", message,
-                                                           loaded.lines.of(("access", "posture")))], SPEC))
+            message = (
+                f"unknown posture {shown(spec.access.posture)}: use one of "
+                f"{', '.join(sorted(catalog.postures))} or add {POSTURES_DIR}/{spec.access.posture}.yaml "
+                f"next to the spec"
+            )
+            errors.append(
+                InputError(
+                    loaded.path, [Problem("access.posture", message, loaded.lines.of(("access", "posture")))], SPEC
+                )
+            )
     return errors
 
 

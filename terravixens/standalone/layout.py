@@ -9,6 +9,7 @@ and a host's guests are created, planned and destroyed with that host alone. Sta
 keys, `terravixens deploy LAYER`): they come from stable node names only. Pure: no cdktf import (the CLI lists
 layers without starting jsii). See docs/adr/0025-standalone-stack-layout.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,17 +32,17 @@ def standalone_stack_name(host: str | None) -> str:
 class GuestHost:
     """Where a stack's guests run: a hypervisor of the site (host None) or a nested pve node."""
 
-    host: str | None                # the nested pve node, or None for the site's hypervisors
-    endpoint: str | None            # the nested host's API (None: the site's proxmox.endpoint)
-    address: str | None             # the nested host's address, for the provider's SSH (snippet uploads)
+    host: str | None  # the nested pve node, or None for the site's hypervisors
+    endpoint: str | None  # the nested host's API (None: the site's proxmox.endpoint)
+    address: str | None  # the nested host's address, for the provider's SSH (snippet uploads)
 
 
 @dataclass(frozen=True)
 class StandaloneLayer:
     name: str
     host: GuestHost
-    after: str | None               # the L2 stack that creates the host (None: only the hypervisors layer)
-    nodes: tuple[PlacedNode, ...]   # parents first, then by name (topology order)
+    after: str | None  # the L2 stack that creates the host (None: only the hypervisors layer)
+    nodes: tuple[PlacedNode, ...]  # parents first, then by name (topology order)
 
     def proxmox_node_name(self, site: Site, node: PlacedNode) -> str:
         """The Proxmox node the guest runs on: the hypervisor's node_name, or the nested host's name."""
@@ -71,8 +72,11 @@ def standalone_layers(site: Site) -> dict[str, StandaloneLayer]:
         grandparent = None if host_node.parent in site.hypervisors else host_node.parent
         name = standalone_stack_name(host)
         layers[name] = StandaloneLayer(
-            name, GuestHost(host, host_node.api_endpoint, host_node.address), standalone_stack_name(grandparent),
-            tuple(by_host[host]))
+            name,
+            GuestHost(host, host_node.api_endpoint, host_node.address),
+            standalone_stack_name(grandparent),
+            tuple(by_host[host]),
+        )
     return layers
 
 

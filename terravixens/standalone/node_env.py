@@ -18,6 +18,7 @@ Two carriers, one content (ADR 0026):
   start (`pct exec`), so a new token reaches a container at its next start.
 Pure and standard library only: the stacks, the secrets file and the node client (terravixens.specclient) read it.
 """
+
 from __future__ import annotations
 
 ENV_PATH = "/etc/terravixens/node.env"
@@ -51,8 +52,8 @@ HEREDOC_END = "TERRAVIXENS_NODE_ENV"
 HOOKSCRIPT_FORMAT = (
     "#!/bin/sh\n"
     "# terravixens hookscript: writes the container's node.env after each start (ADR 0026)\n"
-    "[ \"$2\" = post-start ] || exit 0\n"
-    "pct exec \"$1\" -- /bin/sh -c 'umask 077 && mkdir -p /etc/terravixens && "
+    '[ "$2" = post-start ] || exit 0\n'
+    'pct exec "$1" -- /bin/sh -c \'umask 077 && mkdir -p /etc/terravixens && '
     f"cat > {ENV_PATH}.new && mv {ENV_PATH}.new {ENV_PATH}' <<'{HEREDOC_END}'\n"
     "%s"
     f"{HEREDOC_END}\n"

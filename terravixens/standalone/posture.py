@@ -7,6 +7,7 @@
 The shipped postures are `dev` (the default), `local`, `stage` and `prod`; `<specs_dir>/postures/<name>.yaml`
 overrides one of them or adds another.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -33,12 +34,22 @@ class Posture(Strict):
 
 
 SHIPPED_POSTURES: dict[str, Posture] = {
-    "dev": Posture(schema_version=1, auth="network", automatic_updates=False,
-                   description="Development: the network boundary is the trust; no token."),
-    "local": Posture(schema_version=1, auth="network", automatic_updates=False,
-                     description="One machine or a host-only bridge: no token."),
-    "stage": Posture(schema_version=1, auth="site_token",
-                     description="Staging: one token shared by the site's nodes."),
-    "prod": Posture(schema_version=1, auth="node_token",
-                    description="Production: one token per node; a node reads only its own spec."),
+    "dev": Posture(
+        schema_version=1,
+        auth="network",
+        automatic_updates=False,
+        description="Development: the network boundary is the trust; no token.",
+    ),
+    "local": Posture(
+        schema_version=1,
+        auth="network",
+        automatic_updates=False,
+        description="One machine or a host-only bridge: no token.",
+    ),
+    "stage": Posture(schema_version=1, auth="site_token", description="Staging: one token shared by the site's nodes."),
+    "prod": Posture(
+        schema_version=1,
+        auth="node_token",
+        description="Production: one token per node; a node reads only its own spec.",
+    ),
 }

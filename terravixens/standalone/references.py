@@ -1,6 +1,7 @@
 """Rules across files: the site's standalone nodes against the specs folder, and everything against the secrets
 file. Each rule yields `Found` problems, located in the file the user has to edit (site, spec or secrets file);
 the site-only rules are config/site_rules/standalone.py."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -65,9 +66,13 @@ def known_specs(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
     for name, node in standalone.nodes.items():
         if node.spec not in catalog.specs:
             known = ", ".join(sorted(catalog.specs)) or f"none: {catalog.folder} has no spec files"
-            yield site_file.problem(("standalone", "nodes", name, "spec"), (
-                f"unknown spec {shown(node.spec)}: no {standalone.specs_dir}/{node.spec}.yaml next to the site "
-                f"file; use one of {known}"))
+            yield site_file.problem(
+                ("standalone", "nodes", name, "spec"),
+                (
+                    f"unknown spec {shown(node.spec)}: no {standalone.specs_dir}/{node.spec}.yaml next to the site "
+                    f"file; use one of {known}"
+                ),
+            )
 
 
 def specs_for_their_type(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
@@ -75,22 +80,38 @@ def specs_for_their_type(site_file: SiteFile, catalog: Catalog) -> Iterator[Foun
         spec = catalog.specs.get(node.spec)
         types = spec.config.types() if spec else []
         if types and node.type not in types:
-            yield site_file.problem(("standalone", "nodes", name, "spec"), (
-                f"spec {shown(node.spec)} configures {' and '.join(types)} nodes (config.{types[0]}), not a "
-                f"{node.type}: use a spec for {node.type} nodes or add config.{node.type} to it"))
+            yield site_file.problem(
+                ("standalone", "nodes", name, "spec"),
+                (
+                    f"spec {shown(node.spec)} configures {' and '.join(types)} nodes (config.{types[0]}), not a "
+                    f"{node.type}: use a spec for {node.type} nodes or add config.{node.type} to it"
+                ),
+            )
 
 
 def shared_specs_stay_generic(site: Site, catalog: Catalog) -> Iterator[Found]:
     for spec_name, names in _users_of_specs(site, catalog).items():
         spec = catalog.specs[spec_name]
         if len(names) > 1 and spec.identity.hostname:
-            yield _spec_problem(catalog, spec_name, ("identity", "hostname"), (
-                f"is set ({shown(spec.identity.hostname)}) but nodes {', '.join(names)} use this spec: they would "
-                f"share a hostname; remove it (each node is named after its key) or give each node its own spec"))
+            yield _spec_problem(
+                catalog,
+                spec_name,
+                ("identity", "hostname"),
+                (
+                    f"is set ({shown(spec.identity.hostname)}) but nodes {', '.join(names)} use this spec: they would "
+                    f"share a hostname; remove it (each node is named after its key) or give each node its own spec"
+                ),
+            )
         if len(names) > 1 and spec.network.ip:
-            yield _spec_problem(catalog, spec_name, ("network", "ip"), (
-                f"is set ({spec.network.ip}) but nodes {', '.join(names)} use this spec: they would share an "
-                f"address; remove it (each node takes its address from the site file)"))
+            yield _spec_problem(
+                catalog,
+                spec_name,
+                ("network", "ip"),
+                (
+                    f"is set ({spec.network.ip}) but nodes {', '.join(names)} use this spec: they would share an "
+                    f"address; remove it (each node takes its address from the site file)"
+                ),
+            )
 
 
 def spec_address_is_the_nodes(site: Site, catalog: Catalog) -> Iterator[Found]:
@@ -101,9 +122,15 @@ def spec_address_is_the_nodes(site: Site, catalog: Catalog) -> Iterator[Found]:
         node = site.standalone.nodes[names[0]]
         own = [str(ipaddress.ip_interface(i.address).ip) for _, i in node.networks.interfaces()]
         if own and str(ipaddress.ip_interface(spec.network.ip).ip) not in own:
-            yield _spec_problem(catalog, spec_name, ("network", "ip"), (
-                f"{spec.network.ip} is not an address node {shown(names[0])} has in the site file "
-                f"({', '.join(own)}): Proxmox configures the site's address; remove network.ip or make them agree"))
+            yield _spec_problem(
+                catalog,
+                spec_name,
+                ("network", "ip"),
+                (
+                    f"{spec.network.ip} is not an address node {shown(names[0])} has in the site file "
+                    f"({', '.join(own)}): Proxmox configures the site's address; remove network.ip or make them agree"
+                ),
+            )
 
 
 def unique_names(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
@@ -115,9 +142,13 @@ def unique_names(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
             continue
         owner = seen.setdefault(spec.fqdn_for(name), name)
         if owner != name:
-            yield site_file.problem(("standalone", "nodes", name, "spec"), (
-                f"the node would be named {spec.fqdn_for(name)!r}, like node {owner!r}: give one of them another "
-                f"identity.hostname or domain"))
+            yield site_file.problem(
+                ("standalone", "nodes", name, "spec"),
+                (
+                    f"the node would be named {spec.fqdn_for(name)!r}, like node {owner!r}: give one of them another "
+                    f"identity.hostname or domain"
+                ),
+            )
 
 
 # ---------------------------------------------------------------------------------------------------- secrets
@@ -144,9 +175,15 @@ def known_ssh_keys(catalog: Catalog, secrets_file: SecretsFile) -> Iterator[Foun
         for user, settings in spec.access.users.items():
             for index, key in enumerate(settings.ssh_keys):
                 if key not in keys:
-                    yield _spec_problem(catalog, spec_name, ("access", "users", user, "ssh_keys", index), (
-                        f"unknown ssh key {shown(key)}: add it under ssh_keys in the secrets file "
-                        f"({secrets_file.path}) or use one of {', '.join(sorted(keys)) or 'none declared'}"))
+                    yield _spec_problem(
+                        catalog,
+                        spec_name,
+                        ("access", "users", user, "ssh_keys", index),
+                        (
+                            f"unknown ssh key {shown(key)}: add it under ssh_keys in the secrets file "
+                            f"({secrets_file.path}) or use one of {', '.join(sorted(keys)) or 'none declared'}"
+                        ),
+                    )
 
 
 def required_tokens(site: Site, catalog: Catalog, secrets_file: SecretsFile) -> Iterator[Found]:
@@ -159,21 +196,30 @@ def required_tokens(site: Site, catalog: Catalog, secrets_file: SecretsFile) -> 
     secrets = secrets_file.secrets
     if by_auth["site_token"] and secrets.site_token is None:
         names = by_auth["site_token"]
-        yield secrets_file.problem(("site_token",), (
-            f"is required: node{'s' if len(names) > 1 else ''} {', '.join(names)} use a site_token posture; add "
-            f"site_token (make one: {MAKE_TOKEN})"))
+        yield secrets_file.problem(
+            ("site_token",),
+            (
+                f"is required: node{'s' if len(names) > 1 else ''} {', '.join(names)} use a site_token posture; add "
+                f"site_token (make one: {MAKE_TOKEN})"
+            ),
+        )
     for name in by_auth["node_token"]:
         if name not in secrets.node_tokens:
-            yield secrets_file.problem(("node_tokens", name), (
-                f"is required: node {name!r} uses a node_token posture; add node_tokens.{name} (make one: "
-                f"{MAKE_TOKEN})"))
+            yield secrets_file.problem(
+                ("node_tokens", name),
+                (
+                    f"is required: node {name!r} uses a node_token posture; add node_tokens.{name} (make one: "
+                    f"{MAKE_TOKEN})"
+                ),
+            )
 
 
 def no_stray_tokens(site: Site, secrets_file: SecretsFile) -> Iterator[Found]:
     for name in sorted(secrets_file.secrets.node_tokens):
         if name not in site.standalone.nodes:
-            yield secrets_file.problem(("node_tokens", name), (
-                f"no standalone node {name!r} in the site: remove the token or fix the name"))
+            yield secrets_file.problem(
+                ("node_tokens", name), (f"no standalone node {name!r} in the site: remove the token or fix the name")
+            )
 
 
 def one_holder_per_token(secrets_file: SecretsFile) -> Iterator[Found]:
@@ -182,5 +228,7 @@ def one_holder_per_token(secrets_file: SecretsFile) -> Iterator[Found]:
     for name in sorted(secrets.node_tokens):
         owner = owners.setdefault(secrets.node_tokens[name], f"node_tokens.{name}")
         if owner != f"node_tokens.{name}":
-            yield secrets_file.problem(("node_tokens", name), (
-                f"holds the same token as {owner}: a token names one holder; make another ({MAKE_TOKEN})"))
+            yield secrets_file.problem(
+                ("node_tokens", name),
+                (f"holds the same token as {owner}: a token names one holder; make another ({MAKE_TOKEN})"),
+            )

@@ -6,6 +6,7 @@
 The rules across files are references.py; the site-only ones config/site_rules/standalone.py; a spec's unknown posture
 is found when the specs folder is read (catalog.py).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -29,8 +30,9 @@ def _raise_if_any(found: list[Found], earlier: list[InputError]) -> None:
     """One CatalogError: the files that failed to load, then every problem grouped by file, in the order found."""
     by_file: dict[tuple[str, str], list[Problem]] = defaultdict(list)
     for item in found:
-        by_file[(str(item.path), item.what)].append(Problem(field_path(item.location), item.message,
-                                                            item.lines.of(item.location) if item.lines else None))
+        by_file[(str(item.path), item.what)].append(
+            Problem(field_path(item.location), item.message, item.lines.of(item.location) if item.lines else None)
+        )
     errors = earlier + [InputError(path, problems, what) for (path, what), problems in by_file.items()]
     if errors:
         raise CatalogError(errors)
@@ -57,7 +59,7 @@ class Standalone:
     catalog: Catalog
     nodes: dict[str, NodeSpec]
     secrets: Secrets | None
-    documents: dict[str, dict]      # identity -> resolved spec (only with secrets: it holds the ssh public keys)
+    documents: dict[str, dict]  # identity -> resolved spec (only with secrets: it holds the ssh public keys)
 
 
 def specs_folder(site: Site, site_path: Path | str) -> Path:
@@ -84,23 +86,42 @@ def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict:
         type_config = {"pve": PveConfig, "vm": VmConfig, "ct": CtConfig}[config_type]()
     return {
         "schema_version": SCHEMA_VERSION,
-        "identity": {"name": identity, "hostname": hostname, "domain": spec.identity.domain,
-                     "fqdn": spec.fqdn_for(identity)},
+        "identity": {
+            "name": identity,
+            "hostname": hostname,
+            "domain": spec.identity.domain,
+            "fqdn": spec.fqdn_for(identity),
+        },
         "node": {"type": placed.type, "parent": placed.parent, "tier": placed.tier},
         "spec": placed.spec,
-        "network": {"ip": spec.network.ip or first.address,
-                    "gateway": spec.network.gateway if spec.network.ip else first.gateway,
-                    "dns": list(spec.network.dns), "search": list(spec.network.search)},
-        "access": {
-            "posture": node.posture_name, "auth": posture.auth, "ssh": posture.ssh.model_dump(),
-            "automatic_updates": posture.automatic_updates,
-            "users": {user: {"sudo": settings.sudo, "shell": settings.shell, "groups": list(settings.groups),
-                             "ssh_authorized_keys": [keys[key] for key in settings.ssh_keys]}
-                      for user, settings in sorted(spec.access.users.items())},
+        "network": {
+            "ip": spec.network.ip or first.address,
+            "gateway": spec.network.gateway if spec.network.ip else first.gateway,
+            "dns": list(spec.network.dns),
+            "search": list(spec.network.search),
         },
-        "platform": {"packages": list(spec.platform.packages),
-                     "services": {"enable": list(spec.platform.services.enable),
-                                  "disable": list(spec.platform.services.disable)}},
+        "access": {
+            "posture": node.posture_name,
+            "auth": posture.auth,
+            "ssh": posture.ssh.model_dump(),
+            "automatic_updates": posture.automatic_updates,
+            "users": {
+                user: {
+                    "sudo": settings.sudo,
+                    "shell": settings.shell,
+                    "groups": list(settings.groups),
+                    "ssh_authorized_keys": [keys[key] for key in settings.ssh_keys],
+                }
+                for user, settings in sorted(spec.access.users.items())
+            },
+        },
+        "platform": {
+            "packages": list(spec.platform.packages),
+            "services": {
+                "enable": list(spec.platform.services.enable),
+                "disable": list(spec.platform.services.disable),
+            },
+        },
         "config": {config_type: type_config.model_dump()},
         "run": {"trigger": spec.run.trigger, "interval": spec.run.every},
     }

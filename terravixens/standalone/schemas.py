@@ -3,6 +3,7 @@
 Editors (VS Code YAML, JetBrains) validate as you type with a first line like
 `# yaml-language-server: $schema=../json-schemas/spec.schema.json`.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ def schemas() -> dict[str, dict]:
     from terravixens.standalone.spec import Spec
 
     result = {}
-    for name, model, title in (("site", Site, "terravixens site file"), ("spec", Spec, "terravixens spec file"),
-                               ("posture", Posture, "terravixens posture file")):
+    for name, model, title in (
+        ("site", Site, "terravixens site file"),
+        ("spec", Spec, "terravixens spec file"),
+        ("posture", Posture, "terravixens posture file"),
+    ):
         schema = model.model_json_schema(mode="validation")
         result[name] = {"$schema": SCHEMA_DIALECT, **schema, "title": title}
     return result

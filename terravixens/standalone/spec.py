@@ -11,6 +11,7 @@ address) comes from the site file, so a spec names only what the nodes using it 
     config:   {ct: {regenerate_host_keys: true}}        # settings of one node type
     run:      {trigger: interval, interval: 30m}
 """
+
 from __future__ import annotations
 
 import re
@@ -37,6 +38,7 @@ def _matching(pattern: re.Pattern[str], what: str, example: str) -> Callable[[st
         if not pattern.match(value):
             raise ValueError(f"{value[:64]!r} is not a valid {what}, e.g. {example!r}")
         return value
+
     return check
 
 
@@ -64,8 +66,9 @@ def _duration(value: str) -> str:
 
 Domain = Annotated[str, AfterValidator(_matching(DOMAIN, "DNS domain", "lab.internal"))]
 Username = Annotated[str, AfterValidator(_username)]
-KeyName = Annotated[str, AfterValidator(_matching(KEY_NAME, "ssh key name (a key of ssh_keys in the secrets file)",
-                                                  "alice"))]
+KeyName = Annotated[
+    str, AfterValidator(_matching(KEY_NAME, "ssh key name (a key of ssh_keys in the secrets file)", "alice"))
+]
 Package = Annotated[str, AfterValidator(_matching(PACKAGE, "package name", "unbound"))]
 Service = Annotated[str, AfterValidator(_matching(SERVICE, "systemd unit name", "unbound.service"))]
 Duration = Annotated[str, AfterValidator(_duration)]
@@ -85,8 +88,10 @@ class Network(Strict):
     @model_validator(mode="after")
     def _gateway_with_ip(self) -> Network:
         if self.gateway is not None and self.ip is None:
-            raise ValueError("gateway is set without ip: set both, or neither to take the node's address and "
-                             "gateway from the site file")
+            raise ValueError(
+                "gateway is set without ip: set both, or neither to take the node's address and "
+                "gateway from the site file"
+            )
         return self
 
 
@@ -136,7 +141,8 @@ class VmConfig(Strict):
 
 class CtConfig(Strict):
     regenerate_host_keys: bool = Field(
-        True, description="Containers from one template share ssh host keys: make new ones on the first run.")
+        True, description="Containers from one template share ssh host keys: make new ones on the first run."
+    )
 
 
 class TypeConfig(Strict):
@@ -155,8 +161,9 @@ class Run(Strict):
     @model_validator(mode="after")
     def _interval_with_its_trigger(self) -> Run:
         if self.interval is not None and self.trigger != "interval":
-            raise ValueError(f"interval {self.interval!r} applies to trigger 'interval' only: remove it or set "
-                             f"trigger: interval")
+            raise ValueError(
+                f"interval {self.interval!r} applies to trigger 'interval' only: remove it or set trigger: interval"
+            )
         return self
 
     @property

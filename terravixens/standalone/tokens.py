@@ -8,6 +8,7 @@
 layer's nodes only. The posture lives in the specs folder, not in the synthesized JSON: this is the one place where
 it decides what a node receives.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,8 @@ def node_tokens(standalone: Standalone) -> dict[str, str]:
     if secrets is None:
         raise TokensUnavailable(
             f"standalone nodes {', '.join(needing)} have a posture that uses a token: give the secrets file "
-            f"(--secrets FILE or $TERRAVIXENS_SECRETS)")
+            f"(--secrets FILE or $TERRAVIXENS_SECRETS)"
+        )
     tokens: dict[str, str] = {}
     for name in needing:
         if standalone.nodes[name].auth != "site_token":
@@ -40,8 +42,9 @@ def node_tokens(standalone: Standalone) -> dict[str, str]:
         elif secrets.site_token is not None:
             tokens[name] = secrets.site_token
         else:  # the secrets file's references check refuses this: the site_token is required
-            raise TokensUnavailable(f"standalone node {name} has a site_token posture and the secrets file has no "
-                                    f"site_token")
+            raise TokensUnavailable(
+                f"standalone node {name} has a site_token posture and the secrets file has no site_token"
+            )
     return tokens
 
 
@@ -50,6 +53,11 @@ def layer_variables(site_path: Path | str, secrets_path: Path | str | None) -> d
     specs or the secrets file, every problem located) or TokensUnavailable."""
     standalone = load_standalone(site_path, secrets_path)
     tokens = node_tokens(standalone)
-    return {name: {TOKENS_ENV: json.dumps({node.name: tokens[node.name] for node in layer.nodes
-                                           if node.name in tokens}, sort_keys=True)}
-            for name, layer in standalone_layers(standalone.site).items()}
+    return {
+        name: {
+            TOKENS_ENV: json.dumps(
+                {node.name: tokens[node.name] for node in layer.nodes if node.name in tokens}, sort_keys=True
+            )
+        }
+        for name, layer in standalone_layers(standalone.site).items()
+    }

@@ -7,6 +7,7 @@ This is the view the L2 stacks are built from, a pure function of a validated si
 
 Nodes come out parents first, then by name, so creating in this order and destroying in reverse is always safe.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -29,7 +30,7 @@ class PlacedNode:
     name: str
     type: str
     parent: str
-    chain: tuple[str, ...]          # hypervisor first, then each nested pve host down to the parent
+    chain: tuple[str, ...]  # hypervisor first, then each nested pve host down to the parent
     tier: int
     vm_id: int
     cores: int
@@ -79,15 +80,24 @@ def _size(name: str, preset: str, field: str, value: int | None) -> int:
 def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
     preset = site.standalone.effective_presets()[node.preset]
     chain = _chain(site, name)
-    nics = tuple(Nic(node.bridge, vlan, interface.address, interface.gateway)
-                 for vlan, interface in node.networks.interfaces())
+    nics = tuple(
+        Nic(node.bridge, vlan, interface.address, interface.gateway) for vlan, interface in node.networks.interfaces()
+    )
     return PlacedNode(
-        name=name, type=node.type, parent=node.parent, chain=chain, tier=len(chain), vm_id=node.vm_id,
+        name=name,
+        type=node.type,
+        parent=node.parent,
+        chain=chain,
+        tier=len(chain),
+        vm_id=node.vm_id,
         cores=_size(name, node.preset, "cores", node.cores or preset.cores),
         memory_mib=_size(name, node.preset, "memory_mib", node.memory_mib or preset.memory_mib),
-        disk_gib=_size(name, node.preset, "disk_gib", node.disk_gib or preset.disk_gib), nics=nics, spec=node.spec,
+        disk_gib=_size(name, node.preset, "disk_gib", node.disk_gib or preset.disk_gib),
+        nics=nics,
+        spec=node.spec,
         image=node.image,
-        template=node.template, unprivileged=(node.unprivileged is not False) if node.type == "ct" else None,
+        template=node.template,
+        unprivileged=(node.unprivileged is not False) if node.type == "ct" else None,
         tags=tuple(sorted({tag.lower() for tag in node.tags})),
     )
 

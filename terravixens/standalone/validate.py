@@ -1,10 +1,11 @@
 """`terravixens spec validate`: a spec file, a specs folder, or a site's whole standalone setup.
 
-    spec validate PATH                      a spec file (with the postures of its folder) or a specs folder;
-                                            a site file (top-level `site:`) is taken as --site PATH
-    spec validate --site SITE [--secrets F] the site's nodes against its specs folder (and the secrets file):
-                                            exactly what `spec serve` loads
+spec validate PATH                      a spec file (with the postures of its folder) or a specs folder;
+                                        a site file (top-level `site:`) is taken as --site PATH
+spec validate --site SITE [--secrets F] the site's nodes against its specs folder (and the secrets file):
+                                        exactly what `spec serve` loads
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,15 +39,16 @@ def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tupl
             standalone = load_standalone(site, secrets)
             auth = sorted({node.auth for node in standalone.nodes.values()})
             checked = f", secrets checked ({secrets})" if secrets else " (secrets not checked: give --secrets)"
-            return 0, (f"{site}: ok — {_plural(len(standalone.nodes), 'standalone node')}, "
-                       f"{_plural(len(standalone.catalog.specs), 'spec')}, auth {', '.join(auth) or 'none'}{checked}")
+            return 0, (
+                f"{site}: ok — {_plural(len(standalone.nodes), 'standalone node')}, "
+                f"{_plural(len(standalone.catalog.specs), 'spec')}, auth {', '.join(auth) or 'none'}{checked}"
+            )
         if path is None:
             return 2, "spec validate: give a spec file or folder, or --site SITE [--secrets FILE]"
         if path.is_dir():
             catalog = load_catalog(path)
             custom = [name for kind, name in catalog.files if kind == "posture"]
-            return 0, (f"{path}: ok — {_plural(len(catalog.specs), 'spec')}, "
-                       f"{_plural(len(custom), 'posture file')}")
+            return 0, (f"{path}: ok — {_plural(len(catalog.specs), 'spec')}, {_plural(len(custom), 'posture file')}")
         spec, _ = load_spec_file(path)
         return 0, f"{path}: ok — spec {path.stem!r}, posture {spec.access.posture!r}"
     except (SiteError, CatalogError, InputError) as error:

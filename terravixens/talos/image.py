@@ -4,6 +4,7 @@ The factory names a schematic by the SHA-256 of its YAML (as Go's yaml.v3 writes
 items indented under their key). Computing the id here keeps the hypervisor layer free of the Talos provider and of
 any network call at plan time; tests pin two ids published by the factory.
 """
+
 from __future__ import annotations
 
 import hashlib

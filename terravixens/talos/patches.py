@@ -11,6 +11,7 @@ hostname goes into that document, static (`auto: "off"`), never generated. The n
 `machine.network.interfaces` under every contract: deprecated from 1.12 but accepted without a warning, and moving a
 live node to the new link documents would rename its VLAN links (ADR 0023 says what a migration needs).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -39,10 +40,12 @@ def hostname_config(hostname: str) -> dict:
 
 def cluster_patch(cluster: Cluster) -> str:
     """Cilium replaces both the CNI and kube-proxy, so Talos installs neither."""
-    return _dump({
-        "cluster": {"network": {"cni": {"name": "none"}}, "proxy": {"disabled": True}},
-        "machine": {"features": {"kubePrism": {"enabled": True, "port": 7445}}},
-    })
+    return _dump(
+        {
+            "cluster": {"network": {"cni": {"name": "none"}}, "proxy": {"disabled": True}},
+            "machine": {"features": {"kubePrism": {"enabled": True, "port": 7445}}},
+        }
+    )
 
 
 def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict]:
@@ -77,12 +80,15 @@ def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
     if vlans:
         interface["vlans"] = vlans
     hostname_document = versions.writes_hostname_config(versions.minor_of(cluster.contract))
-    network: dict = {"interfaces": [interface]} if hostname_document else {
-        "hostname": placed.hostname, "interfaces": [interface]}
+    network: dict = (
+        {"interfaces": [interface]} if hostname_document else {"hostname": placed.hostname, "interfaces": [interface]}
+    )
     machine: dict = {
         "network": network,
-        "install": {"disk": cluster.install_disk,
-                    "image": installer_image(placed.hypervisor.talos_image, cluster.talos_version)},
+        "install": {
+            "disk": cluster.install_disk,
+            "image": installer_image(placed.hypervisor.talos_image, cluster.talos_version),
+        },
     }
     if node.labels:
         machine["nodeLabels"] = dict(sorted(node.labels.items()))

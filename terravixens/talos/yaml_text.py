@@ -9,6 +9,7 @@ non-printable), and both write the same text (tests/test_patches.py compares the
 documents — every patch of a site the model accepted, addresses, names, images and labels — go through libyaml; any
 other document (a label value with a space, text from a library user) through PyYAML's own emitter, as before.
 """
+
 from __future__ import annotations
 
 import re

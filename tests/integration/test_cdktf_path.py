@@ -14,6 +14,7 @@ is what the guard reads, and its directory is initialized (a real site's platfor
 deploy; talos has no binary here). A real cluster would add Talos machines answering on those VMs: nothing on the
 cdktf path talks to them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -76,13 +77,23 @@ def new_shell(fake: FakePveServer, home: Path, terraform_binary: str) -> dict[st
     path = [str(Path(found).parent) for found in (terraform_binary, shutil.which("pipenv"), shutil.which("npx"))]
     path += ["/usr/local/bin", "/usr/bin", "/bin"]
     dead = dead_proxy()
-    env = {"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": str(home), "LANG": "C.UTF-8",
-           # pipenv, installed with `pip --user`, is found in the user's own site (HOME is the test's).
-           "PYTHONUSERBASE": site.getuserbase(),
-           "TERRAVIXENS_SITE": SITE, "TERRAVIXENS_CACHE": str(provider_install.cache_dir()),
-           "HTTPS_PROXY": dead, "HTTP_PROXY": dead, "https_proxy": dead, "http_proxy": dead,
-           "NO_PROXY": "127.0.0.0/8,localhost", "no_proxy": "127.0.0.0/8,localhost",
-           **provider_install.environment_for("mirror"), **fake.provider_env()}
+    env = {
+        "PATH": os.pathsep.join(dict.fromkeys(path)),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        # pipenv, installed with `pip --user`, is found in the user's own site (HOME is the test's).
+        "PYTHONUSERBASE": site.getuserbase(),
+        "TERRAVIXENS_SITE": SITE,
+        "TERRAVIXENS_CACHE": str(provider_install.cache_dir()),
+        "HTTPS_PROXY": dead,
+        "HTTP_PROXY": dead,
+        "https_proxy": dead,
+        "http_proxy": dead,
+        "NO_PROXY": "127.0.0.0/8,localhost",
+        "no_proxy": "127.0.0.0/8,localhost",
+        **provider_install.environment_for("mirror"),
+        **fake.provider_env(),
+    }
     return env
 
 
@@ -92,8 +103,15 @@ def write_site(root: Path, data: dict) -> None:
 
 
 def run(root: Path, env: dict[str, str], *argv: str, **extra: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(list(argv), cwd=root, env={**env, **extra}, capture_output=True, text=True, timeout=900,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        list(argv),
+        cwd=root,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
     result.output = result.stdout + result.stderr  # cdktf prints the layer's lines on either
     return result
 
@@ -106,8 +124,12 @@ def flat(text: str) -> str:
 def modes(root: Path) -> dict[str, str]:
     """Every state and backup file under the project, and every folder holding one, with its mode."""
     found = {}
-    for path in [*root.glob("state/*"), *root.rglob("state-backups/**/*"), *root.glob("state"),
-                 *root.glob("state-backups")]:
+    for path in [
+        *root.glob("state/*"),
+        *root.rglob("state-backups/**/*"),
+        *root.glob("state"),
+        *root.glob("state-backups"),
+    ]:
         found[str(path.relative_to(root))] = oct(stat.S_IMODE(path.stat().st_mode))
     return found
 
@@ -131,15 +153,19 @@ def project(fake, terraform_binary, tmp_path_factory):
     write_site(root, data)
     previous = private_process()
     try:
-        code = deploy(workspace(root, data), [L0, L1], terraform_for(fake, terraform_binary),
-                      DeployOptions(yes=True), Recorder())
+        code = deploy(
+            workspace(root, data), [L0, L1], terraform_for(fake, terraform_binary), DeployOptions(yes=True), Recorder()
+        )
     finally:
         os.umask(previous)
     assert code == ExitCode.OK
     state = json.loads((root / "state" / f"{L0}.tfstate").read_text())
-    checked = {instance["attributes"]["node_name"]: instance["attributes"]["checksum"]
-               for resource in state["resources"] if resource["type"] == "proxmox_download_file"
-               for instance in resource["instances"]}
+    checked = {
+        instance["attributes"]["node_name"]: instance["attributes"]["checksum"]
+        for resource in state["resources"]
+        if resource["type"] == "proxmox_download_file"
+        for instance in resource["instances"]
+    }
     assert checked == {"pve1": "9f2c" * 16, "pve2": None}
     home = tmp_path_factory.mktemp("home")
     return root, data, new_shell(fake, home, terraform_binary), home
@@ -159,11 +185,16 @@ def test_npx_cdktf_deploy_runs_the_guard_and_the_verified_backup(project, fake):
     result = run(root, env, "npx", "cdktf", "deploy", L0, "--auto-approve")
 
     assert result.returncode == 0, result.output[-6000:]
-    for line in ("terravixens-terraform: state: mode tightened to 0700",
-                 "terravixens-terraform: state/hypervisors.tfstate: mode tightened to 0600",
-                 "hypervisors: guard — ok", "hypervisors: summary — 1 to update",
-                 "hypervisors: backup — state-backups/homelab/hypervisors/", "verified)",
-                 "hypervisors: apply — the saved plan", "hypervisors: done"):
+    for line in (
+        "terravixens-terraform: state: mode tightened to 0700",
+        "terravixens-terraform: state/hypervisors.tfstate: mode tightened to 0600",
+        "hypervisors: guard — ok",
+        "hypervisors: summary — 1 to update",
+        "hypervisors: backup — state-backups/homelab/hypervisors/",
+        "verified)",
+        "hypervisors: apply — the saved plan",
+        "hypervisors: done",
+    ):
         assert line in result.output, line
     assert fake.call(lambda: fake.pve.tv_net["pve1"]["vmbr1"].get("bridge_vids")) == "111 120 130"
     assert_private(root)
@@ -233,22 +264,27 @@ def test_npx_cdktf_destroy_asks_for_the_typed_confirmation_then_runs_the_guard(p
 
     result = run(root, env, *argv)
     assert result.returncode != 0
-    assert ("cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
-            "terravixens destroy hypervisors`") in flat(result.output)
+    assert (
+        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
+        "terravixens destroy hypervisors`"
+    ) in flat(result.output)
 
     result = run(root, env, *argv, TERRAVIXENS_CONFIRM="homelab/hypervisors")
     assert result.returncode != 0
     refusals = [line for line in flat(result.output).split("[PG") if line.startswith("008 ")]
-    assert any("proxmox_user_token.hv_pve1_token" in line and "would be deleted while the platform layers manage 5 VMs"
-               in line for line in refusals), result.output[-8000:]
+    assert any(
+        "proxmox_user_token.hv_pve1_token" in line and "would be deleted while the platform layers manage 5 VMs" in line
+        for line in refusals
+    ), result.output[-8000:]
     assert "hypervisors: plan refused by the guard (5 problems); nothing was applied" in result.output
     assert "hypervisors: backup — state-backups/homelab/hypervisors/" in result.output
     assert inventory(fake) == before
     assert_private(root)
 
 
-def in_a_terminal(root: Path, env: dict[str, str], argv: list[str], answer_when: str, answer: bytes,
-                  deadline: float = 600) -> tuple[int, str]:
+def in_a_terminal(
+    root: Path, env: dict[str, str], argv: list[str], answer_when: str, answer: bytes, deadline: float = 600
+) -> tuple[int, str]:
     """Runs `argv` on a terminal of its own (cdktf draws its prompts only there), presses `answer` once the screen
     shows `answer_when`; returns the exit status and everything the terminal showed."""
     import pty

@@ -8,6 +8,7 @@ of lifecycle changes is planned with `terraform show -json` judging which addres
 re-planned to prove convergence. Faults (locked VM, node offline, lost quorum) fail an apply cleanly, leave the
 state intact, and a rerun after the fault converges.
 """
+
 from __future__ import annotations
 
 import copy
@@ -131,10 +132,16 @@ def test_apply_then_second_plan_shows_no_changes(deployed):
     deployment, _ = deployed
     assert deployment.converged("hypervisors") and deployment.converged("platform-prod")
     assert sorted(deployment.state("platform-prod")) == sorted(
-        [MEMBERSHIP, *(VM.format(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))])
+        [MEMBERSHIP, *(VM.format(n) for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b"))]
+    )
     vms = deployment.fake.call(lambda: sorted((vm.vmid, vm.name, vm.node) for vm in deployment.fake.pve.vms))
-    assert vms == [(1101, "cp-a", "pve1"), (1102, "cp-b", "pve2"), (1103, "cp-c", "pve1"),
-                   (1201, "wk-a", "pve1"), (1202, "wk-b", "pve2")]
+    assert vms == [
+        (1101, "cp-a", "pve1"),
+        (1102, "cp-b", "pve2"),
+        (1103, "cp-c", "pve1"),
+        (1201, "wk-a", "pve1"),
+        (1202, "wk-b", "pve2"),
+    ]
 
 
 def test_lifecycle_changes_judged_by_terraform(deployed):
@@ -144,8 +151,10 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
     workers, control_planes = data["clusters"]["prod"]["workers"], data["clusters"]["prod"]["control_planes"]
 
     workers["wk-c"] = copy.deepcopy(workers["wk-b"]) | {"vm_id": 1203}
-    workers["wk-c"]["networks"] = {"maintenance_ip": "127.0.0.63",
-                                   "vlans": {111: {"address": "127.11.1.23/24", "gateway": "127.11.1.1"}}}
+    workers["wk-c"]["networks"] = {
+        "maintenance_ip": "127.0.0.63",
+        "vlans": {111: {"address": "127.11.1.23/24", "gateway": "127.11.1.1"}},
+    }
     deployment.change(data, {"platform-prod": {VM.format("wk-c"): ["create"], MEMBERSHIP: ["update"]}})
 
     # An address lives in the Talos configuration: the VM does not change at all.
@@ -193,8 +202,11 @@ def test_plan_shows_a_replacement_when_one_is_forced(deployed, tmp_path):
 
 FAULTS = {
     "locked VM": (lambda pve: pve.snapshot_lock(1102, "backup"), lambda pve: pve.unlock(1102), "VM is locked (backup)"),
-    "node offline": (lambda pve: pve.set_node_offline("pve2"), lambda pve: pve.set_node_offline("pve2", offline=False),
-                     "No route to host"),
+    "node offline": (
+        lambda pve: pve.set_node_offline("pve2"),
+        lambda pve: pve.set_node_offline("pve2", offline=False),
+        "No route to host",
+    ),
     "lost quorum": (lambda pve: pve.lose_quorum(), lambda pve: pve.regain_quorum(), "no quorum"),
 }
 

@@ -16,6 +16,7 @@ What a real cluster adds (not proven here): the kubernetes provider writing the 
 revision is at least 1 and again only when it changes (hashicorp/terraform-provider-kubernetes v2.38.0 source), and
 Flux reading it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,13 @@ from tests.terraform import mirrored_providers, terraform
 pytestmark = pytest.mark.integration
 
 CANARY = "CANARY-flux-credential-5d1e3b7a9c"
-VALUE = json.dumps({"identity": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{CANARY}\n-----END OPENSSH PRIVATE KEY-----\n",
-                    "known_hosts": "git.lab.internal ssh-ed25519 AAAA", "password": "${not-a-template}"})
+VALUE = json.dumps(
+    {
+        "identity": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{CANARY}\n-----END OPENSSH PRIVATE KEY-----\n",
+        "known_hosts": "git.lab.internal ssh-ed25519 AAAA",
+        "password": "${not-a-template}",
+    }
+)
 
 
 def _document(gitops: dict, attribute: str = "data_wo") -> dict:
@@ -42,9 +48,16 @@ def _document(gitops: dict, attribute: str = "data_wo") -> dict:
         # Loopback, a port nothing listens on: planning a create asks the API nothing; an apply would fail to connect.
         "provider": {"proxmox": [{"endpoint": "https://127.0.0.1:9/", "api_token": "t@pam!t=00000000-0000"}]},
         "variable": {"flux_git_credentials": variable},
-        "resource": {"proxmox_acme_dns_plugin": {"flux": {
-            "api": "flux", "plugin": "flux", attribute: secret["data_wo"],
-            "data_wo_version": secret["data_wo_revision"]}}},
+        "resource": {
+            "proxmox_acme_dns_plugin": {
+                "flux": {
+                    "api": "flux",
+                    "plugin": "flux",
+                    attribute: secret["data_wo"],
+                    "data_wo_version": secret["data_wo_revision"],
+                }
+            }
+        },
     }
 
 
@@ -65,13 +78,22 @@ def test_the_variable_feeds_a_write_only_attribute_and_nothing_else(example_synt
     refused = terraform(terraform_binary, workdir, "validate", "-json", "-no-color")
     report = json.loads(refused.stdout)
     assert report["valid"] is False
-    assert any(d["summary"] == "Invalid use of ephemeral value" and 'not valid for "data"' in d["detail"]
-               for d in report["diagnostics"]), report
+    assert any(
+        d["summary"] == "Invalid use of ephemeral value" and 'not valid for "data"' in d["detail"]
+        for d in report["diagnostics"]
+    ), report
 
 
 def test_the_value_is_in_no_plan_and_needed_again_to_apply(terraform_binary, workdir):
-    plan = terraform(terraform_binary, workdir, "plan", "-input=false", "-no-color", "-out=saved.tfplan",
-                     TF_VAR_flux_git_credentials=VALUE)
+    plan = terraform(
+        terraform_binary,
+        workdir,
+        "plan",
+        "-input=false",
+        "-no-color",
+        "-out=saved.tfplan",
+        TF_VAR_flux_git_credentials=VALUE,
+    )
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "1 to add" in plan.stdout and CANARY not in plan.stdout + plan.stderr
     with zipfile.ZipFile(workdir / "saved.tfplan") as saved:
@@ -81,15 +103,16 @@ def test_the_value_is_in_no_plan_and_needed_again_to_apply(terraform_binary, wor
     assert CANARY not in shown.stdout
     without = terraform(terraform_binary, workdir, "apply", "-input=false", "-no-color", "saved.tfplan")
     assert without.returncode == 1
-    assert ('The ephemeral input variable "flux_git_credentials" was set during the plan phase, and so must also be '
-            'set during the apply phase.') in " ".join(without.stderr.split())
+    assert (
+        'The ephemeral input variable "flux_git_credentials" was set during the plan phase, and so must also be '
+        "set during the apply phase."
+    ) in " ".join(without.stderr.split())
     assert not (workdir / "terraform.tfstate").exists() or CANARY not in (workdir / "terraform.tfstate").read_text()
 
 
-@pytest.mark.parametrize("value", ["not json", "{}", "[\"identity\"]"], ids=["text", "empty", "list"])
+@pytest.mark.parametrize("value", ["not json", "{}", '["identity"]'], ids=["text", "empty", "list"])
 def test_a_value_that_is_no_json_object_is_refused_by_the_variable(terraform_binary, workdir, value):
-    plan = terraform(terraform_binary, workdir, "plan", "-input=false", "-no-color",
-                     TF_VAR_flux_git_credentials=value)
+    plan = terraform(terraform_binary, workdir, "plan", "-input=false", "-no-color", TF_VAR_flux_git_credentials=value)
     assert plan.returncode == 1
     assert "Give a JSON object of the Secret's keys" in " ".join(plan.stderr.split())
     missing = terraform(terraform_binary, workdir, "plan", "-input=false", "-no-color")

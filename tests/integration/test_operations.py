@@ -5,6 +5,7 @@ onto the providers with a binary here (the Workspace `transform` seam; talos, he
 0003): the hypervisors layer whole, the platform layer's VMs and membership record. Real plans judged by the guard
 are captured as fixtures (TERRAVIXENS_CAPTURE_PLANS=1, tests/fixtures/plans/capture.py).
 """
+
 from __future__ import annotations
 
 import copy
@@ -89,18 +90,24 @@ class Recorder(Console):
 
 def inventory(fake: FakePveServer) -> dict:
     """What the fake holds beyond a fresh Proxmox VE: VMs, bridges, users, roles, tokens, ACLs, stored files."""
+
     def read():
         pve = fake.pve
         return {
             "vms": sorted(vm.vmid for vm in pve.vms),
-            "bridges": sorted(f"{node}/{name}" for node, ifaces in pve.tv_net.items() for name in ifaces
-                              if name not in ("enp2s0", "vmbr0")),
+            "bridges": sorted(
+                f"{node}/{name}"
+                for node, ifaces in pve.tv_net.items()
+                for name in ifaces
+                if name not in ("enp2s0", "vmbr0")
+            ),
             "users": sorted(u for u in pve.tv_users if u != "root@pam"),
             "roles": sorted(pve.tv_roles),
             "tokens": sorted("!".join(key) for key in pve.tv_tokens),
             "acl": sorted(e["ugid"] for e in pve.tv_acl),
             "files": sorted(f"{name}:{f}" for name, storage in pve.storages.items() for f in storage.get("files", ())),
         }
+
     return fake.call(read)
 
 
@@ -133,9 +140,18 @@ def deployed(fake, terraform_binary, tmp_path_factory):
 
 def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
     root, _data, ws, _tf, text, _ = deployed
-    for step in ("site: synth", "hypervisors: init", "hypervisors: plan", "hypervisors: guard — ok",
-                 "hypervisors: summary — 7 to create", "hypervisors: backup — no state yet", "hypervisors: apply",
-                 "platform-prod: guard — ok", "platform-prod: summary — 6 to create", "platform-prod: done"):
+    for step in (
+        "site: synth",
+        "hypervisors: init",
+        "hypervisors: plan",
+        "hypervisors: guard — ok",
+        "hypervisors: summary — 7 to create",
+        "hypervisors: backup — no state yet",
+        "hypervisors: apply",
+        "platform-prod: guard — ok",
+        "platform-prod: summary — 6 to create",
+        "platform-prod: done",
+    ):
         assert step in text, step
     assert "  node cp-a:\n    + proxmox_virtual_environment_vm.node_cp-a_vm" in text
     assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
@@ -176,23 +192,33 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
     replaced["clusters"]["prod"]["workers"]["wk-b"]["vm_id"] = 1299
     console = Recorder()
     with pytest.raises(OperationError) as caught:
-        deploy(workspace(root, replaced), [L1], tf, DeployOptions(yes=True, save_plan_json=root / "replaced.json"),
-               console)
+        deploy(
+            workspace(root, replaced), [L1], tf, DeployOptions(yes=True, save_plan_json=root / "replaced.json"), console
+        )
     assert caught.value.code == ExitCode.REFUSED
-    assert ("[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be replaced: node 'wk-b' "
-            "stays in the site but would be destroyed and re-created.") in console.text
+    assert (
+        "[PG001 StayingNodeKept] proxmox_virtual_environment_vm.node_wk-b_vm would be replaced: node 'wk-b' "
+        "stays in the site but would be destroyed and re-created."
+    ) in console.text
     capture("real-platform-vm-replaced", (root / "replaced.json").read_text())
 
     bridge_gone = copy.deepcopy(data)
     bridge_gone["hypervisors"]["pve2"]["bridges"] = {}
     console = Recorder()
     with pytest.raises(OperationError) as caught:
-        deploy(workspace(root, bridge_gone), [L0], tf, DeployOptions(yes=True, save_plan_json=root / "bridge.json"),
-               console)
+        deploy(
+            workspace(root, bridge_gone),
+            [L0],
+            tf,
+            DeployOptions(yes=True, save_plan_json=root / "bridge.json"),
+            console,
+        )
     assert caught.value.code == ExitCode.REFUSED
-    assert ("[PG008 HypervisorKeepsWhatNodesUse] proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1 would delete "
-            "bridge 'vmbr1' on 'pve2', used by VM cp-b in platform-prod (deployed), VM wk-b in platform-prod "
-            "(deployed), node cp-b of cluster prod (site file), node wk-b of cluster prod (site file)") in console.text
+    assert (
+        "[PG008 HypervisorKeepsWhatNodesUse] proxmox_network_linux_bridge.hv_pve2_bridge_vmbr1 would delete "
+        "bridge 'vmbr1' on 'pve2', used by VM cp-b in platform-prod (deployed), VM wk-b in platform-prod "
+        "(deployed), node cp-b of cluster prod (site file), node wk-b of cluster prod (site file)"
+    ) in console.text
     capture("real-hypervisors-bridge-in-use", (root / "bridge.json").read_text())
     state = tf.run(root / "cdktf.out" / "stacks" / L1, "state", "pull").stdout
     capture_state("real-platform-state", state)
@@ -204,8 +230,10 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
     assert caught.value.code == ExitCode.REFUSED
     refused = [line for line in console.text.splitlines() if line.startswith("  [PG008")]
     assert len(refused) == 5  # two bridges, the role, the user and its token
-    assert any("proxmox_user_token.hv_pve1_token would be deleted while the platform layers manage 5 VMs" in line
-               for line in refused)
+    assert any(
+        "proxmox_user_token.hv_pve1_token would be deleted while the platform layers manage 5 VMs" in line
+        for line in refused
+    )
     if capturing():  # the refused teardown plan itself, for the fixture
         stack = root / "cdktf.out" / "stacks" / L0
         assert tf.run(stack, "plan", "-destroy", "-input=false", "-out=capture.tfplan").returncode == 0
@@ -215,8 +243,13 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
     shown = tf.run(root / "cdktf.out" / "stacks" / L0, "show", "-json")  # the plan file forgotten: state JSON
     capture("real-state-not-a-plan", shown.stdout)
     (root / "state.json").write_text(shown.stdout)
-    guard = subprocess.run([sys.executable, "-m", "terravixens.cli", "plan-guard", str(root / "state.json")],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    guard = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "plan-guard", str(root / "state.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert guard.returncode == 2 and "is a state (`terraform show -json` without a plan file" in guard.stderr
     assert inventory(fake) == before
     assert leftover_plans(root) == []
@@ -225,13 +258,18 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
 def api(fake: FakePveServer, method: str, path: str, **fields: str) -> dict:
     """A call to the fake's HTTP API as any client makes it: ticket, CSRF token, form body."""
     context = ssl.create_default_context(cafile=fake.cafile)
-    login = urllib.request.Request(f"{fake.url}api2/json/access/ticket", method="POST",
-                                   data=urllib.parse.urlencode({"username": "root@pam", "password": "secret"}).encode())
+    login = urllib.request.Request(
+        f"{fake.url}api2/json/access/ticket",
+        method="POST",
+        data=urllib.parse.urlencode({"username": "root@pam", "password": "secret"}).encode(),
+    )
     ticket = json.loads(urllib.request.urlopen(login, context=context, timeout=30).read())["data"]
-    request = urllib.request.Request(f"{fake.url}api2/json{path}", method=method,
-                                     data=urllib.parse.urlencode(fields).encode(),
-                                     headers={"Cookie": f"PVEAuthCookie={ticket['ticket']}",
-                                              "CSRFPreventionToken": ticket["CSRFPreventionToken"]})
+    request = urllib.request.Request(
+        f"{fake.url}api2/json{path}",
+        method=method,
+        data=urllib.parse.urlencode(fields).encode(),
+        headers={"Cookie": f"PVEAuthCookie={ticket['ticket']}", "CSRFPreventionToken": ticket["CSRFPreventionToken"]},
+    )
     return json.loads(urllib.request.urlopen(request, context=context, timeout=30).read())
 
 
@@ -295,14 +333,18 @@ def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
         for layer in PROXMOX_SIDE:
             assert tf.run(ws.stack_dir(layer), "state", "list").stdout.split() == [], (cycle, layer)
         assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
-        times.append({"cycle": cycle, "destroy_s": round(torn_down, 1),
-                      "total_s": round(time.monotonic() - started, 1)})
+        times.append(
+            {"cycle": cycle, "destroy_s": round(torn_down, 1), "total_s": round(time.monotonic() - started, 1)}
+        )
         assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
         assert leftover_plans(root) == []
     backups = list((root / "state-backups").rglob("*.tfstate"))
     assert backups and {stat.S_IMODE(p.stat().st_mode) for p in backups} == {0o600}
-    report = {"machine": f"{os.uname().machine}, {os.cpu_count()} cores", "first_deploy_s": round(first, 1),
-              "cycles": times}
+    report = {
+        "machine": f"{os.uname().machine}, {os.cpu_count()} cores",
+        "first_deploy_s": round(first, 1),
+        "cycles": times,
+    }
     print(json.dumps(report))
     if os.environ.get("TERRAVIXENS_RECORD_CYCLES") == "1":
         TIMINGS.write_text(json.dumps(report, indent=1) + "\n")
@@ -319,8 +361,15 @@ def test_s3_backend_deploy_destroy_restore(second_fake, terraform_binary, s3_end
     fake = second_fake
     endpoint, client = s3_endpoint
     data = support.loopback_data(fake.url)
-    data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET, "key_prefix": "ops",
-                                             "allow_insecure_http": "moto on loopback, a test emulator"}}
+    data["state"] = {
+        "backend": "s3",
+        "s3": {
+            "endpoint": endpoint,
+            "bucket": BUCKET,
+            "key_prefix": "ops",
+            "allow_insecure_http": "moto on loopback, a test emulator",
+        },
+    }
     data["clusters"]["prod"]["control_planes"] = {"cp-a": data["clusters"]["prod"]["control_planes"]["cp-a"]}
     data["clusters"]["prod"]["workers"] = {}
     for hypervisor in data["hypervisors"].values():

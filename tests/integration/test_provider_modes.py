@@ -4,6 +4,7 @@
 listens, except the fake Proxmox VE on loopback. So a step that would reach the Terraform Registry fails at once,
 here and on a machine that has the registry.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,25 @@ def _free_port(host: str = "127.0.0.1") -> int:
 def offline(environ: dict[str, str]) -> dict[str, str]:
     """`environ` with the network cut: only loopback hosts are reached directly."""
     dead = f"http://127.0.0.1:{_free_port()}"
-    cut = {"HTTPS_PROXY": dead, "HTTP_PROXY": dead, "https_proxy": dead, "http_proxy": dead,
-           "NO_PROXY": "127.0.0.0/8,localhost", "no_proxy": "127.0.0.0/8,localhost"}
+    cut = {
+        "HTTPS_PROXY": dead,
+        "HTTP_PROXY": dead,
+        "https_proxy": dead,
+        "http_proxy": dead,
+        "NO_PROXY": "127.0.0.0/8,localhost",
+        "no_proxy": "127.0.0.0/8,localhost",
+    }
     return {**environ, **cut, "CHECKPOINT_DISABLE": "1", "TF_IN_AUTOMATION": "1"}
 
 
 def user_environment() -> dict[str, str]:
     """The environment of a user who configured nothing for Terraform."""
-    return {k: v for k, v in os.environ.items()
-            if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK")
-            and not k.startswith("TF_PLUGIN")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK")
+        and not k.startswith("TF_PLUGIN")
+    }
 
 
 def write_hypervisors(workdir: Path) -> None:
@@ -61,8 +71,14 @@ def test_init_installs_from_the_registry_or_from_the_mirror(terraform_binary, tm
     mirror: the provider comes from the filesystem mirror, offline."""
     write_hypervisors(tmp_path)
     env = offline(provider_install.terraform_env(selected, user_environment()))
-    result = subprocess.run([terraform_binary, "init", "-input=false", "-no-color"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [terraform_binary, "init", "-input=false", "-no-color"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = result.stdout + result.stderr
     if selected == "registry":
         assert result.returncode != 0
@@ -83,16 +99,32 @@ def fake(tmp_path):
 
 def cdktf_project(root: Path, endpoint: str) -> Path:
     """A cdktf project dir with the loopback site's stacks synthesized into cdktf.out (deployed with --skip-synth)."""
-    (root / "cdktf.json").write_text(json.dumps({"language": "python", "app": "false", "sendCrashReports": "false",
-                                                 "terraformProviders": [], "terraformModules": [], "context": {}}))
+    (root / "cdktf.json").write_text(
+        json.dumps(
+            {
+                "language": "python",
+                "app": "false",
+                "sendCrashReports": "false",
+                "terraformProviders": [],
+                "terraformModules": [],
+                "context": {},
+            }
+        )
+    )
     support.synth(support.site_from(support.loopback_data(endpoint)), root / "cdktf.out")
     return root
 
 
 def cdktf_deploy_hypervisors(project: Path, env: dict[str, str], terraform_binary: str):
     env = dict(env, TERRAFORM_BINARY_NAME=terraform_binary, PATH=f"{CDKTF.parent}{os.pathsep}{env['PATH']}")
-    return subprocess.run([str(CDKTF), "deploy", "hypervisors", "--auto-approve", "--skip-synth"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(CDKTF), "deploy", "hypervisors", "--auto-approve", "--skip-synth"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_first_offline_cdktf_deploy_of_the_hypervisors_succeeds(fake, terraform_binary, tmp_path):

@@ -4,6 +4,7 @@ The backend blocks are exactly what terravixens synthesizes for a site with `sta
 are replaced by a built-in `terraform_data` resource (no provider needed), because what is under test is the state:
 one key per layer, locking, and that a concurrent apply neither corrupts nor loses anything.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,14 +34,18 @@ def _free_port() -> int:
 def s3_endpoint(tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log.open("w"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                              region_name="us-east-1")
+        client = boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+        )
         for _ in range(100):
             try:
                 client.create_bucket(Bucket=BUCKET)
@@ -69,15 +74,18 @@ def _stack_dir(tmp_path: Path, name: str, backend: dict, body: dict) -> Path:
 def _tf(binary: str, workdir: Path, *args: str, wait: bool = True):
     command = [binary, *args, "-no-color", "-input=false"]
     if not wait:
-        return subprocess.Popen(command, cwd=workdir, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        return subprocess.Popen(
+            command, cwd=workdir, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
     return subprocess.run(command, cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300)
 
 
 def _synthesized_backends(endpoint: str) -> dict[str, dict]:
     data = support.example_data()
-    data["state"] = {"backend": "s3", "s3": {"endpoint": endpoint, "bucket": BUCKET,
-                                            "allow_insecure_http": "moto on loopback, a test emulator"}}
+    data["state"] = {
+        "backend": "s3",
+        "s3": {"endpoint": endpoint, "bucket": BUCKET, "allow_insecure_http": "moto on loopback, a test emulator"},
+    }
     return {name: stack["terraform"]["backend"] for name, stack in support.synth(support.site_from(data)).items()}
 
 
@@ -98,8 +106,13 @@ def _apply_holding_the_lock(binary: str, endpoint: str, client, tmp_path: Path, 
     """Two work dirs on the same state key; the first is applying (and holds the lock) when this returns."""
     backend = _synthesized_backends(endpoint)[layer]
     backend["s3"]["key"] = key
-    body = {"resource": {"terraform_data": {"slow": {
-        "input": "kept", "provisioner": [{"local-exec": {"command": f"sleep {seconds}"}}]}}}}
+    body = {
+        "resource": {
+            "terraform_data": {
+                "slow": {"input": "kept", "provisioner": [{"local-exec": {"command": f"sleep {seconds}"}}]}
+            }
+        }
+    }
     first_dir = _stack_dir(tmp_path, "first", backend, body)
     second_dir = _stack_dir(tmp_path, "second", backend, body)
     assert _tf(binary, first_dir, "init").returncode == 0
@@ -134,8 +147,9 @@ def test_concurrent_apply_of_one_layer_fails_cleanly_then_converges(s3_endpoint,
 
 def test_concurrent_apply_with_lock_timeout_waits(s3_endpoint, terraform_binary, tmp_path):
     endpoint, client = s3_endpoint
-    first, second_dir = _apply_holding_the_lock(terraform_binary, endpoint, client, tmp_path, "platform-prod",
-                                                "waiting/platform-prod.tfstate", 4)
+    first, second_dir = _apply_holding_the_lock(
+        terraform_binary, endpoint, client, tmp_path, "platform-prod", "waiting/platform-prod.tfstate", 4
+    )
     second = _tf(terraform_binary, second_dir, "apply", "-auto-approve", "-lock-timeout=60s")
     first.communicate(timeout=120)
     assert first.returncode == 0

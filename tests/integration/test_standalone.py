@@ -10,6 +10,7 @@ run (the test runs the node.env they would write through the real client instead
 QEMU configuration state but no guest OS, no `pct exec`, no cloud-init ISO; the fake SSH side answers bpg's two
 snippet-upload commands and SFTP only (tests/fakessh.py); the nested host is a second fake, not a VM of the first.
 """
+
 from __future__ import annotations
 
 import json
@@ -101,8 +102,10 @@ class World:
         text = site.read_text().replace("10.11.1.", f"127.{self.octet}.1.").replace("10.12.0.", f"127.{self.octet}.2.")
         data = yaml.safe_load(text)
         data["proxmox"] = {"endpoint": self.pve1.url, "insecure": False}
-        data["standalone"]["spec_server"] = {"url": f"http://{self.spec_host}:{self.spec_port}",
-                                             "allow_insecure_http": "a test on loopback"}
+        data["standalone"]["spec_server"] = {
+            "url": f"http://{self.spec_host}:{self.spec_port}",
+            "allow_insecure_http": "a test on loopback",
+        }
         site.write_text(yaml.safe_dump(data, sort_keys=False))
         return site, secrets
 
@@ -125,8 +128,12 @@ class World:
     def terraform(self, binary: str) -> Terraform:
         home = self.folder / "home"  # bpg writes the fake hosts' keys to ~/.ssh/known_hosts
         home.mkdir(exist_ok=True)
-        env = {**self.pve1.provider_env(), **provider_install.environment_for("mirror"), "HOME": str(home),
-               "SSL_CERT_FILE": str(self.ca_bundle)}
+        env = {
+            **self.pve1.provider_env(),
+            **provider_install.environment_for("mirror"),
+            "HOME": str(home),
+            "SSL_CERT_FILE": str(self.ca_bundle),
+        }
         return Terraform(binary=binary, env=env, layer_env=layer_variables(self.site, self.secrets))
 
     def snippet(self, ssh: FakeSsh, node: str, suffix: str) -> str:
@@ -135,9 +142,16 @@ class World:
     def inventory(self) -> dict:
         def read(fake):
             pve = fake.pve
-            return {"vms": sorted(vm.vmid for vm in pve.vms), "cts": sorted(ct.vmid for ct in pve.cts),
-                    "snippets": sorted(name.split("/", 1)[1] for name, vol in pve.storages["local"].get(
-                        "volumes", {}).items() if vol.get("content") == "snippets")}
+            return {
+                "vms": sorted(vm.vmid for vm in pve.vms),
+                "cts": sorted(ct.vmid for ct in pve.cts),
+                "snippets": sorted(
+                    name.split("/", 1)[1]
+                    for name, vol in pve.storages["local"].get("volumes", {}).items()
+                    if vol.get("content") == "snippets"
+                ),
+            }
+
         return {"pve1": self.pve1.call(read, self.pve1), "nest1": self.nest1.call(read, self.nest1)}
 
     def stop(self) -> None:
@@ -156,12 +170,22 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def deployed(world, terraform_binary):
-    validate = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", str(world.site)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+    validate = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "validate", str(world.site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert validate.returncode == 0, validate.stderr
     assert "4 standalone nodes" in validate.stdout
-    stacks = subprocess.run([sys.executable, "-m", "terravixens.cli", "stacks", str(world.site)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    stacks = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "stacks", str(world.site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert stacks.stdout.split() == [L0, S, N]
     console = Recorder()
     code = deploy(world.workspace(), None, world.terraform(terraform_binary), DeployOptions(yes=True), console)
@@ -188,7 +212,8 @@ def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):
     assert "  standalone dns1:\n    + proxmox_virtual_environment_container.sa_dns1_ct" in deployed
     assert world.inventory() == {
         "pve1": {"vms": [3001, 3002], "cts": [], "snippets": ["terravixens-nest1.yaml", "terravixens-tools.yaml"]},
-        "nest1": {"vms": [102], "cts": [101], "snippets": ["terravixens-dns1.sh", "terravixens-jump1.yaml"]}}
+        "nest1": {"vms": [102], "cts": [101], "snippets": ["terravixens-dns1.sh", "terravixens-jump1.yaml"]},
+    }
     ct = world.nest1.call(lambda: dict(world.nest1.pve.ct(101).config))
     assert (ct["unprivileged"], ct["hookscript"], ct["ostype"]) == (1, "local:snippets/terravixens-dns1.sh", "debian")
     vm = world.nest1.call(lambda: dict(world.nest1.pve.vm(102).config))
@@ -201,15 +226,23 @@ def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):
 
 def test_a_second_deploy_has_nothing_to_do(deployed, world, terraform_binary):
     console = Recorder()
-    assert deploy(world.workspace(), None, world.terraform(terraform_binary),
-                  DeployOptions(yes=True, synth=False), console) == ExitCode.OK
+    assert (
+        deploy(
+            world.workspace(), None, world.terraform(terraform_binary), DeployOptions(yes=True, synth=False), console
+        )
+        == ExitCode.OK
+    )
     assert "deployed: nothing (no changes)" in console.text, console.text
 
 
 def test_each_node_gets_its_identity_and_the_token_its_posture_asks_for(deployed, world):
     url = f"http://{world.spec_host}:{world.spec_port}"
-    expected = {"nest1": spec_support.NODE_TOKENS["nest1"], "tools": None, "jump1": spec_support.SITE_TOKEN,
-                "dns1": spec_support.NODE_TOKENS["dns1"]}
+    expected = {
+        "nest1": spec_support.NODE_TOKENS["nest1"],
+        "tools": None,
+        "jump1": spec_support.SITE_TOKEN,
+        "dns1": spec_support.NODE_TOKENS["dns1"],
+    }
     for node, token in expected.items():
         assert node_env_of(world, node) == render_env(url, node, token), node
 
@@ -218,16 +251,33 @@ def spec_get(env_text: str, folder: Path, name: str) -> tuple[subprocess.Complet
     env_file, out = folder / f"{name}.env", folder / f"{name}.spec.json"
     env_file.write_text(env_text)
     env_file.chmod(0o600)
-    done = subprocess.run([sys.executable, "-m", "terravixens.cli", "spec", "get", "--env-file", str(env_file),
-                           "--out", str(out), "--max-time", "20"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terravixens.cli",
+            "spec",
+            "get",
+            "--env-file",
+            str(env_file),
+            "--out",
+            str(out),
+            "--max-time",
+            "20",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done, out
 
 
 @pytest.fixture(scope="module")
 def spec_server(world, deployed):
-    server = spec_support.start_server(world.site, world.secrets, world.folder / "serve.log", host=world.spec_host,
-                                       port=world.spec_port)
+    server = spec_support.start_server(
+        world.site, world.secrets, world.folder / "serve.log", host=world.spec_host, port=world.spec_port
+    )
     yield server
     server.stop()
 
@@ -241,8 +291,12 @@ def test_every_node_gets_its_spec_from_the_running_server_under_its_posture(worl
         assert json.loads(out.read_text()) == documents[node]
         assert stat.S_IMODE(out.stat().st_mode) == 0o600
         postures[node] = (documents[node]["access"]["posture"], documents[node]["access"]["auth"])
-    assert postures == {"nest1": ("prod", "node_token"), "tools": ("dev", "network"),
-                        "jump1": ("stage", "site_token"), "dns1": ("prod", "node_token")}
+    assert postures == {
+        "nest1": ("prod", "node_token"),
+        "tools": ("dev", "network"),
+        "jump1": ("stage", "site_token"),
+        "dns1": ("prod", "node_token"),
+    }
     served = [r for r in spec_server.log() if r.get("event") == "access" and r.get("status") == 200]
     assert {r.get("identity") for r in served} >= {"nest1", "tools", "jump1", "dns1"}
 
@@ -250,11 +304,11 @@ def test_every_node_gets_its_spec_from_the_running_server_under_its_posture(worl
 def test_a_node_env_carrying_another_nodes_token_is_refused(world, spec_server, tmp_path):
     url = f"http://{world.spec_host}:{world.spec_port}"
     cases = {  # identity, token -> spec get's exit code (ADR 0019: 4 refused)
-        ("jump1", spec_support.NODE_TOKENS["dns1"]): 4,   # stage node with a node token
-        ("dns1", spec_support.NODE_TOKENS["jump1"]): 4,   # another node's token
-        ("dns1", spec_support.SITE_TOKEN): 4,             # prod node with the site token
-        ("nest1", None): 4,                               # prod node without a token
-        ("tools", spec_support.WRONG_TOKEN): 4,           # network posture, invalid token
+        ("jump1", spec_support.NODE_TOKENS["dns1"]): 4,  # stage node with a node token
+        ("dns1", spec_support.NODE_TOKENS["jump1"]): 4,  # another node's token
+        ("dns1", spec_support.SITE_TOKEN): 4,  # prod node with the site token
+        ("nest1", None): 4,  # prod node without a token
+        ("tools", spec_support.WRONG_TOKEN): 4,  # network posture, invalid token
     }
     for (node, token), code in cases.items():
         done, out = spec_get(render_env(url, node, token), tmp_path, f"{node}-bad")
@@ -264,22 +318,35 @@ def test_a_node_env_carrying_another_nodes_token_is_refused(world, spec_server, 
 
 def plan_changes(path: Path) -> dict[str, tuple[str, ...]]:
     plan = json.loads(path.read_text())
-    return {c["address"]: tuple(c["change"]["actions"]) for c in plan["resource_changes"]
-            if c["change"]["actions"] != ["no-op"]}
+    return {
+        c["address"]: tuple(c["change"]["actions"])
+        for c in plan["resource_changes"]
+        if c["change"]["actions"] != ["no-op"]
+    }
 
 
 def test_rotating_a_node_token_replaces_only_its_snippet_and_the_container_stays(deployed, world, terraform_binary):
     before = world.inventory()
     ct_before = world.nest1.call(lambda: dict(world.nest1.pve.ct(101).config))
     rotated = "dns1-rotated-" + "7" * 32
-    spec_support.write_secrets(world.secrets, spec_support.secrets_data(
-        node_tokens={**spec_support.NODE_TOKENS, "dns1": rotated}))
+    spec_support.write_secrets(
+        world.secrets, spec_support.secrets_data(node_tokens={**spec_support.NODE_TOKENS, "dns1": rotated})
+    )
     console = Recorder()
-    assert deploy(world.workspace(), [S, N], world.terraform(terraform_binary),
-                  DeployOptions(yes=True, save_plan_json=world.folder / "rotate.json"), console) == ExitCode.OK
+    assert (
+        deploy(
+            world.workspace(),
+            [S, N],
+            world.terraform(terraform_binary),
+            DeployOptions(yes=True, save_plan_json=world.folder / "rotate.json"),
+            console,
+        )
+        == ExitCode.OK
+    )
     assert "standalone: plan — no changes" in console.text
     assert plan_changes(world.folder / "rotate-standalone-nest1.json") == {
-        "proxmox_virtual_environment_file.sa_dns1_node_env": ("delete", "create")}
+        "proxmox_virtual_environment_file.sa_dns1_node_env": ("delete", "create")
+    }
     assert world.inventory() == before
     assert world.nest1.call(lambda: dict(world.nest1.pve.ct(101).config)) == ct_before
     assert f"TERRAVIXENS_TOKEN='{rotated}'" in world.snippet(world.ssh2, "dns1", "sh")
@@ -292,10 +359,19 @@ def test_a_posture_change_replaces_only_that_nodes_snippet_and_the_vm_stays(depl
     spec.write_text(yaml.safe_dump(data))
     vm_before = world.pve1.call(lambda: dict(world.pve1.pve.vm(3002).config))
     console = Recorder()
-    assert deploy(world.workspace(), [S, N], world.terraform(terraform_binary),
-                  DeployOptions(yes=True, save_plan_json=world.folder / "posture.json"), console) == ExitCode.OK
+    assert (
+        deploy(
+            world.workspace(),
+            [S, N],
+            world.terraform(terraform_binary),
+            DeployOptions(yes=True, save_plan_json=world.folder / "posture.json"),
+            console,
+        )
+        == ExitCode.OK
+    )
     assert plan_changes(world.folder / "posture-standalone.json") == {
-        "proxmox_virtual_environment_file.sa_tools_node_env": ("delete", "create")}
+        "proxmox_virtual_environment_file.sa_tools_node_env": ("delete", "create")
+    }
     assert "standalone-nest1: plan — no changes" in console.text
     assert world.pve1.call(lambda: dict(world.pve1.pve.vm(3002).config)) == vm_before
     assert f"TERRAVIXENS_TOKEN='{spec_support.SITE_TOKEN}'" in node_env_of(world, "tools")
@@ -307,8 +383,10 @@ def test_a_spec_edit_changes_nothing_terraform_manages(deployed, world, terrafor
     data["platform"]["packages"].append("tmux")
     spec.write_text(yaml.safe_dump(data))
     console = Recorder()
-    assert deploy(world.workspace(), [S, N], world.terraform(terraform_binary), DeployOptions(yes=True),
-                  console) == ExitCode.OK
+    assert (
+        deploy(world.workspace(), [S, N], world.terraform(terraform_binary), DeployOptions(yes=True), console)
+        == ExitCode.OK
+    )
     assert "deployed: nothing (no changes)" in console.text, console.text
 
 
@@ -329,12 +407,16 @@ def test_destroy_goes_children_first(deployed, world, terraform_binary):
     with pytest.raises(OperationError) as caught:
         destroy(ws, S, tf, DestroyOptions(confirm="lab/standalone"), Recorder())
     assert caught.value.code == ExitCode.REFUSED
-    assert ("standalone: layer standalone-nest1 still has 4 resources on a host that standalone creates: destroy "
-            "standalone-nest1 first (children before parents); nothing was destroyed") in str(caught.value)
+    assert (
+        "standalone: layer standalone-nest1 still has 4 resources on a host that standalone creates: destroy "
+        "standalone-nest1 first (children before parents); nothing was destroyed"
+    ) in str(caught.value)
     assert world.inventory()["pve1"]["vms"] == [3001, 3002]
     console = Recorder()
     assert destroy(ws, N, tf, DestroyOptions(confirm="lab/standalone-nest1", synth=False), console) == ExitCode.OK
     assert world.inventory()["nest1"] == {"vms": [], "cts": [], "snippets": []}
     assert destroy(ws, S, tf, DestroyOptions(confirm="lab/standalone", synth=False), Recorder()) == ExitCode.OK
-    assert world.inventory() == {"pve1": {"vms": [], "cts": [], "snippets": []},
-                                 "nest1": {"vms": [], "cts": [], "snippets": []}}
+    assert world.inventory() == {
+        "pve1": {"vms": [], "cts": [], "snippets": []},
+        "nest1": {"vms": [], "cts": [], "snippets": []},
+    }

@@ -12,6 +12,7 @@ deploy): its content must never show up in a plan, a state or an output.
    the canary is not read.
 Offline only (Terraform's built-in terraform_data: no provider, no network).
 """
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,10 @@ def _show(binary: str, workdir: Path) -> dict:
 
 
 def _data(input_value: str) -> dict:
-    return {"resource": {"terraform_data": {"label": {"input": input_value}}},
-            "output": {"label": {"value": "${terraform_data.label.input}"}}}
+    return {
+        "resource": {"terraform_data": {"label": {"input": input_value}}},
+        "output": {"label": {"value": "${terraform_data.label.input}"}},
+    }
 
 
 def test_without_the_checks_terraform_reads_the_file(terraform_binary, tmp_path, canary):
@@ -76,12 +79,18 @@ def _site_with(canary: Path, change) -> dict:
 
 
 SITE_CHANGES = {
-    "label": (lambda d, v: d["clusters"]["prod"]["workers"]["wk-a"]["labels"].update(pool=v),
-              "clusters.prod.workers.wk-a.labels.pool"),
-    "bridge comment": (lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
-                       "hypervisors.pve1.bridges.vmbr1.comment"),
-    "taint": (lambda d, v: d["clusters"]["prod"]["workers"]["wk-b"].update(taints=[{"key": "k", "value": v}]),
-              "clusters.prod.workers.wk-b.taints.0.value"),
+    "label": (
+        lambda d, v: d["clusters"]["prod"]["workers"]["wk-a"]["labels"].update(pool=v),
+        "clusters.prod.workers.wk-a.labels.pool",
+    ),
+    "bridge comment": (
+        lambda d, v: d["hypervisors"]["pve1"]["bridges"]["vmbr1"].update(comment=v),
+        "hypervisors.pve1.bridges.vmbr1.comment",
+    ),
+    "taint": (
+        lambda d, v: d["clusters"]["prod"]["workers"]["wk-b"].update(taints=[{"key": "k", "value": v}]),
+        "clusters.prod.workers.wk-b.taints.0.value",
+    ),
     "flux branch": (lambda d, v: d["clusters"]["prod"]["flux"].update(branch=v), "clusters.prod.flux.branch"),
 }
 
@@ -93,15 +102,30 @@ def test_a_site_carrying_it_is_refused_before_any_json(tmp_path, canary, name):
     site.write_text(yaml.safe_dump(_site_with(canary, change), sort_keys=False))
     line = next(number for number, text in enumerate(site.read_text().splitlines(), 1) if "${file(" in text)
     env = dict(os.environ, TERRAVIXENS_SITE=str(site))
-    validate = subprocess.run([sys.executable, "-m", "terravixens.cli", "validate", str(site)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60)
+    validate = subprocess.run(
+        [sys.executable, "-m", "terravixens.cli", "validate", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert validate.returncode == 2, validate.stdout + validate.stderr
     assert f"  - line {line}, {field}: " in validate.stderr
     assert "holds '${': Terraform would evaluate it as a template" in validate.stderr
     outdir = tmp_path / "cdktf.out"
-    synth = subprocess.run([sys.executable, "-c", (f"import sys; from terravixens.synth import synth_main; "
-                                                  f"sys.exit(synth_main({str(outdir)!r}))")],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    synth = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (f"import sys; from terravixens.synth import synth_main; sys.exit(synth_main({str(outdir)!r}))"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert synth.returncode == 2, synth.stdout + synth.stderr
     assert not outdir.exists()
     for output in (validate.stdout, validate.stderr, synth.stdout, synth.stderr):

@@ -7,6 +7,7 @@ hashicorp/helm and hashicorp/kubernetes have no binary on this machine, so each 
 synthesized, blocks of missing providers (and outputs or depends_on entries that name them) are dropped. Which
 blocks were dropped is asserted too, so that a new provider in the mirror makes these tests stricter, not silent.
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,18 +27,27 @@ EXPECTED_DROPPED = {
     # Blocks of providers with no binary here (talos, helm, kubernetes): see the module docstring and ADR 0003.
     "hypervisors": set(),
     "platform-prod": {
-        "talos_machine_secrets.cluster_secrets", "talos_machine_bootstrap.cluster_bootstrap",
+        "talos_machine_secrets.cluster_secrets",
+        "talos_machine_bootstrap.cluster_bootstrap",
         "talos_cluster_kubeconfig.cluster_kubeconfig",
         "data.talos_machine_configuration.cluster_machine_configuration_controlplane",
         "data.talos_machine_configuration.cluster_machine_configuration_worker",
-        "data.talos_client_configuration.cluster_talosconfig", "data.talos_cluster_health.cluster_health",
+        "data.talos_client_configuration.cluster_talosconfig",
+        "data.talos_cluster_health.cluster_health",
         *(f"talos_machine_configuration_apply.node_{n}_apply" for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")),
-        "output.kubeconfig", "output.kubernetes_client", "output.talosconfig", "output.health_checked",
+        "output.kubeconfig",
+        "output.kubernetes_client",
+        "output.talosconfig",
+        "output.health_checked",
     },
     "gitops-prod": {
-        "helm_release.cluster_cilium", "helm_release.cluster_cilium_l2", "helm_release.cluster_flux",
-        "helm_release.cluster_flux_sync", "kubernetes_namespace_v1.cluster_flux_namespace",
-        "kubernetes_secret_v1.cluster_flux_sops_age", "kubernetes_secret_v1.cluster_flux_git_credentials",
+        "helm_release.cluster_cilium",
+        "helm_release.cluster_cilium_l2",
+        "helm_release.cluster_flux",
+        "helm_release.cluster_flux_sync",
+        "kubernetes_namespace_v1.cluster_flux_namespace",
+        "kubernetes_secret_v1.cluster_flux_sops_age",
+        "kubernetes_secret_v1.cluster_flux_git_credentials",
     },
 }
 
@@ -67,8 +77,9 @@ def test_validate_rejects_a_wrong_attribute_name(example_synth, terraform_binary
     bridge["vlan_awareness"] = bridge.pop("vlan_aware")
     report = validate(terraform_binary, document, tmp_path / "broken")
     assert report["valid"] is False
-    assert any('No argument or block type is named "vlan_awareness"' in d.get("detail", "")
-               for d in report["diagnostics"]), problems(report)
+    assert any(
+        'No argument or block type is named "vlan_awareness"' in d.get("detail", "") for d in report["diagnostics"]
+    ), problems(report)
 
 
 def test_validate_rejects_a_wrong_nested_vm_attribute(example_synth, terraform_binary, tmp_path):

@@ -6,6 +6,7 @@ all problems are reported at once. No rule raises, none imports the loader: data
 
 A new section of the site brings its rules as a module here and adds them to `RULES`: that is the one place.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

@@ -8,6 +8,7 @@ sets a label in the kubernetes.io or k8s.io namespaces other than the kubelet's 
 taints travel in one update: one such label on a worker and none of its labels or taints land. Every message names
 the field, the value and the fix; the rules judge only what `validate` can see (not what a running cluster holds).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -23,8 +24,10 @@ from terravixens.config.site_rules.walk import Finding, all_nodes
 from terravixens.inputs import shown, shown_at
 from terravixens.roles import Role
 
-KEY_FIX = ("write NAME or PREFIX/NAME (NAME: 1-63 letters, digits, '-', '_' or '.', a letter or digit at both ends; "
-           "PREFIX: a lowercase DNS subdomain), e.g. example.com/pool")
+KEY_FIX = (
+    "write NAME or PREFIX/NAME (NAME: 1-63 letters, digits, '-', '_' or '.', a letter or digit at both ends; "
+    "PREFIX: a lowercase DNS subdomain), e.g. example.com/pool"
+)
 VALUE_FIX = "use up to 63 letters, digits, '-', '_' or '.', a letter or digit at both ends, or an empty value"
 
 
@@ -37,8 +40,10 @@ def label_syntax(site: Site) -> Iterator[Finding]:
                 yield path, f"label key {shown(key)} is not a Kubernetes qualified name: it {problem}; {KEY_FIX}"
             problem = label_value_problem(value)
             if problem:
-                yield path, (f"label value {shown_at(path, value)} is not a Kubernetes label value: it {problem}; "
-                             f"{VALUE_FIX}")
+                yield (
+                    path,
+                    (f"label value {shown_at(path, value)} is not a Kubernetes label value: it {problem}; {VALUE_FIX}"),
+                )
 
 
 def labels_a_worker_may_set(site: Site) -> Iterator[Finding]:
@@ -52,14 +57,24 @@ def labels_a_worker_may_set(site: Site) -> Iterator[Finding]:
                 continue
             path, name = (*at.path, "labels", key), key.rpartition("/")[2]
             if refused == NODE_RESTRICTION_NAMESPACE:
-                yield path, ("only a cluster admin may set a node-restriction.kubernetes.io label (it marks nodes "
-                             "that workloads may trust): Talos writes a worker's labels as the worker itself, which "
-                             "NodeRestriction refuses (no label lands); set it with kubectl label node as an admin")
+                yield (
+                    path,
+                    (
+                        "only a cluster admin may set a node-restriction.kubernetes.io label (it marks nodes "
+                        "that workloads may trust): Talos writes a worker's labels as the worker itself, which "
+                        "NodeRestriction refuses (no label lands); set it with kubectl label node as an admin"
+                    ),
+                )
             else:
-                yield path, (f"a worker may not set a {refused} label on itself but the kubelet's own: Talos writes "
-                             f"a worker's labels with its kubelet credentials and NodeRestriction refuses the update "
-                             f"(no label lands); use example.com/{name} or node.kubernetes.io/{name}, or kubectl "
-                             f"label it as an admin")
+                yield (
+                    path,
+                    (
+                        f"a worker may not set a {refused} label on itself but the kubelet's own: Talos writes "
+                        f"a worker's labels with its kubelet credentials and NodeRestriction refuses the update "
+                        f"(no label lands); use example.com/{name} or node.kubernetes.io/{name}, or kubectl "
+                        f"label it as an admin"
+                    ),
+                )
 
 
 def taint_syntax(site: Site) -> Iterator[Finding]:
@@ -69,9 +84,16 @@ def taint_syntax(site: Site) -> Iterator[Finding]:
             path = (*at.path, "taints", index)
             problem = qualified_name_problem(taint.key)
             if problem:
-                yield (*path, "key"), (f"taint key {shown(taint.key)} is not a Kubernetes qualified name: it "
-                                       f"{problem}; {KEY_FIX}")
+                yield (
+                    (*path, "key"),
+                    (f"taint key {shown(taint.key)} is not a Kubernetes qualified name: it {problem}; {KEY_FIX}"),
+                )
             problem = label_value_problem(taint.value)
             if problem:
-                yield (*path, "value"), (f"taint value {shown_at((*path, 'value'), taint.value)} is not valid in "
-                                         f"Kubernetes: it {problem}; {VALUE_FIX}")
+                yield (
+                    (*path, "value"),
+                    (
+                        f"taint value {shown_at((*path, 'value'), taint.value)} is not valid in "
+                        f"Kubernetes: it {problem}; {VALUE_FIX}"
+                    ),
+                )

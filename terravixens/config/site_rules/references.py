@@ -1,5 +1,6 @@
 """References between sections: a node's hypervisor, its bridge, and the VLANs that bridge lets through (bridges and
 VLANs for every machine, cluster or standalone: `walk.machines`)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -12,9 +13,12 @@ from terravixens.inputs import shown
 def known_hypervisors(site: Site) -> Iterator[Finding]:
     for at in all_nodes(site):
         if at.node.hypervisor not in site.hypervisors:
-            yield (*at.path, "hypervisor"), (
-                f"unknown hypervisor {shown(at.node.hypervisor)}: use one of {', '.join(sorted(site.hypervisors))} "
-                f"or add it under 'hypervisors'"
+            yield (
+                (*at.path, "hypervisor"),
+                (
+                    f"unknown hypervisor {shown(at.node.hypervisor)}: use one of {', '.join(sorted(site.hypervisors))} "
+                    f"or add it under 'hypervisors'"
+                ),
             )
 
 
@@ -23,9 +27,12 @@ def bridges_exist(site: Site) -> Iterator[Finding]:
     for machine in machines(site):
         if not machine.bridges or machine.bridge in machine.bridges:
             continue
-        yield machine.bridge_path, (
-            f"bridge {shown(machine.bridge)} is not declared on {machine.host_kind} {shown(machine.host)}: "
-            f"declare it under {machine.bridges_at} or use one of {', '.join(sorted(machine.bridges))}"
+        yield (
+            machine.bridge_path,
+            (
+                f"bridge {shown(machine.bridge)} is not declared on {machine.host_kind} {shown(machine.host)}: "
+                f"declare it under {machine.bridges_at} or use one of {', '.join(sorted(machine.bridges))}"
+            ),
         )
 
 
@@ -41,5 +48,10 @@ def vlans_allowed_on_bridges(site: Site) -> Iterator[Finding]:
             if vlan in bridge.vlans or vlan in reported:
                 continue
             reported.add(vlan)
-            yield path, (f"VLAN {vlan} is not allowed on bridge {shown(machine.bridge)} of {shown(machine.host)}: add "
-                         f"it to {machine.bridges_at}.{machine.bridge}.vlans")
+            yield (
+                path,
+                (
+                    f"VLAN {vlan} is not allowed on bridge {shown(machine.bridge)} of {shown(machine.host)}: add "
+                    f"it to {machine.bridges_at}.{machine.bridge}.vlans"
+                ),
+            )

@@ -1,5 +1,6 @@
 """What must be unique: VM ids per Proxmox cluster, addresses and MACs in the site, hostnames in a cluster, VM names
 per hypervisor. VM ids, addresses and MACs are checked over every machine (cluster and standalone nodes alike)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -27,8 +28,10 @@ def unique_vm_ids(site: Site) -> Iterator[Finding]:
         owner = seen.setdefault((machine.proxmox, machine.vm_id), machine.path)
         if owner != machine.path:
             where = "" if machine.proxmox == SITE_PROXMOX else f" on the same nested Proxmox VE ({machine.proxmox})"
-            yield (*machine.path, "vm_id"), (f"VM id {machine.vm_id} is already used by {dotted(owner)}{where}: give "
-                                             f"each VM its own id")
+            yield (
+                (*machine.path, "vm_id"),
+                (f"VM id {machine.vm_id} is already used by {dotted(owner)}{where}: give each VM its own id"),
+            )
 
 
 def unique_addresses(site: Site) -> Iterator[Finding]:
@@ -36,8 +39,10 @@ def unique_addresses(site: Site) -> Iterator[Finding]:
     for path, address, _ in used_addresses(site):
         owner = seen.setdefault(address, path)
         if owner != path:
-            yield path, (f"address {address} is already used by {dotted(owner)}: give each address to one node or "
-                         f"cluster")
+            yield (
+                path,
+                (f"address {address} is already used by {dotted(owner)}: give each address to one node or cluster"),
+            )
 
 
 def _name_path(at: NodeAt) -> Path:
@@ -54,9 +59,13 @@ def unique_hostnames(site: Site) -> Iterator[Finding]:
                 continue
             # Point at whichever of the two chose the name with an explicit `hostname`.
             blamed, other = (first, at) if first.node.hostname and not at.node.hostname else (at, first)
-            yield _name_path(blamed), (
-                f"hostname {blamed.hostname!r} is also the hostname of {dotted(other.path)}: two machines with one "
-                f"name become one Kubernetes Node and clash in Talos; give each node its own hostname")
+            yield (
+                _name_path(blamed),
+                (
+                    f"hostname {blamed.hostname!r} is also the hostname of {dotted(other.path)}: two machines with one "
+                    f"name become one Kubernetes Node and clash in Talos; give each node its own hostname"
+                ),
+            )
 
 
 def unique_vm_names(site: Site) -> Iterator[Finding]:
@@ -65,9 +74,13 @@ def unique_vm_names(site: Site) -> Iterator[Finding]:
     for at in all_nodes(site):
         first = seen.setdefault((at.node.hypervisor, at.hostname), at)
         if first is not at and first.cluster_name != at.cluster_name:
-            yield _name_path(at), (
-                f"VM name {at.hostname!r} on hypervisor {shown(at.node.hypervisor)} is already used by "
-                f"{dotted(first.path)}: Proxmox would show two VMs with one name; give one of them another hostname")
+            yield (
+                _name_path(at),
+                (
+                    f"VM name {at.hostname!r} on hypervisor {shown(at.node.hypervisor)} is already used by "
+                    f"{dotted(first.path)}: Proxmox would show two VMs with one name; give one of them another hostname"
+                ),
+            )
 
 
 def unique_mac_addresses(site: Site) -> Iterator[Finding]:
@@ -79,5 +92,10 @@ def unique_mac_addresses(site: Site) -> Iterator[Finding]:
             continue
         owner = seen.setdefault(machine.mac_address, machine.path)
         if owner != machine.path:
-            yield (*machine.path, "mac_address"), (f"MAC {machine.mac_address} is already the MAC of {dotted(owner)}: "
-                                                   f"give each VM its own (e.g. change the last byte)")
+            yield (
+                (*machine.path, "mac_address"),
+                (
+                    f"MAC {machine.mac_address} is already the MAC of {dotted(owner)}: "
+                    f"give each VM its own (e.g. change the last byte)"
+                ),
+            )

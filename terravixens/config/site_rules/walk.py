@@ -7,6 +7,7 @@ read both through `machines(site)`, so each such rule is written once and names 
 whichever kind of node it is (`Machine.path` is the node's own path). Rules about one kind read `cluster_nodes` /
 `all_nodes` (`NodeAt`) or `standalone_nodes` (`StandaloneAt`), the same walk's two halves.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -119,19 +120,23 @@ def interfaces(at: NodeAt | StandaloneAt) -> Iterator[Interface]:
     if isinstance(at, StandaloneAt):
         untagged = at.node.networks.untagged
         if untagged is not None:
-            yield Interface((*at.path, "networks", "untagged"), None, parse_interface(untagged.address),
-                            untagged.gateway)
+            yield Interface(
+                (*at.path, "networks", "untagged"), None, parse_interface(untagged.address), untagged.gateway
+            )
     elif at.node.networks.routable is not None:
         routable = at.node.networks.routable
-        yield Interface((*at.path, "networks", "routable"), routable.vlan, parse_interface(routable.address),
-                        routable.gateway)
+        yield Interface(
+            (*at.path, "networks", "routable"), routable.vlan, parse_interface(routable.address), routable.gateway
+        )
     for vlan, interface in at.node.networks.vlans.items():
-        yield Interface((*at.path, "networks", "vlans", vlan), vlan, parse_interface(interface.address),
-                        interface.gateway)
+        yield Interface(
+            (*at.path, "networks", "vlans", vlan), vlan, parse_interface(interface.address), interface.gateway
+        )
 
 
-def node_addresses(at: NodeAt | StandaloneAt,
-                   found: tuple[Interface, ...] | None = None) -> Iterator[tuple[Path, Address]]:
+def node_addresses(
+    at: NodeAt | StandaloneAt, found: tuple[Interface, ...] | None = None
+) -> Iterator[tuple[Path, Address]]:
     """Every address of a node with the path of the field that holds it: maintenance IP (cluster nodes), then the
     untagged NIC (standalone nodes), the VLANs (by id on standalone nodes), the routable address last."""
     if isinstance(at, NodeAt) and at.node.networks.maintenance_ip:
@@ -155,12 +160,22 @@ def _cluster_machine(site: Site, at: NodeAt) -> Machine:
         vlans.append((networks.routable.vlan, (*at.path, "networks", "routable", "vlan")))
     found = tuple(interfaces(at))
     return Machine(
-        path=at.path, name=at.name, standalone=False, vm_id=at.node.vm_id, proxmox=SITE_PROXMOX,
-        host_kind="hypervisor", host=at.node.hypervisor, bridge=at.node.bridge or at.cluster.bridge,
-        bridges=hypervisor.bridges if hypervisor else {}, bridges_at=f"hypervisors.{at.node.hypervisor}.bridges",
-        mac_address=at.node.mac_address, interfaces=found, addresses=tuple(node_addresses(at, found)),
+        path=at.path,
+        name=at.name,
+        standalone=False,
+        vm_id=at.node.vm_id,
+        proxmox=SITE_PROXMOX,
+        host_kind="hypervisor",
+        host=at.node.hypervisor,
+        bridge=at.node.bridge or at.cluster.bridge,
+        bridges=hypervisor.bridges if hypervisor else {},
+        bridges_at=f"hypervisors.{at.node.hypervisor}.bridges",
+        mac_address=at.node.mac_address,
+        interfaces=found,
+        addresses=tuple(node_addresses(at, found)),
         vlans=tuple(vlans),
-        address_fields="networks.maintenance_ip, a VLAN interface under networks.vlans or networks.routable")
+        address_fields="networks.maintenance_ip, a VLAN interface under networks.vlans or networks.routable",
+    )
 
 
 def _standalone_machine(site: Site, at: StandaloneAt) -> Machine:
@@ -173,12 +188,23 @@ def _standalone_machine(site: Site, at: StandaloneAt) -> Machine:
         bridges = nested.bridges if nested is not None and nested.type == "pve" else {}
     found = tuple(interfaces(at))
     return Machine(
-        path=at.path, name=at.name, standalone=True, vm_id=at.node.vm_id, proxmox=proxmox, host_kind="parent",
-        host=parent, bridge=at.node.bridge, bridges=bridges, bridges_at=where, mac_address=None,
-        interfaces=found, addresses=tuple(node_addresses(at, found)),
+        path=at.path,
+        name=at.name,
+        standalone=True,
+        vm_id=at.node.vm_id,
+        proxmox=proxmox,
+        host_kind="parent",
+        host=parent,
+        bridge=at.node.bridge,
+        bridges=bridges,
+        bridges_at=where,
+        mac_address=None,
+        interfaces=found,
+        addresses=tuple(node_addresses(at, found)),
         vlans=tuple((vlan, (*at.path, "networks", "vlans", vlan)) for vlan in sorted(at.node.networks.vlans)),
         address_fields="networks.untagged or a VLAN under networks.vlans ({address: 10.11.1.50/24, gateway: "
-                       "10.11.1.1})")
+        "10.11.1.1})",
+    )
 
 
 def machines(site: Site) -> tuple[Machine, ...]:
@@ -189,7 +215,8 @@ def machines(site: Site) -> tuple[Machine, ...]:
     if cached is not None and cached[0]() is site:
         return cached[1]
     walked = tuple(_cluster_machine(site, at) for at in all_nodes(site)) + tuple(
-        _standalone_machine(site, at) for at in standalone_nodes(site))
+        _standalone_machine(site, at) for at in standalone_nodes(site)
+    )
     _walked["site"] = (weakref.ref(site), walked)
     return walked
 

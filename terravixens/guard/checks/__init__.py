@@ -1,4 +1,5 @@
 """The plan guard's checks, one module each, in code order. `ALL_CHECKS` is the catalogue docs and tests read."""
+
 from terravixens.guard.checks.base import Check, Violation
 from terravixens.guard.checks.bootstrap_once_per_cluster import BootstrapOnlyForNewCluster
 from terravixens.guard.checks.cluster_identity_kept import ClusterIdentityKept

@@ -1,4 +1,5 @@
 """A named plan check: code, name and why, like the synth-time rules (terravixens.rules.base.Rule)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -30,8 +31,10 @@ class Check:
         raise NotImplementedError
 
     def run(self, plan: Plan, context: GuardContext) -> list[Violation]:
-        return [Violation(self.code, self.name, message, self.code in context.waived)
-                for message in self.violations(plan, context)]
+        return [
+            Violation(self.code, self.name, message, self.code in context.waived)
+            for message in self.violations(plan, context)
+        ]
 
 
 def staying_applies(plan: Plan) -> set[str]:

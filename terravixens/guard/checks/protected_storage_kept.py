@@ -1,4 +1,5 @@
 """PG009 ProtectedStorageKept: no volume, storage or state bucket is destroyed."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -12,12 +13,16 @@ from terravixens.guard.plan import Plan
 class ProtectedStorageKept(Check):
     code = "PG009"
     name = "ProtectedStorageKept"
-    why = ("storages, volumes and state buckets hold data that no apply can bring back; they carry prevent_destroy "
-           "(TV005), and the guard refuses a plan that would delete one anyway.")
+    why = (
+        "storages, volumes and state buckets hold data that no apply can bring back; they carry prevent_destroy "
+        "(TV005), and the guard refuses a plan that would delete one anyway."
+    )
 
     def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         for change in plan.changes_of(*PROTECTED_STORAGE):
             if change.deletes:
-                yield (f"{change.address} would be {'replaced' if change.creates else 'destroyed'}, and its data with "
-                       f"it: keep it in the site, or remove it from Terraform's state first (`terraform state rm`) "
-                       f"if it must outlive terravixens.")
+                yield (
+                    f"{change.address} would be {'replaced' if change.creates else 'destroyed'}, and its data with "
+                    f"it: keep it in the site, or remove it from Terraform's state first (`terraform state rm`) "
+                    f"if it must outlive terravixens."
+                )

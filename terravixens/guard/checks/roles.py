@@ -1,5 +1,6 @@
 """Which nodes are today's control planes, and which of them leave etcd: from the per-node view (roles from the
 membership record, else the site file; a running member whose role neither knows counts as a control plane)."""
+
 from __future__ import annotations
 
 from terravixens.guard.context import GuardContext

@@ -1,6 +1,7 @@
 """PG001 StayingNodeKept: a node the site keeps keeps its machine and its configuration apply — judged per node,
 whatever the addresses: replaced in place, deleted at one address and created at another, deleted outright or
 forgotten, each is refused."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -33,8 +34,11 @@ def _headline(event: Event) -> str:
 
 def _detail(event: Event) -> str:
     if event.again is not None:
-        how = ("its resource type changed" if event.again.type != event.change.type
-               else "its address changed without a `moved` block")
+        how = (
+            "its resource type changed"
+            if event.again.type != event.change.type
+            else "its address changed without a `moved` block"
+        )
         if event.change.forgets:
             how += "; the old one is forgotten, left running with the same identity"
         return f"its {event.label} moves from {event.address} to {event.elsewhere} ({how})"
@@ -53,16 +57,20 @@ def message(node: NodeView) -> str:
     fixes = list(dict.fromkeys(event.fix() for event in losses))
     details = "; ".join(_detail(event) for event in losses)
     details = details[:1].upper() + details[1:]
-    return (f"{'; '.join(_headline(event) for event in losses)}: {who} stays in the site but would be "
-            f"{_consequence(losses)}. {details}: {'; '.join(fixes)}.")
+    return (
+        f"{'; '.join(_headline(event) for event in losses)}: {who} stays in the site but would be "
+        f"{_consequence(losses)}. {details}: {'; '.join(fixes)}."
+    )
 
 
 class StayingNodeKept(Check):
     code = "PG001"
     name = "StayingNodeKept"
-    why = ("a replaced apply resets (wipes) its node and a replaced or deleted VM takes the node's disk with it: a "
-           "node that stays in the site keeps its VM and its apply, whatever their addresses, and is only ever "
-           "updated in place.")
+    why = (
+        "a replaced apply resets (wipes) its node and a replaced or deleted VM takes the node's disk with it: a "
+        "node that stays in the site keeps its VM and its apply, whatever their addresses, and is only ever "
+        "updated in place."
+    )
 
     def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
         view = node_view(plan, context)
@@ -70,5 +78,7 @@ class StayingNodeKept(Check):
             yield message(node)
         for event in view.unowned:  # a machine no node could be found for: a replacement is still refused
             if event.action == "replaced":
-                yield (f"{event.address} would be replaced: the {event.label} it manages would be destroyed and "
-                       f"re-created, and no node of the site or of the state owns it. {event.fix()}.")
+                yield (
+                    f"{event.address} would be replaced: the {event.label} it manages would be destroyed and "
+                    f"re-created, and no node of the site or of the state owns it. {event.fix()}."
+                )

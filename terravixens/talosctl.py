@@ -144,5 +144,10 @@ class Talosctl:
     def etcd_remove_member(self, address: str, member_id: str) -> Call:
         return self.run(["--nodes", address, "etcd", "remove-member", member_id])
 
+    def etcd_snapshot(self, address: str, path: str) -> Call:
+        """`talosctl etcd snapshot PATH` through one control plane: etcd's Maintenance.Snapshot stream (the database
+        and its sha256) written to PATH.part, renamed to PATH when complete (terravixens.etcd_snapshots verifies it)."""
+        return self.run(["--nodes", address, "etcd", "snapshot", path])
+
 
 __all__ = ["Call", "Member", "Talosctl", "members", "parse_duration", "schematic", "server_tag"]

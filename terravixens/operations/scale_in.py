@@ -57,7 +57,7 @@ EACH_STEP = (
     "the step, guard, etcd snapshot through a control plane that stays (steps that change etcd), state backup, "
     "apply, Node objects of the nodes that left deleted, talosctl health, etcd members read back"
 )
-RESUME = "run `terravixens deploy` again once fixed: it resumes from what the state holds"
+RESUME = "Run `terravixens deploy` again once fixed: it resumes from what the state holds"
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,7 @@ def _members(
             return node, members(answer.stdout)
         console.step(layer, "etcd", f"{node.name} ({node.address}) cannot list members ({answer.reason[:200]})")
     raise OperationError(
-        f"{layer}: no control plane that stays answers `talosctl etcd members`; {RESUME}", ExitCode.FAILED
+        f"{layer}: no control plane that stays answers `talosctl etcd members`. {RESUME}", ExitCode.FAILED
     )
 
 
@@ -328,14 +328,20 @@ def _membership_problem(listed: list[Member], expected: list[ClusterNode]) -> st
     return "; ".join(problems) or None
 
 
-def check_cluster(talosctl: Talosctl, sequence: ScaleIn, index: int, console: Console, what: str) -> None:
-    """Health over the cluster as steps[0..index] leave it, then etcd's members: exactly its control planes."""
+def check_cluster(
+    talosctl: Talosctl, sequence: ScaleIn, index: int, console: Console, what: str, done: str = ""
+) -> None:
+    """Health over the cluster as steps[0..index] leave it, then etcd's members: exactly its control planes. `done`
+    says what is applied already (for the message of a stop)."""
     layer = sequence.layer
     nodes = sequence.after(index)
+    applied = done or "nothing was applied"
     console.journal.saw(layer, "health")
     problem = _health(talosctl, nodes, sequence.through())
     if problem is not None:
-        raise OperationError(f"{layer}: talosctl health {what} failed ({problem[:300]}); {RESUME}", ExitCode.FAILED)
+        raise OperationError(
+            f"{layer}: talosctl health {what} failed ({problem[:300]}); {applied}. {RESUME}", ExitCode.FAILED
+        )
     console.step(layer, "health", f"{len(nodes)} nodes healthy {what}")
     console.journal.saw(layer, "etcd members")
     expected = [node for node in nodes if node.control_plane]
@@ -343,7 +349,8 @@ def check_cluster(talosctl: Talosctl, sequence: ScaleIn, index: int, console: Co
     problem = _membership_problem(listed, expected)
     if problem is not None:
         raise OperationError(
-            f"{layer}: etcd members {what}, listed through {through.name}: {problem}; {RESUME}", ExitCode.FAILED
+            f"{layer}: etcd members {what}, listed through {through.name}: {problem}; {applied}. {RESUME}",
+            ExitCode.FAILED,
         )
     console.step(
         layer,
@@ -382,7 +389,12 @@ class Run:
 
 
 def unit_name(sequence: ScaleIn, number: int) -> str:
-    return f"{sequence.layer} step {number}/{len(sequence.steps)}: {sequence.steps[number - 1].title}"
+    """The step in the journal's line: 'platform-prod step 1/2: cp-b leaves'."""
+    return f"{sequence.layer} step {number}/{len(sequence.steps)}: {sequence.steps[number - 1].short}"
+
+
+def _steps(count: int) -> str:
+    return f"{count} step{'s' if count != 1 else ''}"
 
 
 def run(
@@ -400,19 +412,24 @@ def run(
     planned.extra_waived = frozenset({"PG002"})
     judge(console, planned, guard_context(ws, tf, console, layer, planned, how.allow_reboot))
     remove_quietly(planned.path)  # each step plans again, with its own targets
-    console.step(layer, "summary", f"{summary.counts(planned.plan)} in all, in {len(sequence.steps)} steps")
+    console.step(layer, "summary", f"{summary.counts(planned.plan)} in all, in {_steps(len(sequence.steps))}")
     for line in summary.lines(planned.plan):
         console.say(line)
-    console.step(layer, "scale-in", f"{sequence.why}: {len(sequence.steps)} steps")
+    console.step(layer, "scale-in", f"{sequence.why}: {_steps(len(sequence.steps))}")
     for line in describe(sequence):
         console.say(line)
     if how.dry_run:
         console.step(layer, "dry run", "nothing applied: `terravixens deploy` runs the steps above")
         return False
-    confirm(console, layer, f"Run these {len(sequence.steps)} steps on", how.yes)
+    confirm(
+        console,
+        layer,
+        f"Run {'these' if len(sequence.steps) > 1 else 'this'} {_steps(len(sequence.steps))} on",
+        how.yes,
+    )
 
     journal = console.journal
-    check = f"{layer}: health and etcd members before the first step"
+    check = f"{layer}: cluster check"
     journal.next(check, *(unit_name(sequence, number) for number in range(1, len(sequence.steps) + 1)))
     kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
     with talosconfig_file(ws, tf, sequence.cluster, how.options.talosconfig) as talosconfig:
@@ -437,13 +454,16 @@ def _step(
     kubeconfig: str | None,
 ) -> str:
     layer, step, total = sequence.layer, sequence.steps[number - 1], len(sequence.steps)
+    applied = f"step {number}/{total} ({step.short}) is applied" + (
+        f", steps 1 to {number - 1} before it" if number > 2 else ", step 1 before it" if number == 2 else ""
+    )
     console.step(layer, "step", f"{number}/{total} {step.title}")
     targets = [f"-target={address}" for address in step.targets]
     planned = make_plan(ws, tf, console, layer, *targets, lock_timeout=how.lock_timeout)
     try:
         if not planned.changed:
             console.step(layer, "plan", "no changes: this step is already applied")
-            check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}")
+            check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}", applied)
             return "already applied"
         assert planned.plan is not None
         unexpected = _unexpected(planned.plan, step, site_roles(ws.site, layer))
@@ -474,7 +494,7 @@ def _step(
     if gone:  # a Talos reset leaves the Node object behind, NotReady for ever
         console.journal.saw(layer, "kubernetes")
         delete_nodes(kubectl, kubeconfig, gone, console, layer)
-    check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}")
+    check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}", applied)
     return "applied, healthy"
 
 

@@ -35,6 +35,7 @@ from terravixens.operations import scale_in as scale_in_module
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.etcd import SnapshotPolicy
+from terravixens.operations.journal import interrupted_line
 from terravixens.operations.kube import Kubectl
 from terravixens.operations.scale_in import ScaleInOptions, sequence_of
 from terravixens.operations.terraform import Result
@@ -101,6 +102,7 @@ class ClusterTerraform(FakeTerraform):
         super().__init__(states)
         self.cluster = cluster
         self.fail: dict[str, int] = {}
+        self.interrupt: dict[str, int] = {}
         self.seen: dict[str, int] = {}
         self.ignore_targets = False
         self.stays_in_etcd: set[str] = set()
@@ -119,6 +121,8 @@ class ClusterTerraform(FakeTerraform):
             targets = [a.split("=", 1)[1] for a in args if a.startswith("-target=")]
             self.cluster.record("terraform", args[0], *targets)
             self.seen[args[0]] = self.seen.get(args[0], 0) + 1
+            if self.interrupt.get(args[0]) == self.seen[args[0]]:
+                raise KeyboardInterrupt  # what Python does to the main thread on Ctrl-C (the runner: SIGTERM too)
             if self.fail.get(args[0]) == self.seen[args[0]]:
                 self.calls.append((Path(workdir).name, *args))
                 return Result(1, "", f"Error: {args[0]} failed (scripted by the test)")
@@ -204,13 +208,14 @@ class Cluster:
         dry_run: bool = False,
         worker_batch: int | None = None,
         no_snapshot: str | None = None,
+        yes: bool = True,
     ) -> Ran:
         first = self.ws is None
         if first:
             self.ws = Workspace(support.site_from(site), root=self.folder)
         console = Console(out=io.StringIO())
         options = DeployOptions(
-            yes=True,
+            yes=yes,
             dry_run=dry_run,
             synth=first,  # the site does not change between the runs of a test: synthesized once
             scale_in=ScaleInOptions(
@@ -225,6 +230,9 @@ class Cluster:
             code, error = deploy(self.ws, [LAYER], self.tf, options, console, kubectl), ""
         except OperationError as stopped:
             code, error = stopped.code, str(stopped)
+        except KeyboardInterrupt as stopped:
+            line = interrupted_line(stopped, console.journal)
+            return Ran(ExitCode.INTERRUPTED, console.out.getvalue(), "", line)
         return Ran(code, console.out.getvalue(), error, console.journal.line(interrupted=False) or "")
 
 
@@ -562,6 +570,24 @@ def test_a_reset_that_did_not_leave_etcd_is_caught_by_health(tmp_path):
     assert resumed.code == ExitCode.OK and cluster.tf.applied[1:] == [[*removed("cp-c"), f"update {MEMBERSHIP}"]]
 
 
+def test_an_interrupt_in_a_step_says_where_and_a_rerun_resumes(tmp_path):
+    cluster = Cluster(tmp_path, *THREE_TO_ONE)
+    cluster.tf.interrupt = {"apply": 2}  # Ctrl-C while the second step's apply starts
+    site = site_data(["cp-a"], ["wk-a", "wk-b"])
+    stopped = cluster.deploy(site)
+    assert stopped.code == ExitCode.INTERRUPTED and cluster.tf.applied == [removed("cp-b")]
+    assert stopped.line == (
+        f"interrupted by SIGINT at {STEP_2} (apply): done: synth, {BEFORE}, {STEP_1} (applied, healthy); "
+        f"not done: {STEP_2}"
+    )
+    cluster.tf.interrupt, cluster.tf.seen = {}, {}
+    resumed = cluster.deploy(site)
+    assert resumed.code == ExitCode.OK and resumed.steps() == [
+        "1/1 control plane cp-c leaves (etcd 2 → 1 members), with the rest of the plan (1 change)"
+    ]
+    assert cluster.tf.applied == [removed("cp-b"), [*removed("cp-c"), f"update {MEMBERSHIP}"]]
+
+
 def test_the_guard_stays_the_last_line_of_defence(tmp_path, monkeypatch):
     """Were the sequencer's own check of a step's plan gone, a plan taking two control planes out is still refused
     by PG002 before anything is applied."""
@@ -614,6 +640,14 @@ def test_a_learner_blocks_the_next_control_plane_from_leaving(tmp_path):
     ran = cluster.deploy(site_data(["cp-a"], ["wk-a", "wk-b"]))
     assert ran.code == ExitCode.FAILED and cluster.tf.applied == []
     assert "still a learner (not yet a voting member): cp-b" in ran.error
+
+
+def test_one_question_for_the_whole_sequence_and_no_answer_touches_nothing(tmp_path):
+    cluster = Cluster(tmp_path, *THREE_TO_ONE)
+    ran = cluster.deploy(site_data(["cp-a"], ["wk-a", "wk-b"]), yes=False)  # no terminal, no --yes
+    assert ran.code == ExitCode.DECLINED and ran.error.startswith("platform-prod: no terminal to confirm on")
+    assert cluster.tf.applied == [] and cluster.log() == ["terraform plan"] and snapshots(tmp_path) == []
+    assert ran.line == "stopped at platform-prod (confirm): done: synth; not done: platform-prod"
 
 
 def test_no_snapshot_with_a_reason_is_said_where_the_snapshot_would_be(tmp_path):

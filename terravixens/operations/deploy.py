@@ -24,6 +24,7 @@ from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode
+from terravixens.operations.scale_in import ScaleInOptions
 from terravixens.operations.steps import (
     PLAN_FILE,
     LayerPlan,
@@ -48,7 +49,7 @@ class DeployOptions:
     lock_timeout: str = "0s"
     synth: bool = True
     dry_run: bool = False
-    scale_in: scale_in.ScaleInOptions = field(default_factory=scale_in.ScaleInOptions)
+    scale_in: ScaleInOptions = field(default_factory=ScaleInOptions)
 
 
 def plan_json_path(options: DeployOptions, layer: str, several: bool) -> Path | None:

@@ -421,19 +421,19 @@ def run(
     if how.dry_run:
         console.step(layer, "dry run", "nothing applied: `terravixens deploy` runs the steps above")
         return False
-    confirm(
-        console,
-        layer,
-        f"Run {'these' if len(sequence.steps) > 1 else 'this'} {_steps(len(sequence.steps))} on",
-        how.yes,
-    )
-
     journal = console.journal
     check = f"{layer}: cluster check"
-    journal.next(check, *(unit_name(sequence, number) for number in range(1, len(sequence.steps) + 1)))
     kubeconfig = kubeconfig_of(tf, ws.stack_dir(layer))
+    # the talosconfig first: a layer without one stops before the question, not after it
     with talosconfig_file(ws, tf, sequence.cluster, how.options.talosconfig) as talosconfig:
         talosctl = Talosctl(how.options.talosctl, talosconfig, how.options.timeout)
+        confirm(
+            console,
+            layer,
+            f"Run {'these' if len(sequence.steps) > 1 else 'this'} {_steps(len(sequence.steps))} on",
+            how.yes,
+        )
+        journal.next(check, *(unit_name(sequence, number) for number in range(1, len(sequence.steps) + 1)))
         with journal.unit(check):
             check_cluster(talosctl, sequence, -1, console, "before the first step")
         for number in range(1, len(sequence.steps) + 1):

@@ -505,8 +505,9 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
     _secrets_option(parser)
     scale_in = parser.add_argument_group(
         "scale-in",
-        "a platform layer whose plan takes several control planes out (or replaces some) runs as steps, one "
-        "control plane per apply, each with an etcd snapshot, talosctl health and the etcd members read back",
+        "a platform layer whose plan takes control planes out of etcd runs as steps: new nodes first, then one "
+        "control plane per apply, each with an etcd snapshot, talosctl health and the etcd members read back "
+        "(ADR 0037)",
     )
     scale_in.add_argument(
         "--worker-batch",

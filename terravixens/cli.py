@@ -5,6 +5,7 @@
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
     terravixens upgrade CLUSTER     rolling Talos upgrade to the site's talos_version, one node at a time, gated on health
     terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
+                                    (control planes that leave: one per apply, snapshot and health between)
     terravixens destroy LAYER       typed confirmation, verified state backup, guarded destroy of one layer
     terravixens restore LAYER FILE  put a state backup back
     terravixens decommission CLUSTER   reset a cluster's nodes in order (workers, control planes, the last one)
@@ -202,6 +203,8 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
 
 def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.deploy import DeployOptions, deploy
+    from terravixens.operations.etcd import SnapshotPolicy
+    from terravixens.operations.scale_in import ScaleInOptions
 
     return deploy(
         ws,
@@ -212,6 +215,14 @@ def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
             allow_reboot=frozenset(args.allow_reboot),
             lock_timeout=args.lock_timeout,
             save_plan_json=Path(args.save_plan_json) if args.save_plan_json else None,
+            dry_run=args.dry_run,
+            scale_in=ScaleInOptions(
+                worker_batch=args.worker_batch,
+                snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+                talosctl=args.talosctl,
+                talosconfig=args.talosconfig,
+                timeout=args.talosctl_timeout,
+            ),
         ),
         console,
     )
@@ -370,6 +381,15 @@ def _batch(text: str) -> int:
     return int(text)
 
 
+def _snapshot_reason(text: str) -> str:
+    from terravixens.operations.etcd import no_snapshot_reason
+
+    try:
+        return no_snapshot_reason(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _probes(text: str) -> int:
     if not text.isdigit() or int(text) < 2:
         raise argparse.ArgumentTypeError(
@@ -477,7 +497,43 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
         help="also write the plan's JSON to this new file (0600; it holds secrets; never overwritten)",
     )
     parser.add_argument("--lock-timeout", default="0s", help="wait this long for a state lock (e.g. 60s)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="plan, guard and show what would run (a scale-in: its steps), apply nothing",
+    )
     _secrets_option(parser)
+    scale_in = parser.add_argument_group(
+        "scale-in",
+        "a platform layer whose plan takes control planes out of etcd runs as steps: new nodes first, then one "
+        "control plane per apply, each with an etcd snapshot, talosctl health and the etcd members read back "
+        "(ADR 0037)",
+    )
+    scale_in.add_argument(
+        "--worker-batch",
+        type=_batch,
+        default=None,
+        metavar="N",
+        help="workers that leave go N per apply, each batch health-checked (default: all in one apply)",
+    )
+    scale_in.add_argument(
+        "--no-snapshot",
+        type=_snapshot_reason,
+        metavar="REASON",
+        help="no etcd snapshot before the steps that change etcd; REASON is printed where it would be",
+    )
+    scale_in.add_argument(
+        "--talosconfig",
+        help="talosctl client configuration (default: the platform layer's talosconfig output, 0600, removed after)",
+    )
+    scale_in.add_argument("--talosctl", default="talosctl", help="the talosctl binary")
+    scale_in.add_argument(
+        "--talosctl-timeout",
+        type=_duration,
+        default="10m",
+        metavar="DURATION",
+        help="deadline of each talosctl call (health waits up to it), e.g. 90s, 10m (default 10m)",
+    )
 
 
 def _destroy_args(parser: argparse.ArgumentParser) -> None:
@@ -664,12 +720,29 @@ COMMANDS: tuple[Command, ...] = (
         _deploy_args,
         _operation(_deploy),
         codes(
-            (OK, "applied, or no changes"),
-            (REFUSED, f"the plan guard refused a layer's plan, or {SYNTH_RULE}; later layers untouched"),
-            (BAD_INPUT, "site file, unknown layer, secrets file, or --save-plan-json names an existing file"),
+            (OK, "applied, or no changes, or --dry-run (nothing applied)"),
+            (
+                REFUSED,
+                f"the plan guard refused a layer's plan or a scale-in step's, a step's plan is not the step, or "
+                f"{SYNTH_RULE}; that step and later layers untouched",
+            ),
+            (
+                BAD_INPUT,
+                "site file, unknown layer, secrets file, --save-plan-json names an existing file, or a scale-in "
+                "without a talosconfig",
+            ),
             DECLINED,
-            (FAILED, "terraform failed (the state before it is in the backup printed) or is missing"),
-            BACKUP_FAILED,
+            (
+                FAILED,
+                "terraform failed (the state before it is in the backup printed) or is missing; or in a scale-in, "
+                "talosctl health or the etcd members before or after a step are not what it expects: the last line "
+                "says which steps are done; run it again once fixed, it resumes",
+            ),
+            (
+                BACKUP_FAILED,
+                "a state backup, or the etcd snapshot before a scale-in step, could not be taken and verified: "
+                "that step applied nothing",
+            ),
             INTERRUPTED,
         ),
     ),

@@ -27,9 +27,11 @@ The scenario holds the state it answers from and records every call (under a loc
                         when apid cannot dial the node (exit 1, `rpc error: code = Unavailable ... no route to host`)
     version_script      address -> answers (true/false) for its next `version` calls, before `unreachable`
                         applies: a node that comes back between two probes (a reboot, a network blip)
-    members             the etcd members: [{"id": 16 hex digits, "hostname", "address"}]; `etcd members` through
-                        a reachable node prints them as talosctl does (NODE ID HOSTNAME PEER URLS CLIENT URLS
-                        LEARNER), `etcd remove-member ID` removes one
+    members             the etcd members: [{"id": 16 hex digits, "hostname", "address", "learner": optional}];
+                        `etcd members` through a reachable node prints them as talosctl does (NODE ID HOSTNAME
+                        PEER URLS CLIENT URLS LEARNER), `etcd remove-member ID` removes one; `health` with
+                        --control-plane-nodes fails, as talosctl's "etcd members to be control plane nodes" check
+                        does, when a member's address is not among them
     calls               appended: the arguments of every call (tests may append their own entries, e.g. the
                         terraform calls, to see the order of everything)
     kubernetes          set by upgrade-k8s --to
@@ -143,7 +145,14 @@ elif arguments[4:6] == ["etcd", "members"]:
     with scenario() as state:
         rows = [["NODE", "ID", "HOSTNAME", "PEER URLS", "CLIENT URLS", "LEARNER"]]
         rows += [
-            [node, m["id"], m["hostname"], f"https://{m['address']}:2380", f"https://{m['address']}:2379", "false"]
+            [
+                node,
+                m["id"],
+                m["hostname"],
+                f"https://{m['address']}:2380",
+                f"https://{m['address']}:2379",
+                str(m.get("learner", False)).lower(),
+            ]
             for m in state["members"]
         ]
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
@@ -163,6 +172,7 @@ elif command == "upgrade-k8s":
 elif command == "health":
     with scenario() as state:
         script = state.get("health_script", [])
+        scripted = bool(script)
         healthy = script.pop(0) if script else not state.get("broken")
         broken = state.get("broken", [])
     if not healthy:
@@ -171,6 +181,19 @@ elif command == "health":
             file=sys.stderr,
         )
         sys.exit(1)
+    if not scripted and "--control-plane-nodes" in arguments and state.get("members"):
+        # check.EtcdControlPlaneNodesAssertion: every member's peer URL host among the control plane nodes given
+        given = arguments[arguments.index("--control-plane-nodes") + 1].split(",")
+        member_ips = [m["address"] for m in state["members"]]
+        if not set(member_ips) <= set(given):
+            quoted = " ".join(f'"{ip}"' for ip in member_ips)
+            print(
+                f"waiting for etcd members to be control plane nodes: etcd member ips [{quoted}] are not subset of "
+                f"control plane node ips [{' '.join(chr(34) + ip + chr(34) for ip in given)}]\n"
+                f"healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+                file=sys.stderr,
+            )
+            sys.exit(1)
     print("waiting for all nodes to finish boot sequence: OK")
 
 # ---------------------------------------------------------------------------------- etcd snapshot / etcd status

@@ -1,10 +1,20 @@
 """A stand-in for the Terraform CLI holding a platform layer's state with its Talos resources, for the operations
-whose real run needs the talos provider (no binary here, ADR 0003): decommission and dead control plane removal.
+whose real run needs the talos provider (no binary here, ADR 0003): decommission, dead control plane removal, and the
+deploys that add or remove nodes (a scale-in, terravixens.operations.scale_in).
 
-It reads the synthesized cdk.tf.json of the layer (so the decommission settings really come from synth), plans
-`-destroy -target=…` with Terraform's rule that dependents go with their dependency, refuses to destroy a resource
-whose lifecycle says prevent_destroy ("Instance cannot be destroyed", as Terraform does), prints plans in the shape
-`terraform show -json` prints, and records every command it was given.
+It reads the synthesized cdk.tf.json of the layer (so the decommission settings and the site's nodes really come
+from synth) and plans:
+
+- `-destroy -target=…` with Terraform's rule that dependents go with their dependency, refusing to destroy a
+  resource whose lifecycle says prevent_destroy ("Instance cannot be destroyed", as Terraform does);
+- a normal plan, as Terraform plans the site's nodes: the VM and apply of a node that left the configuration are
+  deleted, those of a new node created (the apply after its VM), the membership record updated when the site's
+  member list changed, an apply's `on_destroy` updated in place. With `-target=…` only the targeted resources and
+  what they depend on (Terraform's targeting: a targeted apply brings its VM) are planned.
+
+Plans are printed in the shape `terraform show -json` prints; every command it was given is recorded. A real
+Terraform would add the data sources (machine configurations, talosconfig, the health gate read during apply) and
+the provider's own reset of each deleted apply, which the tests model where they need it (tests/test_scale_in.py).
 """
 
 from __future__ import annotations
@@ -12,16 +22,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from terravixens.logical_ids import owner_of
 from terravixens.operations.terraform import Result, Terraform
 
 APPLY = "talos_machine_configuration_apply"
+VM = "proxmox_virtual_environment_vm"
+MEMBERSHIP = "terraform_data.cluster_membership"
+SECRETS = "talos_machine_secrets.cluster_secrets"
 ADDRESSES = {
     "cp-a": "10.11.1.11",
     "cp-b": "10.11.1.12",
     "cp-c": "10.11.1.13",
+    "cp-d": "10.11.1.14",
+    "cp-e": "10.11.1.15",
     "wk-a": "10.11.1.21",
     "wk-b": "10.11.1.22",
+    "wk-c": "10.11.1.23",
+    "wk-d": "10.11.1.24",
 }
+# What `terraform output -raw talosconfig` prints for an applied platform layer (a stand-in: talosctl is a fake too).
+TALOSCONFIG = "context: prod\ncontexts:\n    prod:\n        endpoints: []\n"
 
 
 def platform_state(control_planes: list[str], workers: list[str], bootstrap: str) -> dict[str, dict]:
@@ -91,6 +111,10 @@ class FakeTerraform(Terraform):
             if "talos_cluster_kubeconfig.cluster_kubeconfig" in state:
                 return Result(0, "apiVersion: v1\nkind: Config\n", "")
             return Result(1, "", 'Error: Output "kubeconfig" not found')
+        if args[:3] == ("output", "-raw", "talosconfig"):
+            if SECRETS in state:
+                return Result(0, TALOSCONFIG, "")
+            return Result(1, "", 'Error: Output "talosconfig" not found')
         if command == "show":
             target = args[-1]
             if target.endswith(".tfplan"):
@@ -105,18 +129,28 @@ class FakeTerraform(Terraform):
             return self.plan(Path(workdir), layer, args)
         if args[0] == "apply":
             done = []
-            for change in self.pending.pop(layer):
+            for change in sorted(self.pending.pop(layer), key=apply_order):
                 if change["action"] == "delete":
                     gone = self.states[layer].pop(change["address"])
                     if change["address"].startswith(APPLY + "."):  # the provider resets with what the state says
                         self.reset_with[change["address"]] = gone["values"]["on_destroy"]
+                elif change["action"] == "create":
+                    self.states[layer][change["address"]] = {
+                        "values": dict(change["after"]),
+                        "depends_on": list(change["depends_on"]),
+                    }
                 else:
                     self.states[layer][change["address"]]["values"].update(change["after"])
+                self.applied_change(layer, change)
                 done.append(f"{change['action']} {change['address']}")
             self.applied.append(done)
             self.serial[layer] += 1
             return Result(0, "", "")
         raise AssertionError(f"fake terraform: unexpected command {args}")
+
+    def applied_change(self, layer: str, change: dict) -> None:
+        """Called after each change is applied (a hook: what the provider does to the machines, e.g. a reset that
+        leaves etcd, is the tests' business)."""
 
     # ------------------------------------------------------------------------------------------------ model
     def raw_state(self, layer: str) -> dict:
@@ -160,18 +194,43 @@ class FakeTerraform(Terraform):
                     )
                 changes.append({"address": address, "action": "delete", "after": None})
         else:
-            wanted = {f"{APPLY}.{name}" for name in document.get("resource", {}).get(APPLY, {})}
-            for address in sorted(a for a in state if a.startswith(APPLY + ".") and a not in wanted):
-                changes.append({"address": address, "action": "delete", "after": None})  # the node left the site
-            for name, body in document.get("resource", {}).get(APPLY, {}).items():
-                address = f"{APPLY}.{name}"
-                if address in state and body["on_destroy"] != state[address]["values"]["on_destroy"]:
-                    changes.append(
-                        {"address": address, "action": "update", "after": {"on_destroy": body["on_destroy"]}}
-                    )
+            changes = self.site_changes(document, state)
+            if targets:
+                changes = targeted(changes, targets)
         self.pending[layer] = changes
         (workdir / "terravixens.tfplan").write_text("fake plan")
         return Result(2 if changes else 0, "", "", [])
+
+    def site_changes(self, document: dict, state: dict[str, dict]) -> list[dict]:
+        """What a normal plan changes: nodes that left (VM and apply deleted), new nodes (created), the membership
+        record, an apply's on_destroy."""
+        resources = document.get("resource", {})
+        wanted = {f"{kind}.{name}": body for kind in (APPLY, VM) for name, body in resources.get(kind, {}).items()}
+        changes: list[dict] = []
+        for address in sorted(a for a in state if a.split(".", 1)[0] in (APPLY, VM) and a not in wanted):
+            changes.append({"address": address, "action": "delete", "after": None})  # the node left the site
+        record = resources.get("terraform_data", {}).get(MEMBERSHIP.split(".", 1)[1], {}).get("input") or {}
+        addresses = {**record.get("control_planes", {}), **record.get("workers", {})}
+        for address, body in sorted(wanted.items()):
+            kind, name = address.split(".", 1)
+            if address not in state:
+                node = owner_of(name) or name
+                if kind == APPLY:
+                    after = {
+                        "node": addresses.get(node, body.get("node")),
+                        "apply_mode": body.get("apply_mode"),
+                        "resolved_apply_mode": "auto",
+                        "on_destroy": body["on_destroy"],
+                    }
+                    depends_on = [*body.get("depends_on", []), SECRETS]
+                else:
+                    after, depends_on = {"name": body.get("name", node)}, []
+                changes.append({"address": address, "action": "create", "after": after, "depends_on": depends_on})
+            elif kind == APPLY and body["on_destroy"] != state[address]["values"]["on_destroy"]:
+                changes.append({"address": address, "action": "update", "after": {"on_destroy": body["on_destroy"]}})
+        if record and MEMBERSHIP in state and state[MEMBERSHIP]["values"].get("input") != record:
+            changes.append({"address": MEMBERSHIP, "action": "update", "after": {"input": record}})
+        return sorted(changes, key=lambda change: change["address"])
 
     def plan_json(self, layer: str) -> dict:
         state = self.states[layer]
@@ -188,8 +247,8 @@ class FakeTerraform(Terraform):
         changes = []
         for change in self.pending.get(layer, []):
             kind, name = change["address"].split(".", 1)
-            before = state[change["address"]]["values"]
-            after = None if change["after"] is None else {**before, **change["after"]}
+            before = state[change["address"]]["values"] if change["action"] != "create" else None
+            after = None if change["after"] is None else {**(before or {}), **change["after"]}
             changes.append(
                 {
                     "address": change["address"],
@@ -206,3 +265,27 @@ class FakeTerraform(Terraform):
             "resource_changes": changes,
             "prior_state": {"format_version": "1.0", "values": {"root_module": {"resources": prior}}},
         }
+
+
+def targeted(changes: list[dict], targets: list[str]) -> list[dict]:
+    """Terraform's `-target`: the targeted resources and, for what is created or updated, what they depend on."""
+    by_address = {change["address"]: change for change in changes}
+    keep, todo = set(), list(targets)
+    while todo:
+        address = todo.pop()
+        if address in keep or address not in by_address:
+            continue
+        keep.add(address)
+        todo += by_address[address].get("depends_on", [])
+    return [change for change in changes if change["address"] in keep]
+
+
+def apply_order(change: dict) -> tuple[int, str]:
+    """The order Terraform applies them in: dependents are destroyed first — an apply before its VM (the reset needs
+    the machine) —, a VM created before its apply, updates last."""
+    kind = change["address"].split(".", 1)[0]
+    if change["action"] == "delete":
+        return (1 if kind == VM else 0, change["address"])
+    if change["action"] == "create":
+        return (2 if kind == VM else 3, change["address"])
+    return (4, change["address"])

@@ -15,7 +15,7 @@ from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.workspace import Workspace
 from tests import support
-from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests.fake_terraform import APPLY, VM, FakeTerraform, platform_state
 
 
 @pytest.fixture()
@@ -46,20 +46,30 @@ def test_a_node_that_left_is_reset_then_its_node_object_deleted(tmp_path, kubect
     tf, out = fake(), Console(out=io.StringIO())
     code = deploy(Workspace(site_without("wk-b"), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
     assert code == ExitCode.OK
-    assert tf.applied == [[f"delete {APPLY}.node_wk-b_apply"]]
+    assert tf.applied == [
+        [f"delete {APPLY}.node_wk-b_apply", f"delete {VM}.node_wk-b_vm", "update terraform_data.cluster_membership"]
+    ]
     assert kubectl_log.read_text().split()[2:] == ["delete", "node", "wk-b", "--ignore-not-found", "--wait=false"]
     assert "platform-prod: kubernetes — Node wk-b deleted" in out.out.getvalue()
 
 
-def test_two_control_planes_leaving_are_refused_before_anything_is_applied(tmp_path, kubectl_log):
+def test_two_control_planes_leaving_are_never_one_apply(tmp_path, kubectl_log, monkeypatch):
+    """3 → 1 in one site change is a scale-in of two steps (tests/test_scale_in.py runs them); without a talosctl to
+    check the cluster before the first step, nothing is applied."""
+    monkeypatch.setenv("PATH", str(kubectl_log.parent / "bin"))  # kubectl only: no talosctl
     tf, out = fake(), Console(out=io.StringIO())
     data = support.example_data()
     prod = data["clusters"]["prod"]
     prod["control_planes"] = {"cp-a": prod["control_planes"]["cp-a"]}  # 3 -> 1 in one site change
     with pytest.raises(OperationError) as caught:
         deploy(Workspace(support.site_from(data), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
-    assert caught.value.code == ExitCode.REFUSED
-    assert "[PG002 OneControlPlaneLeavesPerApply] 2 control planes would leave etcd in one apply" in out.out.getvalue()
+    assert caught.value.code == ExitCode.FAILED
+    assert str(caught.value).startswith(
+        "platform-prod: talosctl health before the first step failed (cannot run talosctl: No such file or directory)"
+    )
+    text = out.out.getvalue()
+    assert "[PG002 OneControlPlaneLeavesPerApply] (waived) 2 control planes would leave etcd in one apply" in text
+    assert "  1/2 control plane cp-b leaves (etcd 3 → 2 members)" in text.splitlines()
     assert tf.applied == [] and not kubectl_log.exists()
     assert not list(tmp_path.rglob("*.tfplan"))
 

@@ -26,8 +26,8 @@ import pytest
 from terravixens import cli
 from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
 from terravixens.operations.terraform import Result
-from tests import support
-from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests import etcd_tool, support
+from tests.fake_terraform import APPLY, VM, FakeTerraform, platform_state
 from tests.test_dead_member import Tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,21 +262,92 @@ def deploy_applies(lab: Lab) -> None:
     tf = platform()
     ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
     assert ran.code == ExitCode.OK and ran.out.splitlines()[-1] == "deployed: platform-prod"
-    assert tf.applied == [[f"delete {APPLY}.node_wk-b_apply"]]
+    assert tf.applied == [
+        [f"delete {APPLY}.node_wk-b_apply", f"delete {VM}.node_wk-b_vm", "update terraform_data.cluster_membership"]
+    ]
 
 
 @case("deploy", ExitCode.REFUSED)
 def deploy_guard_refuses(lab: Lab) -> None:
+    """Every control plane of today replaced by a new one in one site change: no sequence keeps one of today's, so
+    the plan is judged as it is (PG002 and PG003)."""
     tf = platform()
-    ran = lab.run(
-        "deploy", "platform-prod", "--yes", "--site", lab.site(_without(control_planes=("cp-b", "cp-c"))), tf=tf
-    )
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_control_planes_replaced), tf=tf)
     assert ran.code == ExitCode.REFUSED and not _applied(tf)
-    assert "[PG002 OneControlPlaneLeavesPerApply]" in ran.out
+    assert "[PG002 OneControlPlaneLeavesPerApply]" in ran.out and "[PG003 ControlPlaneRemains]" in ran.out
     assert ran.err.splitlines() == [
-        "terravixens deploy: platform-prod: plan refused by the guard (1 problem); nothing was applied",
+        "terravixens deploy: platform-prod: plan refused by the guard (2 problems); nothing was applied",
         "stopped at platform-prod (guard): done: synth; not done: platform-prod",
     ]
+
+
+def _control_planes_replaced(data: dict) -> None:
+    prod = data["clusters"]["prod"]
+    cp_d = json.loads(json.dumps(prod["control_planes"]["cp-c"]))
+    cp_d.update(vm_id=1104)
+    cp_d["networks"].update(
+        maintenance_ip="10.0.0.54", vlans={111: {"address": "10.11.1.14/24", "gateway": "10.11.1.1"}}
+    )
+    prod["control_planes"] = {"cp-d": cp_d}
+
+
+def _scale_in_tools(lab: Lab, **scenario) -> Tools:
+    """talosctl answering for every control plane (etcd snapshots genuine), kubectl recording."""
+    return lab.tools(unreachable=[], etcd_snapshot=etcd_tool.fake_talosctl_setup(), **scenario)
+
+
+THREE_TO_ONE = _without(control_planes=("cp-b", "cp-c"))
+
+
+@case("deploy", ExitCode.OK)
+def deploy_scale_in_dry_run(lab: Lab) -> None:
+    tools = _scale_in_tools(lab)
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--dry-run", "--site", lab.site(THREE_TO_ONE), tf=tf)
+    assert ran.code == ExitCode.OK and not _applied(tf) and tools.log() == []
+    assert "  1/2 control plane cp-b leaves (etcd 3 → 2 members)" in ran.out.splitlines()
+    assert ran.out.splitlines()[-1] == "dry run: nothing applied (platform-prod planned)"
+
+
+@case("deploy", ExitCode.FAILED)
+def deploy_scale_in_health_fails_after_a_step(lab: Lab) -> None:
+    """This Terraform's reset leaves cp-b in etcd: talosctl health (etcd members vs control planes) fails after the
+    step; the step is applied, the next one not."""
+    _scale_in_tools(lab)
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(THREE_TO_ONE), tf=tf)
+    assert ran.code == ExitCode.FAILED and tf.applied == [
+        [f"delete {APPLY}.node_cp-b_apply", f"delete {VM}.node_cp-b_vm"]
+    ]
+    assert ran.err.startswith("terravixens deploy: platform-prod: talosctl health after step 1/2 failed (")
+    assert "; step 1/2 (cp-b leaves) is applied. Run `terravixens deploy` again once fixed" in ran.err
+    assert ran.err.splitlines()[-1] == (
+        "stopped at platform-prod step 1/2: cp-b leaves (health): done: synth, platform-prod: cluster check; "
+        "not done: platform-prod step 1/2: cp-b leaves, platform-prod step 2/2: cp-c leaves"
+    )
+
+
+@case("deploy", ExitCode.BACKUP_FAILED)
+def deploy_scale_in_without_a_verified_snapshot(lab: Lab) -> None:
+    lab.tools(unreachable=[], etcd_snapshot=etcd_tool.fake_talosctl_setup("cut"))  # every snapshot cut short
+    tf = platform()
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(THREE_TO_ONE), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+    assert "terravixens deploy: platform-prod: no verified etcd snapshot before scale-in step 1/2, cp-b leaves" in (
+        ran.err
+    )
+
+
+@case("deploy", ExitCode.BAD_INPUT)
+def deploy_scale_in_without_a_talosconfig(lab: Lab) -> None:
+    tools = _scale_in_tools(lab)
+    tf = platform()
+    tf.states["platform-prod"].pop("talos_machine_secrets.cluster_secrets")  # no talosconfig output
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(THREE_TO_ONE), tf=tf)
+    assert ran.code == ExitCode.BAD_INPUT and not _applied(tf) and tools.log() == []
+    assert "platform-prod has no talosconfig output (not applied, or its state is elsewhere): give one with " in (
+        ran.err
+    )
 
 
 @case("deploy", ExitCode.BAD_INPUT)

@@ -33,6 +33,14 @@ def test_commands_import_steps_never_each_other():
     assert users >= {"deploy", "destroy", "restore", "decommission", "dead_member", "drift"}
 
 
+def test_step_modules_import_no_command():
+    """A step module (the shared steps, the etcd steps, the scale-in sequence deploy runs) is imported by commands:
+    importing one back would make two commands depend on each other through it."""
+    commands = {f"terravixens.operations.{name}" for name in COMMANDS}
+    for name in ("steps", "etcd", "scale_in"):
+        assert not imported(PACKAGE / "operations" / f"{name}.py") & commands, name
+
+
 def test_nothing_imports_the_command_line():
     """The import cycle cli ↔ operations was how a rule stopping synth became an ImportError."""
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -192,8 +192,11 @@ class Event:
         if change.actions == ("create", "forget"):
             return "revert the change that forces the replacement"
         if change.replace_paths:
-            return "revert that change (terraform plan marks it '# forces replacement')"
-        return "Find the attribute that forces it (terraform plan shows '# forces replacement') and revert it"
+            return "revert that change"
+        return (
+            "Find the attribute that forces it (compare before and after in the plan's JSON: `terravixens deploy "
+            "LAYER --dry-run --save-plan-json FILE`) and revert it"
+        )
 
 
 @dataclass(frozen=True)

@@ -6,19 +6,25 @@
 
 A refused plan stops everything (exit 1) before anything is applied; later layers are not touched. The process
 umask is 077, so the plan file and local state Terraform writes are 0600. See docs/adr/0020-operations.md.
+
+A platform layer whose plan takes several control planes out of etcd (or replaces control planes, or removes more
+workers than --worker-batch) is not applied in one go: terravixens.operations.scale_in runs it as a sequence of
+guarded applies, one control plane per apply (docs/adr/0037-control-plane-scale-in-sequencing.md).
+`--dry-run` stops every layer after its guard and summary (and a scale-in after showing its steps).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from terravixens.operations import summary
+from terravixens.operations import scale_in, summary
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode
+from terravixens.operations.scale_in import ScaleInOptions
 from terravixens.operations.steps import (
     PLAN_FILE,
     LayerPlan,
@@ -42,6 +48,8 @@ class DeployOptions:
     save_plan_json: Path | None = None
     lock_timeout: str = "0s"
     synth: bool = True
+    dry_run: bool = False
+    scale_in: ScaleInOptions = field(default_factory=ScaleInOptions)
 
 
 def plan_json_path(options: DeployOptions, layer: str, several: bool) -> Path | None:
@@ -75,10 +83,19 @@ def deploy_layer(
             console.step(layer, "plan", "no changes")
             remove_quietly(planned.path)
             return False
+        sequence = scale_in.sequence_of(ws.site, layer, planned.plan, options.scale_in.worker_batch)
+        if sequence is not None:  # several control planes leave (or join first): one guarded apply per step
+            how = scale_in.Run(
+                options.scale_in, options.yes, options.allow_reboot, options.lock_timeout, options.dry_run
+            )
+            return scale_in.run(ws, tf, console, planned, sequence, how, kubectl)
         judge(console, planned, guard_context(ws, tf, console, layer, planned, options.allow_reboot))
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
             console.say(line)
+        if options.dry_run:
+            console.step(layer, "dry run", "nothing applied")
+            return False
         confirm(console, layer, "Apply these changes to", options.yes)
         apply_saved(ws, tf, console, planned, "deploy")
     finally:
@@ -117,8 +134,11 @@ def deploy(
             if deploy_layer(ws, tf, console, layer, options, several, kubectl):
                 applied.append(layer)
             else:
-                unit.note = "no changes"
-    console.say(f"deployed: {', '.join(applied) or 'nothing (no changes)'}")
+                unit.note = "dry run" if options.dry_run else "no changes"
+    if options.dry_run:
+        console.say(f"dry run: nothing applied ({', '.join(selected)} planned)")
+    else:
+        console.say(f"deployed: {', '.join(applied) or 'nothing (no changes)'}")
     return ExitCode.OK
 
 

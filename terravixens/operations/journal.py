@@ -41,6 +41,11 @@ class Journal:
     def expect(self, *units: str) -> None:
         self.pending += [name for name in units if name not in self.pending and name not in self.done]
 
+    def next(self, *units: str) -> None:
+        """`units` come before what is pending: work found inside the current unit (a deploy's scale-in steps, known
+        once its layer is planned), to be done before the next layers."""
+        self.pending[:0] = [name for name in units if name not in self.pending and name not in self.done]
+
     def replace(self, placeholder: str, *units: str) -> None:
         """`placeholder` (work whose units are known only later, e.g. which nodes are still to reset) becomes
         `units`, in its place."""

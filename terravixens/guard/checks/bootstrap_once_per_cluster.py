@@ -26,8 +26,8 @@ class BootstrapOnlyForNewCluster(Check):
             if change.creates and not change.deletes and running and not bootstrapped:
                 yield (
                     f"{change.address} would bootstrap a cluster whose nodes already run ({len(running)} applies "
-                    f"in state) but whose bootstrap record is missing: restore the state from a backup or "
-                    f"`terraform import` the bootstrap resource instead."
+                    f"in state) but whose bootstrap record is missing: restore the state from a backup instead "
+                    f"(`terravixens restore LAYER BACKUP`)."
                 )
             if (change.forgets or (change.deletes and not change.creates)) and staying:
                 verb = "forgotten" if change.forgets else "destroyed"

@@ -28,8 +28,7 @@ class SecretsMatchRunningNodes(Check):
                 yield (
                     f"{change.address} would be created while {len(running)} node applies run on today's secrets "
                     f"({nodes}): a state lost its secrets or the address changed. Restore the state from a backup "
-                    f"(`terravixens restore`) or `terraform import` the secrets; never mint new ones under "
-                    f"running nodes."
+                    f"(`terravixens restore LAYER BACKUP`); never mint new ones under running nodes."
                 )
             if change.forgets:
                 yield (

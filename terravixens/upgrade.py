@@ -50,6 +50,7 @@ from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.exitcodes import ExitCode
 from terravixens.layers import platform_stack_name
+from terravixens.operations.outcome import OperationError
 from terravixens.roles import Role
 from terravixens.runner import annotate
 from terravixens.talos.image import installer_image, schematic_id
@@ -324,10 +325,13 @@ class Snapshots:
 
     take: Callable[[Step], object]
     skipped: str | None = None
+    alone: bool = False  # one control plane: the snapshot is taken through the node about to be upgraded
 
     def describe(self) -> str:
         if self.skipped is not None:
             return f"no etcd snapshot (--no-snapshot: {self.skipped})"
+        if self.alone:
+            return "etcd snapshot through it (the only control plane)"
         return "etcd snapshot through another control plane"
 
 
@@ -518,8 +522,6 @@ def _rolling(
     snapshots: Snapshots | None,
     progress: _Progress,
 ) -> Outcome:
-    from terravixens.operations.outcome import OperationError
-
     log = progress.log
     log(HEALTH_FIRST)
     before = _health(talosctl, steps)
@@ -728,7 +730,6 @@ def talosconfig_path(ws: Any, terraform: Any, cluster_name: str, given: str | No
     read from the layer's working directory a deploy from this folder left (no synth, no init: the upgrade does not
     plan or apply anything)."""
     from terravixens.operations.etcd import talosconfig_file
-    from terravixens.operations.outcome import OperationError
 
     if given:
         yield given
@@ -754,7 +755,7 @@ def etcd_snapshots(ws: Any, cluster_name: str, talosctl: Talosctl, skip_reason: 
     from typing import TextIO, cast
 
     from terravixens.operations.console import Console
-    from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot
+    from terravixens.operations.etcd import SnapshotPolicy, control_plane_addresses, fresh_snapshot
 
     console = Console(out=cast(TextIO, _Lines(log)))
     policy = SnapshotPolicy(skip_reason=skip_reason)
@@ -764,7 +765,8 @@ def etcd_snapshots(ws: Any, cluster_name: str, talosctl: Talosctl, skip_reason: 
             ws, cluster_name, talosctl, console, f"the upgrade of {step.node}", policy, avoid=[step.node]
         )
 
-    return Snapshots(take, skip_reason)
+    alone = len(control_plane_addresses(ws, cluster_name)) == 1
+    return Snapshots(take, skip_reason, alone)
 
 
 def command(
@@ -790,7 +792,6 @@ def command(
             log(line)
         return ExitCode.OK
     from terravixens.operations.files import private_process
-    from terravixens.operations.outcome import OperationError
     from terravixens.operations.terraform import Terraform
     from terravixens.operations.workspace import Workspace
 

@@ -1174,3 +1174,21 @@ def test_no_talosconfig_anywhere_is_bad_input_naming_the_ways_out(tmp_path, caps
     code, used, err = _command(tmp_path, fake, Outputs({}), None, capsys)
     assert code == ExitCode.BAD_INPUT and used == []
     assert "platform-prod has no talosconfig output" in err and "--talosconfig FILE" in err
+
+
+def test_a_single_control_plane_is_snapshotted_through_itself(tmp_path):
+    """No other control plane to go through: the snapshot is taken through the one about to be upgraded, and the
+    plan says so."""
+    data = with_extensions(site_data(), ISCSI)
+    for name in ("cp-b", "cp-c"):
+        del data["clusters"]["prod"]["control_planes"][name]
+    fake = Fake(tmp_path, dict.fromkeys(["cp-a", "wk-a", "wk-b"], "v1.11.6"), images=IMAGES)
+    dry = cli(tmp_path, "--talosctl", str(fake.path), "--dry-run", data=data)
+    assert numbered(dry.stdout)[1] == (
+        f"1. cp-a (controlplane, 127.11.1.11): re-image at v1.11.6 (schematic change: ce4c980550dd -> {NEW[:12]}) — "
+        "etcd snapshot through it (the only control plane), talosctl upgrade, read back (version and schematic), "
+        "talosctl health"
+    )
+    run = cli(tmp_path, "--talosctl", str(fake.path), data=data)
+    assert run.returncode == 0 and fake.snapshots() == ["cp-a"] and fake.upgraded() == ["cp-a", "wk-a", "wk-b"]
+    assert numbered(run.stdout) == numbered(dry.stdout)

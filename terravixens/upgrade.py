@@ -634,7 +634,7 @@ def rolling_dry_run(
     current = [d.step.node for d in decisions if d.current]
     log(
         f"dry run: nothing was changed ({len(decisions) - len(current)} to upgrade, {len(current)} already "
-        f"current); the run reads every node again first and does the above while they run what they run now"
+        f"current); the run reads every node again first and follows this plan while they run what is shown above"
     )
     return Outcome([], current, done=[])
 

@@ -927,7 +927,7 @@ def test_the_dry_run_prints_exactly_what_the_run_then_does(tmp_path, worker_batc
     assert numbered(dry.stdout) == expected
     assert dry.stdout.splitlines()[-1] == (
         "dry run: nothing was changed (4 to upgrade, 2 already current); the run reads every node again first and "
-        "does the above while they run what they run now"
+        "follows this plan while they run what is shown above"
     )
 
     run = cli(tmp_path, *options, data=data)

@@ -140,7 +140,7 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         force=args.force,
         no_snapshot=args.no_snapshot,
         talosconfig=args.talosconfig,
-        terraform=_terraform({}),
+        terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
     )
 
 

@@ -723,7 +723,7 @@ class _Lines:
 
 
 @contextlib.contextmanager
-def talosconfig_path(ws: Any, terraform: Any, cluster_name: str, given: str | None) -> Iterator[str]:
+def talosconfig_path(ws: Any, terraform: Callable[[], Any], cluster_name: str, given: str | None) -> Iterator[str]:
     """The talosctl client configuration: `--talosconfig FILE` when given; else ./talosconfig when there is one
     (upgrade's default before it could read the platform layer's); else the platform layer's `talosconfig` output,
     written 0600 into a 0700 temporary folder removed afterwards (terravixens.operations.etcd.talosconfig_file) —
@@ -744,7 +744,7 @@ def talosconfig_path(ws: Any, terraform: Any, cluster_name: str, given: str | No
             f"deployed from this folder (no cdktf.out/stacks/{layer} to read its talosconfig output from)",
             ExitCode.BAD_INPUT,
         )
-    with talosconfig_file(ws, terraform, cluster_name, None) as path:
+    with talosconfig_file(ws, terraform(), cluster_name, None) as path:
         yield path
 
 
@@ -780,13 +780,14 @@ def command(
     force: bool = False,
     no_snapshot: str | None = None,
     talosconfig: str | None = None,
-    terraform: Any = None,
+    terraform: Callable[[], Any] | None = None,
     root: Path | None = None,
     log: Log = print,
 ) -> int:
     """`terravixens upgrade`: the dry run or the upgrade itself; returns the exit code. `talosctl`'s own talosconfig
-    is replaced by the one `talosconfig_path` finds; `terraform` reads the platform layer's output when needed;
-    snapshots go under `root` (default: the current folder, like every operation's)."""
+    is replaced by the one `talosconfig_path` finds; `terraform()` gives the Terraform that reads the platform layer's
+    output, called only when that is needed; snapshots go under `root` (default: the current folder, like every
+    operation's). Sets umask 077 for the process, as the operations do."""
     if dry_run and kubernetes:
         for line in describe_kubernetes(site, cluster_name):
             log(line)
@@ -798,7 +799,7 @@ def command(
     private_process()  # a talosconfig and etcd snapshots are written: 0600 files in 0700 folders
     ws = Workspace(site, root=root or Path.cwd())
     try:
-        with talosconfig_path(ws, terraform or Terraform(), cluster_name, talosconfig) as path:
+        with talosconfig_path(ws, terraform or Terraform, cluster_name, talosconfig) as path:
             talosctl = replace(talosctl, talosconfig=path)
             if kubernetes:
                 return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code

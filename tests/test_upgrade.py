@@ -7,6 +7,7 @@ pulled from the factory, the node draining, a snapshot of gigabytes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import stat
@@ -1131,15 +1132,18 @@ def _command(tmp_path: Path, fake: Fake, tf: Outputs, talosconfig: str | None, c
     from terravixens.upgrade import command
 
     site = support.site_from(site_data())
+    umask = os.umask(0o022)  # command() sets 077 for the process, as the operations do: given back afterwards
+    os.umask(umask)
     code = command(
         site,
         "prod",
         fake.talosctl(),
         dry_run=True,
         talosconfig=talosconfig,
-        terraform=tf,
+        terraform=lambda: tf,
         root=tmp_path,
     )
+    os.umask(umask)
     used = {call[1] for call in fake.calls()}
     return code, sorted(used), capsys.readouterr().err
 
@@ -1192,3 +1196,13 @@ def test_a_single_control_plane_is_snapshotted_through_itself(tmp_path):
     run = cli(tmp_path, "--talosctl", str(fake.path), data=data)
     assert run.returncode == 0 and fake.snapshots() == ["cp-a"] and fake.upgraded() == ["cp-a", "wk-a", "wk-b"]
     assert numbered(run.stdout) == numbered(dry.stdout)
+
+
+def test_an_interrupt_during_a_snapshot_touched_no_node(tmp_path):
+    code, _, stderr, pids = interrupted(tmp_path, signal.SIGTERM, {"etcd snapshot": CONTROL_PLANES})
+    assert code == 130 and processes.all_gone(pids)
+    assert stderr == (
+        "terravixens upgrade: interrupted by SIGTERM during the etcd snapshot before the upgrade of cp-a (talosctl "
+        "etcd snapshot stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b\n"
+    )
+    assert snapshot_files(tmp_path) == []

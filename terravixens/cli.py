@@ -3,7 +3,7 @@
     terravixens validate [SITE]     check a site file; print every problem with file, field, value and fix
     terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
-    terravixens upgrade CLUSTER     rolling Talos upgrade to the site's talos_version, one node at a time, gated on health
+    terravixens upgrade CLUSTER     roll the site's Talos version and image out, one node at a time, gated on health
     terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
                                     (control planes that leave: one per apply, snapshot and health between)
     terravixens destroy LAYER       typed confirmation, verified state backup, guarded destroy of one layer
@@ -124,12 +124,12 @@ def _plan_guard(args: argparse.Namespace, site: Any) -> int:
 @_with_site
 def _upgrade(args: argparse.Namespace, site: Any) -> int:
     from terravixens.talosctl import Talosctl
-    from terravixens.upgrade import command
+    from terravixens.upgrade import LOCAL_TALOSCONFIG, command
 
     if args.cluster not in site.clusters:
         print(f"unknown cluster {args.cluster!r}: use one of {', '.join(sorted(site.clusters))}", file=sys.stderr)
         return BAD_INPUT
-    talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout)
+    talosctl = Talosctl(args.talosctl, args.talosconfig or LOCAL_TALOSCONFIG, args.timeout)
     # An interrupt (Ctrl-C, SIGTERM, SIGHUP) reaches main() annotated by the upgrade with what is done and not.
     return command(
         site,
@@ -139,6 +139,9 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         dry_run=args.dry_run,
         worker_batch=args.worker_batch,
         force=args.force,
+        no_snapshot=args.no_snapshot,
+        talosconfig=args.talosconfig,
+        terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
     )
 
 
@@ -375,6 +378,15 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _no_snapshot(text: str) -> str:
+    from terravixens.operations.etcd import no_snapshot_reason
+
+    try:
+        return no_snapshot_reason(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _batch(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of workers, 1 or more")
@@ -451,9 +463,18 @@ def _plan_guard_args(parser: argparse.ArgumentParser) -> None:
 def _upgrade_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cluster")
     _site_option(parser)
-    parser.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
+    parser.add_argument(
+        "--talosconfig",
+        help="talosctl client configuration (default: ./talosconfig if there is one, else the platform layer's "
+        "talosconfig output, read from the cdktf.out/stacks/platform-CLUSTER a deploy left here)",
+    )
     parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary (matching the target version)")
-    parser.add_argument("--dry-run", action="store_true", help="print the order and the images, touch nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read what each node runs (talosctl version, get extensions) and print exactly what the run would do: "
+        "which nodes are upgraded or re-imaged and why, which are skipped, in order and batches; change nothing",
+    )
     parser.add_argument(
         "--kubernetes",
         action="store_true",
@@ -475,7 +496,14 @@ def _upgrade_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="allow a downgrade (a node newer than talos_version) or skipping a Talos minor",
+        help="allow a downgrade (a node newer than talos_version), skipping a Talos minor, or re-imaging a node "
+        "not booted from an Image Factory image",
+    )
+    parser.add_argument(
+        "--no-snapshot",
+        type=_no_snapshot,
+        metavar="REASON",
+        help="no etcd snapshot before each control plane's upgrade (default: a fresh verified one, or stop); say why",
     )
 
 
@@ -697,19 +725,32 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "upgrade",
-        "rolling Talos upgrade, one node at a time, gated on health",
+        "rolling Talos upgrade and image roll-out, one node at a time, gated on health",
         _upgrade_args,
         _upgrade,
         codes(
-            (OK, "every node on the target version (or --dry-run), cluster healthy"),
-            (REFUSED, "a downgrade, or a skipped Talos minor, without --force: no node touched"),
-            (BAD_INPUT, "site file, unknown cluster, bad option"),
+            (
+                OK,
+                "every node on the target version and schematic (read back), cluster healthy; with --dry-run: the "
+                "plan is printed",
+            ),
+            (
+                REFUSED,
+                "a downgrade, a skipped Talos minor, or a node not booted from an Image Factory image, without "
+                "--force: no node touched",
+            ),
+            (BAD_INPUT, "site file, unknown cluster, bad option, no talosconfig"),
             (
                 FAILED,
                 "a talosctl call failed, hung or is missing, a node is not on the target version and "
-                "image after its upgrade (rolled back), a version talosctl printed cannot be understood, "
+                "schematic after its upgrade (rolled back), a version talosctl printed cannot be understood, "
                 "or the cluster is unhealthy: the last line says where, what is done and what is not "
-                "touched; run it again once fixed",
+                "touched; run it again once fixed (--dry-run: a node could not be read)",
+            ),
+            (
+                BACKUP_FAILED,
+                "no verified etcd snapshot before a control plane's upgrade (without --no-snapshot REASON): "
+                "stopped before that node",
             ),
             (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"),
         ),

@@ -1,22 +1,32 @@
-"""Rolling Talos upgrades that cannot make things worse: gated on cluster health, bounded in time, resumable.
+"""Rolling Talos upgrades and image roll-outs that cannot make things worse: gated on cluster health, backed up,
+bounded in time, resumable, and planned exactly as they run.
 
-Terraform has no notion of "one at a time", so after a `talos_version` bump (ADR 0009: the new installer image is
-already in every node's configuration, no VM was replaced) the operating system is upgraded here (ADR 0015):
+Terraform has no notion of "one at a time", so after a `talos_version` bump or a changed Talos image (extensions,
+kernel arguments: a new Image Factory schematic; ADR 0009: the new installer image is already in every node's
+configuration, no VM was replaced) the running nodes are re-imaged here (ADR 0015, ADR 0038):
 
 1. `talosctl health` over the whole cluster must pass before anything is touched: a cluster that is already
    unhealthy never gets one more node rebooted;
-2. every node's running version is read first: an unreachable node stops the run, and a node newer than the
-   target (a downgrade) or more than one minor behind it (1.11 -> 1.13: Talos upgrades one minor at a time,
-   ADR 0023) refuses it unless forced — before any node is touched;
-3. control planes one at a time (by name), then workers in batches of `worker_batch` (by name, default 1), each
-   with `talosctl upgrade --wait`; after each node or batch, what each node runs is read back (its version AND the
-   image it booted, see below) and must be the target — a node that came back on its old version (Talos' A/B
-   fallback after a failed boot) stops the run, named — then the health gate must pass again. Nodes already on the
-   target (version and image) are skipped, and a health check follows skipped nodes before the next upgrade (and at
-   the end), so a stopped run is resumed by running it again;
-4. every talosctl call has a deadline; a failed, hung or missing talosctl ends the run with
+2. what every node runs is read (see below): an unreachable node stops the run; a node newer than the target (a
+   downgrade), more than one minor behind it (1.11 -> 1.13: Talos upgrades one minor at a time, ADR 0023), or not
+   booted from an Image Factory image (no schematic: what it runs cannot be compared) refuses it unless forced —
+   before any node is touched;
+3. each node whose version OR schematic differs from the site's (its hypervisor's talos_image, the cluster's
+   talos_version) is upgraded — re-imaged at the same version when only the schematic changed; nodes on the target
+   (version and schematic) are skipped, and a health check follows skipped nodes before the next upgrade (and at the
+   end), so a stopped run is resumed by running it again;
+4. control planes one at a time (by name), each after a fresh verified etcd snapshot through another control plane
+   (terravixens.operations.etcd.fresh_snapshot; none: BACKUP_FAILED, unless --no-snapshot REASON), then workers in
+   batches of `worker_batch` (by name, default 1), each with `talosctl upgrade --wait`; after each node or batch,
+   what each node runs is read back and must be the target — a node that came back on its old version or schematic
+   (Talos' A/B fallback after a failed boot) stops the run, named — then the health gate must pass again;
+5. every talosctl call has a deadline; a failed, hung or missing talosctl ends the run with
    "stopped at X: why; done: …; not touched: …" — never a traceback. An interrupt (Ctrl-C, SIGTERM, SIGHUP)
    stops talosctl and says the same in one line.
+
+The plan (step 3 and 4: which node, why, in which unit, in which order) is a value computed from what the nodes run:
+`--dry-run` reads the nodes (read-only calls: `talosctl version`, `talosctl get extensions`) and prints it, and the
+run prints each numbered line of the same plan as it starts that unit — the two are compared in the tests.
 
 What a node runs is read with `talosctl version` (the server's Tag) and `talosctl get extensions` (the Image
 Factory's `schematic` extension: its version is the schematic id of the image the node booted — the running image,
@@ -27,14 +37,20 @@ understood as a release (`v1.11.6`, `1.11.6`, `v1.12.0-beta.1`, `v1.11.6+custom`
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.exitcodes import ExitCode
+from terravixens.layers import platform_stack_name
+from terravixens.operations.outcome import OperationError
 from terravixens.roles import Role
 from terravixens.runner import annotate
 from terravixens.talos.image import installer_image, schematic_id
@@ -51,6 +67,10 @@ Log = Callable[[str], None]
 RESUME = (
     "an upgrade Talos already started goes on inside the node: run the same command again to check health and resume"
 )
+HEALTH_FIRST = "0. talosctl health: the cluster must be healthy before the first node"
+# The talosctl client configuration upgrade used before it could read the platform layer's: still taken when present.
+LOCAL_TALOSCONFIG = "talosconfig"
+SHORT = 12  # schematic ids are shown by their first 12 hex digits (the image references carry all 64)
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,11 @@ class Step:
     address: str
     image: str
     schematic: str = ""
+    extensions: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.node} ({self.role}, {self.address})"
 
 
 @dataclass(frozen=True)
@@ -76,11 +101,11 @@ class TalosVersion:
     build: str = ""
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         pre = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in self.pre)
         return self.major, self.minor, self.patch, (0, pre) if self.pre else (1, ())
 
-    def same(self, other: "TalosVersion") -> bool:
+    def same(self, other: TalosVersion) -> bool:
         """The same release and build (`1.11.6` is `v1.11.6`; `v1.11.6+custom` is not)."""
         return self.key == other.key and self.build == other.build
 
@@ -104,7 +129,8 @@ def parse_version(text: str) -> TalosVersion | str:
 
 @dataclass(frozen=True)
 class Outcome:
-    """upgraded/skipped/done in the order they happened; not_touched: nodes this run never acted on."""
+    """upgraded/skipped/done in the order they happened; not_touched: nodes this run never acted on. `code`: the exit
+    code of a stop (FAILED, or BACKUP_FAILED when no etcd snapshot could be taken before a control plane)."""
 
     upgraded: list[str]
     skipped: list[str]
@@ -113,6 +139,7 @@ class Outcome:
     done: list[str] = field(default_factory=list)
     not_touched: list[str] = field(default_factory=list)
     refused: bool = False
+    code: ExitCode = ExitCode.FAILED
 
     @property
     def ok(self) -> bool:
@@ -120,7 +147,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.ok else ExitCode.REFUSED if self.refused else ExitCode.FAILED
+        return ExitCode.OK if self.ok else ExitCode.REFUSED if self.refused else self.code
 
     def summary(self) -> str:
         if self.refused:
@@ -134,7 +161,8 @@ class Outcome:
 
 
 def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
-    """Control planes first, then workers, each group by name: never by position in the site file."""
+    """Control planes first, then workers, each group by name: never by position in the site file. Each node's
+    target image is its hypervisor's (talos_image: the schematic) at the cluster's talos_version."""
     cluster = site.clusters[cluster_name]
     placed = placed_nodes(site, cluster_name)
     return [
@@ -144,6 +172,7 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
             node.address,
             installer_image(node.hypervisor.talos_image, cluster.talos_version),
             schematic_id(node.hypervisor.talos_image),
+            tuple(sorted(node.hypervisor.talos_image.extensions)),
         )
         for role in Role
         for node in placed.values()
@@ -151,7 +180,7 @@ def upgrade_plan(site: Site, cluster_name: str) -> list[Step]:
     ]
 
 
-def release(version: str) -> tuple:
+def release(version: str) -> tuple[Any, ...]:
     """Orders Talos versions: v1.12.0-beta.1 < v1.12.0 < v1.12.1; ValueError for what is not one."""
     parsed = parse_version(version)
     if isinstance(parsed, str):
@@ -167,6 +196,11 @@ def skips_a_minor(running: str | TalosVersion, target: str | TalosVersion) -> bo
     return (to_major, to_minor) > (major, minor + 1) if to_major == major else to_major > major
 
 
+def short(schematic_id: str | None) -> str:
+    """A schematic id as the lines show it: its first 12 hex digits, or why there is none."""
+    return schematic_id[:SHORT] if schematic_id else "none (not an Image Factory image)"
+
+
 @dataclass(frozen=True)
 class Running:
     """What a node runs: its version and the schematic id of the image it booted (None: not a factory image)."""
@@ -175,7 +209,7 @@ class Running:
     schematic: str | None
 
     def describe(self) -> str:
-        return f"{self.version} (schematic {self.schematic[:12] if self.schematic else 'none'})"
+        return f"{self.version}, schematic {short(self.schematic)}"
 
 
 def read_running(talosctl: Talosctl, step: Step) -> Running | str:
@@ -201,14 +235,19 @@ def on_target(running: Running, target: TalosVersion, step: Step) -> bool:
 
 def not_on_target(step: Step, before: Running, after: Running, target: TalosVersion) -> str:
     """Why a node that `talosctl upgrade --wait` reported done is not on the target."""
+    rolled_back = (
+        "Talos rolled back to its previous image (A/B fallback after a failed boot); look at its console or "
+        "`talosctl dmesg`, fix the cause and run the same command again"
+    )
     if not after.version.same(target):
         if after.version.same(before.version):
-            return (
-                f"{step.node} still runs {after.version} after talosctl upgrade --wait returned: Talos rolled "
-                f"back to its previous image (A/B fallback after a failed boot); look at its console or "
-                f"`talosctl dmesg`, fix the cause and run the same command again"
-            )
+            return f"{step.node} still runs {after.version} after talosctl upgrade --wait returned: {rolled_back}"
         return f"{step.node} runs {after.version} after its upgrade, not the target {target}"
+    if after.schematic == before.schematic and before.schematic != step.schematic:
+        return (
+            f"{step.node} still runs schematic {short(after.schematic)} (not {short(step.schematic)}) after "
+            f"talosctl upgrade --wait returned: {rolled_back}"
+        )
     booted = after.schematic or "none (not an Image Factory image)"
     return (
         f"{step.node} runs {after.version} but booted schematic {booted}, not {step.schematic}: it is not the "
@@ -226,22 +265,226 @@ def _health(talosctl: Talosctl, steps: list[Step]) -> Call:
     )
 
 
-def _groups(steps: list[Step], current: set[str], worker_batch: int) -> Iterator[tuple[str, list[Step]]]:
-    """("skip", [step]) for a node on the target (`current`), ("upgrade", [steps]) for the next node or batch: each
-    control plane alone, workers `worker_batch` at a time, both in name order."""
-    batch: list[Step] = []
-    for step in steps:
-        if step.node in current:
-            yield "skip", [step]
-        elif step.role == Role.CONTROLPLANE:
-            yield "upgrade", [step]
+# ---------------------------------------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class Decision:
+    """What the run does with one node, from what it runs: upgrade it (its version, its schematic or both differ from
+    the target) or skip it (already current)."""
+
+    step: Step
+    running: Running
+    target: TalosVersion
+
+    @property
+    def version_changes(self) -> bool:
+        return not self.running.version.same(self.target)
+
+    @property
+    def schematic_changes(self) -> bool:
+        return self.running.schematic != self.step.schematic
+
+    @property
+    def current(self) -> bool:
+        return not (self.version_changes or self.schematic_changes)
+
+    def why(self) -> str:
+        was, to = short(self.running.schematic), short(self.step.schematic)
+        if self.current:
+            return f"already current ({self.target}, schematic {to}): skipped"
+        if not self.schematic_changes:
+            return f"{self.running.version} -> {self.target} (version change; schematic {to} kept)"
+        if not self.version_changes:
+            return f"re-image at {self.target} (schematic change: {was} -> {to})"
+        return f"{self.running.version} -> {self.target} (version and schematic change: {was} -> {to})"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One numbered line (or, for a batch, one line per node under one number) of the plan, run as a whole:
+    `skip` a current node, `health` after skipped nodes (`after`), `upgrade` one control plane (after its etcd
+    snapshot) or one batch of workers, then read back and the health gate."""
+
+    kind: str
+    decisions: tuple[Decision, ...] = ()
+    after: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> list[Step]:
+        return [d.step for d in self.decisions]
+
+    @property
+    def names(self) -> str:
+        return ", ".join(d.step.node for d in self.decisions)
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The etcd snapshot before each control plane's upgrade: `take(step)` takes a fresh verified one through another
+    control plane, or prints the operator's reason for none (`skipped`, --no-snapshot REASON); it raises an
+    OperationError (BACKUP_FAILED) when none could be taken."""
+
+    take: Callable[[Step], object]
+    skipped: str | None = None
+    alone: bool = False  # one control plane: the snapshot is taken through the node about to be upgraded
+
+    def describe(self) -> str:
+        if self.skipped is not None:
+            return f"no etcd snapshot (--no-snapshot: {self.skipped})"
+        if self.alone:
+            return "etcd snapshot through it (the only control plane)"
+        return "etcd snapshot through another control plane"
+
+
+def schedule(decisions: list[Decision], worker_batch: int) -> list[Unit]:
+    """The units in the order they run: each control plane alone, workers `worker_batch` at a time (a current
+    worker takes no slot), both in name order; a health check after skipped nodes before the next upgrade and at the
+    end (a node that broke between two runs is caught before another is rebooted)."""
+    units: list[Unit] = []
+    batch: list[Decision] = []
+    skipped: list[str] = []
+
+    def upgrade(group: list[Decision]) -> None:
+        if skipped:
+            units.append(Unit("health", after=tuple(skipped)))
+            skipped.clear()
+        units.append(Unit("upgrade", tuple(group)))
+
+    for decision in decisions:
+        if decision.current:
+            units.append(Unit("skip", (decision,)))
+            skipped.append(decision.step.node)
+        elif decision.step.role == Role.CONTROLPLANE:
+            upgrade([decision])
         else:
-            batch.append(step)
+            batch.append(decision)
             if len(batch) == worker_batch:
-                yield "upgrade", batch
+                upgrade(batch)
                 batch = []
     if batch:
-        yield "upgrade", batch
+        upgrade(batch)
+    if skipped:
+        units.append(Unit("health", after=tuple(skipped)))
+    return units
+
+
+def unit_lines(number: int, unit: Unit, snapshots: Snapshots | None) -> list[str]:
+    """The plan's line(s) of one unit, as --dry-run prints them and as the run prints them when it starts the unit."""
+    if unit.kind == "health":
+        return [f"{number}. talosctl health after the skipped {_names(list(unit.after))}"]
+    lines = [f"{number}. {d.step.label}: {d.why()}" for d in unit.decisions]
+    if unit.kind == "skip":
+        return lines
+    actions = ["talosctl upgrade", "read back (version and schematic)", "talosctl health"]
+    if unit.steps[0].role == Role.CONTROLPLANE and snapshots is not None:
+        actions.insert(0, snapshots.describe())
+    together = f"{unit.names} together: " if len(unit.decisions) > 1 else ""
+    lines[-1] += f" — {together}{', '.join(actions)}"
+    return lines
+
+
+def target_lines(steps: list[Step], target: TalosVersion) -> list[str]:
+    """Which installer image each node gets (one line per image: hypervisors may carry different schematics)."""
+    images: dict[str, list[Step]] = {}
+    for step in steps:
+        images.setdefault(step.image, []).append(step)
+    lines = []
+    for image, group in images.items():
+        extensions = ", ".join(group[0].extensions) or "none"
+        lines.append(
+            f"target {target} for {_names([s.node for s in group])}: {image} (schematic "
+            f"{short(group[0].schematic)}, extensions: {extensions})"
+        )
+    return lines
+
+
+def refusal(steps: list[Step], current: dict[str, Running], target: TalosVersion) -> str | None:
+    """Why the run refuses to start (unless forced), or None: a downgrade, a skipped minor, a node whose image is
+    not an Image Factory one (it lists no `schematic` extension: what it runs cannot be compared with the site's)."""
+    newer = [s for s in steps if current[s.node].version.key > target.key]
+    if newer:
+        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in newer)
+        return (
+            f"{running_text}, newer than the target {target}: that is a downgrade. Set talos_version to "
+            f"the version the nodes run, or pass --force to downgrade"
+        )
+    behind = [s for s in steps if skips_a_minor(current[s.node].version, target)]
+    if behind:
+        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in behind)
+        return (
+            f"{running_text}, more than one minor behind the target {target}: Talos upgrades one minor at "
+            f"a time. Set talos_version to the newest patch of the next minor, run the upgrade, then go "
+            f"on; or pass --force"
+        )
+    foreign = [s for s in steps if current[s.node].schematic is None]
+    if foreign:
+        return (
+            f"{_names([s.node for s in foreign])} booted an image that is not an Image Factory one (talosctl get "
+            f"extensions lists no `schematic` extension): what it runs cannot be compared with the site's image. "
+            f"Look at it (talosctl -n {foreign[0].address} get extensions); to replace it with the site's image, "
+            f"pass --force (re-imaged with {foreign[0].image})"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------- the run
+@dataclass
+class _Progress:
+    """What a run did so far, for its one stop line and its interrupt line."""
+
+    steps: list[Step]
+    log: Log
+    upgraded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    what: str = "the health check before the first node"
+    touching: list[str] = field(default_factory=list)
+
+    def doing(self, what: str, touching: list[str] | None = None) -> None:
+        self.what, self.touching = what, touching or []
+
+    def stop(self, at: list[Step], reason: str, touched: bool, code: ExitCode = ExitCode.FAILED) -> Outcome:
+        at_names = [s.node for s in at]
+        left = [s.node for s in self.steps if s.node not in self.done and (not touched or s.node not in at_names)]
+        outcome = Outcome(self.upgraded, self.skipped, ", ".join(at_names), reason, self.done, left, code=code)
+        self.log(outcome.summary())
+        return outcome
+
+    def refuse(self, reason: str) -> Outcome:
+        outcome = Outcome([], [], None, reason, [], [s.node for s in self.steps], refused=True)
+        self.log(outcome.summary())
+        return outcome
+
+    def interrupted(self, error: BaseException) -> None:
+        touched = [n for n in self.touching if n not in self.done]
+        left = [s.node for s in self.steps if s.node not in self.done and s.node not in touched]
+        annotate(
+            error,
+            where=f"during {self.what}",
+            summary=f"done: {_names(self.done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""),
+        )
+
+
+def survey(
+    steps: list[Step], talosctl: Talosctl, target: TalosVersion, force: bool, progress: _Progress
+) -> list[Decision] | Outcome:
+    """Reads what every node runs (read-only calls), prints it, and decides per node; an Outcome when the run stops
+    (a node that cannot be read) or is refused — before anything is touched. Shared by the run and --dry-run."""
+    current: dict[str, Running] = {}
+    for step in steps:
+        progress.doing(f"reading what {step.node} runs")
+        running = read_running(talosctl, step)
+        if isinstance(running, str):
+            return progress.stop([step], running, False)
+        current[step.node] = running
+    progress.log("what the nodes run (talosctl version, talosctl get extensions):")
+    for step in steps:
+        progress.log(f"   {step.label}: {current[step.node].describe()}")
+    refused = refusal(steps, current, target)
+    if refused is not None and not force:
+        return progress.refuse(refused)
+    for line in target_lines(steps, target):
+        progress.log(line)
+    return [Decision(step, current[step.node], target) for step in steps]
 
 
 def rolling_upgrade(
@@ -252,42 +495,21 @@ def rolling_upgrade(
     worker_batch: int = 1,
     force: bool = False,
     target: str | None = None,
+    snapshots: Snapshots | None = None,
     log: Log = print,
 ) -> Outcome:
+    """The roll-out (see the module's docstring). `snapshots`: the etcd snapshot before each control plane
+    (`terravixens upgrade` always gives one; None only for callers that back etcd up themselves)."""
     target_text = target or site.clusters[cluster_name].talos_version
     steps = upgrade_plan(site, cluster_name)
-    upgraded: list[str] = []
-    skipped: list[str] = []
-    done: list[str] = []
-    doing = {"what": "the health check before the first node", "nodes": []}
-
-    def stop(at: list[Step], reason: str, touched: bool) -> Outcome:
-        at_names = [s.node for s in at]
-        left = [s.node for s in steps if s.node not in done and (not touched or s.node not in at_names)]
-        outcome = Outcome(upgraded, skipped, ", ".join(at_names), reason, done, left)
-        log(outcome.summary())
-        return outcome
-
-    def refuse(reason: str) -> Outcome:
-        outcome = Outcome([], [], None, reason, [], [s.node for s in steps], refused=True)
-        log(outcome.summary())
-        return outcome
-
+    progress = _Progress(steps, log)
     parsed_target = parse_version(target_text)
     if isinstance(parsed_target, str):
-        return stop(steps[:1], f"the target talos_version {parsed_target}", False)
+        return progress.stop(steps[:1], f"the target talos_version {parsed_target}", False)
     try:
-        return _rolling(
-            steps, talosctl, parsed_target, worker_batch, force, log, stop, refuse, upgraded, skipped, done, doing
-        )
+        return _rolling(steps, talosctl, parsed_target, worker_batch, force, snapshots, progress)
     except KeyboardInterrupt as error:
-        touched = [n for n in doing["nodes"] if n not in done]
-        left = [s.node for s in steps if s.node not in done and s.node not in touched]
-        annotate(
-            error,
-            where=f"during {doing['what']}",
-            summary=f"done: {_names(done)}; not touched: {_names(left)}" + (f"; {RESUME}" if touched else ""),
-        )
+        progress.interrupted(error)
         raise
 
 
@@ -297,108 +519,124 @@ def _rolling(
     target: TalosVersion,
     worker_batch: int,
     force: bool,
-    log: Log,
-    stop,
-    refuse,
-    upgraded: list[str],
-    skipped: list[str],
-    done: list[str],
-    doing: dict,
+    snapshots: Snapshots | None,
+    progress: _Progress,
 ) -> Outcome:
+    log = progress.log
+    log(HEALTH_FIRST)
     before = _health(talosctl, steps)
     if not before.ok:
-        return stop(steps[:1], f"health check before the first node failed ({before.reason})", False)
-    log("cluster healthy before the first node")
-
-    current: dict[str, Running] = {}
-    for step in steps:
-        doing["what"] = f"reading what {step.node} runs"
-        running = read_running(talosctl, step)
-        if isinstance(running, str):
-            return stop([step], running, False)
-        current[step.node] = running
-    newer = [s for s in steps if current[s.node].version.key > target.key]
-    if newer and not force:
-        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in newer)
-        return refuse(
-            f"{running_text}, newer than the target {target}: that is a downgrade. Set talos_version to "
-            f"the version the nodes run, or pass --force to downgrade"
-        )
-    behind = [s for s in steps if skips_a_minor(current[s.node].version, target)]
-    if behind and not force:
-        running_text = ", ".join(f"{s.node} runs {current[s.node].version}" for s in behind)
-        return refuse(
-            f"{running_text}, more than one minor behind the target {target}: Talos upgrades one minor at "
-            f"a time. Set talos_version to the newest patch of the next minor, run the upgrade, then go "
-            f"on; or pass --force"
-        )
-
-    already = {step.node for step in steps if on_target(current[step.node], target, step)}
-    unchecked_skips: list[str] = []
-    for kind, group in _groups(steps, already, worker_batch):
-        names = ", ".join(s.node for s in group)
-        if kind == "skip":
-            [step] = group
-            skipped.append(step.node)
-            done.append(step.node)
-            unchecked_skips.append(step.node)
-            log(f"{step.node} ({step.role}, {step.address}): already {target}")
+        return progress.stop(steps[:1], f"health check before the first node failed ({before.reason})", False)
+    log("   cluster healthy")
+    decisions = survey(steps, talosctl, target, force, progress)
+    if isinstance(decisions, Outcome):
+        return decisions
+    units = schedule(decisions, worker_batch)
+    for number, unit in enumerate(units, 1):
+        for line in unit_lines(number, unit, snapshots):
+            log(line)
+        group = unit.steps
+        if unit.kind == "skip":
+            progress.skipped += [s.node for s in group]
+            progress.done += [s.node for s in group]
             continue
-        if unchecked_skips:
-            doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
+        if unit.kind == "health":
+            progress.doing(f"the health check after skipping {_names(list(unit.after))}")
             gate = _health(talosctl, steps)
             if not gate.ok:
-                return stop(
-                    group, f"health check after skipping {_names(unchecked_skips)} failed ({gate.reason})", False
-                )
-            unchecked_skips = []
-        for step in group:
-            was = current[step.node]
-            shown = str(was.version) if was.schematic == step.schematic else was.describe()
-            log(f"{step.node} ({step.role}, {step.address}): {shown} -> {target}")
-        doing.update(what=f"talosctl upgrade of {names}", nodes=[s.node for s in group])
+                # before the next upgrade, that node (or batch) is where it stopped; at the end, the last node
+                following = next((u.steps for u in units[number:] if u.kind == "upgrade"), [])
+                at, touched = (following, False) if following else (steps[-1:], True)
+                why = f"health check after skipping {_names(list(unit.after))} failed ({gate.reason})"
+                return progress.stop(at, why, touched)
+            log("   cluster healthy")
+            continue
+        if group[0].role == Role.CONTROLPLANE and snapshots is not None:
+            progress.doing(f"the etcd snapshot before the upgrade of {unit.names}")
+            try:
+                snapshots.take(group[0])
+            except OperationError as error:
+                return progress.stop(group, str(error), False, error.code)
+        progress.doing(f"talosctl upgrade of {unit.names}", [s.node for s in group])
         with ThreadPoolExecutor(max_workers=len(group)) as pool:
             answers = list(pool.map(lambda s: talosctl.upgrade(s.address, s.image), group))
-        failed = [(step, answer.reason) for step, answer in zip(group, answers) if not answer.ok]
+        failed = [(step, answer.reason) for step, answer in zip(group, answers, strict=True) if not answer.ok]
         if failed:
-            for step, answer in zip(group, answers):
+            for step, answer in zip(group, answers, strict=True):
                 if answer.ok:
-                    upgraded.append(step.node)
-                    done.append(step.node)
+                    progress.upgraded.append(step.node)
+                    progress.done.append(step.node)
             why = "; ".join(f"on {step.node}: {reason}" for step, reason in failed)
-            return stop([step for step, _ in failed], f"talosctl upgrade failed ({why})", True)
-        doing["what"] = f"reading back what {names} run"
+            return progress.stop([step for step, _ in failed], f"talosctl upgrade failed ({why})", True)
+        progress.doing(f"reading back what {unit.names} run", [s.node for s in group])
         wrong: list[tuple[Step, str]] = []
-        for step in group:
+        for decision in unit.decisions:
+            step = decision.step
             after = read_running(talosctl, step)
             if isinstance(after, str):
                 wrong.append((step, f"{step.node}: {after} after its upgrade"))
             elif not on_target(after, target, step):
-                wrong.append((step, not_on_target(step, current[step.node], after, target)))
+                wrong.append((step, not_on_target(step, decision.running, after, target)))
             else:
-                upgraded.append(step.node)
-                done.append(step.node)
+                progress.upgraded.append(step.node)
+                progress.done.append(step.node)
         if wrong:
-            return stop(
+            return progress.stop(
                 [step for step, _ in wrong],
                 f"not on the target after its upgrade ({'; '.join(why for _, why in wrong)})",
                 True,
             )
-        doing["what"] = f"the health check after upgrading {names}"
+        progress.doing(f"the health check after upgrading {unit.names}")
         gate = _health(talosctl, steps)
         if not gate.ok:
-            return stop(group, f"health check after upgrading {names} failed ({gate.reason})", True)
-        log(f"{names}: upgraded to {target} (read back: version and image), cluster healthy")
-    if unchecked_skips:
-        doing.update(what=f"the health check after skipping {_names(unchecked_skips)}", nodes=[])
-        gate = _health(talosctl, steps)
-        if not gate.ok:
-            return stop(
-                steps[-1:], f"health check after skipping {_names(unchecked_skips)} failed ({gate.reason})", True
-            )
-    outcome = Outcome(upgraded, skipped, done=done)
+            return progress.stop(group, f"health check after upgrading {unit.names} failed ({gate.reason})", True)
+        if len({s.schematic for s in group}) == 1:
+            image = f"schematic {short(group[0].schematic)}"
+        else:
+            image = "schematics " + ", ".join(f"{short(s.schematic)} ({s.node})" for s in group)
+        log(f"   {unit.names}: upgraded to {target}, {image} (read back: version and schematic), cluster healthy")
+    outcome = Outcome(progress.upgraded, progress.skipped, done=progress.done)
     log(outcome.summary())
     return outcome
+
+
+def rolling_dry_run(
+    site: Site,
+    cluster_name: str,
+    talosctl: Talosctl,
+    *,
+    worker_batch: int = 1,
+    force: bool = False,
+    snapshots: Snapshots | None = None,
+    log: Log = print,
+) -> Outcome:
+    """What the run will do, exactly: every node read (`talosctl version`, `talosctl get extensions`: read-only), then
+    the numbered plan the run prints as it goes — which nodes are upgraded or re-imaged and why, which are skipped,
+    in which order and batches, with the snapshots and health gates. A node that cannot be read, or a run that would
+    be refused, ends the dry run with the line and the exit code the run would end with. The health gate itself is
+    not run (the run checks it first)."""
+    steps = upgrade_plan(site, cluster_name)
+    progress = _Progress(steps, log, what="the dry run")
+    target = parse_version(site.clusters[cluster_name].talos_version)
+    if isinstance(target, str):
+        return progress.stop(steps[:1], f"the target talos_version {target}", False)
+    try:
+        decisions = survey(steps, talosctl, target, force, progress)
+    except KeyboardInterrupt as error:
+        annotate(error, where=f"during {progress.what} (--dry-run)", summary="nothing was changed")
+        raise
+    if isinstance(decisions, Outcome):
+        return decisions
+    log(HEALTH_FIRST)
+    for number, unit in enumerate(schedule(decisions, worker_batch), 1):
+        for line in unit_lines(number, unit, snapshots):
+            log(line)
+    current = [d.step.node for d in decisions if d.current]
+    log(
+        f"dry run: nothing was changed ({len(decisions) - len(current)} to upgrade, {len(current)} already "
+        f"current); the run reads every node again first and follows this plan while they run what is shown above"
+    )
+    return Outcome([], current, done=[])
 
 
 def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: Log = print) -> Outcome:
@@ -447,25 +685,6 @@ def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: L
     return outcome
 
 
-# ---------------------------------------------------------------------------------------------------------- dry run
-def describe_rolling(site: Site, cluster_name: str, worker_batch: int = 1) -> list[str]:
-    """What a rolling upgrade does, without contacting anything (which nodes are current is only known then)."""
-    steps = upgrade_plan(site, cluster_name)
-    target = site.clusters[cluster_name].talos_version
-    lines = ["0. talosctl health: the cluster must be healthy before the first node"]
-    groups = list(_groups(steps, set(), worker_batch))
-    for number, (_, group) in enumerate(groups, 1):
-        entries = [f"{s.node} ({s.role}, {s.address}) -> {s.image}" for s in group]
-        lines.append(f"{number}. {entries[0]}")
-        lines += [f"   {entry}" for entry in entries[1:]]
-        lines[-1] += (", together" if len(group) > 1 else "") + ", then talosctl health"
-    lines.append(
-        f"nodes already on {target} are skipped (talosctl health follows them); a node newer than "
-        f"{target}, or more than one minor behind it, refuses the run unless --force"
-    )
-    return lines
-
-
 def describe_kubernetes(site: Site, cluster_name: str) -> list[str]:
     """What `upgrade --kubernetes` does, without contacting anything."""
     steps = upgrade_plan(site, cluster_name)
@@ -475,13 +694,79 @@ def describe_kubernetes(site: Site, cluster_name: str) -> list[str]:
     workers = [s.node for s in steps if s.role == Role.WORKER]
     return [
         "0. talosctl health: the cluster must be healthy first",
-        f"1. talosctl upgrade-k8s --to {target} through {first.node} ({first.role}, {first.address}): "
-        f"kube-apiserver, kube-controller-manager and kube-scheduler on {_names(control_planes)} one node at a "
-        f"time, then the kubelet of every node ({_names(control_planes + workers)}), each machine configuration "
-        f"updated",
+        (
+            f"1. talosctl upgrade-k8s --to {target} through {first.node} ({first.role}, {first.address}): "
+            f"kube-apiserver, kube-controller-manager and kube-scheduler on {_names(control_planes)} one node at a "
+            f"time, then the kubelet of every node ({_names(control_planes + workers)}), each machine configuration "
+            f"updated"
+        ),
         f"2. talosctl health over {_names(control_planes)} (control planes) and {_names(workers)} (workers)",
         "for the cluster's own view of each change: talosctl upgrade-k8s --dry-run (contacts the cluster)",
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------- command
+class _Lines:
+    """A text stream whose lines go to a Log: the etcd steps' Console prints through the upgrade's log."""
+
+    def __init__(self, log: Log):
+        self.log, self.pending = log, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.log(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def talosconfig_path(ws: Any, terraform: Callable[[], Any], cluster_name: str, given: str | None) -> Iterator[str]:
+    """The talosctl client configuration: `--talosconfig FILE` when given; else ./talosconfig when there is one
+    (upgrade's default before it could read the platform layer's); else the platform layer's `talosconfig` output,
+    written 0600 into a 0700 temporary folder removed afterwards (terravixens.operations.etcd.talosconfig_file) —
+    read from the layer's working directory a deploy from this folder left (no synth, no init: the upgrade does not
+    plan or apply anything)."""
+    from terravixens.operations.etcd import talosconfig_file
+
+    if given:
+        yield given
+        return
+    if Path(LOCAL_TALOSCONFIG).is_file():  # relative to the current folder, as talosctl reads it
+        yield LOCAL_TALOSCONFIG
+        return
+    layer = platform_stack_name(cluster_name)
+    if not ws.stack_dir(layer).is_dir():
+        raise OperationError(
+            f"no talosconfig: none given (--talosconfig FILE), no ./{LOCAL_TALOSCONFIG} here, and {layer} was not "
+            f"deployed from this folder (no cdktf.out/stacks/{layer} to read its talosconfig output from)",
+            ExitCode.BAD_INPUT,
+        )
+    with talosconfig_file(ws, terraform(), cluster_name, None) as path:
+        yield path
+
+
+def etcd_snapshots(ws: Any, cluster_name: str, talosctl: Talosctl, skip_reason: str | None, log: Log) -> Snapshots:
+    """Before each control plane's upgrade: a fresh verified etcd snapshot through another control plane (the one
+    being upgraded last), kept in etcd-snapshots/<site>/<cluster>/ (ADR 0030); none is a BACKUP_FAILED stop unless
+    the operator gave a reason (--no-snapshot REASON), which is printed instead."""
+    from typing import TextIO, cast
+
+    from terravixens.operations.console import Console
+    from terravixens.operations.etcd import SnapshotPolicy, control_plane_addresses, fresh_snapshot
+
+    console = Console(out=cast(TextIO, _Lines(log)))
+    policy = SnapshotPolicy(skip_reason=skip_reason)
+
+    def take(step: Step) -> object:
+        return fresh_snapshot(
+            ws, cluster_name, talosctl, console, f"the upgrade of {step.node}", policy, avoid=[step.node]
+        )
+
+    alone = len(control_plane_addresses(ws, cluster_name)) == 1
+    return Snapshots(take, skip_reason, alone)
 
 
 def command(
@@ -493,17 +778,36 @@ def command(
     dry_run: bool = False,
     worker_batch: int = 1,
     force: bool = False,
+    no_snapshot: str | None = None,
+    talosconfig: str | None = None,
+    terraform: Callable[[], Any] | None = None,
+    root: Path | None = None,
     log: Log = print,
 ) -> int:
-    """`terravixens upgrade`: the dry-run text or the upgrade itself; returns the exit code."""
-    if dry_run:
-        for line in (
-            describe_kubernetes(site, cluster_name)
-            if kubernetes
-            else describe_rolling(site, cluster_name, worker_batch)
-        ):
+    """`terravixens upgrade`: the dry run or the upgrade itself; returns the exit code. `talosctl`'s own talosconfig
+    is replaced by the one `talosconfig_path` finds; `terraform()` gives the Terraform that reads the platform layer's
+    output, called only when that is needed; snapshots go under `root` (default: the current folder, like every
+    operation's). Sets umask 077 for the process, as the operations do."""
+    if dry_run and kubernetes:
+        for line in describe_kubernetes(site, cluster_name):
             log(line)
         return ExitCode.OK
-    if kubernetes:
-        return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
-    return rolling_upgrade(site, cluster_name, talosctl, worker_batch=worker_batch, force=force, log=log).exit_code
+    from terravixens.operations.files import private_process
+    from terravixens.operations.terraform import Terraform
+    from terravixens.operations.workspace import Workspace
+
+    private_process()  # a talosconfig and etcd snapshots are written: 0600 files in 0700 folders
+    ws = Workspace(site, root=root or Path.cwd())
+    try:
+        with talosconfig_path(ws, terraform or Terraform, cluster_name, talosconfig) as path:
+            talosctl = replace(talosctl, talosconfig=path)
+            if kubernetes:
+                return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
+            snapshots = etcd_snapshots(ws, cluster_name, talosctl, no_snapshot, log)
+            run = rolling_dry_run if dry_run else rolling_upgrade
+            return run(
+                site, cluster_name, talosctl, worker_batch=worker_batch, force=force, snapshots=snapshots, log=log
+            ).exit_code
+    except OperationError as error:
+        print(f"terravixens upgrade: {error}", file=sys.stderr)
+        return error.code

@@ -10,6 +10,10 @@ The scenario holds the state it answers from and records every call (under a loc
     schematics          address -> schematic id of the image the node booted (`get extensions` lists it as the
                         Image Factory's `schematic` extension; `upgrade` sets it from --image; absent: no such row,
                         as on a node not booted from a factory image)
+    images              schematic id -> [[name, version], ...]: the system extensions that image carries, which
+                        `get extensions` lists before the `schematic` row (the factory appends it last), IDs 0, 1, …
+                        as recent images number their extension files; a real node adds `modules.dep` when an
+                        extension ships kernel modules
     rolls_back          addresses whose `upgrade --wait` returns 0 but which come back on their previous version and
                         image: Talos' A/B fallback after the new image failed to boot (a real talosctl upgrade --wait
                         would show the reboot and the node coming back; the fake only keeps the old state)
@@ -114,9 +118,13 @@ elif arguments[4:6] == ["get", "extensions"]:
     # NAME VERSION), tabwriter-aligned; an Image Factory image carries the `schematic` extension.
     with scenario() as state:
         booted = state.get("schematics", {}).get(node)
+        carried = state.get("images", {}).get(booted, []) if booted is not None else []
     rows = [["NODE", "NAMESPACE", "TYPE", "ID", "VERSION", "NAME", "VERSION"]]
+    rows += [
+        [node, "runtime", "ExtensionStatus", str(i), "1", name, version] for i, (name, version) in enumerate(carried)
+    ]
     if booted is not None:
-        rows.append([node, "runtime", "ExtensionStatus", "0", "1", "schematic", booted])
+        rows.append([node, "runtime", "ExtensionStatus", str(len(carried)), "1", "schematic", booted])
     widths = [max(len(row[i]) for row in rows) for i in range(7)]
     for row in rows:
         print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

@@ -818,11 +818,14 @@ def drift_interrupted(lab: Lab) -> None:
 
 
 # upgrade --------------------------------------------------------------------------------------------------
-def _upgrade_site(lab: Lab) -> str:
+def _upgrade_site(lab: Lab, talosconfig: bool = True, data: dict | None = None) -> str:
+    """The tests' loopback site, and a ./talosconfig (the fake talosctl ignores it) unless `talosconfig` is False."""
     from tests.test_upgrade import site_data
 
     path = lab.folder / "upgrade.yaml"
-    path.write_text(json.dumps(site_data()))
+    path.write_text(json.dumps(data or site_data()))
+    if talosconfig:
+        (lab.folder / "talosconfig").touch()
     return str(path)
 
 
@@ -851,6 +854,13 @@ def upgrade_unknown_cluster(lab: Lab) -> None:
     assert ran.code == ExitCode.BAD_INPUT and ran.err.strip() == "unknown cluster 'staging': use one of prod"
 
 
+@case("upgrade", ExitCode.BAD_INPUT)
+def upgrade_without_a_talosconfig(lab: Lab) -> None:
+    """None given, no ./talosconfig, and no platform layer deployed from this folder to read one from."""
+    ran = lab.run("upgrade", "prod", "--site", _upgrade_site(lab, talosconfig=False))
+    assert ran.code == ExitCode.BAD_INPUT and ran.err.startswith("terravixens upgrade: no talosconfig: none given")
+
+
 @case("upgrade", ExitCode.FAILED)
 def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
     from tests.test_upgrade import FIVE, Fake
@@ -859,6 +869,20 @@ def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
     ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
     assert ran.code == ExitCode.FAILED and fake.upgraded() == ["cp-a"]
     assert ran.out.splitlines()[-1].startswith("stopped at cp-a: health check after upgrading cp-a failed")
+
+
+@case("upgrade", ExitCode.BACKUP_FAILED)
+def upgrade_without_a_verified_snapshot(lab: Lab) -> None:
+    """An extension roll-out: every control plane streams a cut snapshot, so cp-a is not touched."""
+    from tests.test_upgrade import FIVE, IMAGES, ISCSI, Fake, site_data, with_extensions
+
+    fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.6"), images=IMAGES, snapshot_damage="cut")
+    site = _upgrade_site(lab, data=with_extensions(site_data(), ISCSI))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", site)
+    assert ran.code == ExitCode.BACKUP_FAILED and fake.upgraded() == []
+    assert ran.out.splitlines()[-1].startswith(
+        "stopped at cp-a: platform-prod: no verified etcd snapshot before the upgrade of cp-a (3 control planes tried)"
+    )
 
 
 @case("upgrade", ExitCode.INTERRUPTED)

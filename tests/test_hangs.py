@@ -124,7 +124,17 @@ def test_a_hung_talosctl_stops_the_upgrade(tmp_path):
     site_file = tmp_path / "site.yaml"
     site_file.write_text(json.dumps(site_data()))
     result, _ = cli(
-        tmp_path, "upgrade", "prod", "--site", str(site_file), "--talosctl", str(fake.path), "--timeout", "1s"
+        tmp_path,
+        "upgrade",
+        "prod",
+        "--site",
+        str(site_file),
+        "--talosctl",
+        str(fake.path),
+        "--talosconfig",
+        "talosconfig",
+        "--timeout",
+        "1s",
     )
     assert result.returncode == ExitCode.FAILED and result.stderr == ""  # the last line says where
     assert result.stdout.splitlines()[-1] == (

@@ -29,6 +29,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
+from typing import IO
 
 # SIGTERM to SIGKILL: long enough for Terraform to write its state after an interrupt, short enough for an operator.
 TERM_GRACE = 20.0
@@ -96,10 +98,11 @@ class Interrupted(KeyboardInterrupt):
 def annotate(error: BaseException, *, where: str | None = None, summary: str | None = None) -> None:
     """On an interrupt's way up, a command says where it was and what is done and what is not (any
     KeyboardInterrupt: a plain Ctrl-C outside handle_signals is not an `Interrupted`)."""
+    # setattr: any exception may carry them (a KeyboardInterrupt too), not only an `Interrupted`.
     if where is not None:
-        setattr(error, "where", where)
+        setattr(error, "where", where)  # noqa: B010
     if summary is not None:
-        setattr(error, "summary", summary)
+        setattr(error, "summary", summary)  # noqa: B010
 
 
 def interrupted_line(error: BaseException) -> str:
@@ -118,7 +121,7 @@ def interrupted_line(error: BaseException) -> str:
 # ------------------------------------------------------------------------------------------------ live groups
 @dataclass
 class _Live:
-    process: subprocess.Popen
+    process: subprocess.Popen[str]
     label: str
     grace: float
     stopped_by: str | None = None  # the signal whose stop ended it
@@ -165,7 +168,7 @@ def _stop_all(name: str, now: bool = False) -> list[str]:
     return [entry.label for entry in entries]
 
 
-def _on_signal(signum: int, _frame) -> None:
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
     global _stopping
     name = signal.Signals(signum).name
     if _stopping is not None:
@@ -197,7 +200,9 @@ def handle_signals() -> Iterator[None]:
 
 
 # ------------------------------------------------------------------------------------------------ one call
-def _reader(stream, into: list[str], on_line: Callable[[str], None] | None, errors: list[BaseException]) -> None:
+def _reader(
+    stream: IO[str], into: list[str], on_line: Callable[[str], None] | None, errors: list[BaseException]
+) -> None:
     try:
         for line in stream:
             into.append(line)
@@ -210,13 +215,20 @@ def _reader(stream, into: list[str], on_line: Callable[[str], None] | None, erro
         pass
 
 
-def _writer(stream, text: str) -> None:
+def _writer(stream: IO[str], text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         stream.write(text)
         stream.close()
 
 
-def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float) -> _Live | OSError:
+def _spawn(
+    argv: list[str],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    with_input: bool,
+    label: str,
+    grace: float,
+) -> _Live | OSError:
     """Starts the program in its own session and registers its group, in a helper thread: a signal arriving in the
     main thread while Popen is half done can then never leave an unregistered child behind."""
     box: dict[str, object] = {}
@@ -259,7 +271,7 @@ def _spawn(argv: list[str], cwd, env, with_input: bool, label: str, grace: float
     return box["result"]  # type: ignore[return-value]
 
 
-def _finish(process: subprocess.Popen, now: bool = False, grace: float = TERM_GRACE) -> None:
+def _finish(process: subprocess.Popen[str], now: bool = False, grace: float = TERM_GRACE) -> None:
     """Ends the call's group; it stays registered until then, so a second signal meanwhile still reaches it."""
     with _lock:
         entry = _live.get(process.pid)
@@ -270,7 +282,7 @@ def _finish(process: subprocess.Popen, now: bool = False, grace: float = TERM_GR
             _live.pop(process.pid, None)
 
 
-def _forget(process: subprocess.Popen) -> None:
+def _forget(process: subprocess.Popen[str]) -> None:
     with _lock:
         _live.pop(process.pid, None)
 
@@ -284,7 +296,7 @@ def run(
     argv: Sequence[str],
     *,
     timeout: float,
-    cwd: str | os.PathLike | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     on_stdout_line: Callable[[str], None] | None = None,
@@ -362,10 +374,10 @@ def _join(threads: Sequence[threading.Thread], within: float) -> None:
 
 
 __all__ = [
-    "Interrupted",
     "PIPE_LINGER",
-    "Ran",
     "TERM_GRACE",
+    "Interrupted",
+    "Ran",
     "annotate",
     "handle_signals",
     "interrupted_line",

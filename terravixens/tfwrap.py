@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terravixens import runner
@@ -72,7 +72,7 @@ def _is_wrapper(path: str) -> bool:
     return Path(path).name == WRAPPER or Path(path).resolve().name == WRAPPER
 
 
-def real_terraform(environ=os.environ) -> str | None:
+def real_terraform(environ: Mapping[str, str] = os.environ) -> str | None:
     """The Terraform (or OpenTofu) to run: $TERRAVIXENS_TERRAFORM, else `terraform`; never this wrapper."""
     for wanted in (environ.get(REAL_ENV), "terraform"):
         if not wanted:
@@ -83,7 +83,7 @@ def real_terraform(environ=os.environ) -> str | None:
     return None
 
 
-def terraform_environment(guarded: bool, environ=os.environ) -> dict[str, str]:
+def terraform_environment(guarded: bool, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The real Terraform's environment: the provider installation mode's, checkpoint off; the stacks' requirement
     met only for what runs the guard itself or only plans."""
     from terravixens import provider_install
@@ -171,7 +171,7 @@ def refuse_options(command: str, layer: str, args: Sequence[str]) -> str | None:
     )
 
 
-def site_path(root: Path, environ=os.environ) -> Path | None:
+def site_path(root: Path, environ: Mapping[str, str] = os.environ) -> Path | None:
     """The site cdktf synthesized: $TERRAVIXENS_SITE relative to the project (cdktf ran the app there)."""
     from terravixens.config.loader import SITE_ENV
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from terravixens.inputs import InputError, load_json, read_text
 from terravixens.operations.files import write_private
@@ -49,7 +50,7 @@ def state_info(state: object, source: str) -> StateInfo:
     return StateInfo(state["lineage"], state["serial"], instances)
 
 
-def pull_state(tf: Terraform, workdir: Path, layer: str) -> tuple[str, dict | None]:
+def pull_state(tf: Terraform, workdir: Path, layer: str) -> tuple[str, dict[str, Any] | None]:
     """The layer's state as text and JSON; (\"\", None) when the layer has no state yet."""
     result = tf.run(workdir, "state", "pull")
     if result.returncode != 0:
@@ -57,17 +58,24 @@ def pull_state(tf: Terraform, workdir: Path, layer: str) -> tuple[str, dict | No
     if not result.stdout.strip():
         return "", None
     try:
-        return result.stdout, load_json(result.stdout, f"{layer} state", what="state")
+        state = load_json(result.stdout, f"{layer} state", what="state")
     except InputError as error:
         raise OperationError(f"{layer}: the pulled state is not valid JSON:\n{error}", ExitCode.BACKUP_FAILED) from None
+    if not isinstance(state, dict):
+        raise OperationError(
+            f"{layer}: the pulled state is not a Terraform state (a JSON object)", ExitCode.BACKUP_FAILED
+        )
+    return result.stdout, state
 
 
-def read_backup(path: Path) -> tuple[dict, StateInfo]:
+def read_backup(path: Path) -> tuple[dict[str, Any], StateInfo]:
     try:
         state = load_json(read_text(path, limit=STATE_LIMIT, what="state backup"), path, what="state backup")
     except InputError as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
-    return state, state_info(state, str(path))
+    info = state_info(state, str(path))
+    assert isinstance(state, dict)  # state_info refuses anything else
+    return state, info
 
 
 def backup_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Path, reason: str) -> Backup | None:

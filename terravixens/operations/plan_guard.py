@@ -6,10 +6,20 @@ gathers all of that itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TextIO
 
 from terravixens.config.model import Site
-from terravixens.guard import GuardContext, RebootChecks, check_plan, deployed_usage, explain, refusals, site_roles
-from terravixens.guard import ok_line, site_usage
+from terravixens.guard import (
+    GuardContext,
+    RebootChecks,
+    check_plan,
+    deployed_usage,
+    explain,
+    ok_line,
+    refusals,
+    site_roles,
+    site_usage,
+)
 from terravixens.guard.context import AmbiguousRoles
 from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
 from terravixens.inputs import InputError, Problem, load_json, read_text
@@ -69,7 +79,7 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
     )
 
 
-def plan_guard(site: Site, options: GuardOptions, err, out) -> int:
+def plan_guard(site: Site, options: GuardOptions, err: TextIO, out: TextIO) -> int:
     try:
         context = context_for(site, options)
         plan = load_plan_data(options.plan, options.limit)

@@ -10,13 +10,15 @@ cluster's settings or its hypervisor's spec did not change) is flagged: that is 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from terravixens.inputs import InputError, load_yaml, read_text
+from terravixens.inputs import InputError, load_json, load_yaml, read_text
 from terravixens.logical_ids import owner_of
 from terravixens.operations.files import private_directory
 from terravixens.operations.outcome import ExitCode, OperationError
@@ -53,9 +55,9 @@ class Named:
         return "; ".join(parts) or "nothing in the site file (a code change)"
 
 
-def _nodes(data: dict) -> dict[str, tuple[str, str, dict]]:
+def _nodes(data: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
     """node -> (cluster, role map, entry) of a raw site document."""
-    found = {}
+    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
     for cluster_name, cluster in (data.get("clusters") or {}).items():
         for role_map in ("control_planes", "workers"):
             for node_name, entry in ((cluster or {}).get(role_map) or {}).items():
@@ -63,20 +65,22 @@ def _nodes(data: dict) -> dict[str, tuple[str, str, dict]]:
     return found
 
 
-def _plain(document: dict) -> dict:
+def _plain(document: dict[str, Any]) -> dict[str, Any]:
     """Keys as text (YAML reads `111:` as a number, JSON as text): equal documents compare equal."""
-    import json
+    plain: dict[str, Any] = json.loads(json.dumps(document, default=str))
+    return plain
 
-    return json.loads(json.dumps(document, default=str))
 
-
-def named_by_change(before: dict, after: dict) -> Named:
+def named_by_change(before: dict[str, Any], after: dict[str, Any]) -> Named:
     before, after = _plain(before), _plain(after)
     named = Named()
     old, new = _nodes(before), _nodes(after)
     named.nodes = {name for name in set(old) | set(new) if old.get(name) != new.get(name)}
+
+    def strip(cluster: dict[str, Any] | None) -> dict[str, Any]:
+        return {k: v for k, v in (cluster or {}).items() if k not in ("control_planes", "workers")}
+
     for cluster_name in set(before.get("clusters") or {}) | set(after.get("clusters") or {}):
-        strip = lambda c: {k: v for k, v in (c or {}).items() if k not in ("control_planes", "workers")}
         if strip((before.get("clusters") or {}).get(cluster_name)) != strip(
             (after.get("clusters") or {}).get(cluster_name)
         ):
@@ -90,27 +94,26 @@ def named_by_change(before: dict, after: dict) -> Named:
     return named
 
 
-def read_stacks(outdir: Path) -> dict[str, dict]:
-    stacks = {}
+def read_stacks(outdir: Path) -> dict[str, dict[str, Any]]:
+    stacks: dict[str, dict[str, Any]] = {}
     for path in sorted((outdir / "stacks").glob("*/cdk.tf.json")):
         try:
-            from terravixens.inputs import load_json
-
-            stacks[path.parent.name] = load_json(
-                read_text(path, limit=256 * 1024 * 1024, what="stack"), path, what="stack"
-            )
+            stack = load_json(read_text(path, limit=256 * 1024 * 1024, what="stack"), path, what="stack")
         except InputError as error:
             raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+        if not isinstance(stack, dict):
+            raise OperationError(f"{path}: not a synthesized stack (a JSON object)", ExitCode.BAD_INPUT)
+        stacks[path.parent.name] = stack
     if not stacks:
         raise OperationError(f"{outdir}: no stacks/*/cdk.tf.json: give a cdktf.out directory", ExitCode.BAD_INPUT)
     return stacks
 
 
-def git(root: Path, *args: str) -> subprocess.CompletedProcess:
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=300)
 
 
-def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen:
+def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen[str]:
     """A synth in its own process, with the library found first under `code_root`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (code_root, *paths)))
     return subprocess.Popen(
@@ -123,7 +126,7 @@ def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subp
     )
 
 
-def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str, dict]:
+def finish_synth(process: subprocess.Popen[str], what: str, outdir: Path) -> dict[str, dict[str, Any]]:
     """The synth's stacks; a synth the safety rules stopped is REFUSED with their messages (read from the child's
     error text: the code at BASE may predate any helper), any other failure BAD_INPUT with its tail."""
     out, err = process.communicate(timeout=900)
@@ -135,7 +138,7 @@ def finish_synth(process: subprocess.Popen, what: str, outdir: Path) -> dict[str
     return read_stacks(outdir)
 
 
-def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
+def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict[str, Any]]:
     """Synthesizes `site` (a path relative to the repository) with the library as it was at `ref`, in a temporary
     `git worktree` removed afterwards."""
     with private_directory("terravixens-review-") as scratch:
@@ -154,7 +157,7 @@ def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict]:
             git(root, "worktree", "remove", "--force", str(tree))
 
 
-def site_document(text: str, where: str) -> dict:
+def site_document(text: str, where: str) -> dict[str, Any]:
     try:
         data, _ = load_yaml(text, where, what="site file")
     except InputError as error:
@@ -192,8 +195,10 @@ def markdown(title: str, named: Named | None, found: list[Row]) -> str:
     if flagged:
         nodes = sorted({row.owner.removeprefix("node ") for row in flagged})
         lines += [
-            f"> **⚠ {len(flagged)} address{'es' if len(flagged) != 1 else ''} of nodes the change does not "
-            f"name: {', '.join(nodes)}.** A change to one node must never touch another: find out why.",
+            (
+                f"> **⚠ {len(flagged)} address{'es' if len(flagged) != 1 else ''} of nodes the change does not "
+                f"name: {', '.join(nodes)}.** A change to one node must never touch another: find out why."
+            ),
             "",
         ]
     if not found:
@@ -244,6 +249,7 @@ def review_ref(root: Path, base: str, site: str) -> Review:
             before = synth_at(root, base, relative, scratch / "before")
         finally:
             after_error = None
+            after: dict[str, dict[str, Any]] = {}
             try:
                 after = finish_synth(working, "of the working tree", scratch / "after")
             except OperationError as error:

@@ -74,7 +74,8 @@ def _gitops_env(
         no_secrets_file,
     )
     from terravixens.standalone.resolve import load_site_lines
-    from terravixens.standalone.secrets import WHAT as SECRETS, load_secrets
+    from terravixens.standalone.secrets import WHAT as SECRETS
+    from terravixens.standalone.secrets import load_secrets
 
     needed = [
         name for name in clusters_with_credentials(site) if selected is None or gitops_stack_name(name) in selected

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from terravixens.catalogue import NODE_APPLY, VMS
 from terravixens.guard import (
@@ -28,8 +29,8 @@ from terravixens.layers import HYPERVISORS
 from terravixens.logical_ids import node_id
 from terravixens.operations.backup import Backup, backup_state, pull_state
 from terravixens.operations.console import Console
-from terravixens.operations.journal import Journal, Unit
 from terravixens.operations.files import remove_quietly
+from terravixens.operations.journal import Journal, Unit
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Result, Terraform
 from terravixens.operations.workspace import Workspace
@@ -46,14 +47,14 @@ class LayerPlan:
     layer: str
     path: Path
     changed: bool
-    plan: Plan | None = None
+    plan: Plan
     text: str = ""
     log: Result | None = None
     extra_waived: frozenset[str] = field(default_factory=frozenset)
 
 
-def show_progress(console: Console, layer: str) -> Callable[[dict], None]:
-    def on_message(message: dict) -> None:
+def show_progress(console: Console, layer: str) -> Callable[[dict[str, Any]], None]:
+    def on_message(message: dict[str, Any]) -> None:
         kind = message.get("type")
         if kind in ("apply_complete", "apply_errored") or (kind == "diagnostic" and message.get("@level") == "error"):
             console.step(layer, "apply" if kind != "diagnostic" else "error", message.get("@message", ""))
@@ -105,7 +106,7 @@ def make_plan(
 
 
 # ---------------------------------------------------------------------------------------------------- judge
-def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str, dict]:
+def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str, dict[str, Any]]:
     """Each platform layer's deployed state (what its VMs use), and the `standalone` layer's (guests of the
     hypervisors), initialising the layer's directory if needed."""
     states = {}
@@ -189,7 +190,7 @@ def typed_confirmation(console: Console, expected: str, given: str | None, what:
 
 # ---------------------------------------------------------------------------------------------------- apply
 def apply_saved(
-    ws: Workspace, tf: Terraform, console: Console, planned: LayerPlan, reason: str, backup: Backup | None | bool = True
+    ws: Workspace, tf: Terraform, console: Console, planned: LayerPlan, reason: str, backup: Backup | bool | None = True
 ) -> None:
     """Backs the state up (verified) unless given one, then applies exactly the saved plan; the plan file is
     deleted either way."""
@@ -232,7 +233,7 @@ def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 
-def managed_count(state: dict | None) -> int:
+def managed_count(state: dict[str, Any] | None) -> int:
     return sum(
         len(r.get("instances") or [])
         for r in (state or {}).get("resources") or []

@@ -66,7 +66,7 @@ def lines(plan: Plan, indent: str = "  ") -> list[str]:
 
 
 def counts(plan: Plan) -> str:
-    found = defaultdict(int)
+    found: defaultdict[str, int] = defaultdict(int)
     for change in plan.changes:
         found[verb(change)] += 1
     parts = [f"{found[key]} to {key}" for key in ("create", "update", "replace", "delete", "forget") if found[key]]

@@ -1,12 +1,14 @@
 """Running Terraform in cdktf.out/stacks/<stack>/: the binary is $TERRAFORM_BINARY_NAME (else `terraform`), and the
 user's environment is passed through, plus what the provider installation mode asks for (nothing for the registry,
-the default; the offline mirror's CLI config with TERRAVIXENS_PROVIDERS=mirror — terravixens.provider_install). Machine-readable output (`-json`) is read line by line, so progress is shown as it
-happens and the plan's diagnostics are kept for the guard.
+the default; the offline mirror's CLI config with TERRAVIXENS_PROVIDERS=mirror — terravixens.provider_install).
+Machine-readable output (`-json`) is read line by line, so progress is shown as it happens and the plan's diagnostics
+are kept for the guard.
 
 Every call goes through the one bounded runner (terravixens.runner): a deadline per call
 ($TERRAVIXENS_TERRAFORM_TIMEOUT, default 6h: an apply that creates many VMs is slow, one that never ends is a stop),
-Terraform and its provider plugins ended together at the deadline, SIGTERM first so Terraform can write its state. A missing binary or a hung
-call stops the operation with the command named (exit 4); an interrupt propagates once Terraform is stopped.
+Terraform and its provider plugins ended together at the deadline, SIGTERM first so Terraform can write its state.
+A missing binary or a hung call stops the operation with the command named (exit 4); an interrupt propagates once
+Terraform is stopped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from terravixens import provider_install, runner
 from terravixens.operations.outcome import ExitCode, OperationError
@@ -44,7 +47,7 @@ def terraform_timeout() -> float:
 
 def command_name(args: Sequence[str]) -> str:
     """`terraform init`, `terraform state list`, `terraform output`: the words before the first option."""
-    words = []
+    words: list[str] = []
     for arg in args:
         if arg.startswith("-") or len(words) == 2 or (words and words[0] != "state"):
             break
@@ -57,7 +60,7 @@ class Result:
     returncode: int
     stdout: str
     stderr: str
-    messages: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
     def tail(self) -> str:
         lines = [line for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()]
@@ -65,7 +68,7 @@ class Result:
             lines = [m.get("@message", "") for m in self.messages if m.get("@level") == "error"] or lines
         return "\n".join(lines[-TAIL_LINES:])
 
-    def diagnostics(self, severity: str | None = None) -> list[dict]:
+    def diagnostics(self, severity: str | None = None) -> list[dict[str, Any]]:
         return [
             m["diagnostic"]
             for m in self.messages
@@ -130,9 +133,9 @@ class Terraform:
         ran = self._run(workdir, args)
         return Result(ran.returncode or 0, ran.stdout, ran.stderr)
 
-    def run_json(self, workdir: Path, *args: str, on_message: Callable[[dict], None] | None = None) -> Result:
+    def run_json(self, workdir: Path, *args: str, on_message: Callable[[dict[str, Any]], None] | None = None) -> Result:
         """Runs with `-json` and hands each UI message to `on_message` as it arrives."""
-        messages: list[dict] = []
+        messages: list[dict[str, Any]] = []
         other: list[str] = []
 
         def on_line(line: str) -> None:

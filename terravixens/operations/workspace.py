@@ -12,14 +12,15 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from terravixens.config.model import Site
-from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
 from terravixens.decommission_settings import Decommission
+from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.synth import rule_messages, synth_failure
 
-Transform = Callable[[str, dict], dict]
+Transform = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass
@@ -44,8 +45,14 @@ class Workspace:
             raise OperationError(f"unknown layer {unknown[0]!r}: use one of {', '.join(known)}", ExitCode.BAD_INPUT)
         return [name for name in known if name in selection]
 
+    @property
+    def out(self) -> Path:
+        """The cdktf output directory (cdktf.out under the root unless given)."""
+        assert self.outdir is not None  # set by __post_init__
+        return self.outdir
+
     def stack_dir(self, layer: str) -> Path:
-        return self.outdir / "stacks" / layer
+        return self.out / "stacks" / layer
 
     def synth(self) -> list[str]:
         """Synthesizes every layer (full app.synth(): rules, validations, cross-stack wiring). Returns the layers."""

@@ -18,12 +18,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from terravixens import cli
+from terravixens import cli, runner
 from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
 from terravixens.operations.terraform import Result
 from tests import etcd_tool, support
@@ -1202,10 +1203,22 @@ def test_review_reads_a_rule_stop_from_its_synth_process():
         ),
         ("raise SystemExit(3)", ExitCode.BAD_INPUT, "synth at HEAD failed:"),
     ):
-        process = subprocess.Popen(
-            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        started: Future[runner.Ran] = Future()
+        started.set_result(runner.run([sys.executable, "-c", code], timeout=60))
         with pytest.raises(OperationError) as caught:
-            finish_synth(process, "at HEAD", Path("/nonexistent"))
+            finish_synth(started, "at HEAD", Path("/nonexistent"))
         assert caught.value.code == expected and str(caught.value).startswith(text)
         assert str(caught.value).strip() == text or expected == ExitCode.BAD_INPUT
+
+
+def test_review_synth_past_its_deadline_is_bad_input_with_the_runner_reason():
+    """A synth that never ends is stopped at its deadline by the bounded runner; review says so (BAD_INPUT)."""
+    from terravixens.operations import OperationError
+    from terravixens.operations.review import finish_synth
+
+    started: Future[runner.Ran] = Future()
+    started.set_result(runner.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5, label="synth"))
+    with pytest.raises(OperationError) as caught:
+        finish_synth(started, "at HEAD", Path("/nonexistent"))
+    assert caught.value.code == ExitCode.BAD_INPUT
+    assert str(caught.value).startswith("synth at HEAD failed:\nsynth did not finish within 0.5s: stopped")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from terravixens import runner
 from terravixens.inputs import InputError, load_json, load_yaml, read_text
 from terravixens.logical_ids import owner_of
 from terravixens.operations.files import private_directory
@@ -109,32 +110,44 @@ def read_stacks(outdir: Path) -> dict[str, dict[str, Any]]:
     return stacks
 
 
-def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=300)
+GIT_TIMEOUT = 300.0
+SYNTH_TIMEOUT = 900.0
 
 
-def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> subprocess.Popen[str]:
-    """A synth in its own process, with the library found first under `code_root`."""
+def git(root: Path, *args: str) -> runner.Ran:
+    """git through the bounded runner: a missing git or a hung one is an answer (returncode None, reason)."""
+    return runner.run(["git", "-C", str(root), *args], timeout=GIT_TIMEOUT, label=f"git {args[0]}")
+
+
+def start_synth(code_root: Path, site: Path, outdir: Path, *paths: Path) -> Future[runner.Ran]:
+    """A synth in its own process (through the bounded runner, on a worker thread so two run at once), with the
+    library found first under `code_root`. A signal in the main thread ends it with every other runner call."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (code_root, *paths)))
-    return subprocess.Popen(
-        [sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)],
-        cwd=code_root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="terravixens-synth")
+    try:
+        return pool.submit(
+            runner.run,
+            [sys.executable, "-c", SYNTH_SCRIPT, str(site), str(outdir)],
+            timeout=SYNTH_TIMEOUT,
+            cwd=str(code_root),
+            env=env,
+            label="synth",
+        )
+    finally:
+        pool.shutdown(wait=False)
 
 
-def finish_synth(process: subprocess.Popen[str], what: str, outdir: Path) -> dict[str, dict[str, Any]]:
+def finish_synth(started: Future[runner.Ran], what: str, outdir: Path) -> dict[str, dict[str, Any]]:
     """The synth's stacks; a synth the safety rules stopped is REFUSED with their messages (read from the child's
-    error text: the code at BASE may predate any helper), any other failure BAD_INPUT with its tail."""
-    out, err = process.communicate(timeout=900)
-    if process.returncode != 0:
-        messages = rule_messages(RuntimeError(err or ""))
+    error text: the code at BASE may predate any helper), any other failure BAD_INPUT with its tail (a synth past
+    its deadline: its reason)."""
+    ran = started.result()
+    if not ran.ok:
+        messages = rule_messages(RuntimeError(ran.stderr or "")) if ran.returncode is not None else None
         if messages is not None:
             raise OperationError(f"synth {what} stopped by safety rules:\n{messages}", ExitCode.REFUSED)
-        raise OperationError(f"synth {what} failed:\n{(err or out).strip()[-1500:]}", ExitCode.BAD_INPUT)
+        detail = (ran.stderr or ran.stdout).strip()[-1500:] if ran.returncode is not None else ran.reason
+        raise OperationError(f"synth {what} failed:\n{detail}", ExitCode.BAD_INPUT)
     return read_stacks(outdir)
 
 
@@ -145,7 +158,9 @@ def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict[st
         tree = scratch / "base"
         added = git(root, "worktree", "add", "--detach", "--quiet", str(tree), ref)
         if added.returncode != 0:
-            raise OperationError(f"git worktree add {ref} failed: {added.stderr.strip()[:300]}", ExitCode.BAD_INPUT)
+            raise OperationError(
+                f"git worktree add {ref} failed: {(added.stderr.strip() or added.reason)[:300]}", ExitCode.BAD_INPUT
+            )
         try:
             if not (tree / site).is_file():
                 raise OperationError(
@@ -236,7 +251,9 @@ def review_ref(root: Path, base: str, site: str) -> Review:
     relative = str(site_path.resolve().relative_to(root)) if site_path.is_absolute() else site
     shown = git(root, "show", f"{base}:{relative}")
     if shown.returncode != 0:
-        raise OperationError(f"{relative} is not tracked at {base}: {shown.stderr.strip()[:200]}", ExitCode.BAD_INPUT)
+        raise OperationError(
+            f"{relative} is not tracked at {base}: {(shown.stderr.strip() or shown.reason)[:200]}", ExitCode.BAD_INPUT
+        )
     try:
         current = read_text(root / relative, limit=1024 * 1024, what="site file")
     except InputError as error:

@@ -34,16 +34,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import struct
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TypedDict, Unpack
+
+from terravixens import runner
 
 SNAPSHOT_DIR = "etcd-snapshots"
 SUFFIX = ".snapshot"
@@ -225,41 +225,6 @@ def find_tool() -> Path | None:
     return Path(found) if found else None
 
 
-@dataclass(frozen=True)
-class _Ran:
-    returncode: int | None
-    stdout: str
-    stderr: str
-    reason: str = ""
-
-
-def _run_tool(argv: list[str], timeout: float, grace: float = 0) -> _Ran:
-    """The tool, bounded: its own process group, ended whole `grace` seconds after `timeout` (the tool stops its
-    own reading at `timeout`; it reads the database in a child of its own). Never raises for a missing or failing
-    binary."""
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as error:
-        return _Ran(None, "", "", f"cannot run {argv[0]}: {error.strerror or error}")
-    try:
-        stdout, stderr = process.communicate(timeout=timeout + grace)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt) as stop:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        if isinstance(stop, KeyboardInterrupt):
-            raise
-        return _Ran(None, "", "", f"{Path(argv[0]).name} did not answer within {timeout:.0f}s: killed")
-    return _Ran(process.returncode, stdout, stderr)
-
-
 # ----------------------------------------------------------------------------------------------- verification
 def _fnv1a64(data: bytes) -> int:
     value = 0xCBF29CE484222325
@@ -400,11 +365,15 @@ def verify_snapshot(
 
 
 def _verify_with_tool(path: Path, binary: Path, timeout: float, found: _Found) -> Verification:
-    ran = _run_tool(
-        [str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)], timeout, grace=min(30.0, timeout)
+    # The tool stops its own reading at `timeout` (it reads the database in a child of its own); the runner ends its
+    # whole group `grace` later.
+    ran = runner.run(
+        [str(binary), "-timeout", f"{max(int(timeout), 1)}s", "verify", str(path)],
+        timeout=timeout + min(30.0, timeout),
+        label=binary.name,
     )
     passed = ("size", "sha256", "bbolt-meta")
-    if ran.reason:
+    if ran.returncode is None:  # not started, past its deadline, or stopped by a signal
         return Verification(False, path, "etcd", passed, "tool", ran.reason, **found)
     try:
         report = json.loads(ran.stdout)

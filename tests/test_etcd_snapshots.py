@@ -214,7 +214,7 @@ def test_a_configured_tool_that_is_missing_is_a_failure_not_a_downgrade(tmp_path
 @pytest.mark.parametrize(
     "script, words",
     [
-        ("sleep 60", "did not answer within 2s"),
+        ("sleep 60", "etcd-snapshot did not finish within 4s: stopped"),
         ("echo 'panic: boom' >&2; exit 2", "without a report: panic: boom"),
     ],
     ids=["hangs", "crashes"],

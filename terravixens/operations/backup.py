@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from terravixens.inputs import InputError, load_json, read_text
 from terravixens.operations.files import write_private
@@ -74,8 +74,7 @@ def read_backup(path: Path) -> tuple[dict[str, Any], StateInfo]:
     except InputError as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
     info = state_info(state, str(path))
-    assert isinstance(state, dict)  # state_info refuses anything else
-    return state, info
+    return cast(dict[str, Any], state), info  # state_info refused anything but a state object
 
 
 def backup_state(tf: Terraform, workdir: Path, layer: str, site: str, root: Path, reason: str) -> Backup | None:

@@ -465,7 +465,6 @@ def _step(
             console.step(layer, "plan", "no changes: this step is already applied")
             check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}", applied)
             return "already applied"
-        assert planned.plan is not None
         unexpected = _unexpected(planned.plan, step, site_roles(ws.site, layer))
         if unexpected is not None:
             raise OperationError(

@@ -48,8 +48,7 @@ class Workspace:
     @property
     def out(self) -> Path:
         """The cdktf output directory (cdktf.out under the root unless given)."""
-        assert self.outdir is not None  # set by __post_init__
-        return self.outdir
+        return self.outdir or self.root / "cdktf.out"
 
     def stack_dir(self, layer: str) -> Path:
         return self.out / "stacks" / layer

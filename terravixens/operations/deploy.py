@@ -6,15 +6,19 @@
 
 A refused plan stops everything (exit 1) before anything is applied; later layers are not touched. The process
 umask is 077, so the plan file and local state Terraform writes are 0600. See docs/adr/0020-operations.md.
+
+`--check`: once a cluster's platform and gitops layers (those being deployed) are done, the acceptance check of that
+cluster (terravixens.operations.acceptance, ADR 0039); problems stop the deploy with CHECK_FAILED (6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from terravixens.operations import summary
+from terravixens.operations import acceptance, summary
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
@@ -42,6 +46,7 @@ class DeployOptions:
     save_plan_json: Path | None = None
     lock_timeout: str = "0s"
     synth: bool = True
+    check: acceptance.CheckOptions | None = None  # --check: the acceptance check after each cluster's layers
 
 
 def plan_json_path(options: DeployOptions, layer: str, several: bool) -> Path | None:
@@ -105,8 +110,13 @@ def deploy(
         target = plan_json_path(options, layer, several)
         if target is not None:
             require_new_file(target, SAVE_PLAN_JSON)
+    started = datetime.now(UTC)
+    checks = acceptance.checked_after(ws, selected) if options.check is not None else {}
     journal = console.journal
-    journal.expect(*(["synth"] if options.synth else []), *selected)
+    journal.expect(
+        *(["synth"] if options.synth else []),
+        *(unit for layer in selected for unit in [layer, *([f"check {checks[layer]}"] if layer in checks else [])]),
+    )
     if options.synth:
         with journal.unit("synth"):
             console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.layers())}")
@@ -118,6 +128,8 @@ def deploy(
                 applied.append(layer)
             else:
                 unit.note = "no changes"
+        if layer in checks and options.check is not None:
+            acceptance.after_deploy(ws, tf, console, checks[layer], options.check, kubectl, started)
     console.say(f"deployed: {', '.join(applied) or 'nothing (no changes)'}")
     return ExitCode.OK
 

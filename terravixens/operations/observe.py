@@ -369,11 +369,14 @@ def read_logs(
     running: dict[str, list[Service] | Unread],
     since: datetime | None,
     tail: int = DEFAULT_TAIL,
-) -> LogReading:
+) -> LogReading | Unread:
     """The last `tail` lines of each levelled log (`talosctl logs SERVICE --tail N`, all nodes that have it at once),
-    kept: the error-level ones since `since` (lines with no time only when there is no bound)."""
+    kept: the error-level ones since `since` (lines with no time only when there is no bound). Unread when no node
+    answered `talosctl services`: there is no log to read."""
     answering = [n for n in nodes if not isinstance(running.get(n.name), Unread)]
     skipped = [n.name for n in nodes if isinstance(running.get(n.name), Unread)]
+    if not answering:
+        return Unread("talosctl logs", "no node answered talosctl services")
     errors: dict[tuple[str, str], list[LogError] | Unread] = {}
     for service in LEVELLED_LOGS:
         having = [n for n in answering if _has(running[n.name], service)]

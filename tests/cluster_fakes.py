@@ -126,6 +126,7 @@ class Cluster:
                         for n in control_planes
                     ],
                     "logs": {},
+                    "node_names": {n.address: n.hostname for n in self.nodes},
                     "calls": [],
                 }
             )

@@ -171,13 +171,15 @@ elif command == "health":
     # talosctl health writes only to stderr (cmd/talosctl/cmd/talos/health.go): `discovered nodes: [...]`, then per
     # check `waiting for <check>: ...` and its end, `OK` or `SKIP` (research 05); a check still failing at
     # --wait-timeout ends with `healthcheck error: rpc error: code = Unknown desc = context deadline exceeded`, exit 1.
-    # Without `health_transcript` a failure prints one line naming the broken nodes (the upgrade's reasons quote it).
+    # Without `health_transcript` a failure prints one line naming the broken nodes (the upgrade's reasons quote it);
+    # `node_names` (address -> Node name) lets the transcript name a Kubernetes Node as Talos does.
     with scenario() as state:
         script = state.get("health_script", [])
         healthy = script.pop(0) if script else not state.get("broken")
         broken = state.get("broken", [])
         transcript = state.get("health_transcript", False)
         control_planes = {m["address"] for m in state.get("members", [])}
+        names = state.get("node_names", {})
     given = []
     for flag in ("--control-plane-nodes", "--worker-nodes"):
         if flag in arguments:
@@ -221,7 +223,9 @@ elif command == "health":
                     file=sys.stderr,
                 )
             else:
-                print(f"waiting for {check}: some nodes are not ready: [{down}]", file=sys.stderr)
+                # Talos names the Kubernetes Nodes here (K8sAllNodesReadyAssertion), not addresses
+                name = names.get(down, down)
+                print(f"waiting for {check}: some nodes are not ready: [{name}]", file=sys.stderr)
             print("healthcheck error: rpc error: code = Unknown desc = context deadline exceeded", file=sys.stderr)
             sys.exit(1)
         print(f"waiting for {check}: {'SKIP' if check.startswith('kube-proxy') else 'OK'}", file=sys.stderr)

@@ -251,6 +251,17 @@ CASES = {
             ),
         ),
     ),
+    "health-node-not-ready": Case(
+        "talos",
+        lambda c: c.talos(lambda s: s.update(broken=["10.11.1.22"], health_transcript=True)),
+        (
+            (
+                "talos: problem — talosctl health through cp-a (10.11.1.11) failed: waiting for all k8s nodes to "
+                "report ready: some nodes are not ready: [wk-b]: watch it with `talosctl -n 10.11.1.11 health`; on the "
+                "node it names, `talosctl -n NODE services` and `talosctl -n NODE dmesg`"
+            ),
+        ),
+    ),
     # services -------------------------------------------------------------------------------------------------
     "node-does-not-answer": Case(
         "services",

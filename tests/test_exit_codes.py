@@ -351,7 +351,6 @@ def deploy_interrupted(lab: Lab) -> None:
     ]
 
 
-
 def _cluster(lab: Lab, change: Callable[[Cluster], None] | None = None) -> tuple[Cluster, str]:
     """The faithful fakes of a running cluster as the site says (tests/cluster_fakes.py), and the site file."""
     data = support.example_data()

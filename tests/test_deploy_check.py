@@ -98,7 +98,7 @@ def test_without_a_state_backup_the_log_window_starts_with_the_deploy(cluster, s
     [logs] = [line for line in lines if line.startswith("  logs:")]
     assert logs.startswith("  logs: ok — no error line in etcd, kubelet, controller-runtime since ")
     assert logs.endswith(
-        "(the start of this deploy (no state backup yet: a first apply)); the last 300 lines of each read"
+        "(the start of this deploy: no state backup of the cluster here yet); the last 300 lines of each read"
     )
 
 

@@ -220,7 +220,7 @@ def after_deploy(
             options,
             kubectl,
             progress=progress,
-            fallback_since=Since(started, "the start of this deploy (no state backup yet: a first apply)"),
+            fallback_since=Since(started, "the start of this deploy: no state backup of the cluster here yet"),
         )
         unit.note = VERDICT[report.exit_code]
     for line in report.lines():

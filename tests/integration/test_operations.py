@@ -297,6 +297,11 @@ def test_drift_detected_after_an_out_of_band_change(deployed, fake):
     assert "  outside Terraform: proxmox_virtual_environment_vm.node_wk-b_vm (update)" in console.text
     assert "  node wk-b:\n    ~ proxmox_virtual_environment_vm.node_wk-b_vm (on_boot)" in console.text
     assert "drift in: platform-prod" in console.text
+    # the projection has no talos provider, hence no talosconfig output: the Talos side has nothing to compare
+    assert (
+        "platform-prod: talos — not deployed: platform-prod has no talosconfig output (not applied yet, or "
+        "destroyed); nothing to compare"
+    ) in console.text
     assert leftover_plans(root) == []
     assert deploy(ws, [L1], tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
     assert drift(ws, PROXMOX_SIDE, tf, Recorder(), synth=False) == 0

@@ -10,7 +10,8 @@
     terravixens restore LAYER FILE  put a state backup back
     terravixens decommission CLUSTER   reset a cluster's nodes in order (workers, control planes, the last one)
     terravixens remove-dead-member CLUSTER NODE   remove an unreachable control plane from etcd, then its apply
-    terravixens drift [LAYER…]      plan -detailed-exitcode per layer; exit 2 on drift
+    terravixens drift [LAYER…]      plan -detailed-exitcode per layer, then the Talos side; exit 2 on drift
+    terravixens check CLUSTER       acceptance check of a running cluster; exit 2 when a check finds a problem
     terravixens review BASE         what a change does per stack and node, as Markdown for a pull request
     terravixens schema export       JSON Schemas of the site, spec and posture files
     terravixens spec validate PATH  check a spec file or folder (or --site: a site's standalone nodes and their specs)
@@ -40,6 +41,7 @@ from terravixens.exitcodes import Declared, ExitCode, MonitorExit, SpecGetExit, 
 
 OK, REFUSED, BAD_INPUT, DECLINED = ExitCode.OK, ExitCode.REFUSED, ExitCode.BAD_INPUT, ExitCode.DECLINED
 FAILED, BACKUP_FAILED, INTERRUPTED = ExitCode.FAILED, ExitCode.BACKUP_FAILED, ExitCode.INTERRUPTED
+CHECK_FAILED = ExitCode.CHECK_FAILED
 SITE_HELP = "site file (default: $TERRAVIXENS_SITE or sites/example.yaml)"
 
 
@@ -204,6 +206,31 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
     return _with_site(run, bad_site=MonitorExit.ERROR if monitor else BAD_INPUT)
 
 
+def _check_options(args: argparse.Namespace, wait_option: str) -> Any:
+    """The acceptance check's options, from `check`'s or `deploy --check`'s arguments (durations parsed here: a bad
+    one is BAD_INPUT, or ERROR for the monitor, never argparse's 2)."""
+    from terravixens.operations.acceptance import CheckOptions
+    from terravixens.operations.check import parse_since, parse_wait
+
+    return CheckOptions(
+        talosconfig=getattr(args, "talosconfig", None),
+        kubeconfig=getattr(args, "kubeconfig", None),
+        since=parse_since(args.since) if getattr(args, "since", None) else None,
+        tail=getattr(args, "tail", 300),
+        wait=parse_wait(getattr(args, wait_option.lstrip("-").replace("-", "_")), wait_option),
+        talosctl=args.talosctl,
+        timeout=parse_wait(args.check_timeout, "--timeout") or 1,
+    )
+
+
+def _check(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
+    from terravixens.operations.check import CheckCommand, check
+    from terravixens.operations.kube import Kubectl
+
+    kubectl = Kubectl(args.kubectl) if args.kubectl else None
+    return check(ws, args.cluster, tf, _check_options(args, "--wait"), console, CheckCommand(json=args.json), kubectl)
+
+
 def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.deploy import DeployOptions, deploy
     from terravixens.operations.etcd import SnapshotPolicy
@@ -226,6 +253,7 @@ def _deploy(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
                 talosconfig=args.talosconfig,
                 timeout=args.talosctl_timeout,
             ),
+            check=_check_options(args, "--check-wait") if args.check else None,
         ),
         console,
     )
@@ -278,9 +306,14 @@ def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any
 
 
 def _drift(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
-    from terravixens.operations.drift import drift
+    from terravixens.operations.check import parse_wait
+    from terravixens.operations.drift import TalosSide, drift
+    from terravixens.talosctl import Talosctl
 
-    return drift(ws, args.layers, tf, console)
+    timeout = parse_wait(args.timeout, "--timeout") or 1
+    return drift(
+        ws, args.layers, tf, console, talos=TalosSide(not args.terraform_only, Talosctl(args.talosctl, timeout=timeout))
+    )
 
 
 def _review(args: argparse.Namespace) -> int:
@@ -554,7 +587,9 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
         "--talosconfig",
         help="talosctl client configuration (default: the platform layer's talosconfig output, 0600, removed after)",
     )
-    scale_in.add_argument("--talosctl", default="talosctl", help="the talosctl binary")
+    scale_in.add_argument(
+        "--talosctl", default="talosctl", help="the talosctl binary (the scale-in steps, and --check)"
+    )
     scale_in.add_argument(
         "--talosctl-timeout",
         type=_duration,
@@ -562,6 +597,54 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="deadline of each talosctl call (health waits up to it), e.g. 90s, 10m (default 10m)",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="after each cluster's platform and gitops layers: `terravixens check CLUSTER`; its problems exit 6",
+    )
+    parser.add_argument(
+        "--check-wait",
+        default="5m",
+        metavar="DURATION",
+        help="with --check: keep checking (every 10s) while something fails, up to this long (default 5m; 0: once)",
+    )
+    parser.add_argument(
+        "--check-timeout",
+        default="60s",
+        metavar="DURATION",
+        help="with --check: deadline of each talosctl call, and how long `talosctl health` waits (default 60s)",
+    )
+
+
+def _check_args(parser: argparse.ArgumentParser) -> None:
+    _site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON document (nothing else)")
+    parser.add_argument(
+        "--since",
+        metavar="DURATION|TIME",
+        help="the log check's window: a duration back from now (30m) or a UTC time (2026-01-10T10:02:00Z); "
+        "default: the last apply (the newest state backup of the cluster's layers)",
+    )
+    parser.add_argument(
+        "--wait",
+        default="0",
+        metavar="DURATION",
+        help="keep checking (every 10s) while something fails, up to this long (default 0: once)",
+    )
+    parser.add_argument("--talosconfig", metavar="FILE", help="default: the platform layer's talosconfig output")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="default: the platform layer's kubeconfig output")
+    parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary")
+    parser.add_argument("--kubectl", help="the kubectl binary (default: $KUBECTL or kubectl)")
+    parser.add_argument(
+        "--timeout",
+        dest="check_timeout",
+        default="60s",
+        metavar="DURATION",
+        help="deadline of each talosctl call, and how long `talosctl health` waits (default 60s); kubectl's: "
+        "$TERRAVIXENS_KUBECTL_TIMEOUT",
+    )
+    parser.add_argument("--tail", type=int, default=300, metavar="N", help="lines read per log and node (default 300)")
 
 
 def _destroy_args(parser: argparse.ArgumentParser) -> None:
@@ -641,6 +724,16 @@ def _drift_args(parser: argparse.ArgumentParser) -> None:
     _site_option(parser)
     parser.add_argument("layers", nargs="*", metavar="LAYER")
     _secrets_option(parser)
+    parser.add_argument(
+        "--terraform-only",
+        action="store_true",
+        help="only what Terraform's providers read back: skip the Talos side (versions, images, etcd members, "
+        "Kubernetes Nodes)",
+    )
+    parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary (Talos side)")
+    parser.add_argument(
+        "--timeout", default="60s", metavar="DURATION", help="deadline of each talosctl call (default 60s)"
+    )
 
 
 def _review_args(parser: argparse.ArgumentParser) -> None:
@@ -777,13 +870,15 @@ COMMANDS: tuple[Command, ...] = (
                 FAILED,
                 "terraform failed (the state before it is in the backup printed) or is missing; or in a scale-in, "
                 "talosctl health or the etcd members before or after a step are not what it expects: the last line "
-                "says which steps are done; run it again once fixed, it resumes",
+                "says which steps are done; run it again once fixed, it resumes; or --check could not read the "
+                "cluster after its apply",
             ),
             (
                 BACKUP_FAILED,
                 "a state backup, or the etcd snapshot before a scale-in step, could not be taken and verified: "
                 "that step applied nothing",
             ),
+            (CHECK_FAILED, "--check found problems after the apply (one line each, with what to do)"),
             INTERRUPTED,
         ),
     ),
@@ -873,9 +968,30 @@ COMMANDS: tuple[Command, ...] = (
             MonitorExit.IN_SYNC,
             (
                 MonitorExit.ERROR,
-                "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth",
+                "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth; or a Talos-side "
+                "reading (talosctl, kubectl) that could not be made and no drift found",
             ),
-            MonitorExit.FOUND,
+            (
+                MonitorExit.FOUND,
+                "a layer's plan would change something, or the Talos side differs from the site (version, "
+                "schematic, etcd members, Kubernetes Nodes); found wins over a reading that could not be made",
+            ),
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "check",
+        "acceptance check: Talos, Nodes, Cilium, Flux, logs, certificates",
+        _check_args,
+        _operation(_check, monitor=True),
+        codes(
+            (MonitorExit.IN_SYNC, "every check passed"),
+            (
+                MonitorExit.ERROR,
+                "a check could not look (no talosconfig or kubeconfig, talosctl or kubectl missing, failing or "
+                "unanswered) and none found a problem; or a bad site, option or cluster name",
+            ),
+            (MonitorExit.FOUND, "a check found a problem: one line each, with what to do (found wins)"),
             INTERRUPTED,
         ),
     ),

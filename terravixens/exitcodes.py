@@ -6,8 +6,9 @@ command declares the codes it can return (terravixens.cli: the command table); i
 section of docs/commands.md are rendered from this module and that declaration (tests/test_exit_codes.py fails when
 the docs and the table disagree).
 
-Read-only monitors (`drift`) speak `terraform plan -detailed-exitcode` instead (MonitorExit): 2 must always mean
-"found", so every error is 1 there. The node-side `spec get` keeps its own table (SpecGetExit): it runs on guests
+Read-only monitors (`drift`, `check`) speak `terraform plan -detailed-exitcode` instead (MonitorExit): 2 must always
+mean "found", so every error is 1 there; when something was found and something else could not be read, found wins
+(the lines say both). The node-side `spec get` keeps its own table (SpecGetExit): it runs on guests
 from a timer, and its codes say which side to fix (network, credentials, server, disk).
 
 Standard library only: the node client imports it.
@@ -29,11 +30,12 @@ class ExitCode(IntEnum):
     DECLINED = 3
     FAILED = 4
     BACKUP_FAILED = 5
+    CHECK_FAILED = 6
     INTERRUPTED = 130
 
 
 class MonitorExit(IntEnum):
-    """Read-only monitors (drift): Terraform's -detailed-exitcode, so that 2 always means something was found."""
+    """Read-only monitors (drift, check): Terraform's -detailed-exitcode, so that 2 always means something was found."""
 
     IN_SYNC = 0
     ERROR = 1
@@ -62,13 +64,17 @@ MEANING: dict[type[IntEnum], dict[str, str]] = {
         "FAILED": "an external step failed, hung or is missing (terraform, talosctl, kubectl), or the cluster went "
         "unhealthy mid-run: stopped; the last line says what is done and what is not",
         "BACKUP_FAILED": "a state backup could not be taken or verified: nothing done",
+        "CHECK_FAILED": "done, then the acceptance check found problems (`deploy --check`): what was applied stays "
+        "applied; the check's lines say what to fix",
         "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, SIGHUP): children stopped; the last line says what is done and "
         "what is not",
     },
     MonitorExit: {
-        "IN_SYNC": "in sync: nothing would change",
-        "ERROR": "could not tell: bad input, a refused or failed step (never read as drift)",
-        "FOUND": "drift: the plan would change something",
+        "IN_SYNC": "nothing found: in sync (drift), every check passed (check)",
+        "ERROR": "could not tell: bad input, a refused or failed step, a reading that could not be made (never read as "
+        "found)",
+        "FOUND": "found: drift (the plan, or the running cluster, differs from the site) or a check's problem; what "
+        "could not be read is said too",
     },
     SpecGetExit: {
         "OK": "the spec was fetched, verified and written",
@@ -113,9 +119,9 @@ def markdown(commands: Sequence[tuple[str, Declared]]) -> str:
     """The exit-code section of docs/commands.md: the tables, then every command's codes (tests/test_exit_codes.py
     compares it with the docs)."""
     titles = {
-        ExitCode: "Every command but `drift` and `spec get` (also `cdktf synth`: 0, 1, 2):",
-        MonitorExit: "`drift` is a monitor (`terraform plan -detailed-exitcode`): 2 always means drift, so "
-        "every error is 1 (an interrupted run is 130):",
+        ExitCode: "Every command but `drift`, `check` and `spec get` (also `cdktf synth`: 0, 1, 2):",
+        MonitorExit: "`drift` and `check` are monitors (`terraform plan -detailed-exitcode`): 2 always means "
+        "something was found, so every error is 1 (an interrupted run is 130):",
         SpecGetExit: "`spec get` runs on the nodes, from a timer; its codes say which side to fix:",
     }
     out: list[str] = []

@@ -12,13 +12,19 @@ Output formats parsed here are talosctl's own (cmd/talosctl/cmd/talos in siderol
 `NODE NAMESPACE TYPE ID VERSION NAME VERSION` where an Image Factory image carries an extension named `schematic`
 whose version is the schematic id it was built from (the running image, unlike machine.install.image, which only
 says what a future install would use).
+
+The read-only calls of `terravixens check` and `drift` (terravixens.operations.observe) ask several nodes at once
+(`--nodes a,b,c`): `services` prints a table `NODE SERVICE STATE HEALTH LAST CHANGE LAST EVENT`, `logs SERVICE` every
+line as `<node>: <line>`, `health` only writes to stderr (`waiting for <check>: OK|SKIP|<error>`). talosctl 1.11–1.13
+exits 0 when only SOME nodes failed, with `WARNING: N error(s) occurred:` and one `\t* <node>: <error>` line per node
+on stderr (go-multierror, research 01): the answer is counted per node, never trusted on its exit code alone.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from terravixens import runner
 from terravixens.runner import Ran, parse_duration
@@ -32,6 +38,21 @@ PROBE_TIMEOUT = 10
 SERVER_TAG = re.compile(r"^Server:\s*$.*?^\s*Tag:\s*(\S+)\s*$", re.S | re.M)
 SCHEMATIC_EXTENSION = "schematic"
 MEMBER_ID = re.compile(r"^[0-9a-f]{1,16}$")
+# go-multierror's per-node line: `\t* 10.0.0.13: rpc error: code = Unavailable desc = ...`
+NODE_ERROR = re.compile(r"^\t\* (\S+): (.*)$")
+NODE_BLOCK = re.compile(r"^\tNODE:\s+(\S+)\s*$")
+BLOCK_TAG = re.compile(r"^\tTag:\s+(\S+)\s*$")
+SERVICE_STATES = (
+    "Initialized",
+    "Starting",
+    "Preparing",
+    "Waiting",
+    "Running",
+    "Stopping",
+    "Finished",
+    "Failed",
+    "Skipped",
+)
 # One call's answer: ok, stdout, reason (runner.Ran). The name stays for the upgrade's signatures.
 Call = Ran
 
@@ -74,6 +95,89 @@ def schematic(extensions_output: str) -> str | None:
         if len(columns) == 7 and columns[2] == "ExtensionStatus" and columns[5] == SCHEMATIC_EXTENSION:
             return columns[6]
     return None
+
+
+@dataclass(frozen=True)
+class Service:
+    """One row of `talosctl services`: NODE SERVICE STATE HEALTH LAST CHANGE LAST EVENT (HEALTH is `OK`, `Fail` or
+    `?` when the service has no health check or none ran yet)."""
+
+    node: str
+    id: str
+    state: str
+    health: str
+    last_event: str
+
+
+def node_errors(stderr: str) -> dict[str, str]:
+    """The nodes a multi-node call failed on, with their error: go-multierror's `\t* <node>: <error>` lines, in the
+    WARNING talosctl 1.11–1.13 prints after a partial failure (exit 0) or in the error it exits 1 with. The node is
+    the `--nodes` string verbatim (apid puts the target there)."""
+    found: dict[str, str] = {}
+    for line in stderr.splitlines():
+        matched = NODE_ERROR.match(line)
+        if matched:
+            found.setdefault(matched.group(1), matched.group(2).strip())
+    return found
+
+
+def version_tags(version_output: str) -> dict[str, str]:
+    """Each node's `Tag:` in `talosctl version` output, by its `NODE:` block (the Server section only: the Client block
+    is the local binary). A node missing here did not answer, whatever the exit code says."""
+    found: dict[str, str] = {}
+    server, node = False, None
+    for line in version_output.splitlines():
+        if line.strip() == "Server:":
+            server = True
+            continue
+        if not server:
+            continue
+        block = NODE_BLOCK.match(line)
+        if block:
+            node = block.group(1)
+            continue
+        tag = BLOCK_TAG.match(line)
+        if tag and node is not None and node not in found:
+            found[node] = tag.group(1)
+    return found
+
+
+def services(listing: str) -> list[Service]:
+    """The rows of `talosctl services` (tabwriter columns, at least three spaces apart; LAST CHANGE is `19m27s ago`,
+    LAST EVENT free text); the header and anything that is not a row are skipped."""
+    found = []
+    for line in listing.splitlines():
+        cells = re.split(r" {3,}", line.strip())
+        if len(cells) >= 4 and cells[2] in SERVICE_STATES:
+            found.append(Service(cells[0], cells[1], cells[2], cells[3], cells[5] if len(cells) > 5 else ""))
+    return found
+
+
+def log_lines(output: str, nodes: Sequence[str]) -> dict[str, list[str]]:
+    """`talosctl logs` output (`<node>: <line>`, whole lines, nodes interleaved) split per node; a line of a node not
+    asked for is not a log line (nothing else is printed on stdout)."""
+    found: dict[str, list[str]] = {node: [] for node in nodes}
+    for line in output.splitlines():
+        node, separator, text = line.partition(": ")
+        if separator and node in found:
+            found[node].append(text)
+    return found
+
+
+def health_failure(stderr: str) -> str:
+    """What `talosctl health` was waiting for when it gave up: the last `waiting for <check>: <error>` line that is
+    not `OK` or `SKIP` (with the per-node error lines under it), else its last line (`healthcheck error: …`)."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if line.startswith("waiting for ") and not line.endswith((": OK", ": SKIP")):
+            detail = [lines[index]]
+            for follow in lines[index + 1 :]:
+                if not follow.startswith("\t"):
+                    break
+                detail.append(follow.strip())
+            return " ".join(detail)
+    return lines[-1] if lines else "no message"
 
 
 def _subcommand(arguments: Sequence[str]) -> list[str]:
@@ -136,10 +240,24 @@ class Talosctl:
         ]
         if workers:
             arguments += ["--worker-nodes", ",".join(workers)]
-        return self.run(arguments)
+        ran = self.run(arguments)
+        if ran.returncode not in (None, 0):
+            # stderr is talosctl's whole transcript (`discovered nodes`, a line per check): the reason is the check it
+            # gave up on, not the transcript's first lines
+            return replace(ran, reason=f"exit {ran.returncode}: {health_failure(ran.stderr)}")
+        return ran
 
     def etcd_members(self, address: str) -> Call:
         return self.run(["--nodes", address, "etcd", "members"])
+
+    def services(self, addresses: Sequence[str]) -> Call:
+        """`talosctl services` of several nodes at once (read-only)."""
+        return self.run(["--nodes", ",".join(addresses), "services"])
+
+    def logs(self, addresses: Sequence[str], service: str, tail: int) -> Call:
+        """The last `tail` lines of a service's log on several nodes (read-only; talosctl has no --since: the caller
+        filters by the time inside the lines)."""
+        return self.run(["--nodes", ",".join(addresses), "logs", service, "--tail", str(tail)])
 
     def etcd_remove_member(self, address: str, member_id: str) -> Call:
         return self.run(["--nodes", address, "etcd", "remove-member", member_id])
@@ -150,4 +268,18 @@ class Talosctl:
         return self.run(["--nodes", address, "etcd", "snapshot", path])
 
 
-__all__ = ["Call", "Member", "Talosctl", "members", "parse_duration", "schematic", "server_tag"]
+__all__ = [
+    "Call",
+    "Member",
+    "Service",
+    "Talosctl",
+    "health_failure",
+    "log_lines",
+    "members",
+    "node_errors",
+    "parse_duration",
+    "schematic",
+    "server_tag",
+    "services",
+    "version_tags",
+]

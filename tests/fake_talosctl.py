@@ -159,7 +159,7 @@ elif arguments[4:6] == ["etcd", "members"]:
                 m["hostname"],
                 f"https://{m['address']}:2380",
                 f"https://{m['address']}:2379",
-                str(m.get("learner", False)).lower(),
+                "true" if m.get("learner") else "false",  # a member added, not yet promoted (Talos' learner join)
             ]
             for m in state["members"]
         ]
@@ -178,31 +178,85 @@ elif command == "upgrade-k8s":
     with scenario() as state:
         state["kubernetes"] = arguments[arguments.index("--to") + 1]
 elif command == "health":
+    # talosctl health writes only to stderr (cmd/talosctl/cmd/talos/health.go): `discovered nodes: [...]`, then per
+    # check `waiting for <check>: ...` and its end, `OK` or `SKIP` (research 05); a check still failing at
+    # --wait-timeout ends with `healthcheck error: rpc error: code = Unknown desc = context deadline exceeded`, exit 1.
+    # Without `health_transcript` a failure prints one line naming the broken nodes (the upgrade's reasons quote it);
+    # `node_names` (address -> Node name) lets the transcript name a Kubernetes Node as Talos does.
     with scenario() as state:
         script = state.get("health_script", [])
         scripted = bool(script)
         healthy = script.pop(0) if script else not state.get("broken")
         broken = state.get("broken", [])
-    if not healthy:
+        transcript = state.get("health_transcript", False)
+        control_planes = {m["address"] for m in state.get("members", [])}
+        names = state.get("node_names", {})
+    given = []
+    for flag in ("--control-plane-nodes", "--worker-nodes"):
+        if flag in arguments:
+            given += arguments[arguments.index(flag) + 1].split(",")
+    checks = [
+        "etcd to be healthy",
+        "etcd members to be consistent across nodes",
+        "etcd members to be control plane nodes",
+        "apid to be ready",
+        "all nodes memory sizes",
+        "all nodes disk sizes",
+        "no diagnostics",
+        "kubelet to be healthy",
+        "all nodes to finish boot sequence",
+        "all k8s nodes to report",
+        "all control plane static pods to be running",
+        "all control plane components to be ready",
+        "all k8s nodes to report ready",
+        "kube-proxy to report ready",
+        "coredns to report ready",
+        "all k8s nodes to report schedulable",
+    ]
+    if not healthy and not transcript:
         print(
             f"waiting for etcd members to be healthy: {', '.join(broken) or 'a member'}: context deadline exceeded",
             file=sys.stderr,
         )
         sys.exit(1)
-    if not scripted and "--control-plane-nodes" in arguments and state.get("members"):
-        # check.EtcdControlPlaneNodesAssertion: every member's peer URL host among the control plane nodes given
-        given = arguments[arguments.index("--control-plane-nodes") + 1].split(",")
-        member_ips = [m["address"] for m in state["members"]]
-        if not set(member_ips) <= set(given):
-            quoted = " ".join(f'"{ip}"' for ip in member_ips)
-            print(
-                f"waiting for etcd members to be control plane nodes: etcd member ips [{quoted}] are not subset of "
-                f"control plane node ips [{' '.join(chr(34) + ip + chr(34) for ip in given)}]\n"
-                f"healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
-                file=sys.stderr,
+    print("discovered nodes: [" + " ".join(f'"{address}"' for address in given) + "]", file=sys.stderr)
+    failing = None
+    if not healthy:
+        down = broken[0] if broken else given[-1]
+        failing = "etcd to be healthy" if down in control_planes else "all k8s nodes to report ready"
+    for check in checks:
+        print(f"waiting for {check}: ...", file=sys.stderr)
+        if check == "etcd members to be control plane nodes" and not scripted and state.get("members"):
+            # check.EtcdControlPlaneNodesAssertion: every member's peer URL host among the control plane nodes given
+            planes = (
+                arguments[arguments.index("--control-plane-nodes") + 1].split(",")
+                if "--control-plane-nodes" in arguments
+                else []
             )
+            member_ips = [m["address"] for m in state["members"]]
+            if planes and not set(member_ips) <= set(planes):
+                quoted = " ".join(f'"{ip}"' for ip in member_ips)
+                print(
+                    f"waiting for {check}: etcd member ips [{quoted}] are not subset of "
+                    f"control plane node ips [{' '.join(chr(34) + ip + chr(34) for ip in planes)}]\n"
+                    f"healthcheck error: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+                    file=sys.stderr,
+                )
+                sys.exit(1)
+        if check == failing:
+            if failing == "etcd to be healthy":
+                print(
+                    f'waiting for {check}: 1 error occurred:\n\t* {down}: service "etcd" not in expected state '
+                    f'"Running": current state [Preparing] Running pre state\n',
+                    file=sys.stderr,
+                )
+            else:
+                # Talos names the Kubernetes Nodes here (K8sAllNodesReadyAssertion), not addresses
+                name = names.get(down, down)
+                print(f"waiting for {check}: some nodes are not ready: [{name}]", file=sys.stderr)
+            print("healthcheck error: rpc error: code = Unknown desc = context deadline exceeded", file=sys.stderr)
             sys.exit(1)
-    print("waiting for all nodes to finish boot sequence: OK")
+        print(f"waiting for {check}: {'SKIP' if check.startswith('kube-proxy') else 'OK'}", file=sys.stderr)
 
 # ---------------------------------------------------------------------------------- etcd snapshot / etcd status
 # `talosctl etcd snapshot PATH` and `talosctl etcd status`, as talosctl (cmd/talosctl/cmd/talos/etcd.go) does them.
@@ -352,3 +406,69 @@ elif command == "etcd" and arguments[5:6] == ["status"]:
     if down:
         print(f"WARNING: {summary}", file=sys.stderr)
     sys.stdout.write(_tabwriter(rows))
+
+# ------------------------------------------------------------------------------------- services / logs (check)
+# `talosctl services` and `talosctl logs SERVICE --tail N` of several nodes at once (--nodes a,b,c), as talosctl
+# 1.11-1.13 prints them (cmd/talosctl/cmd/talos/service.go, logs.go; research 05). Scenario keys:
+#   services   address -> [[id, state, health, last event], ...]; default: apid, containerd, cri, etcd (control
+#              planes: the addresses in `members`), kubelet, machined, trustd, udevd, Running and healthy
+#   logs       address -> service -> [the raw lines the service wrote]; `--tail N` keeps each node's last N
+# A node in `unreachable` does not answer: `services` prints the others' rows and a WARNING with go-multierror's
+# `\t* <node>: <error>` lines on stderr and exits 0 (1.11-1.13: a partial failure is a warning), `error listing
+# services: ...` and exit 1 when no node answered; `logs` prints the others' lines, then `ERROR: <error>` per failed
+# node on stderr and exits 1. A real cluster adds: logs that grow while read, `-f`, apid's proxy latency.
+DIAL = (
+    'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp '
+    '{}:50000: connect: no route to host"'
+)
+
+
+def _default_services(address: str, control_planes: set[str]) -> list[list[str]]:
+    rows = [
+        ["apid", "Running", "OK", "Health check successful"],
+        ["containerd", "Running", "OK", "Health check successful"],
+        ["cri", "Running", "OK", "Health check successful"],
+        ["etcd", "Running", "OK", "Health check successful"],
+        ["kubelet", "Running", "OK", "Health check successful"],
+        ["machined", "Running", "?", "Service started as goroutine"],
+        ["trustd", "Running", "OK", "Health check successful"],
+        ["udevd", "Running", "OK", "Health check successful"],
+    ]
+    return [row for row in rows if row[0] != "etcd" or address in control_planes]
+
+
+if command in ("services", "service") and len(arguments) == 5:
+    targets = node.split(",")
+    with scenario() as state:
+        down = [t for t in targets if t in state.get("unreachable", [])]
+        listing = state.get("services", {})
+        control_planes = {m["address"] for m in state.get("members", [])}
+    rows = [["NODE", "SERVICE", "STATE", "HEALTH", "LAST CHANGE", "LAST EVENT"]]
+    for target in targets:
+        if target not in down:
+            for service, state_name, health, event in listing.get(target) or _default_services(target, control_planes):
+                rows.append([target, service, state_name, health, "19m27s ago", event])
+    errors = "".join(f"\t* {target}: {DIAL.format(target)}\n" for target in down)
+    summary = f"{len(down)} error{'s' if len(down) > 1 else ''} occurred:\n{errors}"
+    if down and len(down) == len(targets):
+        print(f"error listing services: {summary}", file=sys.stderr)
+        sys.exit(1)
+    if down:
+        print(f"WARNING: {summary}", file=sys.stderr)
+    sys.stdout.write(_tabwriter(rows))
+elif command == "logs":
+    targets, service = node.split(","), arguments[5]
+    tail = int(arguments[arguments.index("--tail") + 1]) if "--tail" in arguments else -1
+    with scenario() as state:
+        down = [t for t in targets if t in state.get("unreachable", [])]
+        written = state.get("logs", {})
+    for target in targets:
+        if target in down:
+            continue
+        lines = written.get(target, {}).get(service, [])
+        for line in lines[-tail:] if tail >= 0 else lines:
+            print(f"{target}: {line}")
+    for target in down:
+        print(f"ERROR: {DIAL.format(target)}", file=sys.stderr)
+    if down:
+        sys.exit(1)

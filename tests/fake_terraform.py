@@ -81,9 +81,13 @@ def platform_state(control_planes: list[str], workers: list[str], bootstrap: str
 
 
 class FakeTerraform(Terraform):
-    def __init__(self, states: dict[str, dict[str, dict]]):
+    def __init__(self, states: dict[str, dict[str, dict]], outputs: dict[str, dict[str, str | None]] | None = None):
         super().__init__(binary="fake-terraform")
         self.states = states  # layer -> address -> resource
+        # layer -> output name -> value (`terraform output -raw NAME`): a platform layer's talosconfig and kubeconfig
+        # for the check and drift tests (None: not there); otherwise talosconfig and kubeconfig are there once their
+        # resources are
+        self.outputs = outputs or {}
         self.serial = dict.fromkeys(states, 1)
         self.pending: dict[str, list[dict]] = {}
         self.calls: list[tuple[str, ...]] = []
@@ -107,6 +111,11 @@ class FakeTerraform(Terraform):
                 state.pop(address, None)
             self.serial[layer] = self.serial.get(layer, 1) + 1
             return Result(0, f"Removed {args[2]}", "")
+        if args[:2] == ("output", "-raw") and args[2] in self.outputs.get(layer, {}):
+            value = self.outputs[layer][args[2]]
+            if value is None:  # the output is not there (a layer projected without Talos, or destroyed)
+                return Result(1, "", f'Error: Output "{args[2]}" not found')
+            return Result(0, value, "")
         if args[:3] == ("output", "-raw", "kubeconfig"):
             if "talos_cluster_kubeconfig.cluster_kubeconfig" in state:
                 return Result(0, "apiVersion: v1\nkind: Config\n", "")

@@ -28,6 +28,7 @@ from terravixens import cli, runner
 from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
 from terravixens.operations.terraform import Result
 from tests import etcd_tool, support
+from tests.cluster_fakes import Cluster
 from tests.fake_terraform import APPLY, VM, FakeTerraform, platform_state
 from tests.test_dead_member import Tools
 
@@ -96,6 +97,7 @@ def test_one_table_every_code_means_one_thing():
         ("DECLINED", 3),
         ("FAILED", 4),
         ("BACKUP_FAILED", 5),
+        ("CHECK_FAILED", 6),
         ("INTERRUPTED", 130),
     ]
     assert [(c.name, int(c)) for c in MonitorExit] == [("IN_SYNC", 0), ("ERROR", 1), ("FOUND", 2)]
@@ -419,6 +421,124 @@ def deploy_interrupted(lab: Lab) -> None:
             "(no changes); not done: platform-prod"
         )
     ]
+
+
+def _cluster(lab: Lab, change: Callable[[Cluster], None] | None = None) -> tuple[Cluster, str]:
+    """The faithful fakes of a running cluster as the site says (tests/cluster_fakes.py), and the site file."""
+    data = support.example_data()
+    public_fleet(data)
+    path = lab.folder / "check-site.yaml"
+    path.write_text(json.dumps(data))
+    folder = lab.folder / "cluster"
+    folder.mkdir(exist_ok=True)
+    fakes = Cluster(folder, support.site_from(data))
+    if change is not None:
+        change(fakes)
+    return fakes, str(path)
+
+
+def _without_node(name: str) -> Callable[[Cluster], None]:
+    return lambda c: c.kube(
+        lambda s: s["objects"].update(nodes=[o for o in s["objects"]["nodes"] if o["metadata"]["name"] != name])
+    )
+
+
+def _given(fakes: Cluster) -> tuple[str, ...]:
+    return (
+        "--talosconfig",
+        str(fakes.talosconfig),
+        "--kubeconfig",
+        str(fakes.kubeconfig),
+        "--talosctl",
+        str(fakes.talosctl_path),
+        "--kubectl",
+        str(fakes.kubectl_path),
+    )
+
+
+@case("deploy", ExitCode.CHECK_FAILED)
+def deploy_then_check_finds_a_problem(lab: Lab) -> None:
+    fakes, site = _cluster(lab, _without_node("wk-b"))
+    lab.monkeypatch.setenv("KUBECTL", str(fakes.kubectl_path))
+    tf = platform()
+    tf.outputs = {
+        "platform-prod": {"talosconfig": fakes.talosconfig.read_text(), "kubeconfig": fakes.kubeconfig.read_text()}
+    }
+    ran = lab.run(
+        "deploy",
+        "platform-prod",
+        "gitops-prod",
+        "--yes",
+        "--check",
+        "--check-wait",
+        "0",
+        "--talosctl",
+        str(fakes.talosctl_path),
+        "--site",
+        site,
+        tf=tf,
+    )
+    assert ran.code == ExitCode.CHECK_FAILED
+    assert (
+        "  nodes: problem — no Kubernetes Node wk-b (site node wk-b, 10.11.1.22): its kubelet has not registered: "
+        "`talosctl -n 10.11.1.22 logs kubelet`"
+    ) in ran.out.splitlines()
+    assert ran.err.splitlines() == [
+        (
+            "terravixens deploy: check prod: 1 problem (nodes); ok: talos, services, cilium, l2, flux, logs, "
+            "certificates: what was applied stays applied; fix what the lines above say, then `terravixens check prod`"
+        ),
+        (
+            "stopped at the end: done: synth, platform-prod (no changes), gitops-prod (no changes), check prod "
+            "(problems); not done: nothing"
+        ),
+    ]
+
+
+# check ----------------------------------------------------------------------------------------------------
+@case("check", MonitorExit.IN_SYNC)
+def check_passes(lab: Lab) -> None:
+    fakes, site = _cluster(lab)
+    ran = lab.run("check", "prod", *_given(fakes), "--site", site)
+    assert ran.code == MonitorExit.IN_SYNC and ran.err == ""
+    assert ran.out.splitlines()[-1] == (
+        "check prod: every check passed (talos, services, nodes, cilium, l2, flux, logs, certificates)"
+    )
+
+
+@case("check", MonitorExit.FOUND)
+def check_finds_a_problem(lab: Lab) -> None:
+    fakes, site = _cluster(lab, _without_node("wk-b"))
+    ran = lab.run("check", "prod", *_given(fakes), "--json", "--site", site)
+    assert ran.code == MonitorExit.FOUND and json.loads(ran.out)["result"] == "problems"
+
+
+@case("check", MonitorExit.ERROR)
+def check_cannot_look(lab: Lab) -> None:
+    ran = lab.run("check", "prod", "--site", lab.site(), tf=platform())  # its platform layer has no outputs
+    assert ran.code == MonitorExit.ERROR and ran.err == ""
+    assert ran.out.splitlines()[-1] == (
+        "check prod: not checked: talos, services, nodes, cilium, l2, flux, logs, certificates; ok: none"
+    )
+
+
+@case("check", MonitorExit.ERROR)
+def check_unknown_cluster(lab: Lab) -> None:
+    ran = lab.run("check", "qa", "--site", lab.site())
+    assert ran.code == MonitorExit.ERROR and "unknown cluster 'qa': use one of prod" in ran.err
+
+
+@case("check", MonitorExit.ERROR)
+def check_bad_since(lab: Lab) -> None:
+    ran = lab.run("check", "prod", "--since", "yesterday", "--site", lab.site())
+    assert ran.code == MonitorExit.ERROR and "--since 'yesterday': give a duration back from now" in ran.err
+
+
+@case("check", ExitCode.INTERRUPTED)
+def check_interrupted(lab: Lab) -> None:
+    ran = lab.run("check", "prod", "--site", lab.site(), tf=platform(interrupt={"output": 1}))
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == "terravixens check: interrupted by SIGINT at check prod: done: synth; not done: check prod\n"
 
 
 # destroy --------------------------------------------------------------------------------------------------
@@ -781,14 +901,14 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
 # drift ----------------------------------------------------------------------------------------------------
 @case("drift", MonitorExit.IN_SYNC)
 def drift_in_sync(lab: Lab) -> None:
-    ran = lab.run("drift", "platform-prod", "--site", lab.site(), tf=platform())
+    ran = lab.run("drift", "platform-prod", "--terraform-only", "--site", lab.site(), tf=platform())
     assert ran.code == MonitorExit.IN_SYNC and ran.out.splitlines()[-1] == "no drift"
 
 
 @case("drift", MonitorExit.FOUND)
 def drift_found(lab: Lab) -> None:
     tf = platform()
-    ran = lab.run("drift", "platform-prod", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("drift", "platform-prod", "--terraform-only", "--site", lab.site(_without("wk-b")), tf=tf)
     assert ran.code == MonitorExit.FOUND and ran.out.splitlines()[-1] == "drift in: platform-prod"
     assert not _applied(tf)
 

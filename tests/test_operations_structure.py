@@ -8,7 +8,18 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "terravixens"
-COMMANDS = {"deploy", "destroy", "restore", "decommission", "dead_member", "drift", "review", "plan_guard", "validate"}
+COMMANDS = {
+    "deploy",
+    "destroy",
+    "restore",
+    "decommission",
+    "dead_member",
+    "drift",
+    "review",
+    "plan_guard",
+    "validate",
+    "check",
+}
 
 
 def imported(path: Path) -> set[str]:

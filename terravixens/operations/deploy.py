@@ -11,15 +11,19 @@ A platform layer whose plan takes several control planes out of etcd (or replace
 workers than --worker-batch) is not applied in one go: terravixens.operations.scale_in runs it as a sequence of
 guarded applies, one control plane per apply (docs/adr/0037-control-plane-scale-in-sequencing.md).
 `--dry-run` stops every layer after its guard and summary (and a scale-in after showing its steps).
+
+`--check`: once a cluster's platform and gitops layers (those being deployed) are done, the acceptance check of that
+cluster (terravixens.operations.acceptance, ADR 0039); problems stop the deploy with CHECK_FAILED (6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
-from terravixens.operations import scale_in, summary
+from terravixens.operations import acceptance, scale_in, summary
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
@@ -50,6 +54,7 @@ class DeployOptions:
     synth: bool = True
     dry_run: bool = False
     scale_in: ScaleInOptions = field(default_factory=ScaleInOptions)
+    check: acceptance.CheckOptions | None = None  # --check: the acceptance check after each cluster's layers
 
 
 def plan_json_path(options: DeployOptions, layer: str, several: bool) -> Path | None:
@@ -122,8 +127,14 @@ def deploy(
         target = plan_json_path(options, layer, several)
         if target is not None:
             require_new_file(target, SAVE_PLAN_JSON)
+    started = datetime.now(UTC)
+    # --check after a dry run would look at a cluster nothing was applied to: not run (said by the dry run's line).
+    checks = acceptance.checked_after(ws, selected) if options.check is not None and not options.dry_run else {}
     journal = console.journal
-    journal.expect(*(["synth"] if options.synth else []), *selected)
+    journal.expect(
+        *(["synth"] if options.synth else []),
+        *(unit for layer in selected for unit in [layer, *([f"check {checks[layer]}"] if layer in checks else [])]),
+    )
     if options.synth:
         with journal.unit("synth"):
             console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.layers())}")
@@ -135,6 +146,8 @@ def deploy(
                 applied.append(layer)
             else:
                 unit.note = "dry run" if options.dry_run else "no changes"
+        if layer in checks and options.check is not None:
+            acceptance.after_deploy(ws, tf, console, checks[layer], options.check, kubectl, started)
     if options.dry_run:
         console.say(f"dry run: nothing applied ({', '.join(selected)} planned)")
     else:

@@ -2,19 +2,66 @@
 -detailed-exitcode` (read-only: `-lock=false`, the saved plan deleted at once), then a summary per layer and per
 node of what the plan would change, the addresses that were changed outside Terraform (refresh saw it) listed
 first. Exit codes are a monitor's (MonitorExit): 0 in sync, 2 drift, 1 error.
+
+The Talos side (after each platform layer's plan; `--terraform-only` skips it): what providers never read back —
+per node the running Talos version and the schematic of the image it booted, against the site's; etcd's members
+against the site's control planes; the Kubernetes Nodes against the site's nodes (terravixens.operations.observe).
+A platform layer without a talosconfig output has no cluster yet: "not deployed", nothing to compare, not an error.
+A reading that cannot be made is said and makes the run "could not tell" (1) — unless drift was found elsewhere:
+found wins (2), the lines say both. See docs/adr/0039-acceptance-check-and-talos-drift.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
+from terravixens.layers import platform_stack_name
 from terravixens.operations import summary
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
+from terravixens.operations.kube import Kubectl
+from terravixens.operations.observe import (
+    KubeNode,
+    KubeReader,
+    Members,
+    RunningImage,
+    SiteNode,
+    Unread,
+    cluster_access,
+    read_images,
+    read_members,
+    site_nodes,
+)
 from terravixens.operations.outcome import MonitorExit
 from terravixens.operations.steps import make_plan
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+from terravixens.roles import Role
+from terravixens.talosctl import Talosctl
+from terravixens.upgrade import parse_version
+
+TALOS_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class TalosSide:
+    """The Talos side of drift: `enabled` (False: `--terraform-only`), the talosctl binary and the deadline of each
+    of its calls, and kubectl (default: $KUBECTL or kubectl, $TERRAVIXENS_KUBECTL_TIMEOUT)."""
+
+    enabled: bool = True
+    talosctl: Talosctl = field(default_factory=lambda: Talosctl(timeout=TALOS_TIMEOUT))
+    kubectl: Kubectl | None = None
+
+
+@dataclass
+class TalosDrift:
+    """What the Talos side of one cluster found: each difference (a line for the operator), each reading that could
+    not be made."""
+
+    differences: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    deployed: bool = True
 
 
 def outside_changes(messages: list[dict]) -> list[str]:
@@ -29,9 +76,15 @@ def outside_changes(messages: list[dict]) -> list[str]:
 
 
 def drift(
-    ws: Workspace, layers: Sequence[str] | None, tf: Terraform, console: Console | None = None, synth: bool = True
+    ws: Workspace,
+    layers: Sequence[str] | None,
+    tf: Terraform,
+    console: Console | None = None,
+    synth: bool = True,
+    talos: TalosSide | None = None,
 ) -> int:
     console = console or Console()
+    talos = talos or TalosSide()
     selected = ws.layers(layers)
     journal = console.journal
     journal.expect(*(["synth"] if synth else []), *selected)
@@ -39,16 +92,26 @@ def drift(
         with journal.unit("synth"):
             console.step("site", "synth", ws.site.site)
             ws.synth()
-    drifted = []
+    drifted, unknown = [], []
     for layer in selected:
         with journal.unit(layer) as unit:
-            if _drift_layer(ws, tf, console, layer):
+            found = _drift_layer(ws, tf, console, layer)
+            cluster = ws.cluster_of(layer)
+            talos_found = None
+            if talos.enabled and cluster is not None and layer == platform_stack_name(cluster):
+                talos_found = talos_drift(ws, tf, console, cluster, talos)
+                found = found or bool(talos_found.differences)
+                if talos_found.unread:
+                    unknown.append(f"{layer} (talos)")
+            if found:
                 drifted.append(layer)
-                unit.note = "drift"
-            else:
-                unit.note = "in sync"
-    console.say(f"drift in: {', '.join(drifted)}" if drifted else "no drift")
-    return MonitorExit.FOUND if drifted else MonitorExit.IN_SYNC
+            unit.note = "drift" if found else "could not tell" if talos_found and talos_found.unread else "in sync"
+    could_not = f"could not tell: {', '.join(unknown)}" if unknown else ""
+    if drifted:
+        console.say(f"drift in: {', '.join(drifted)}" + (f"; {could_not}" if could_not else ""))
+        return MonitorExit.FOUND
+    console.say(could_not or "no drift")
+    return MonitorExit.ERROR if unknown else MonitorExit.IN_SYNC
 
 
 def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> bool:
@@ -80,4 +143,123 @@ def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> 
     return True
 
 
-__all__ = ["drift", "outside_changes"]
+# ------------------------------------------------------------------------------------------------- Talos side
+def talos_drift(ws: Workspace, tf: Terraform, console: Console, cluster_name: str, talos: TalosSide) -> TalosDrift:
+    """Reads the running cluster (talosctl, kubectl: read-only) and prints how it differs from the site."""
+    layer = platform_stack_name(cluster_name)
+    console.journal.saw(layer, "talos")
+    nodes = site_nodes(ws.site, cluster_name)
+    with cluster_access(ws, tf, cluster_name) as access:
+        if not access.deployed:
+            console.step(layer, "talos", f"not deployed: {access.talos_missing}; nothing to compare")
+            return TalosDrift(deployed=False)
+        found = TalosDrift()
+        if access.talosconfig is None:
+            found.unread.append(access.talos_missing)
+            images: dict[str, RunningImage | Unread] = {}
+            listed: Members | Unread = Unread("talosctl", access.talos_missing)
+        else:
+            talosctl = replace(talos.talosctl, talosconfig=access.talosconfig)
+            images = read_images(talosctl, nodes)
+            listed = read_members(talosctl, [n for n in nodes if n.role is Role.CONTROLPLANE])
+        kube_nodes = KubeReader(talos.kubectl or Kubectl(), access.kubeconfig, access.kube_missing).nodes()
+    target = ws.site.clusters[cluster_name].talos_version
+    for node in nodes:
+        found.differences += _image_differences(node, images.get(node.name), target, cluster_name, found.unread)
+    if isinstance(listed, Unread):
+        found.unread.append(str(listed))
+    else:
+        found.differences += _member_differences(nodes, listed, cluster_name)
+    if isinstance(kube_nodes, Unread):
+        found.unread.append(str(kube_nodes))
+    else:
+        found.differences += _kube_differences(nodes, kube_nodes)
+    found.unread = list(dict.fromkeys(found.unread))
+    read = f"{len(nodes)} nodes, etcd members, Kubernetes Nodes"
+    if found.differences:
+        count = len(found.differences)
+        console.step(layer, "talos", f"{count} difference{'s' if count != 1 else ''} ({read})")
+    elif found.unread:
+        console.step(layer, "talos", f"could not tell ({read})")
+    else:
+        console.step(layer, "talos", f"in sync ({read})")
+    for line in found.differences:
+        console.say(f"  {line}")
+    for line in found.unread:
+        console.say(f"  could not read: {line}")
+    return found
+
+
+def _image_differences(
+    node: SiteNode, running: RunningImage | Unread | None, target: str, cluster_name: str, unread: list[str]
+) -> list[str]:
+    if running is None:
+        return []
+    if isinstance(running, Unread):
+        unread.append(f"{node.name} ({node.address}): {running}")
+        return []
+    found = []
+    wanted, seen = parse_version(target), parse_version(running.version)
+    if isinstance(seen, str) or isinstance(wanted, str) or not seen.same(wanted):
+        found.append(
+            f"node {node.name}: runs Talos {running.version}, the site says {target} "
+            f"(terravixens upgrade {cluster_name})"
+        )
+    if running.schematic != node.schematic:
+        booted = f"schematic {running.schematic[:12]}…" if running.schematic else "no Image Factory schematic"
+        found.append(
+            f"node {node.name}: booted {booted}, the site's image is schematic {node.schematic[:12]}… "
+            f"(terravixens upgrade {cluster_name} re-images it)"
+        )
+    return found
+
+
+def _member_differences(nodes: Sequence[SiteNode], listed: Members, cluster_name: str) -> list[str]:
+    control_planes = {n.hostname: n for n in nodes if n.role is Role.CONTROLPLANE}
+    found = []
+    by_name = {member.hostname: member for member in listed.members}
+    through = listed.through.address
+    for member in sorted(listed.members, key=lambda m: m.hostname):
+        node = control_planes.get(member.hostname)
+        if node is None:
+            found.append(
+                f"etcd: member {member.hostname} ({member.id}, {member.peer_urls}) is not a control plane of the "
+                f"site: if its machine is gone, take an etcd snapshot, then `talosctl -n {through} etcd "
+                f"remove-member {member.id}`"
+            )
+        elif f"//{node.address}:" not in member.peer_urls:
+            found.append(
+                f"etcd: member {member.hostname} advertises {member.peer_urls}, the site's address of "
+                f"{node.name} is {node.address}"
+            )
+        elif member.learner:
+            found.append(
+                f"etcd: member {member.hostname} is still a learner (not yet voting): "
+                f"`talosctl -n {node.address} service etcd`"
+            )
+    for hostname, node in sorted(control_planes.items()):
+        if hostname not in by_name:
+            found.append(
+                f"etcd: control plane {node.name} ({node.address}) is not a member (as seen through "
+                f"{listed.through.name}): `talosctl -n {node.address} service etcd`; if it was removed "
+                f"(remove-dead-member), its replacement joins on its next deploy"
+            )
+    return found
+
+
+def _kube_differences(nodes: Sequence[SiteNode], kube_nodes: list[KubeNode]) -> list[str]:
+    site = {n.hostname: n for n in nodes}
+    running = {n.name for n in kube_nodes}
+    found = [
+        f"kubernetes: no Node {hostname} (site node {node.name}): `talosctl -n {node.address} logs kubelet`"
+        for hostname, node in sorted(site.items())
+        if hostname not in running
+    ]
+    found += [
+        f"kubernetes: Node {name} is not a node of the site: once its machine is gone, `kubectl delete node {name}`"
+        for name in sorted(running - set(site))
+    ]
+    return found
+
+
+__all__ = ["TalosDrift", "TalosSide", "drift", "outside_changes", "talos_drift"]

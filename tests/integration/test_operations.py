@@ -4,6 +4,12 @@
 onto the providers with a binary here (the Workspace `transform` seam; talos, helm and kubernetes have none, ADR
 0003): the hypervisors layer whole, the platform layer's VMs and membership record. Real plans judged by the guard
 are captured as fixtures (TERRAVIXENS_CAPTURE_PLANS=1, tests/fixtures/plans/capture.py).
+
+The projected platform layer has no talosconfig output: drift's Talos side says "not deployed". The destroy/recreate
+cycles end with `terravixens check` against the faithful talosctl and kubectl fakes (tests/cluster_fakes.py) made to
+reflect what the fake Proxmox VE runs at that moment: a node whose VM is not running does not answer talosctl and
+has no Kubernetes Node; no control plane running, no API. A real cluster adds the Talos boot, etcd's bootstrap,
+the kubelets registering and Cilium rolling out between the apply and the check.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from pathlib import Path
 import pytest
 
 from terravixens import provider_install
+from terravixens.exitcodes import MonitorExit
 from terravixens.operations import ExitCode, OperationError
+from terravixens.operations.check import CheckCommand, check
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.destroy import DestroyOptions, destroy
@@ -33,6 +41,7 @@ from terravixens.operations.restore import restore
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from tests import support
+from tests.cluster_fakes import Cluster
 from tests.fakepve_ext import FakePveServer
 from tests.fixtures.plans.capture import capture, capture_state, capturing
 from tests.integration.test_fakepve import _free_port, assert_only_loopback
@@ -288,6 +297,11 @@ def test_drift_detected_after_an_out_of_band_change(deployed, fake):
     assert "  outside Terraform: proxmox_virtual_environment_vm.node_wk-b_vm (update)" in console.text
     assert "  node wk-b:\n    ~ proxmox_virtual_environment_vm.node_wk-b_vm (on_boot)" in console.text
     assert "drift in: platform-prod" in console.text
+    # the projection has no talos provider, hence no talosconfig output: the Talos side has nothing to compare
+    assert (
+        "platform-prod: talos — not deployed: platform-prod has no talosconfig output (not applied yet, or "
+        "destroyed); nothing to compare"
+    ) in console.text
     assert leftover_plans(root) == []
     assert deploy(ws, [L1], tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
     assert drift(ws, PROXMOX_SIDE, tf, Recorder(), synth=False) == 0
@@ -319,6 +333,42 @@ def test_destroy_backs_up_then_restore_puts_the_state_back(deployed, fake):
     assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
 
 
+def cluster_as_running(folder: Path, ws: Workspace, fake: FakePveServer) -> Cluster:
+    """The talosctl and kubectl fakes answering for what the fake Proxmox VE runs now: a node whose VM does not run
+    does not answer talosctl, is no etcd member and has no Kubernetes Node; without a control plane, no API. Each
+    cycle's cluster is new: new client certificates; an etcd error line from before the cycle's apply."""
+    running = set(fake.call(lambda: [vm.name for vm in fake.pve.vms if vm.status == "running"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(folder, ws.site)
+    down = [n for n in cluster.nodes if n.hostname not in running]
+    before = {"level": "error", "ts": "2020-01-01T00:00:00Z", "msg": "a line from before this cycle's apply"}
+    first = cluster.nodes[0].address
+
+    def talos(state: dict) -> None:
+        state["unreachable"] = [n.address for n in down]
+        # a node down fails `talosctl health` (the fake says so at Node readiness; Talos would stop at apid first)
+        state.update(broken=[n.address for n in down], health_transcript=True)
+        state["members"] = [m for m in state["members"] if m["hostname"] in running]
+        state["logs"] = {first: {"etcd": [json.dumps(before)]}}
+
+    def kube(state: dict) -> None:
+        state["objects"]["nodes"] = [o for o in state["objects"]["nodes"] if o["metadata"]["name"] in running]
+        state["objects"]["daemonsets.apps"][0]["status"].update(
+            desiredNumberScheduled=len(running), numberReady=len(running), updatedNumberScheduled=len(running)
+        )
+        state["unreachable"] = not any(n.role == "controlplane" and n.hostname in running for n in cluster.nodes)
+
+    cluster.talos(talos)
+    cluster.kube(kube)
+    return cluster
+
+
+def run_check(cluster: Cluster, ws: Workspace) -> tuple[int, str]:
+    console = Recorder()
+    code = check(ws, "prod", None, cluster.options(), console, CheckCommand(synth=False), cluster.kubectl())
+    return int(code), console.text
+
+
 def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
     root, data, _, tf, _, first = deployed
     ws = workspace(root, data)
@@ -332,12 +382,41 @@ def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
         assert inventory(fake) == EMPTY, cycle
         for layer in PROXMOX_SIDE:
             assert tf.run(ws.stack_dir(layer), "state", "list").stdout.split() == [], (cycle, layer)
+        if cycle == 1:  # nothing runs: the check cannot look at anything but the certificates
+            code, text = run_check(cluster_as_running(root / "cycle-0", ws, fake), ws)
+            assert code == MonitorExit.ERROR, text
+            assert text.splitlines()[-1] == (
+                "check prod: not checked: talos, services, nodes, cilium, l2, flux, logs; ok: certificates"
+            )
         assert deploy(ws, PROXMOX_SIDE, tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
+        checking = time.monotonic()
+        code, text = run_check(cluster_as_running(root / f"cycle-{cycle}", ws, fake), ws)
         times.append(
-            {"cycle": cycle, "destroy_s": round(torn_down, 1), "total_s": round(time.monotonic() - started, 1)}
+            {
+                "cycle": cycle,
+                "destroy_s": round(torn_down, 1),
+                "check_s": round(time.monotonic() - checking, 1),
+                "total_s": round(time.monotonic() - started, 1),
+            }
         )
+        assert code == MonitorExit.IN_SYNC, (cycle, text)
+        assert "nodes: ok — 5 Nodes Ready with the site's roles and labels, no other Node" in text
+        [logs] = [line for line in text.splitlines() if line.startswith("logs:")]
+        assert "(the last apply of platform-prod (state backup " in logs and "-deploy.tfstate)" in logs, logs
         assert inventory(fake)["vms"] == [1101, 1102, 1103, 1201, 1202]
         assert leftover_plans(root) == []
+    # the check follows what runs: wk-b's VM stopped behind Terraform's back is a problem it finds (2), not a pass
+    [wk_b] = fake.call(lambda: [vm for vm in fake.pve.vms if vm.name == "wk-b"])
+    fake.call(lambda: setattr(wk_b, "status", "stopped"))
+    try:
+        code, text = run_check(cluster_as_running(root / "wk-b-stopped", ws, fake), ws)
+    finally:
+        fake.call(lambda: setattr(wk_b, "status", "running"))
+    assert code == MonitorExit.FOUND, text
+    assert "nodes: problem — no Kubernetes Node wk-b (site node wk-b, 127.11.1.22)" in text, text
+    assert text.splitlines()[-1] == (
+        "check prod: 3 problems (talos, services, nodes); ok: cilium, l2, flux, logs, certificates"
+    ), text
     backups = list((root / "state-backups").rglob("*.tfstate"))
     assert backups and {stat.S_IMODE(p.stat().st_mode) for p in backups} == {0o600}
     report = {

@@ -1,0 +1,90 @@
+"""What a check is and what it says: `ok`, `problem` (each with what is wrong and what to do) or `not checked` (why
+it could not look). A check is a pure function of what the site says (`Context`) and what was read
+(terravixens.operations.observe.Observed): it calls nothing, so each is tested on values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from terravixens.config.model import Cluster
+from terravixens.layers import gitops_stack_name, platform_stack_name
+from terravixens.operations.observe import Observed, SiteNode, Unread
+
+
+class Status(StrEnum):
+    OK = "ok"
+    PROBLEM = "problem"
+    NOT_CHECKED = "not checked"
+
+
+@dataclass(frozen=True)
+class Problem:
+    what: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """One check's verdict. `summary`: what was seen (ok), or why it could not look (not checked); `problems`: one
+    per thing wrong, each with its fix; `unread`: what it could not read besides (said, never hidden)."""
+
+    check: str
+    status: Status
+    summary: str
+    problems: tuple[Problem, ...] = ()
+
+    def lines(self) -> list[str]:
+        if self.status is Status.PROBLEM:
+            return [f"{self.check}: problem — {p.what}: {p.fix}" for p in self.problems] + (
+                [f"{self.check}: problem — also: {self.summary}"] if self.summary else []
+            )
+        return [f"{self.check}: {self.status} — {self.summary}"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the site says about the cluster being checked, and the time the check judges at."""
+
+    cluster_name: str
+    cluster: Cluster
+    now: datetime
+
+    @property
+    def platform(self) -> str:
+        return platform_stack_name(self.cluster_name)
+
+    @property
+    def gitops(self) -> str:
+        return gitops_stack_name(self.cluster_name)
+
+
+Check = Callable[[Context, Observed], Result]
+
+
+def not_checked(check: str, unread: Unread) -> Result:
+    return Result(check, Status.NOT_CHECKED, str(unread))
+
+
+def verdict(check: str, problems: list[Problem], ok: str, unread: list[str] | None = None) -> Result:
+    """Problems win (what could not be read is said after them); else not checked when something could not be read;
+    else ok."""
+    rest = "not read: " + "; ".join(dict.fromkeys(unread)) if unread else ""
+    if problems:
+        return Result(check, Status.PROBLEM, rest, tuple(problems))
+    if unread:
+        return Result(check, Status.NOT_CHECKED, rest)
+    return Result(check, Status.OK, ok)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def where(node: SiteNode) -> str:
+    return f"{node.hostname} ({node.address})"
+
+
+__all__ = ["Check", "Context", "Problem", "Result", "Status", "not_checked", "plural", "verdict", "where"]

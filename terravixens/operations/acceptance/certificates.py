@@ -1,0 +1,55 @@
+"""`certificates`: the client certificates of the talosconfig and the kubeconfig the check used do not expire within
+30 days (read with the standard library: terravixens.operations.observe.not_after)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from terravixens.operations.acceptance.base import Context, Problem, Result, not_checked, verdict
+from terravixens.operations.observe import Observed, Unread
+
+NAME = "certificates"
+WARN_WITHIN = timedelta(days=30)
+
+
+def _fix(source: str, context: Context) -> str:
+    if source.startswith("talosconfig"):
+        return (
+            "issue a new one while this one works: `talosctl config new --roles os:admin FILE` (or re-apply "
+            f"{context.platform} and use its talosconfig output)"
+        )
+    return (
+        f"terravixens deploy {context.platform}: the talos provider re-issues the kubeconfig within 30 days of its "
+        f"expiry (certificate_renewal_duration); then use its kubeconfig output"
+    )
+
+
+def check(context: Context, observed: Observed) -> Result:
+    found = observed.certificates
+    if isinstance(found, Unread):
+        return not_checked(NAME, found)
+    if not found:
+        return not_checked(NAME, Unread("read the client certificates", "no talosconfig or kubeconfig with one"))
+    problems, valid = [], []
+    for certificate in found:
+        if certificate.not_after is None:
+            problems.append(Problem(f"{certificate.source}: {certificate.problem}", _fix(certificate.source, context)))
+            continue
+        date = certificate.not_after.strftime("%Y-%m-%d")
+        left = certificate.not_after - context.now
+        if left <= timedelta(0):
+            problems.append(
+                Problem(
+                    f"{certificate.source}: client certificate expired on {date}", _fix(certificate.source, context)
+                )
+            )
+        elif left <= WARN_WITHIN:
+            problems.append(
+                Problem(
+                    f"{certificate.source}: client certificate expires on {date} (in {left.days} days)",
+                    _fix(certificate.source, context),
+                )
+            )
+        else:
+            valid.append(f"{certificate.source} until {date} ({left.days} days)")
+    return verdict(NAME, problems, "valid for more than 30 days: " + ", ".join(valid))

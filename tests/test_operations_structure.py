@@ -8,7 +8,19 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "terravixens"
-COMMANDS = {"deploy", "destroy", "restore", "decommission", "dead_member", "drift", "review", "plan_guard", "validate"}
+COMMANDS = {
+    "deploy",
+    "destroy",
+    "restore",
+    "decommission",
+    "dead_member",
+    "drift",
+    "review",
+    "plan_guard",
+    "validate",
+    "snapshot",
+    "restore_etcd",
+}
 
 
 def imported(path: Path) -> set[str]:

@@ -448,7 +448,8 @@ def _probes(text: str) -> int:
 def _keep(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of snapshots to keep: give a whole number, 1 or more (the new one is always kept)"
+            f"{text!r} is not a number of snapshots to keep: give a whole number, 1 or more (the new one is always "
+            f"kept)"
         )
     return int(text)
 

@@ -41,9 +41,9 @@ from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import TALOSCONFIG_UNIT, SnapshotPolicy, fresh_snapshot, platform_talosconfig
-from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Call, Member, Talosctl, members

@@ -35,7 +35,9 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from terravixens.config.addressing import node_address
 from terravixens.etcd_snapshots import (
@@ -90,7 +92,7 @@ class RestoreOptions:
     force: bool = False
     skip_hash_check: bool = False
     talosconfig: str | None = None
-    snapshot: SnapshotPolicy = SnapshotPolicy()
+    snapshot: SnapshotPolicy = field(default_factory=SnapshotPolicy)
     timeout: float = 15 * 60
     poll: float = 5.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
@@ -216,7 +218,7 @@ def _origin(ws: Workspace, cluster_name: str, path: Path, given: str) -> str:
     return f"taken {taken_at:%Y-%m-%d %H:%M:%S} UTC through {node} ({reason})"
 
 
-def _manifest(path: Path) -> dict | None:
+def _manifest(path: Path) -> dict[str, Any] | None:
     try:
         manifest = json.loads(manifest_path(path).read_text())
     except (OSError, ValueError):
@@ -303,7 +305,6 @@ def restore_etcd(
         raise OperationError(
             f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
         )
-    layer = platform_stack_name(cluster_name)
     addresses = {
         name: node_address(node.networks, cluster.management_vlan)
         for name, node in sorted(cluster.control_planes.items())
@@ -394,9 +395,10 @@ def _restore(
             console.step(
                 layer,
                 "reset",
-                f"{name} ({address}): --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL (waits until it is back)",
+                f"{name} ({address}): --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL (waits until it is "
+                f"back)",
             )
-            answer = _changing(journal, RESET_UNKNOWN, lambda address=address: talosctl.reset_ephemeral(address))
+            answer = _changing(journal, RESET_UNKNOWN, partial(talosctl.reset_ephemeral, address))
             if not answer.ok:
                 raise OperationError(
                     f"talosctl reset of {name} failed ({answer.reason}); "
@@ -417,7 +419,7 @@ def _restore(
         answer = _changing(
             journal,
             BOOTSTRAP_UNKNOWN,
-            lambda: talosctl.bootstrap_recover(addresses[bootstrap], str(source.path), source.skip_hash_check),
+            partial(talosctl.bootstrap_recover, addresses[bootstrap], str(source.path), source.skip_hash_check),
         )
         for line in answer.stdout.splitlines():
             console.step(layer, "bootstrap", line.strip())

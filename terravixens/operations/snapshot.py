@@ -14,7 +14,7 @@ layer initialised first, the output written privately and removed afterwards). N
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -38,7 +38,7 @@ class SnapshotOptions:
 
     keep: int = DEFAULT_KEEP
     talosconfig: str | None = None
-    talosctl: Talosctl = Talosctl(timeout=SNAPSHOT_TIMEOUT)
+    talosctl: Talosctl = field(default_factory=lambda: Talosctl(timeout=SNAPSHOT_TIMEOUT))
 
 
 def _known(ws: Workspace, cluster_name: str) -> None:

@@ -807,7 +807,7 @@ def snapshot_taken(lab: Lab) -> None:
     )
     lines = ran.out.splitlines()
     assert lines[-3] == f"snapshot: etcd-snapshots/homelab/prod/{kept.name}"
-    assert lines[-2].startswith("verified: verified by etcd's own checks (size, sha256, bbolt, etcd): revision 24")
+    assert lines[-2].startswith("verified by etcd's own checks (size, sha256, bbolt, etcd): revision 24")
     assert lines[-1] == "retention (--keep 10): kept 1; removed 0"
     assert [line.split()[1] for line in tools.log() if " etcd snapshot " in line] == ["10.11.1.11", "10.11.1.12"]
 

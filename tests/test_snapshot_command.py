@@ -54,7 +54,7 @@ def test_a_snapshot_is_taken_verified_kept_and_said(ws, tmp_path):
     assert lines[-3:] == [
         f"snapshot: {FOLDER / path.name}",
         (
-            f"verified: verified by etcd's own checks (size, sha256, bbolt, etcd): revision {report['revision']}, "
+            f"verified by etcd's own checks (size, sha256, bbolt, etcd): revision {report['revision']}, "
             f"{report['total_keys']} keys, {report['size']} bytes, sha256 {report['sha256'][:12]}"
         ),
         "retention (--keep 10): kept 1; removed 0",

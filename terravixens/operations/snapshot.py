@@ -97,7 +97,7 @@ def take_snapshot(
             unit.note = where
     verification = taken.verification
     console.say(f"snapshot: {where}")
-    console.say(f"verified: {verification.summary().split(': ', 1)[1]}")
+    console.say(verification.summary().split(": ", 1)[1])
     removed = ", ".join(path.name for path in taken.pruned.removed)
     console.say(f"retention (--keep {options.keep}): {describe(taken.pruned)}{': ' + removed if removed else ''}")
     return ExitCode.OK

@@ -286,7 +286,7 @@ def observe(talosctl: Talosctl, addresses: dict[str, str], console: Console, lay
             count = len(members(listed.stdout))
             console.step(layer, "etcd", f"{count} members listed through {name}: etcd has a leader")
             return Observed(services, name, count)
-        console.step(layer, "etcd", f"{name} lists no members ({listed.reason[:200]})")
+        console.step(layer, "etcd", f"{name} lists no members ({listed.reason[:300]})")
     return Observed(services, None, 0)
 
 

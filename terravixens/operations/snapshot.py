@@ -92,7 +92,8 @@ def take_snapshot(
                     f"{'s' if tried != 1 else ''} tried, each said why above); nothing was kept",
                     ExitCode.BACKUP_FAILED,
                 ) from None
-            assert taken is not None  # the policy skips nothing here
+            if taken is None:  # only a policy with a skip reason gives none; this one has none (no assert: -O)
+                raise OperationError(f"{layer}: the snapshot step skipped a snapshot asked for", ExitCode.FAILED)
             where = _shown(taken.snapshot.path, ws.root)
             unit.note = where
     verification = taken.verification

@@ -10,6 +10,8 @@
     terravixens restore LAYER FILE  put a state backup back
     terravixens decommission CLUSTER   reset a cluster's nodes in order (workers, control planes, the last one)
     terravixens remove-dead-member CLUSTER NODE   remove an unreachable control plane from etcd, then its apply
+    terravixens snapshot CLUSTER    a verified etcd snapshot, kept with retention (--list: the kept ones)
+    terravixens restore-etcd CLUSTER --from FILE   Talos' etcd disaster recovery from a snapshot, guarded
     terravixens drift [LAYER…]      plan -detailed-exitcode per layer, then the Talos side; exit 2 on drift
     terravixens check CLUSTER       acceptance check of a running cluster; exit 2 when a check finds a problem
     terravixens review BASE         what a change does per stack and node, as Markdown for a pull request
@@ -275,23 +277,33 @@ def _restore(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
 
 def _decommission(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.decommission import DecommissionOptions, decommission
+    from terravixens.operations.etcd import SnapshotPolicy
+    from terravixens.talosctl import Talosctl
 
     return decommission(
         ws,
         args.cluster,
         tf,
         DecommissionOptions(
-            confirm=args.confirm, delete_vms=args.delete_vms, destroy_secrets=args.destroy_secrets, yes=args.yes
+            confirm=args.confirm,
+            delete_vms=args.delete_vms,
+            destroy_secrets=args.destroy_secrets,
+            yes=args.yes,
+            snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+            talosctl=Talosctl(args.talosctl, timeout=args.timeout),
+            talosconfig=args.talosconfig,
         ),
         console=console,
     )
 
 
 def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
-    from terravixens.operations.dead_member import DeadMemberOptions, remove_dead_member
+    from terravixens.operations.dead_member import DeadMemberOptions, remove_dead_member, snapshot_before_removal
+    from terravixens.operations.etcd import SnapshotPolicy
     from terravixens.talosctl import Talosctl
 
-    talosctl = Talosctl(args.talosctl, args.talosconfig, args.timeout, probe_timeout=args.probe_timeout)
+    # Without --talosconfig the operation reads the platform layer's output after synth (a placeholder until then).
+    talosctl = Talosctl(args.talosctl, args.talosconfig or "", args.timeout, probe_timeout=args.probe_timeout)
     return remove_dead_member(
         ws,
         args.cluster,
@@ -300,8 +312,62 @@ def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any
         talosctl,
         console=console,
         options=DeadMemberOptions(
-            confirm=args.confirm, force=args.force, probes=args.probes, probe_window=args.probe_window
+            confirm=args.confirm,
+            force=args.force,
+            probes=args.probes,
+            probe_window=args.probe_window,
+            before_irreversible=snapshot_before_removal(ws, SnapshotPolicy(skip_reason=args.no_snapshot)),
+            talosconfig_from_layer=args.talosconfig is None,
         ),
+    )
+
+
+def _snapshot(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
+    from terravixens.etcd_snapshots import DEFAULT_KEEP
+    from terravixens.operations import OperationError
+    from terravixens.operations.snapshot import SnapshotOptions, list_snapshots, take_snapshot
+    from terravixens.talosctl import Talosctl
+
+    if args.list:
+        if args.keep is not None:
+            raise OperationError("--keep applies when a snapshot is taken; --list only lists", BAD_INPUT)
+        return list_snapshots(ws, args.cluster, console)
+    options = SnapshotOptions(
+        keep=DEFAULT_KEEP if args.keep is None else args.keep,
+        talosconfig=args.talosconfig,
+        talosctl=Talosctl(args.talosctl, timeout=args.timeout),
+    )
+    return take_snapshot(ws, args.cluster, tf, options, console)
+
+
+def _restore_etcd(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
+    from terravixens.operations import OperationError
+    from terravixens.operations.etcd import SnapshotPolicy
+    from terravixens.operations.restore_etcd import RestoreOptions, restore_etcd
+    from terravixens.talosctl import Talosctl
+
+    if args.no_snapshot is not None and not args.force:
+        raise OperationError(
+            "--no-snapshot goes with --force: only an etcd that still answers is snapshotted before it is "
+            "restored over; nothing was done",
+            BAD_INPUT,
+        )
+    return restore_etcd(
+        ws,
+        args.cluster,
+        tf,
+        Talosctl(args.talosctl, timeout=args.timeout),
+        RestoreOptions(
+            source=Path(args.source),
+            confirm=args.confirm,
+            force=args.force,
+            skip_hash_check=args.skip_hash_check,
+            talosconfig=args.talosconfig,
+            snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+            timeout=args.timeout,
+            poll=args.poll,
+        ),
+        console,
     )
 
 
@@ -442,6 +508,50 @@ def _probes(text: str) -> int:
             f"single probe cannot tell a dead node from a reboot)"
         )
     return int(text)
+
+
+def _keep(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of snapshots to keep: give a whole number, 1 or more (the new one is always "
+            f"kept)"
+        )
+    return int(text)
+
+
+def _no_snapshot(text: str) -> str:
+    from terravixens.operations.etcd import no_snapshot_reason
+
+    try:
+        return no_snapshot_reason(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _no_snapshot_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--no-snapshot",
+        type=_no_snapshot,
+        metavar="REASON",
+        help=f"go on without the fresh etcd snapshot taken {what}, saying why (printed where the snapshot would be)",
+    )
+
+
+def _talosctl_options(parser: argparse.ArgumentParser, timeout: str, what: str) -> None:
+    parser.add_argument(
+        "--talosconfig",
+        metavar="FILE",
+        help="talosctl client configuration (default: the platform layer's talosconfig output, written 0600 to a "
+        "private temporary folder and removed afterwards)",
+    )
+    parser.add_argument("--talosctl", default="talosctl", metavar="BIN", help="the talosctl binary")
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=timeout,
+        metavar="DURATION",
+        help=f"deadline of each talosctl call{what}, e.g. 90s, 15m (default {timeout})",
+    )
 
 
 def _site_option(parser: argparse.ArgumentParser) -> None:
@@ -675,15 +785,23 @@ def _decommission_args(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="last: destroy the machine secrets (the cluster's identity) for good",
     )
+    _no_snapshot_option(parser, "before the first reset")
+    _talosctl_options(parser, "5m", " (the etcd snapshot)")
 
 
 def _dead_member_args(parser: argparse.ArgumentParser) -> None:
     _site_option(parser)
     parser.add_argument("cluster")
     parser.add_argument("node")
-    parser.add_argument("--talosconfig", default="talosconfig", help="talosctl client configuration (platform output)")
-    parser.add_argument("--talosctl", default="talosctl")
+    parser.add_argument(
+        "--talosconfig",
+        metavar="FILE",
+        help="talosctl client configuration (default: the platform layer's talosconfig output, written 0600 to a "
+        "private temporary folder and removed afterwards)",
+    )
+    parser.add_argument("--talosctl", default="talosctl", metavar="BIN", help="the talosctl binary")
     parser.add_argument("--confirm", metavar="SITE/CLUSTER/NODE", help="the typed confirmation, for unattended runs")
+    _no_snapshot_option(parser, "right before the member's removal")
     parser.add_argument(
         "--probes",
         type=_probes,
@@ -717,6 +835,55 @@ def _dead_member_args(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="proceed even though the node answers `talosctl version` "
         "(a live node whose etcd is broken); still confirmed",
+    )
+
+
+def _snapshot_args(parser: argparse.ArgumentParser) -> None:
+    _site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument(
+        "--list", action="store_true", help="list the kept snapshots (time, node, reason, size, verified); runs nothing"
+    )
+    parser.add_argument(
+        "--keep",
+        type=_keep,
+        metavar="N",
+        help="retention: keep the newest N verified snapshots of the cluster (default 10; unverified ones are never "
+        "removed)",
+    )
+    _talosctl_options(parser, "5m", " (the snapshot's stream)")
+
+
+def _restore_etcd_args(parser: argparse.ArgumentParser) -> None:
+    _site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="FILE",
+        help="the snapshot (etcd-snapshots/..., or any `talosctl etcd snapshot` file); verified first",
+    )
+    parser.add_argument(
+        "--skip-hash-check",
+        action="store_true",
+        help="FILE is a `db` copied out of an etcd data directory, without etcd's digest: restored with talosctl "
+        "bootstrap --recover-skip-hash-check (nothing proves it is intact)",
+    )
+    parser.add_argument("--confirm", metavar="SITE/CLUSTER", help="the typed confirmation, for unattended runs")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="restore even though etcd answers (every write since FILE is lost; a fresh snapshot of it is taken first)",
+    )
+    _no_snapshot_option(parser, "with --force, before the resets")
+    _talosctl_options(parser, "15m", ", and of the wait for etcd to be Preparing")
+    parser.add_argument(
+        "--poll",
+        type=_duration,
+        default="5s",
+        metavar="DURATION",
+        help="time between two `talosctl service etcd` while waiting for Preparing (default 5s)",
     )
 
 
@@ -931,7 +1098,11 @@ COMMANDS: tuple[Command, ...] = (
             (BAD_INPUT, "site file, unknown cluster"),
             (DECLINED, "the typed SITE/CLUSTER or a step's yes"),
             FAILED,
-            BACKUP_FAILED,
+            (
+                BACKUP_FAILED,
+                "no verified etcd snapshot before the first reset (nothing was changed; --no-snapshot REASON goes "
+                "on without), or a state backup failed",
+            ),
             INTERRUPTED,
         ),
     ),
@@ -955,7 +1126,55 @@ COMMANDS: tuple[Command, ...] = (
                 "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
                 "is done and what is not)",
             ),
-            BACKUP_FAILED,
+            (
+                BACKUP_FAILED,
+                "the state backup, or the etcd snapshot right before the removal (through another control plane), "
+                "failed: etcd untouched; --no-snapshot REASON goes on without the snapshot",
+            ),
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "snapshot",
+        "take a verified etcd snapshot (or --list the kept ones)",
+        _snapshot_args,
+        _operation(_snapshot),
+        codes(
+            (OK, "the snapshot is kept (its path, verification and what retention removed printed), or the list"),
+            (REFUSED, SYNTH_RULE),
+            (BAD_INPUT, "site file, unknown cluster, bad option, no talosconfig output (give --talosconfig)"),
+            (FAILED, "synth or terraform init (to read the talosconfig output) failed"),
+            (
+                BACKUP_FAILED,
+                "no control plane gave a snapshot that verifies (each one's reason printed); nothing was kept",
+            ),
+            INTERRUPTED,
+        ),
+    ),
+    Command(
+        "restore-etcd",
+        "restore etcd from a snapshot: reset control planes, bootstrap",
+        _restore_etcd_args,
+        _operation(_restore_etcd),
+        codes(
+            (OK, "etcd restored on the bootstrap node, every control plane joined, talosctl health passed"),
+            (
+                REFUSED,
+                f"etcd answers (a control plane lists its members) and no --force: restoring would lose every write "
+                f"since the snapshot; or {SYNTH_RULE}; nothing was done",
+            ),
+            (
+                BAD_INPUT,
+                "site file, unknown cluster, FILE missing, not a verified snapshot, another cluster's, or without "
+                "etcd's digest and no --skip-hash-check; nothing was done",
+            ),
+            (DECLINED, "the typed SITE/CLUSTER was not given; nothing was done"),
+            (
+                FAILED,
+                "a reset, the wait for Preparing, the bootstrap or health failed or hung: the last line says which "
+                "control planes are reset; run it again once fixed",
+            ),
+            (BACKUP_FAILED, "with --force: no fresh snapshot of the etcd that answers; nothing was done"),
             INTERRUPTED,
         ),
     ),

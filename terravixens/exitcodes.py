@@ -63,7 +63,7 @@ MEANING: dict[type[IntEnum], dict[str, str]] = {
         "DECLINED": "not confirmed (or no terminal and no --confirm/--yes): nothing done",
         "FAILED": "an external step failed, hung or is missing (terraform, talosctl, kubectl), or the cluster went "
         "unhealthy mid-run: stopped; the last line says what is done and what is not",
-        "BACKUP_FAILED": "a state backup could not be taken or verified: nothing done",
+        "BACKUP_FAILED": "a state backup or an etcd snapshot could not be taken or verified: nothing done",
         "CHECK_FAILED": "done, then the acceptance check found problems (`deploy --check`): what was applied stays "
         "applied; the check's lines say what to fix",
         "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, SIGHUP): children stopped; the last line says what is done and "

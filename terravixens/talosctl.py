@@ -11,7 +11,8 @@ Output formats parsed here are talosctl's own (cmd/talosctl/cmd/talos in siderol
 `NODE ID HOSTNAME PEER URLS CLIENT URLS LEARNER` (ids as 16 hex digits); `get extensions` a resource table
 `NODE NAMESPACE TYPE ID VERSION NAME VERSION` where an Image Factory image carries an extension named `schematic`
 whose version is the schematic id it was built from (the running image, unlike machine.install.image, which only
-says what a future install would use).
+says what a future install would use); `service ID` one key/value block per node (NODE, ID, STATE, HEALTH, LAST HEALTH
+MESSAGE when there is one, EVENTS newest first), tabwriter-aligned (pkg/machinery/formatters RenderServicesInfo).
 
 The read-only calls of `terravixens check` and `drift` (terravixens.operations.observe) ask several nodes at once
 (`--nodes a,b,c`): `services` prints a table `NODE SERVICE STATE HEALTH LAST CHANGE LAST EVENT`, `logs SERVICE` every
@@ -53,6 +54,7 @@ SERVICE_STATES = (
     "Failed",
     "Skipped",
 )
+SERVICE_FIELD = re.compile(r"^(NODE|ID|STATE|HEALTH|LAST HEALTH MESSAGE|EVENTS)(?: +(.*))?$")
 # One call's answer: ok, stdout, reason (runner.Ran). The name stays for the upgrade's signatures.
 Call = Ran
 
@@ -83,6 +85,50 @@ def members(listing: str) -> list[Member]:
         if len(columns) >= 5 and MEMBER_ID.match(columns[1]):
             learner = columns[5] == "true" if len(columns) >= 6 else False
             found.append(Member(columns[1], columns[2], columns[3], learner))
+    return found
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """One node's block of `talosctl service ID`: its state (Initialized, Starting, Preparing, Waiting, Running,
+    Stopping, Finished, Failed, Skipped), its health (`?` unknown, `OK`, `Fail`), the last health message and the
+    newest event (`[Preparing]: Running pre state (17s ago)`)."""
+
+    node: str
+    id: str
+    state: str
+    health: str
+    message: str = ""
+    last_event: str = ""
+
+
+def service_states(output: str) -> dict[str, ServiceState]:
+    """node -> its block in `talosctl --nodes A,B service ID` output; lines that are not a block's (warnings, the
+    older events) are skipped."""
+    found: dict[str, ServiceState] = {}
+    block: dict[str, str] = {}
+
+    def close() -> None:
+        if block.get("NODE") and block.get("STATE"):
+            found[block["NODE"]] = ServiceState(
+                block["NODE"],
+                block.get("ID", ""),
+                block["STATE"],
+                block.get("HEALTH", ""),
+                block.get("LAST HEALTH MESSAGE", ""),
+                block.get("EVENTS", ""),
+            )
+
+    for line in output.splitlines():
+        field = SERVICE_FIELD.match(line.rstrip())
+        if field is None:
+            continue
+        key, value = field.group(1), (field.group(2) or "").strip()
+        if key == "NODE":
+            close()
+            block = {}
+        block.setdefault(key, value)
+    close()
     return found
 
 
@@ -181,8 +227,8 @@ def health_failure(stderr: str) -> str:
 
 
 def _subcommand(arguments: Sequence[str]) -> list[str]:
-    """`etcd members`, `get extensions`, `upgrade`: what names a call in a reason."""
-    return list(arguments[:2]) if arguments[:1] in (["etcd"], ["get"]) else list(arguments[:1])
+    """`etcd members`, `get extensions`, `service etcd`, `upgrade`: what names a call in a reason."""
+    return list(arguments[:2]) if arguments[:1] in (["etcd"], ["get"], ["service"]) else list(arguments[:1])
 
 
 @dataclass(frozen=True)
@@ -267,11 +313,42 @@ class Talosctl:
         and its sha256) written to PATH.part, renamed to PATH when complete (terravixens.etcd_snapshots verifies it)."""
         return self.run(["--nodes", address, "etcd", "snapshot", path])
 
+    def reset_ephemeral(self, address: str) -> Call:
+        """The disaster-recovery reset of one control plane: not graceful (its etcd is not asked to leave a cluster
+        that has lost quorum), EPHEMERAL wiped (it holds /var/lib/etcd; STATE, the machine configuration and its
+        certificates, stays), rebooted; talosctl waits (bounded by --timeout) until the node is back."""
+        return self.run(
+            [
+                "--nodes",
+                address,
+                "reset",
+                "--graceful=false",
+                "--reboot",
+                "--system-labels-to-wipe=EPHEMERAL",
+                "--wait",
+                "--timeout",
+                f"{self.timeout}s",
+            ]
+        )
+
+    def service(self, addresses: Sequence[str], service: str, deadline: float | None = None) -> Call:
+        """`talosctl --nodes A,B,C service ID`: one block per node (service_states); a node that does not answer is a
+        WARNING on stderr, exit 0 while another answered."""
+        return self.run(["--nodes", ",".join(addresses), "service", service], deadline=deadline)
+
+    def bootstrap_recover(self, address: str, snapshot: str, skip_hash_check: bool = False) -> Call:
+        """`talosctl bootstrap --recover-from=FILE` on one control plane whose etcd waits (Preparing): talosctl reads
+        the file's etcd status locally (`recovering from snapshot ...`), uploads it, and bootstraps etcd from it.
+        `skip_hash_check`: the file is a `db` copied out of a data directory, without etcd's sha256 digest."""
+        extra = ["--recover-skip-hash-check"] if skip_hash_check else []
+        return self.run(["--nodes", address, "bootstrap", f"--recover-from={snapshot}", *extra])
+
 
 __all__ = [
     "Call",
     "Member",
     "Service",
+    "ServiceState",
     "Talosctl",
     "health_failure",
     "log_lines",
@@ -280,6 +357,7 @@ __all__ = [
     "parse_duration",
     "schematic",
     "server_tag",
+    "service_states",
     "services",
     "version_tags",
 ]

@@ -39,6 +39,9 @@ The scenario holds the state it answers from and records every call (under a loc
     calls               appended: the arguments of every call (tests may append their own entries, e.g. the
                         terraform calls, to see the order of everything)
     kubernetes          set by upgrade-k8s --to
+
+`etcd snapshot` / `etcd status` and the disaster recovery's `reset`, `service etcd` and `bootstrap --recover-from`
+have their own blocks below, each with its scenario keys.
 """
 
 from __future__ import annotations
@@ -103,6 +106,270 @@ if not answers:
         file=sys.stderr,
     )
     sys.exit(1)
+
+
+# ------------------------------------------------------------------- disaster recovery: reset, service, bootstrap
+# `talosctl reset`, `talosctl service etcd` and `talosctl bootstrap --recover-from`, and what etcd's state on a node
+# does to `etcd members`, `etcd snapshot` and `health`, as talosctl 1.11-1.13 print them
+# (cmd/talosctl/cmd/talos/{reset,service,bootstrap}.go, pkg/machinery/formatters RenderServicesInfo, the action
+# tracker's lines when stderr is not a terminal; docs: disaster-recovery). Scenario keys:
+#   etcd_service   address -> {"state", "health", "message", "events": [[state, message], newest first]}; absent: etcd
+#                  Running, health OK, the events of a normal start. Through a node whose etcd is not Running,
+#                  `etcd members` and `etcd snapshot` fail (nothing listens on 127.0.0.1:2379); through one Running
+#                  whose health is not OK (no leader: quorum lost), `etcd members` fails (talosctl asks with
+#                  WithRequireLeader) while `etcd snapshot` still streams the member's own database. [error texts
+#                  inferred from clientv3: the exact wording on a real node may differ]
+#   after_reset    the states a node's etcd goes through after its reset, one per `service etcd` call (default
+#                  ["Waiting", "Preparing"]); the last one stays (["Waiting"]: a node that never gets to Preparing)
+#   wiped          set by reset: nodes whose EPHEMERAL partition (etcd's data) was wiped
+#   etcd_tool      the etcd-snapshot binary (tests/etcd_tool.py): `bootstrap --recover-from` reads the file's status
+#                  with it, as talosctl reads it locally with etcdutl before uploading it
+#   recovered      set by a bootstrap --recover-from that was accepted: {"node", "file", "skip_hash_check"}
+# After an accepted recovery the node's etcd restores the file: a file without etcd's digest and no
+# --recover-skip-hash-check, or a digest that does not match, leaves its etcd Failed (etcdutl refuses it on the node,
+# after talosctl returned 0); otherwise its etcd and every other wiped control plane waiting in Preparing are Running
+# (the others join once the control plane endpoint is up) and `members` lists them with new ids.
+# A real cluster adds the reboots (minutes each), etcd's own restore log (`talosctl logs etcd`) and the Kubernetes
+# control plane coming back.
+import tempfile  # noqa: E402  (this block stays self-contained)
+from hashlib import sha256  # noqa: E402
+
+
+def _go_duration(seconds: int) -> str:
+    """Go's time.Duration.Round(time.Second).String() for whole seconds."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def _two_columns(rows: list[tuple[str, str]]) -> str:
+    """Go's tabwriter (padding 3, spaces) over key/value lines: one column block for the whole output."""
+    width = max(len(key) for key, _ in rows) + 3
+    return "".join(f"{key.ljust(width)}{value}\n" for key, value in rows)
+
+
+EVENT_TEXT = {
+    "Waiting": 'Waiting for service "cri" to be "up", time sync',
+    "Preparing": "Running pre state",
+    "Running": "Health check successful",
+}
+STARTED = [
+    ["Running", "Health check successful"],
+    ["Running", "Started task etcd (PID 2519) for container etcd"],
+    ["Preparing", "Creating service runner"],
+    ["Preparing", "Running pre state"],
+    ["Waiting", 'Waiting for service "cri" to be "up", time sync'],
+]
+ETCD_DOWN = (
+    'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp '
+    '127.0.0.1:2379: connect: connection refused"'
+)
+NO_LEADER = "rpc error: code = Unavailable desc = etcdserver: no leader"
+NOT_EMPTY = "rpc error: code = AlreadyExists desc = etcd data directory is not empty"
+
+
+def _etcd_of(state: dict, address: str) -> dict:
+    found = state.get("etcd_service", {}).get(address)
+    return found if found is not None else {"state": "Running", "health": "OK", "events": STARTED}
+
+
+def _errors(entries: list[str]) -> str:
+    """hashicorp/go-multierror's text, as talosctl's multi-node errors print it."""
+    count = len(entries)
+    points = "\n\t".join(f"* {entry}" for entry in entries)
+    return f"{count} error{'s' if count > 1 else ''} occurred:\n\t{points}\n\n"
+
+
+def _unreachable(address: str) -> str:
+    return (
+        f'{address}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: '
+        f'dial tcp {address}:50000: connect: no route to host"'
+    )
+
+
+def _status_of(path: str, tool: str) -> tuple[dict | None, bool, bool]:
+    """(etcd status of the file's database, the file carries a digest, the digest matches): what etcdutl's Status
+    reads (it ignores the digest), computed by the etcd-snapshot tool on the database with a digest appended."""
+    with open(path, "rb") as source:
+        data = source.read()
+    digested = len(data) % 512 == 32
+    database = data[:-32] if digested else data
+    matches = digested and sha256(database).digest() == data[-32:]
+    with tempfile.TemporaryDirectory() as folder:
+        copy = os.path.join(folder, "status.snapshot")
+        with open(copy, "wb") as target:
+            target.write(database + sha256(database).digest())
+        ran = subprocess.run([tool, "verify", copy], capture_output=True, text=True, timeout=120)
+    try:
+        report = json.loads(ran.stdout)
+    except ValueError:
+        report = {"ok": False}
+    return (report if report.get("ok") else None), digested, matches
+
+
+def _disaster_recovery() -> None:
+    """The commands and conditions of this block; returns when the call is not one of them."""
+    targets = node.split(",")
+    with scenario() as state:
+        modelled = "etcd_service" in state or command in ("reset", "service", "bootstrap")
+    if not modelled:
+        return
+    if command == "reset":
+        if len(targets) > 1 or not {"--graceful=false", "--reboot", "--system-labels-to-wipe=EPHEMERAL"} <= set(
+            arguments
+        ):
+            print(f"fake talosctl: only the disaster-recovery reset of one node is modelled, not {arguments[4:]}")
+            sys.exit(2)
+        with scenario() as state:
+            entry = {"after": list(state.get("after_reset") or ["Waiting", "Preparing"]), "events": []}
+            entry.update(state=entry["after"][0], health="?")
+            state.setdefault("etcd_service", {})[node] = entry
+            state.setdefault("wiped", []).append(node)
+        if "--wait=false" not in arguments:
+            for line in (
+                "waiting for actor ID",
+                "actor ID: 8f2c1a9e-5d0b-4c4e-9a61-3b7e2d4f0c15",
+                "unavailable, retrying...",
+                "post check passed",
+            ):
+                print(f'"{node}": {line}', file=sys.stderr)
+        sys.exit(0)
+    if command == "service":
+        if arguments[5:6] != ["etcd"] or len(arguments) > 6:
+            print(f"fake talosctl: only `service etcd` is modelled, not {arguments[4:]}", file=sys.stderr)
+            sys.exit(2)
+        rows: list[tuple[str, str]] = []
+        failed: list[str] = []
+        with scenario() as state:
+            unreachable = state.get("unreachable", [])
+            for target in targets:
+                if target in unreachable:
+                    failed.append(_unreachable(target))
+                    continue
+                etcd = _etcd_of(state, target)
+                after = etcd.get("after") or []
+                if after:  # a node after its reset: one state further per call, the last one stays
+                    etcd["state"] = after.pop(0) if len(after) > 1 else after[0]
+                    if not etcd["events"] or etcd["events"][0][0] != etcd["state"]:
+                        etcd["events"].insert(0, [etcd["state"], EVENT_TEXT.get(etcd["state"], etcd["state"])])
+                    etcd["health"] = "OK" if etcd["state"] == "Running" else "?"
+                rows += [("NODE", target), ("ID", "etcd"), ("STATE", etcd["state"]), ("HEALTH", etcd["health"])]
+                if etcd.get("message"):
+                    rows.append(("LAST HEALTH MESSAGE", etcd["message"]))
+                for index, (when, text) in enumerate(etcd.get("events") or []):
+                    rows.append(
+                        ("EVENTS" if index == 0 else "", f"[{when}]: {text} ({_go_duration(2 + 4 * index)} ago)")
+                    )
+        if failed and not rows:
+            print(f"error listing services: {_errors(failed)}", file=sys.stderr)
+            sys.exit(1)
+        if failed:
+            print(f"WARNING: {_errors(failed)}", file=sys.stderr)
+        sys.stdout.write(_two_columns(rows))
+        sys.exit(0)
+    if command == "bootstrap":
+        if len(targets) > 1:
+            print('command "bootstrap" is not supported with multiple nodes', file=sys.stderr)
+            sys.exit(1)
+        given = [argument.split("=", 1)[1] for argument in arguments if argument.startswith("--recover-from=")]
+        if not given:
+            print("fake talosctl: only `bootstrap --recover-from=FILE` is modelled", file=sys.stderr)
+            sys.exit(2)
+        path, skip = given[0], "--recover-skip-hash-check" in arguments
+        if not os.path.isfile(path):
+            print(f"open {path}: no such file or directory", file=sys.stderr)
+            sys.exit(1)
+        with scenario() as state:
+            tool = state["etcd_tool"]
+        status, digested, matches = _status_of(path, tool)
+        if status is None:
+            print("invalid database", file=sys.stderr)
+            sys.exit(1)
+        print(
+            f'recovering from snapshot "{path}": hash {status["etcd_hash"]}, revision {status["revision"]}, total keys '
+            f"{status['total_keys']}, total size {status['total_size']}"
+        )
+        with scenario() as state:
+            etcd = _etcd_of(state, node)
+            if etcd["state"] != "Preparing":
+                print(
+                    "error uploading snapshot: rpc error: code = FailedPrecondition desc = etcd service is not ready "
+                    "for recovery yet",
+                    file=sys.stderr,
+                )
+                sys.exit(1)
+            if node not in state.get("wiped", []):
+                print(
+                    f"error executing bootstrap: {_errors([f'{node}: {NOT_EMPTY}'])}",
+                    file=sys.stderr,
+                )
+                sys.exit(1)
+            state["recovered"] = {"node": node, "file": path, "skip_hash_check": skip}
+            refused = ""
+            if not digested and not skip:
+                refused = "snapshot missing hash but --skip-hash-check=false"
+            elif digested and not matches and not skip:
+                refused = "expected sha256 of the snapshot does not match its digest"
+            services = state.setdefault("etcd_service", {})
+            if refused:
+                services[node] = {
+                    "state": "Failed",
+                    "health": "?",
+                    "events": [
+                        ["Failed", f"Failed to run pre stage: failed to recover etcd: {refused}"],
+                        *etcd["events"],
+                    ],
+                }
+            else:
+                joined = [
+                    address for address in state.get("wiped", []) if _etcd_of(state, address)["state"] == "Preparing"
+                ]
+                for address in joined:
+                    services[address] = {"state": "Running", "health": "OK", "events": STARTED}
+                names = {member["address"]: member["hostname"] for member in state.get("members", [])}
+                state["members"] = [
+                    {
+                        "id": sha256(f"{address}-recovered".encode()).hexdigest()[:16],
+                        "hostname": names.get(address, address),
+                        "address": address,
+                    }
+                    for address in [node, *sorted(set(joined) - {node})]
+                ]
+        sys.exit(0)
+    with scenario() as state:
+        etcd = _etcd_of(state, node) if len(targets) == 1 else None
+        control_planes = (
+            arguments[arguments.index("--control-plane-nodes") + 1].split(",")
+            if "--control-plane-nodes" in arguments
+            else []
+        )
+        not_running = [(a, _etcd_of(state, a)) for a in control_planes if _etcd_of(state, a)["state"] != "Running"]
+    if command == "health" and not_running:
+        lines = [
+            f'{address}: service "etcd" not in expected state "Running": current state [{etcd["state"]}] '
+            f"{(etcd.get('events') or [['', '']])[0][1]}"
+            for address, etcd in not_running
+        ]
+        print(f"waiting for etcd to be healthy: {_errors(lines)}".rstrip("\n"), file=sys.stderr)
+        print("healthcheck error: rpc error: code = Unknown desc = context deadline exceeded", file=sys.stderr)
+        sys.exit(1)
+    if etcd is None or arguments[4:6] not in (["etcd", "members"], ["etcd", "snapshot"]):
+        return
+    if etcd["state"] != "Running":
+        what = "error getting members" if arguments[5] == "members" else "error reading file"
+        print(f"{what}: {_errors([f'{node}: {ETCD_DOWN}'])}", file=sys.stderr)
+        sys.exit(1)
+    if arguments[5] == "members" and etcd.get("health") != "OK":
+        print(
+            f"error getting members: {_errors([f'{node}: {NO_LEADER}'])}",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+
+
+_disaster_recovery()
 
 if command == "version":
     # talosctl's layout (cmd/talosctl/cmd/talos/version.go, pkg/machinery/version): Client, then per node Server.

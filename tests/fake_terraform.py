@@ -43,6 +43,19 @@ ADDRESSES = {
 # What `terraform output -raw talosconfig` prints for an applied platform layer (a stand-in: talosctl is a fake too).
 TALOSCONFIG = "context: prod\ncontexts:\n    prod:\n        endpoints: []\n"
 
+# The platform layer's `talosconfig` output as talosctl reads it (placeholders where the client certificate goes).
+TALOSCONFIG = """context: prod
+contexts:
+    prod:
+        endpoints:
+            - 10.11.1.11
+            - 10.11.1.12
+            - 10.11.1.13
+        ca: fake-ca
+        crt: fake-client-certificate
+        key: fake-client-key
+"""
+
 
 def platform_state(control_planes: list[str], workers: list[str], bootstrap: str) -> dict[str, dict]:
     """address -> {"values": …, "depends_on": […]} of a converged platform layer (normal on_destroy)."""
@@ -120,8 +133,8 @@ class FakeTerraform(Terraform):
             if "talos_cluster_kubeconfig.cluster_kubeconfig" in state:
                 return Result(0, "apiVersion: v1\nkind: Config\n", "")
             return Result(1, "", 'Error: Output "kubeconfig" not found')
-        if args[:3] == ("output", "-raw", "talosconfig"):
-            if SECRETS in state:
+        if args[:3] == ("output", "-raw", "talosconfig"):  # talos_client_configuration: there with the secrets
+            if "talos_machine_secrets.cluster_secrets" in state:
                 return Result(0, TALOSCONFIG, "")
             return Result(1, "", 'Error: Output "talosconfig" not found')
         if command == "show":

@@ -22,11 +22,19 @@ import pytest
 
 from terravixens.operations import ExitCode, OperationError
 from terravixens.operations.console import Console
-from terravixens.operations.dead_member import DeadMemberOptions, member_id, remove_dead_member, silent
+from terravixens.operations.dead_member import (
+    DeadMemberOptions,
+    member_id,
+    remove_dead_member,
+    silent,
+    snapshot_before_removal,
+)
+from terravixens.operations.etcd import SnapshotPolicy, no_snapshot_reason
 from terravixens.operations.kube import Kubectl
 from terravixens.operations.workspace import Workspace
 from terravixens.runner import Ran
 from terravixens.talosctl import Talosctl, members
+from tests import etcd_tool
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +57,8 @@ echo "$@" >> "{log}"
 
 
 class Tools:
-    """The fake talosctl (cp-a, 10.11.1.11, does not answer) and kubectl of one test, and their logs."""
+    """The fake talosctl (cp-a, 10.11.1.11, does not answer; `etcd snapshot` streams a genuine snapshot) and kubectl
+    of one test, and their logs."""
 
     def __init__(self, folder: Path, **scenario):
         self.folder = folder
@@ -59,6 +68,7 @@ class Tools:
             "unreachable": ["10.11.1.11"],
             "members": ETCD,
             "calls": [],
+            "etcd_snapshot": etcd_tool.fake_talosctl_setup(),
             **scenario,
         }
         self.scenario.write_text(json.dumps(state))
@@ -312,6 +322,122 @@ def test_the_hook_before_the_irreversible_step_runs_last_and_can_stop_it(example
     assert len(tools.state()["members"]) == 3
 
 
+# ---------------------------------------------------------------------------------------------------------- snapshot
+def _snapshot_calls(tools: Tools) -> list[str]:
+    return [line.rsplit(" ", 1)[0] for line in tools.log() if " etcd snapshot " in line]
+
+
+def test_a_verified_snapshot_through_another_control_plane_comes_right_before_the_removal(example_site, tmp_path):
+    """What `terravixens remove-dead-member` wires into the hook: the snapshot is the last thing before
+    `etcd remove-member`, through a live control plane (the dead one is tried last: avoid)."""
+    tools = Tools(tmp_path)
+    ws = LoggedWorkspace(example_site, tools, root=tmp_path)
+    console = Console(out=io.StringIO())
+    code = remove_dead_member(
+        ws,
+        "prod",
+        "cp-a",
+        LoggedTerraform(tools),
+        tools.talosctl(),
+        tools.kubectl(),
+        console,
+        options(before_irreversible=snapshot_before_removal(ws)),
+    )
+    assert code == ExitCode.OK
+    log = tools.log()
+    at = log.index("talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9")
+    assert log[at - 1].startswith("talosctl 10.11.1.12 etcd snapshot ")  # right before the irreversible step
+    assert _snapshot_calls(tools) == ["talosctl 10.11.1.12 etcd snapshot"]
+    [kept] = (tmp_path / "etcd-snapshots" / "homelab" / "prod").glob("*.snapshot")
+    assert kept.name.endswith("_cp-b_the-removal-of-cp-a.snapshot")
+    assert kept.read_bytes() == etcd_tool.genuine_snapshot().read_bytes()
+    output = console.out.getvalue()
+    assert (
+        f"platform-prod: snapshot — etcd-snapshots/homelab/prod/{kept.name} through cp-b, before the removal of "
+        in (output)
+    )
+    assert "etcd removal (member 2a8f0e61c5b7d3f9)" in console.journal.done
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut"])
+def test_no_verified_snapshot_leaves_etcd_untouched(example_site, tmp_path, damage):
+    tools = Tools(tmp_path, etcd_snapshot=etcd_tool.fake_talosctl_setup(damage))
+    ws = LoggedWorkspace(example_site, tools, root=tmp_path)
+    console = Console(out=io.StringIO())
+    with pytest.raises(OperationError) as caught:
+        remove_dead_member(
+            ws,
+            "prod",
+            "cp-a",
+            LoggedTerraform(tools),
+            tools.talosctl(),
+            tools.kubectl(),
+            console,
+            options(before_irreversible=snapshot_before_removal(ws)),
+        )
+    assert caught.value.code == ExitCode.BACKUP_FAILED
+    assert str(caught.value).startswith("platform-prod: no verified etcd snapshot before the removal of cp-a (")
+    # the live control planes first, the dead one last (it does not answer)
+    assert _snapshot_calls(tools) == [f"talosctl {a} etcd snapshot" for a in ("10.11.1.12", "10.11.1.13", "10.11.1.11")]
+    assert not [line for line in tools.log() if "remove-member" in line] and len(tools.state()["members"]) == 3
+    assert console.journal.line(interrupted=False).endswith("; not done: etcd removal, Node deletion, forget the apply")
+    assert console.journal.line(interrupted=False).startswith("stopped at etcd removal (snapshot): done: synth, probe")
+
+
+def test_no_snapshot_with_a_reason_goes_on_and_says_why(example_site, tmp_path):
+    tools = Tools(tmp_path)
+    ws = LoggedWorkspace(example_site, tools, root=tmp_path)
+    console = Console(out=io.StringIO())
+    policy = SnapshotPolicy(skip_reason=no_snapshot_reason("snapshot taken by hand at 10:02"))
+    code = remove_dead_member(
+        ws,
+        "prod",
+        "cp-a",
+        LoggedTerraform(tools),
+        tools.talosctl(),
+        tools.kubectl(),
+        console,
+        options(before_irreversible=snapshot_before_removal(ws, policy)),
+    )
+    assert code == ExitCode.OK and _snapshot_calls(tools) == []
+    assert (
+        "platform-prod: snapshot — skipped before the removal of cp-a: snapshot taken by hand at 10:02 (--no-snapshot)"
+        in console.out.getvalue()
+    )
+
+
+def test_the_talosconfig_comes_from_the_platform_layer_after_synth(example_site, tmp_path):
+    """Without --talosconfig: synth, the layer initialised once, its talosconfig output in a private file that every
+    talosctl call is given and that is gone afterwards."""
+    tools = Tools(tmp_path)
+    ws = LoggedWorkspace(example_site, tools, root=tmp_path)
+    console = Console(out=io.StringIO())
+    code = remove_dead_member(
+        ws,
+        "prod",
+        "cp-a",
+        LoggedTerraform(tools),
+        tools.talosctl(),
+        tools.kubectl(),
+        console,
+        options(before_irreversible=snapshot_before_removal(ws), talosconfig_from_layer=True),
+    )
+    assert code == ExitCode.OK
+    log = tools.log()
+    assert log[:4] == [
+        "synth",
+        "terraform init -input=false -no-color",
+        "terraform output -raw talosconfig",
+        "talosctl 10.11.1.11 version",
+    ]
+    assert log.count("terraform init -input=false -no-color") == 1
+    given = {call[1] for call in tools.state()["calls"] if call[0] == "--talosconfig"}
+    [path] = given
+    assert Path(path).name == "talosconfig" and Path(path).parent.name.startswith("terravixens-talosconfig-")
+    assert not Path(path).exists() and not Path(path).parent.exists()
+    assert console.journal.done[:2] == ["synth", "talosconfig"]
+
+
 def test_a_member_already_gone_still_forgets_the_apply(example_site, tmp_path):
     tools = Tools(tmp_path, members=ETCD[1:])
     code, output = run(example_site, tmp_path, tools)
@@ -382,6 +508,8 @@ def cli(tmp_path: Path, tools: Tools, *arguments: str) -> subprocess.CompletedPr
             str(ROOT / "sites" / "example.yaml"),
             "--talosctl",
             str(tools.talosctl_path),
+            "--talosconfig",
+            str(tmp_path / "talosconfig"),
             *arguments,
         ],
         cwd=tmp_path,

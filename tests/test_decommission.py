@@ -1,6 +1,8 @@
-"""`terravixens decommission`: the order of the resets, the settings each one runs with (read from the real synth),
-Node objects deleted after each reset through kubectl (a fake on PATH), the secrets last and only when asked.
-Terraform is tests/fake_terraform.py: the Talos resources have no provider binary here (ADR 0003)."""
+"""`terravixens decommission`: a verified etcd snapshot before the first reset, the order of the resets, the settings
+each one runs with (read from the real synth), Node objects deleted after each reset through kubectl (a fake on
+PATH), the secrets last and only when asked. Terraform is tests/fake_terraform.py: the Talos resources have no
+provider binary here (ADR 0003); talosctl is tests/fake_talosctl.py streaming a genuine snapshot
+(tests/etcd_tool.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ from terravixens.operations import ExitCode, OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.decommission import DecommissionOptions, decommission
 from terravixens.operations.destroy import DestroyOptions, destroy
+from terravixens.operations.etcd import SnapshotPolicy, no_snapshot_reason
 from terravixens.operations.workspace import Workspace
+from tests import etcd_tool
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests.test_dead_member import Tools
 
 FAKE_KUBECTL = """#!/bin/sh
 # fake kubectl: records its arguments and whether the kubeconfig it was given is private
@@ -51,13 +56,44 @@ def console() -> Console:
     return Console(out=io.StringIO())
 
 
+@pytest.fixture()
+def talos(tmp_path) -> Tools:
+    """The fake talosctl (every control plane answers; `etcd snapshot` streams a genuine snapshot)."""
+    folder = tmp_path / "talos"
+    folder.mkdir()
+    return Tools(folder, unreachable=[])
+
+
+def options(talos: Tools, **changes) -> DecommissionOptions:
+    return DecommissionOptions(**{"confirm": "homelab/prod", "yes": True, "talosctl": talos.talosctl(), **changes})
+
+
+class Logged(FakeTerraform):
+    """The fake Terraform, its plans and applies also written into the talosctl fake's log (their order)."""
+
+    def __init__(self, talos: Tools, states: dict[str, dict[str, dict]]):
+        super().__init__(states)
+        self.talos = talos
+
+    def run(self, workdir, *args):
+        self.talos.record("terraform", *args)
+        return super().run(workdir, *args)
+
+    def run_json(self, workdir, *args, on_message=None):
+        self.talos.record("terraform", *args[:1])
+        return super().run_json(workdir, *args, on_message=on_message)
+
+
+def snapshots(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "etcd-snapshots" / "homelab" / "prod").glob("*.snapshot"))
+
+
 def test_decommission_resets_workers_then_control_planes_one_by_one_the_last_non_graceful(
-    example_site, tmp_path, kubectl_log
+    example_site, tmp_path, kubectl_log, talos
 ):
     tf, out = fake(), console()
     ws = Workspace(example_site, root=tmp_path)
-    options = DecommissionOptions(confirm="homelab/prod", yes=True, destroy_secrets=True)
-    assert decommission(ws, "prod", tf, options, console=out) == ExitCode.OK
+    assert decommission(ws, "prod", tf, options(talos, destroy_secrets=True), console=out) == ExitCode.OK
 
     prepare, *resets, secrets = tf.applied
     assert prepare == [f"update {APPLY}.node_{n}_apply" for n in ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")]
@@ -106,10 +142,9 @@ def test_decommission_resets_workers_then_control_planes_one_by_one_the_last_non
     assert len(backups) == 6 and {stat.S_IMODE(p.stat().st_mode) for p in backups} == {0o600}
 
 
-def test_secrets_kept_without_the_flag_and_the_vms_deleted_with_theirs(example_site, tmp_path, kubectl_log):
+def test_secrets_kept_without_the_flag_and_the_vms_deleted_with_theirs(example_site, tmp_path, kubectl_log, talos):
     tf, out = fake(), console()
-    options = DecommissionOptions(confirm="homelab/prod", yes=True, delete_vms=True)
-    decommission(Workspace(example_site, root=tmp_path), "prod", tf, options, console=out)
+    decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos, delete_vms=True), console=out)
     assert sorted(tf.states["platform-prod"]) == ["talos_machine_secrets.cluster_secrets"]
     assert "secrets — kept (prevent_destroy); --destroy-secrets removes them, last" in out.out.getvalue()
 
@@ -156,3 +191,115 @@ def test_plain_destroy_of_a_platform_layer_points_to_decommission(example_site, 
     assert "A platform layer is torn down with `terravixens decommission CLUSTER`" in str(caught.value)
     assert tf.applied == []
     assert list((tmp_path / "state-backups" / "homelab" / "platform-prod").glob("*-before-destroy.tfstate"))
+
+
+# ------------------------------------------------------------------------------------------------- etcd snapshot
+def test_one_verified_snapshot_before_the_first_reset_through_the_platform_layers_talosconfig(
+    example_site, tmp_path, kubectl_log, talos
+):
+    tf, out = Logged(talos, fake().states), console()
+    assert decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=out) == 0
+    log = talos.log()
+    taken = [line for line in log if " etcd snapshot " in line]
+    assert [line.rsplit(" ", 1)[0] for line in taken] == ["talosctl 10.11.1.11 etcd snapshot"]  # one, through cp-a
+    # after the checks (and the talosconfig output they allow), before the first plan: nothing was changed yet
+    assert log.index(taken[0]) < log.index("terraform plan") and "terraform apply" not in log[: log.index(taken[0])]
+    assert log[log.index(taken[0]) - 1] == "terraform output -raw talosconfig"
+    [kept] = snapshots(tmp_path)
+    assert kept.name.endswith("_cp-a_decommission.snapshot")
+    assert kept.read_bytes() == etcd_tool.genuine_snapshot().read_bytes()
+    [config] = {call[1] for call in talos.state()["calls"] if call[0] == "--talosconfig"}
+    assert Path(config).parent.name.startswith("terravixens-talosconfig-") and not Path(config).exists()
+    assert f"etcd snapshot (etcd-snapshots/homelab/prod/{kept.name})" in out.journal.done
+    assert f"platform-prod: snapshot — etcd-snapshots/homelab/prod/{kept.name} through cp-a, before decommission" in (
+        out.out.getvalue()
+    )
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut"])
+def test_no_verified_snapshot_changes_nothing(example_site, tmp_path, kubectl_log, damage):
+    folder = tmp_path / "talos"
+    folder.mkdir()
+    talos = Tools(folder, unreachable=[], etcd_snapshot=etcd_tool.fake_talosctl_setup(damage))
+    tf, out = fake(), console()
+    with pytest.raises(OperationError) as caught:
+        decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=out)
+    assert caught.value.code == ExitCode.BACKUP_FAILED
+    assert str(caught.value).startswith(
+        "platform-prod: no verified etcd snapshot before decommission (3 control planes"
+    )
+    assert tf.applied == [] and not [call for call in tf.calls if call[1] == "plan"] and snapshots(tmp_path) == []
+    assert out.journal.line(interrupted=False) == (
+        "stopped at etcd snapshot (snapshot): done: synth, checks; not done: etcd snapshot, prepare, reset workers "
+        "wk-a, wk-b, reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a"
+    )
+
+
+def test_no_snapshot_with_a_reason_goes_on_and_says_why(example_site, tmp_path, kubectl_log, talos):
+    tf, out = fake(), console()
+    policy = SnapshotPolicy(skip_reason=no_snapshot_reason("the cluster holds nothing worth keeping"))
+    ws = Workspace(example_site, root=tmp_path)
+    assert decommission(ws, "prod", tf, options(talos, snapshot=policy), console=out) == ExitCode.OK
+    assert talos.log() == [] and snapshots(tmp_path) == []
+    assert (
+        "platform-prod: snapshot — skipped before decommission: the cluster holds nothing worth keeping (--no-snapshot)"
+        in out.out.getvalue()
+    )
+    assert "etcd snapshot (skipped (--no-snapshot))" in out.journal.done
+
+
+def test_a_rerun_snapshots_through_a_control_plane_still_to_be_reset(example_site, tmp_path, kubectl_log):
+    """A decommission stopped after cp-b's reset (workers and cp-b gone from the state: cp-b is in maintenance mode)
+    runs again while cp-a does not answer: the snapshot comes through cp-c; cp-b, already reset, is tried last."""
+    folder = tmp_path / "talos"
+    folder.mkdir()
+    talos = Tools(folder, unreachable=["10.11.1.11"])
+    tf, out = (
+        FakeTerraform({"platform-prod": platform_state(["cp-a", "cp-c"], [], "cp-a"), "gitops-prod": {}}),
+        console(),
+    )
+    assert decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=out) == 0
+    calls = [line.rsplit(" ", 1)[0] for line in talos.log() if " etcd snapshot " in line]
+    assert calls == ["talosctl 10.11.1.11 etcd snapshot", "talosctl 10.11.1.13 etcd snapshot"]
+    [kept] = snapshots(tmp_path)
+    assert kept.name.endswith("_cp-c_decommission.snapshot")
+
+
+def test_no_snapshot_when_every_control_plane_is_already_reset(example_site, tmp_path, kubectl_log, talos):
+    state = platform_state([], ["wk-a"], "cp-a")
+    tf, out = FakeTerraform({"platform-prod": state, "gitops-prod": {}}), console()
+    decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=out)
+    assert talos.log() == [] and "etcd snapshot (none: no control plane left)" in out.journal.done
+
+
+def test_a_first_run_refuses_a_cluster_that_is_not_converged(example_site, tmp_path, kubectl_log, talos):
+    """Every node's apply is in the state, plus one of a node the site no longer has (wk-c): the prepare plan would
+    delete it, which is not an on_destroy change — deploy first. Nothing is applied."""
+    state = platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b", "wk-c"], "cp-a")
+    tf = FakeTerraform({"platform-prod": state, "gitops-prod": {}})
+    with pytest.raises(OperationError) as caught:
+        decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=console())
+    assert caught.value.code == ExitCode.REFUSED
+    assert str(caught.value) == (
+        "platform-prod is not converged: the plan would also change proxmox_virtual_environment_vm.node_wk-c_vm, "
+        f"{APPLY}.node_wk-c_apply, terraform_data.cluster_membership; deploy it first (terravixens deploy "
+        "platform-prod), then decommission"
+    )
+    assert tf.applied == []
+
+
+def test_a_rerun_prepares_only_the_applies_left(example_site, tmp_path, kubectl_log, talos):
+    """A decommission stopped after the workers and cp-b were reset (their applies gone from the state, the site still
+    naming them): an untargeted plan would create them again, as a real Terraform would. The re-run's prepare step
+    targets the applies left, changes only their on_destroy, and the teardown goes on; nothing is created."""
+    state = platform_state(["cp-a", "cp-c"], [], "cp-a")
+    tf = FakeTerraform({"platform-prod": state, "gitops-prod": {}})
+    out = console()
+    assert decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=out) == 0
+    plans = [call for call in tf.calls if call[:2] == ("platform-prod", "plan")]
+    assert [a for a in plans[0] if a.startswith("-target=")] == [
+        f"-target={APPLY}.node_cp-a_apply",
+        f"-target={APPLY}.node_cp-c_apply",
+    ]
+    assert not [change for done in tf.applied for change in done if change.startswith("create ")]
+    assert tf.applied[0] == [f"update {APPLY}.node_cp-a_apply", f"update {APPLY}.node_cp-c_apply"]

@@ -205,6 +205,12 @@ class Lab:
         self.monkeypatch.setenv("PATH", f"{tools.talosctl_path.parent}{os.pathsep}{os.environ['PATH']}")
         return tools
 
+    def snapshot(self, data: bytes | None = None) -> str:
+        """A genuine etcd snapshot (tests/etcd_tool.py) in the working folder, as an operator keeps one."""
+        path = self.folder / "db.snapshot"
+        path.write_bytes(etcd_tool.genuine_snapshot().read_bytes() if data is None else data)
+        return "db.snapshot"
+
     def backup(self, layer: str = "gitops-prod", lineage: str | None = None) -> str:
         path = self.folder / "saved.tfstate"
         path.write_text(
@@ -515,7 +521,9 @@ def check_finds_a_problem(lab: Lab) -> None:
 
 @case("check", MonitorExit.ERROR)
 def check_cannot_look(lab: Lab) -> None:
-    ran = lab.run("check", "prod", "--site", lab.site(), tf=platform())  # its platform layer has no outputs
+    tf = platform()
+    tf.outputs = {"platform-prod": {"talosconfig": None, "kubeconfig": None}}  # its platform layer has no outputs
+    ran = lab.run("check", "prod", "--site", lab.site(), tf=tf)
     assert ran.code == MonitorExit.ERROR and ran.err == ""
     assert ran.out.splitlines()[-1] == (
         "check prod: not checked: talos, services, nodes, cilium, l2, flux, logs, certificates; ok: none"
@@ -687,6 +695,8 @@ DECOMMISSION = ("decommission", "prod", "--confirm", "homelab/prod")
 RESETS = (
     "reset workers wk-a, wk-b, reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a"
 )
+# the snapshot before the first reset, through cp-b (cp-a, 10.11.1.11, does not answer in Tools)
+SNAPSHOT_DONE = r"etcd snapshot \(etcd-snapshots/homelab/prod/prod_\S+_cp-b_decommission\.snapshot\)"
 
 
 @case("decommission", ExitCode.OK)
@@ -709,7 +719,7 @@ def decommission_with_gitops_left(lab: Lab) -> None:
             "terravixens decommission: gitops-prod still has resources: destroy it first (terravixens destroy "
             "gitops-prod); nothing was changed"
         ),
-        "stopped at checks: done: synth; not done: checks, prepare, the resets",
+        "stopped at checks: done: synth; not done: checks, etcd snapshot, prepare, the resets",
     ]
 
 
@@ -723,10 +733,14 @@ def decommission_unknown_cluster(lab: Lab) -> None:
 
 @case("decommission", ExitCode.DECLINED)
 def decommission_step_unconfirmed(lab: Lab) -> None:
+    lab.tools()
     tf = platform()
     ran = lab.run(*DECOMMISSION, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.DECLINED and not _applied(tf)
-    assert ran.err.splitlines()[-1] == f"stopped at prepare (confirm): done: synth, checks; not done: prepare, {RESETS}"
+    assert re.fullmatch(
+        rf"stopped at prepare \(confirm\): done: synth, checks, {SNAPSHOT_DONE}; not done: prepare, {RESETS}",
+        ran.err.splitlines()[-1],
+    )
 
 
 @case("decommission", ExitCode.FAILED)
@@ -735,17 +749,40 @@ def decommission_reset_fails(lab: Lab) -> None:
     tf = platform(fail={"apply": 3})
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.FAILED and "platform-prod: terraform apply failed (exit 1)" in ran.err
-    assert ran.err.splitlines()[-1] == (
-        "stopped at reset control plane cp-b (apply): done: synth, checks, prepare, reset workers wk-a, wk-b; "
-        "not done: reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a"
+    assert re.fullmatch(
+        rf"stopped at reset control plane cp-b \(apply\): done: synth, checks, {SNAPSHOT_DONE}, prepare, reset workers "
+        rf"wk-a, wk-b; not done: reset control plane cp-b, reset control plane cp-c, reset the last control plane cp-a",
+        ran.err.splitlines()[-1],
     )
 
 
 @case("decommission", ExitCode.BACKUP_FAILED)
 def decommission_backup_fails(lab: Lab) -> None:
+    lab.tools()
     tf = platform(fail={"state pull": 1})
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+
+
+@case("decommission", ExitCode.BACKUP_FAILED)
+def decommission_snapshot_fails(lab: Lab) -> None:
+    tools = lab.tools(etcd_snapshot=etcd_tool.fake_talosctl_setup("flip"))
+    tf = platform()
+    ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
+    assert ran.err.splitlines()[-2:] == [
+        (
+            "terravixens decommission: platform-prod: no verified etcd snapshot before decommission (3 control planes "
+            "tried); nothing was changed. Fix what the lines above say, or — knowing the risk — pass --no-snapshot "
+            "REASON"
+        ),
+        f"stopped at etcd snapshot (snapshot): done: synth, checks; not done: etcd snapshot, prepare, {RESETS}",
+    ]
+    assert [line.split()[1] for line in tools.log() if " etcd snapshot " in line] == [
+        "10.11.1.11",
+        "10.11.1.12",
+        "10.11.1.13",
+    ]
 
 
 @case("decommission", ExitCode.INTERRUPTED)
@@ -754,9 +791,10 @@ def decommission_interrupted(lab: Lab) -> None:
     tf = platform(interrupt={"apply": 2})
     ran = lab.run(*DECOMMISSION, "--yes", "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
-    assert ran.err == (
-        f"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b (apply): done: "
-        f"synth, checks, prepare; not done: {RESETS}\n"
+    assert re.fullmatch(
+        rf"terravixens decommission: interrupted by SIGINT at reset workers wk-a, wk-b \(apply\): done: "
+        rf"synth, checks, {SNAPSHOT_DONE}, prepare; not done: {RESETS}\n",
+        ran.err,
     )
     # cdktf.out is back to the normal synth even so (the decommission settings never stay there)
     stack = json.loads((lab.folder / "cdktf.out" / "stacks" / "platform-prod" / "cdk.tf.json").read_text())
@@ -769,7 +807,8 @@ def decommission_interrupted(lab: Lab) -> None:
 DEAD = ("remove-dead-member", "prod", "cp-a")
 PROBES = ("--probes", "2", "--probe-window", "1s")
 CONFIRMED = (*DEAD, "--confirm", "homelab/prod/cp-a", *PROBES)
-BEFORE_ETCD = "synth, probe (silent over 1s), etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)"
+# the talosconfig is the platform layer's output (no --talosconfig), read right after synth
+BEFORE_ETCD = "synth, talosconfig, probe (silent over 1s), etcd members (cp-a is member 2a8f0e61c5b7d3f9, through cp-b)"
 BACKED_UP = r"backup \(state-backups/homelab/platform-prod/\S+-remove-dead-cp-a\.tfstate\)"
 IRREVERSIBLE = "etcd removal, Node deletion, forget the apply"
 
@@ -791,6 +830,11 @@ def dead_member_removed(lab: Lab) -> None:
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.OK and ran.err == ""
     assert "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9" in tools.log()
+    snapshot = next(line for line in tools.log() if " etcd snapshot " in line)  # right before, through cp-b
+    assert tools.log().index(snapshot) + 1 == tools.log().index(
+        "talosctl 10.11.1.12 etcd remove-member 2a8f0e61c5b7d3f9"
+    )
+    assert snapshot.startswith("talosctl 10.11.1.12 etcd snapshot ")
     assert _members(tools) == ["cp-b", "cp-c"] and f"{APPLY}.node_cp-a_apply" not in tf.states["platform-prod"]
     assert tools.kubectl_log.read_text().split()[2:5] == ["delete", "node", "cp-a"]
     assert ran.out.splitlines()[-1].startswith("next: remove cp-a from clusters.prod.control_planes in the site file")
@@ -799,7 +843,17 @@ def dead_member_removed(lab: Lab) -> None:
 @case("remove-dead-member", ExitCode.REFUSED)
 def dead_member_answers(lab: Lab) -> None:
     tools = lab.tools()
-    ran = lab.run("remove-dead-member", "prod", "cp-b", "--confirm", "homelab/prod/cp-b", *PROBES, "--site", lab.site())
+    ran = lab.run(
+        "remove-dead-member",
+        "prod",
+        "cp-b",
+        "--confirm",
+        "homelab/prod/cp-b",
+        *PROBES,
+        "--site",
+        lab.site(),
+        tf=platform(),
+    )
     assert ran.code == ExitCode.REFUSED
     assert ran.err.splitlines() == [
         (
@@ -807,7 +861,10 @@ def dead_member_answers(lab: Lab) -> None:
             "Remove it the normal way (take it out of the site file and deploy; its reset leaves etcd gracefully); if "
             "its etcd is broken while Talos answers, pass --force; nothing was done"
         ),
-        f"stopped at probe: done: synth; not done: probe, etcd members, state check, backup, {IRREVERSIBLE}",
+        (
+            f"stopped at probe: done: synth, talosconfig; not done: probe, etcd members, state check, backup, "
+            f"{IRREVERSIBLE}"
+        ),
     ]
     assert tools.log() == ["talosctl 10.11.1.12 version"] and len(_members(tools)) == 3
 
@@ -843,7 +900,7 @@ def dead_member_remove_member_fails(lab: Lab) -> None:
         "unchanged"
     )
     assert re.fullmatch(
-        rf"stopped at etcd removal: done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
+        rf"stopped at etcd removal \(remove-member\): done: {re.escape(BEFORE_ETCD)}, state check \(apply in the "
         rf"state\), {BACKED_UP}; not done: {IRREVERSIBLE}",
         line,
     )
@@ -863,14 +920,39 @@ def dead_member_backup_fails(lab: Lab) -> None:
     _etcd_untouched(tools, tf)
 
 
+@case("remove-dead-member", ExitCode.BACKUP_FAILED)
+def dead_member_snapshot_fails(lab: Lab) -> None:
+    tools = lab.tools(etcd_snapshot=etcd_tool.fake_talosctl_setup("cut"))
+    tf = platform()
+    ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED
+    message, line = ran.err.splitlines()
+    assert message.startswith(
+        "terravixens remove-dead-member: platform-prod: no verified etcd snapshot before the removal of cp-a (3 "
+        "control planes tried); nothing was changed."
+    )
+    assert re.fullmatch(
+        rf"stopped at etcd removal \(snapshot\): done: {re.escape(BEFORE_ETCD)}, state check \(apply in the state\), "
+        rf"{BACKED_UP}; not done: {IRREVERSIBLE}",
+        line,
+    )
+    # through the live control planes first, the dead one last
+    assert [line.split()[1] for line in tools.log() if " etcd snapshot " in line] == [
+        "10.11.1.12",
+        "10.11.1.13",
+        "10.11.1.11",
+    ]
+    _etcd_untouched(tools, tf)
+
+
 @case("remove-dead-member", ExitCode.INTERRUPTED)
 def dead_member_interrupted_before_etcd(lab: Lab) -> None:
     tools = lab.tools()
-    tf = platform(interrupt={"init": 1})
+    tf = platform(interrupt={"state list": 1})
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err == (
-        f"terravixens remove-dead-member: interrupted by SIGINT at state check (init): done: "
+        f"terravixens remove-dead-member: interrupted by SIGINT at state check: done: "
         f"{BEFORE_ETCD}; not done: state check, backup, {IRREVERSIBLE}\n"
     )
     _etcd_untouched(tools, tf)
@@ -890,12 +972,232 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
     ran = lab.run(*CONFIRMED, "--site", lab.site(), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert re.fullmatch(
-        rf"terravixens remove-dead-member: interrupted by SIGINT at etcd removal: done: {re.escape(BEFORE_ETCD)}, "
+        rf"terravixens remove-dead-member: interrupted by SIGINT at etcd removal \(remove-member\): done: "
+        rf"{re.escape(BEFORE_ETCD)}, "
         rf"state check \(apply in the state\), {BACKED_UP}; not known: etcd removal \(list the members \(talosctl etcd "
         rf"members\) and run the same command again\); not done: Node deletion, forget the apply\n",
         ran.err,
     )
     assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"] and not tools.kubectl_log.exists()
+
+
+# snapshot -------------------------------------------------------------------------------------------------
+# cp-a (10.11.1.11) does not answer (Tools): the snapshot comes through cp-b. The talosconfig is the platform layer's.
+SNAPSHOT = ("snapshot", "prod")
+
+
+def _kept(lab: Lab) -> list[Path]:
+    return sorted((lab.folder / "etcd-snapshots" / "homelab" / "prod").glob("*.snapshot"))
+
+
+@case("snapshot", ExitCode.OK)
+def snapshot_taken(lab: Lab) -> None:
+    tools = lab.tools()
+    ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.OK and ran.err == ""
+    [kept] = _kept(lab)
+    assert (
+        kept.name.endswith("_cp-b_manual.snapshot") and kept.read_bytes() == etcd_tool.genuine_snapshot().read_bytes()
+    )
+    lines = ran.out.splitlines()
+    assert lines[-3] == f"snapshot: etcd-snapshots/homelab/prod/{kept.name}"
+    assert lines[-2].startswith("verified by etcd's own checks (size, sha256, bbolt, etcd): revision 24")
+    assert lines[-1] == "retention (--keep 10): kept 1; removed 0"
+    assert [line.split()[1] for line in tools.log() if " etcd snapshot " in line] == ["10.11.1.11", "10.11.1.12"]
+
+
+@case("snapshot", ExitCode.OK)
+def snapshot_list(lab: Lab) -> None:
+    lab.tools()
+    assert lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform()).code == ExitCode.OK
+    ran = lab.run(*SNAPSHOT, "--list", "--site", lab.site())
+    [kept] = _kept(lab)
+    assert (
+        ran.code == ExitCode.OK and ran.out.splitlines()[0] == "etcd-snapshots/homelab/prod/: 1 snapshot, oldest first"
+    )
+    # the genuine snapshot's size varies with how its embedded etcd laid out its pages (7 or 9 pages of 4 KiB)
+    size = f"{etcd_tool.genuine_snapshot().stat().st_size / 1000:.1f}"
+    assert ran.out.splitlines()[2].split()[2:] == ["cp-b", "manual", size, "kB", "etcd", kept.name]
+
+
+@case("snapshot", ExitCode.BAD_INPUT)
+def snapshot_unknown_cluster(lab: Lab) -> None:
+    ran = lab.run("snapshot", "staging", "--site", lab.site())
+    assert (
+        ran.code == ExitCode.BAD_INPUT
+        and ran.err == "terravixens snapshot: unknown cluster 'staging': use one of prod\n"
+    )
+
+
+@case("snapshot", ExitCode.BAD_INPUT)
+def snapshot_list_with_keep(lab: Lab) -> None:
+    ran = lab.run(*SNAPSHOT, "--list", "--keep", "3", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT
+    assert ran.err == "terravixens snapshot: --keep applies when a snapshot is taken; --list only lists\n"
+
+
+@case("snapshot", ExitCode.FAILED)
+def snapshot_terraform_init_fails(lab: Lab) -> None:
+    tools = lab.tools()
+    ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform(fail={"init": 1}))
+    assert ran.code == ExitCode.FAILED and "platform-prod: terraform init failed" in ran.err
+    assert ran.err.splitlines()[-1] == "stopped at talosconfig (init): done: synth; not done: talosconfig, snapshot"
+    assert tools.log() == [] and _kept(lab) == []
+
+
+@case("snapshot", ExitCode.BACKUP_FAILED)
+def snapshot_does_not_verify(lab: Lab) -> None:
+    lab.tools(etcd_snapshot=etcd_tool.fake_talosctl_setup("flip"))
+    ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.BACKUP_FAILED and _kept(lab) == []
+    assert ran.err.splitlines() == [
+        (
+            "terravixens snapshot: platform-prod: no verified etcd snapshot of prod (3 control planes tried, each said "
+            "why above); nothing was kept"
+        ),
+        "stopped at snapshot: done: synth, talosconfig; not done: snapshot",
+    ]
+
+
+@case("snapshot", ExitCode.INTERRUPTED)
+def snapshot_interrupted(lab: Lab) -> None:
+    from terravixens.talosctl import Talosctl
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+
+    lab.tools()
+    lab.monkeypatch.setattr(Talosctl, "etcd_snapshot", interrupted)
+    ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.INTERRUPTED and _kept(lab) == []
+    assert ran.err == (
+        "terravixens snapshot: interrupted by SIGINT at snapshot: done: synth, talosconfig; not done: snapshot\n"
+    )
+
+
+# restore-etcd ---------------------------------------------------------------------------------------------
+# Every control plane answers; etcd has lost quorum (tests/test_restore_etcd.py's DISASTER) unless said otherwise.
+RESTORE = ("restore-etcd", "prod", "--from", "db.snapshot", "--poll", "1s")
+RESTORE_UNITS = "reset cp-a, reset cp-b, reset cp-c, etcd Preparing, bootstrap cp-a, health"
+
+
+def _disaster(lab: Lab, **scenario) -> Tools:
+    from tests.test_restore_etcd import DISASTER
+
+    lab.snapshot()
+    return lab.tools(
+        **{
+            "unreachable": [],
+            "etcd_service": json.loads(json.dumps(DISASTER)),
+            "etcd_tool": str(etcd_tool.binary()),
+            **scenario,
+        }
+    )
+
+
+def _resets(tools: Tools) -> list[str]:
+    return [line.split()[1] for line in tools.log() if " reset " in line]
+
+
+@case("restore-etcd", ExitCode.OK)
+def restore_etcd_done(lab: Lab) -> None:
+    tools = _disaster(lab)
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.OK and ran.err == ""
+    assert _resets(tools) == ["10.11.1.11", "10.11.1.12", "10.11.1.13"]
+    assert "talosctl 10.11.1.11 bootstrap --recover-from=db.snapshot" in tools.log()
+    assert ran.out.splitlines()[-1].startswith(
+        "restored etcd of prod from db.snapshot (etcd's own checks: revision 24, 20 keys); next: `terravixens deploy "
+        "platform-prod`"
+    )
+
+
+@case("restore-etcd", ExitCode.REFUSED)
+def restore_etcd_over_a_working_etcd(lab: Lab) -> None:
+    tools = _disaster(lab, etcd_service={})
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.REFUSED and _resets(tools) == []
+    message, line = ran.err.splitlines()
+    assert message.startswith("terravixens restore-etcd: etcd of prod works: 3 members listed through cp-a.")
+    assert line == (
+        "stopped at confirmation: done: verify (verified), synth, talosconfig, etcd check (answers through cp-a); "
+        f"not done: confirmation, {RESTORE_UNITS}"
+    )
+
+
+@case("restore-etcd", ExitCode.BAD_INPUT)
+def restore_etcd_from_a_db_copy_without_the_flag(lab: Lab) -> None:
+    lab.snapshot(etcd_tool.genuine_snapshot().read_bytes()[:-32])
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT and ran.out == ""
+    assert ran.err.startswith(
+        f"terravixens restore-etcd: --from db.snapshot: {etcd_tool.genuine_snapshot().stat().st_size - 32} bytes, "
+        "no etcd digest at its end (a snapshot from "
+    )
+    assert ran.err.splitlines()[-1].startswith("stopped at verify: done: nothing; not done: verify, synth,")
+
+
+@case("restore-etcd", ExitCode.BAD_INPUT)
+def restore_etcd_no_snapshot_without_force(lab: Lab) -> None:
+    ran = lab.run(*RESTORE, "--no-snapshot", "no time for one now", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT
+    assert ran.err.startswith("terravixens restore-etcd: --no-snapshot goes with --force: ")
+
+
+@case("restore-etcd", ExitCode.DECLINED)
+def restore_etcd_without_a_terminal_or_confirm(lab: Lab) -> None:
+    tools = _disaster(lab)
+    ran = lab.run(*RESTORE, "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.DECLINED and _resets(tools) == []
+    assert ran.err.splitlines() == [
+        "terravixens restore-etcd: no terminal to confirm on: pass --confirm homelab/prod",
+        (
+            "stopped at confirmation: done: verify (verified), synth, talosconfig, etcd check (no leader); not done: "
+            f"confirmation, {RESTORE_UNITS}"
+        ),
+    ]
+
+
+@case("restore-etcd", ExitCode.FAILED)
+def restore_etcd_reset_fails(lab: Lab) -> None:
+    tools = _disaster(lab, fail={"reset": ["10.11.1.12"]})
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.FAILED and _resets(tools) == ["10.11.1.11", "10.11.1.12"]
+    assert ran.err.splitlines()[-1] == (
+        "stopped at reset cp-b (reset): done: verify (verified), synth, talosconfig, etcd check (no leader), "
+        "confirmation, reset cp-a; not done: reset cp-b, reset cp-c, etcd Preparing, bootstrap cp-a, health"
+    )
+
+
+@case("restore-etcd", ExitCode.BACKUP_FAILED)
+def restore_etcd_forced_without_a_fresh_snapshot(lab: Lab) -> None:
+    tools = _disaster(lab, etcd_service={}, etcd_snapshot=etcd_tool.fake_talosctl_setup("flip"))
+    ran = lab.run(*RESTORE, "--force", "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.BACKUP_FAILED and _resets(tools) == []
+    assert ran.err.splitlines()[-1] == (
+        "stopped at snapshot: done: verify (verified), synth, talosconfig, etcd check (answers through cp-a), "
+        f"confirmation; not done: snapshot, {RESTORE_UNITS}"
+    )
+
+
+@case("restore-etcd", ExitCode.INTERRUPTED)
+def restore_etcd_interrupted_during_the_bootstrap(lab: Lab) -> None:
+    from terravixens.talosctl import Talosctl
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+
+    _disaster(lab)
+    lab.monkeypatch.setattr(Talosctl, "bootstrap_recover", interrupted)
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err == (
+        "terravixens restore-etcd: interrupted by SIGINT at bootstrap cp-a (bootstrap): done: verify (verified), "
+        "synth, talosconfig, etcd check (no leader), confirmation, reset cp-a, reset cp-b, reset cp-c, etcd Preparing "
+        "(every control plane, after 2 polls); not known: bootstrap cp-a (look at etcd on it (talosctl service etcd): "
+        "Running means the restore was accepted — do not bootstrap again; Preparing means it was not: run the same "
+        "command again); not done: health\n"
+    )
 
 
 # drift ----------------------------------------------------------------------------------------------------
@@ -1270,12 +1572,24 @@ RULE_STOPS = {
     "drift": (("drift",), "stopped at synth: done: nothing; not done: synth, hypervisors, platform-prod, gitops-prod"),
     "decommission": (
         (*DECOMMISSION, "--yes"),
-        ("stopped at synth: done: nothing; not done: synth, checks, prepare, the resets"),
+        ("stopped at synth: done: nothing; not done: synth, checks, etcd snapshot, prepare, the resets"),
     ),
     # its synth comes right after the confirmation: a rule stop calls nothing, etcd untouched
     "remove-dead-member": (
         CONFIRMED,
-        (f"stopped at synth: done: nothing; not done: synth, probe, etcd members, state check, backup, {IRREVERSIBLE}"),
+        (
+            "stopped at synth: done: nothing; not done: synth, talosconfig, probe, etcd members, state check, backup, "
+            f"{IRREVERSIBLE}"
+        ),
+    ),
+    # without --talosconfig: synth comes first, to read the platform layer's talosconfig output
+    "snapshot": (("snapshot", "prod"), "stopped at synth: done: nothing; not done: synth, talosconfig, snapshot"),
+    "restore-etcd": (
+        ("restore-etcd", "prod", "--from", "SNAPSHOT", "--confirm", "homelab/prod"),
+        (
+            "stopped at synth: done: verify (verified); not done: synth, talosconfig, etcd check, confirmation, reset "
+            "cp-a, reset cp-b, reset cp-c, etcd Preparing, bootstrap cp-a, health"
+        ),
     ),
 }
 
@@ -1288,7 +1602,8 @@ def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(
     tools = lab.tools()
     argv, last_line = RULE_STOPS[operation]
     tf = gitops()
-    ran = lab.run(*(lab.backup() if word == "BACKUP" else word for word in argv), "--site", lab.token_site(), tf=tf)
+    given = {"BACKUP": lab.backup, "SNAPSHOT": lab.snapshot}
+    ran = lab.run(*(given[word]() if word in given else word for word in argv), "--site", lab.token_site(), tf=tf)
     expected = MonitorExit.ERROR if operation == "drift" else ExitCode.REFUSED
     assert ran.code == expected and cli.command(operation).returns(expected)
     lines = ran.err.splitlines()

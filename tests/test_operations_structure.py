@@ -19,6 +19,8 @@ COMMANDS = {
     "plan_guard",
     "validate",
     "check",
+    "snapshot",
+    "restore_etcd",
 }
 
 

@@ -12,12 +12,17 @@ waits before it acts, and checks everything else first:
 4. a healthy control plane answers `talosctl etcd members`, and NODE's member id is found there (by hostname);
 5. Terraform's state step is checked: init, `state list` — the apply address present or the reason it is not —,
    the kubeconfig output read; then the state is backed up and verified (when the apply is in it);
-6. `before_irreversible` (a hook: a fresh, verified etcd snapshot belongs there), then the irreversible step:
-   `talosctl etcd remove-member <id>` through the healthy control plane, read back with `etcd members`;
+6. `before_irreversible` (a hook: `terravixens remove-dead-member` puts snapshot_before_removal there, a fresh,
+   verified etcd snapshot through a control plane other than the dead one, or the operator's --no-snapshot
+   reason), then the irreversible step: `talosctl etcd remove-member <id>` through the healthy control plane, read
+   back with `etcd members`;
 7. NODE's Kubernetes Node object deleted (kubectl, the platform layer's kubeconfig);
 8. `terraform state rm` of NODE's configuration apply, so that no reset is attempted;
 9. the operator then takes NODE out of the site file (adding a replacement keeps the count odd) and runs
    `terravixens deploy platform-CLUSTER`: its VM is deleted, nothing else is touched.
+
+talosctl's talosconfig is the operator's, or (`talosconfig_from_layer`) the platform layer's output, read right
+after synth (the layer initialised first) into a private file removed afterwards: the unit `talosconfig`.
 
 Every talosctl, kubectl and terraform call is bounded (terravixens.runner). Steps 2 to 8 are the units of the
 console's journal (UNITS), so a stop or an interrupt ends with one line saying what is done and what is not; a
@@ -29,15 +34,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from terravixens.config.addressing import node_address
 from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
-from terravixens.operations.steps import apply_address, state_addresses
+from terravixens.operations.etcd import TALOSCONFIG_UNIT, SnapshotPolicy, fresh_snapshot, platform_talosconfig
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Call, Member, Talosctl, members
@@ -84,9 +90,24 @@ class DeadMemberOptions:
     probes: int = 4
     probe_window: float = 60
     synth: bool = True
-    # Called right before `etcd remove-member`: the place for a fresh, verified etcd snapshot.
+    # Called right before `etcd remove-member`: the place for a fresh, verified etcd snapshot (snapshot_before_removal).
     before_irreversible: Callable[[Irreversible], None] | None = None
+    # The talosctl given carries a placeholder: its talosconfig is the platform layer's output (read after synth).
+    talosconfig_from_layer: bool = False
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+
+def snapshot_before_removal(ws: Workspace, policy: SnapshotPolicy | None = None) -> Callable[[Irreversible], None]:
+    """The hook `terravixens remove-dead-member` runs before the removal: a fresh, verified etcd snapshot through a
+    control plane other than the dead one (it is tried last: avoid), or the operator's --no-snapshot reason said in
+    its place. No snapshot is a BACKUP_FAILED stop with etcd untouched."""
+
+    def take(what: Irreversible) -> None:
+        fresh_snapshot(
+            ws, what.cluster, what.talosctl, what.console, f"the removal of {what.node}", policy, avoid=[what.node]
+        )
+
+    return take
 
 
 def member_id(listing: str, hostname: str) -> str | None:
@@ -216,7 +237,6 @@ def remove_dead_member(
             f"removed",
             ExitCode.BAD_INPUT,
         )
-    layer = platform_stack_name(cluster_name)
     address = {
         name: node_address(node.networks, cluster.management_vlan) for name, node in cluster.control_planes.items()
     }
@@ -224,11 +244,42 @@ def remove_dead_member(
     confirmation(console, f"{ws.site.site}/{cluster_name}/{dead}", options.confirm, dead)
 
     journal = console.journal
-    journal.expect(*(UNITS if options.synth else UNITS[1:]))
+    units = [*UNITS[:1], *([TALOSCONFIG_UNIT] if options.talosconfig_from_layer else []), *UNITS[1:]]
+    journal.expect(*(units if options.synth else units[1:]))
     if options.synth:  # first: a safety rule that stops synth stops the command before any call
         with journal.unit(SYNTH):
             console.step("site", "synth", ws.site.site)
             ws.synth()
+    given = None if options.talosconfig_from_layer else talosctl.talosconfig
+    with platform_talosconfig(ws, tf, console, cluster_name, given) as talosconfig:
+        return _remove(
+            ws,
+            cluster_name,
+            dead,
+            tf,
+            replace(talosctl, talosconfig=talosconfig),
+            kubectl,
+            console,
+            options,
+            address,
+            hostname,
+        )
+
+
+def _remove(
+    ws: Workspace,
+    cluster_name: str,
+    dead: str,
+    tf: Terraform,
+    talosctl: Talosctl,
+    kubectl: Kubectl,
+    console: Console,
+    options: DeadMemberOptions,
+    address: dict[str, str],
+    hostname: str,
+) -> int:
+    layer = platform_stack_name(cluster_name)
+    journal = console.journal
     with journal.unit(PROBE) as unit:
         unit.note = probe_silence(talosctl, dead, address[dead], options, console, layer)
     with journal.unit(MEMBERS) as unit:
@@ -241,8 +292,9 @@ def remove_dead_member(
     workdir = ws.stack_dir(layer)
     target = apply_address(dead)
     with journal.unit(STATE) as unit:
-        console.step(layer, "init")
-        tf.init(workdir, layer)
+        if not options.talosconfig_from_layer:  # else initialised to read its talosconfig output
+            console.step(layer, "init")
+            tf.init(workdir, layer)
         in_state = target in state_addresses(tf, ws, layer)
         kubeconfig = kubeconfig_of(tf, workdir)
         if in_state:
@@ -291,6 +343,7 @@ def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member
     """`talosctl etcd remove-member` through the healthy control plane, read back. A call that hung or was stopped
     may have reached etcd: the journal says its outcome is not known, with what to check."""
     journal = console.journal
+    journal.saw(layer, "remove-member")  # after the snapshot's step: a stop here is said to be at the removal
     try:
         removed = talosctl.etcd_remove_member(through, member.id)
     except KeyboardInterrupt:

@@ -1,5 +1,10 @@
 """`terravixens decommission CLUSTER`: tear a running cluster down in the order that keeps etcd sane.
 
+0. etcd snapshot: before anything changes (so before the first reset), a fresh, verified etcd snapshot through a
+   control plane still to be reset (terravixens.operations.etcd.fresh_snapshot; those already reset are tried last),
+   or the operator's --no-snapshot reason said in its place; none is a BACKUP_FAILED stop with nothing changed. One
+   for the whole teardown: it is the cluster as it ran, the one state worth restoring (docs/adr/0036). A re-run takes
+   a new one before it goes on; none when no control plane is left to reset.
 1. prepare: re-synth the platform layer with decommission settings and apply the in-place change of every node's
    `on_destroy` (reboot into maintenance mode after the reset; the last control plane non-graceful). The talos
    provider reads `on_destroy` from the state at destroy time, so this apply must come first. Nothing resets here.
@@ -14,11 +19,14 @@
 
 Every step is planned, guarded, backed up and applied like a deploy; the guard waives PG003 only for step 4 and
 PG004 only for step 6. The gitops layer must be destroyed first (`terravixens destroy gitops-CLUSTER`).
+
+talosctl (the snapshot) gets the operator's talosconfig, or the platform layer's output written privately for the
+snapshot and removed afterwards.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
 from terravixens.decommission_settings import Decommission
@@ -27,6 +35,7 @@ from terravixens.logical_ids import cluster_id
 from terravixens.operations import summary
 from terravixens.operations.backup import pull_state
 from terravixens.operations.console import Console
+from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, talosconfig_file
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
 from terravixens.operations.outcome import ExitCode, OperationError
@@ -42,17 +51,26 @@ from terravixens.operations.steps import (
 )
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-
+from terravixens.talosctl import Talosctl
 
 RESETS = "the resets"  # in the journal until the state says which nodes are left to reset
 
 
+SNAPSHOT = "etcd snapshot"
+
+
 @dataclass(frozen=True)
 class DecommissionOptions:
+    """`snapshot`: the policy of the snapshot before the first reset (--no-snapshot REASON skips it); `talosctl`: the
+    binary and deadline of its calls; `talosconfig`: the operator's file (None: the platform layer's output)."""
+
     confirm: str | None = None
     delete_vms: bool = False
     destroy_secrets: bool = False
     yes: bool = False
+    snapshot: SnapshotPolicy = field(default_factory=SnapshotPolicy)
+    talosctl: Talosctl = field(default_factory=lambda: Talosctl(timeout=5 * 60))
+    talosconfig: str | None = None
 
 
 def not_only_on_destroy(plan) -> list[str]:
@@ -135,6 +153,7 @@ def decommission(
     journal.expect(
         "synth",
         "checks",
+        SNAPSHOT,
         "prepare",
         RESETS,
         *(["delete the VMs"] if options.delete_vms else []),
@@ -165,6 +184,31 @@ def decommission(
     return ExitCode.OK
 
 
+def _snapshot(
+    ws: Workspace, tf: Terraform, console: Console, cluster_name: str, options: DecommissionOptions, in_state: set[str]
+) -> str:
+    """The snapshot before the first reset (step 0), through a control plane still to be reset; what to note."""
+    cluster = ws.site.clusters[cluster_name]
+    reset = [name for name in sorted(cluster.control_planes) if apply_address(name) not in in_state]
+    if len(reset) == len(cluster.control_planes):
+        console.step(platform_stack_name(cluster_name), "snapshot", "none: every control plane is already reset")
+        return "none: no control plane left"
+    if options.snapshot.skip_reason is not None:  # the reason is said; no talosconfig is needed
+        fresh_snapshot(ws, cluster_name, options.talosctl, console, "decommission", options.snapshot)
+        return "skipped (--no-snapshot)"
+    with talosconfig_file(ws, tf, cluster_name, options.talosconfig) as talosconfig:
+        taken = fresh_snapshot(
+            ws,
+            cluster_name,
+            replace(options.talosctl, talosconfig=talosconfig),
+            console,
+            "decommission",
+            options.snapshot,
+            avoid=reset,
+        )
+    return str(taken.snapshot.path.relative_to(ws.root)) if taken else "skipped (--no-snapshot)"
+
+
 def _teardown(
     ws: Workspace,
     tf: Terraform,
@@ -188,6 +232,8 @@ def _teardown(
         *(f"reset control plane {name}" for name in others),
         *([f"reset the last control plane {last}"] if apply_address(last) in in_state else []),
     )
+    with journal.unit(SNAPSHOT) as snapshot:
+        snapshot.note = _snapshot(ws, tf, console, cluster_name, options, in_state)
 
     def step(
         unit: str, title: str, args: list[str], waived: frozenset[str] = frozenset(), prepare: bool = False
@@ -196,12 +242,22 @@ def _teardown(
             if not run_step(ws, tf, console, layer, title, args, waived, options, prepare=prepare):
                 done.note = "nothing to do"
 
-    step(
-        "prepare",
-        "prepare the resets (on_destroy: reboot into maintenance mode, last control plane non-graceful)",
-        [],
-        prepare=True,
-    )
+    # A first run plans the whole layer: anything but on_destroy changing means a cluster that is not converged. A re-run
+    # (some applies already reset and gone from the state, the site still naming their nodes) targets the applies
+    # left: an untargeted plan would create the reset ones again, which is not convergence missing but progress.
+    remaining = [apply_address(name) for name in sorted(cluster.nodes()) if apply_address(name) in in_state]
+    rerun = len(remaining) < len(cluster.nodes())
+    if rerun and not remaining:
+        with journal.unit("prepare") as done:
+            done.note = "nothing to do: every node is already reset"
+    else:
+        step(
+            "prepare",
+            "prepare the resets (on_destroy: reboot into maintenance mode, last control plane non-graceful)"
+            + (f"; a re-run: only the {len(remaining)} node applies left" if rerun else ""),
+            [f"-target={address}" for address in remaining] if rerun else [],
+            prepare=True,
+        )
     if workers:
         step(
             f"reset workers {', '.join(workers)}",

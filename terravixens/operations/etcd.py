@@ -26,6 +26,7 @@ from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl
 
 TALOSCONFIG_OUTPUT = "talosconfig"
+TALOSCONFIG_UNIT = "talosconfig"  # the journal's unit of platform_talosconfig
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,26 @@ def talosconfig_file(ws: Workspace, tf: Terraform, cluster_name: str, given: str
         yield str(write_private(folder / "talosconfig", text))
 
 
+@contextlib.contextmanager
+def platform_talosconfig(
+    ws: Workspace, tf: Terraform, console: Console, cluster_name: str, given: str | None
+) -> Iterator[str]:
+    """talosconfig_file for a command: the operator's file when given (nothing else runs), else the platform layer
+    initialised (`terraform init`: its backend must be known before its outputs can be read) and its output
+    written privately, as the journal's unit `talosconfig`. The layer must have been synthesized."""
+    if given:
+        yield given
+        return
+    layer = platform_stack_name(cluster_name)
+    with contextlib.ExitStack() as stack:
+        with console.journal.unit(TALOSCONFIG_UNIT):
+            console.step(layer, "init")
+            tf.init(ws.stack_dir(layer), layer)
+            path = stack.enter_context(talosconfig_file(ws, tf, cluster_name, None))
+            console.step(layer, "talosconfig", "the layer's output, in a private temporary file removed afterwards")
+        yield path
+
+
 def fresh_snapshot(
     ws: Workspace,
     cluster_name: str,
@@ -97,15 +118,20 @@ def fresh_snapshot(
     reason: str,
     policy: SnapshotPolicy | None = None,
     avoid: Sequence[str] = (),
+    purpose: str | None = None,
 ) -> Taken | None:
     """A new etcd snapshot of the cluster, verified and kept (0600 in etcd-snapshots/<site>/<cluster>/, retention
     applied), taken through the first control plane that gives one — by name, those in `avoid` (e.g. the node about
     to leave, or a dead one) last. Returns None when the policy skips it (the reason printed); raises an
-    OperationError (BACKUP_FAILED) when no control plane gives a verified snapshot: nothing was changed."""
+    OperationError (BACKUP_FAILED) when no control plane gives a verified snapshot: nothing was changed.
+
+    `reason` names the snapshot file; the lines say "before <reason>" unless `purpose` says what it is for
+    (`terravixens snapshot`: "on request")."""
     policy = policy or SnapshotPolicy()
     layer = platform_stack_name(cluster_name)
+    purpose = purpose or f"before {reason}"
     if policy.skip_reason is not None:
-        console.step(layer, "snapshot", f"skipped before {reason}: {policy.skip_reason} (--no-snapshot)")
+        console.step(layer, "snapshot", f"skipped {purpose}: {policy.skip_reason} (--no-snapshot)")
         return None
     store = SnapshotStore(ws.root, ws.site.site, keep=policy.keep, require_tool=policy.require_tool)
     addresses = control_plane_addresses(ws, cluster_name)
@@ -124,10 +150,10 @@ def fresh_snapshot(
             console.step(layer, "snapshot", f"through {name}: {error}")
             continue
         where = _shown(taken.snapshot.path, ws.root)
-        console.step(layer, "snapshot", f"{where} through {name}, before {reason}: {taken.summary().split(': ', 1)[1]}")
+        console.step(layer, "snapshot", f"{where} through {name}, {purpose}: {taken.summary().split(': ', 1)[1]}")
         return taken
     raise OperationError(
-        f"{layer}: no verified etcd snapshot before {reason} ({len(failures)} control plane"
+        f"{layer}: no verified etcd snapshot {purpose} ({len(failures)} control plane"
         f"{'s' if len(failures) != 1 else ''} tried); nothing was changed. Fix what the lines above say, or — "
         f"knowing the risk — pass --no-snapshot REASON",
         ExitCode.BACKUP_FAILED,
@@ -147,10 +173,12 @@ def _shown(path: Path, root: Path) -> str:
 
 
 __all__ = [
+    "TALOSCONFIG_UNIT",
     "SnapshotPolicy",
     "control_plane_addresses",
     "fresh_snapshot",
     "no_snapshot_reason",
+    "platform_talosconfig",
     "talosconfig_file",
     "talosconfig_of",
 ]

@@ -1,0 +1,171 @@
+"""`terravixens snapshot CLUSTER`: one etcd snapshot, now, through a healthy control plane — the same step every
+risky command takes automatically (terravixens.operations.etcd.fresh_snapshot, docs/adr/0036-etcd-snapshot-policy.md):
+taken with `talosctl etcd snapshot`, verified (size, etcd's digest, bbolt's meta pages, and etcd's own checks when
+the etcd-snapshot tool is built), kept 0600 in etcd-snapshots/<site>/<cluster>/ with its manifest, retention applied
+(--keep, default 10 verified snapshots per cluster; one without a manifest is never removed, it is listed).
+
+`terravixens snapshot CLUSTER --list`: the kept snapshots, oldest first, with time, node, reason, size and what
+vouches for them (their manifest); reads files only, runs nothing.
+
+The talosconfig is the operator's (--talosconfig) or the platform layer's output (the site is synthesized and the
+layer initialised first, the output written privately and removed afterwards). Nothing in the cluster changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, describe
+from terravixens.layers import platform_stack_name
+from terravixens.operations.console import Console
+from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
+from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.terraform import Terraform
+from terravixens.operations.workspace import Workspace
+from terravixens.talosctl import Talosctl
+
+SNAPSHOT_TIMEOUT = 5 * 60  # a snapshot of a few hundred MB streams in seconds; gigabytes need more (--timeout)
+REASON = "manual"
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """`keep`: retention per cluster; `talosconfig`: the operator's file (None: the platform layer's output);
+    `talosctl`: the binary and the deadline of each call."""
+
+    keep: int = DEFAULT_KEEP
+    talosconfig: str | None = None
+    talosctl: Talosctl = field(default_factory=lambda: Talosctl(timeout=SNAPSHOT_TIMEOUT))
+
+
+def _known(ws: Workspace, cluster_name: str) -> None:
+    if cluster_name not in ws.site.clusters:
+        raise OperationError(
+            f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
+        )
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def take_snapshot(
+    ws: Workspace, cluster_name: str, tf: Terraform, options: SnapshotOptions, console: Console | None = None
+) -> int:
+    """One verified snapshot, kept; BACKUP_FAILED (raised) when no control plane gives one."""
+    console = console or Console()
+    _known(ws, cluster_name)
+    layer = platform_stack_name(cluster_name)
+    journal = console.journal
+    if options.talosconfig is None:
+        journal.expect("synth", "talosconfig", "snapshot")
+        with journal.unit("synth"):  # the platform layer's working directory, to read its talosconfig output
+            console.step("site", "synth", ws.site.site)
+            ws.synth()
+    else:
+        journal.expect("snapshot")
+    with platform_talosconfig(ws, tf, console, cluster_name, options.talosconfig) as talosconfig:
+        talosctl = replace(options.talosctl, talosconfig=talosconfig)
+        with journal.unit("snapshot") as unit:
+            try:
+                taken = fresh_snapshot(
+                    ws,
+                    cluster_name,
+                    talosctl,
+                    console,
+                    REASON,
+                    SnapshotPolicy(keep=options.keep),
+                    purpose="on request",
+                )
+            except OperationError as error:
+                if error.code != ExitCode.BACKUP_FAILED:
+                    raise
+                tried = len(ws.site.clusters[cluster_name].control_planes)
+                raise OperationError(
+                    f"{layer}: no verified etcd snapshot of {cluster_name} ({tried} control plane"
+                    f"{'s' if tried != 1 else ''} tried, each said why above); nothing was kept",
+                    ExitCode.BACKUP_FAILED,
+                ) from None
+            if taken is None:  # only a policy with a skip reason gives none; this one has none (no assert: -O)
+                raise OperationError(f"{layer}: the snapshot step skipped a snapshot asked for", ExitCode.FAILED)
+            where = _shown(taken.snapshot.path, ws.root)
+            unit.note = where
+    verification = taken.verification
+    console.say(f"snapshot: {where}")
+    console.say(verification.summary().split(": ", 1)[1])
+    removed = ", ".join(path.name for path in taken.pruned.removed)
+    console.say(f"retention (--keep {options.keep}): {describe(taken.pruned)}{': ' + removed if removed else ''}")
+    return ExitCode.OK
+
+
+def _verified(snapshot: Snapshot) -> tuple[str, str]:
+    """(what vouches for a kept snapshot — "etcd": its manifest records etcd's own checks, "sha256": size, digest
+    and bbolt meta without the etcd-snapshot tool, "no" —, and why not when "no"). Cheap: the manifest and the
+    file's size, not a new verification (restore-etcd verifies the file it is given again)."""
+    manifest = snapshot.manifest
+    if manifest is None:
+        return "no", "no manifest: not kept by terravixens, or cut off before its manifest was written"
+    try:
+        size = snapshot.path.stat().st_size
+    except OSError as error:
+        return "no", f"cannot read it ({error.strerror})"
+    if size != manifest.get("size"):
+        return "no", f"{size} bytes where its manifest says {manifest.get('size')}: the file changed"
+    return ("etcd" if (manifest.get("verification") or {}).get("level") == "etcd" else "sha256"), ""
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
+    return [
+        ("".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1]).rstrip()
+        for row in rows
+    ]
+
+
+def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None) -> int:
+    """The cluster's kept snapshots, oldest first; reads the store only."""
+    console = console or Console()
+    _known(ws, cluster_name)
+    store = SnapshotStore(ws.root, ws.site.site)
+    folder = _shown(store.folder(cluster_name), ws.root)
+    snapshots = store.snapshots(cluster_name)
+    if not snapshots:
+        console.say(f"no snapshot of {cluster_name} in {folder}/ (take one: terravixens snapshot {cluster_name})")
+        return ExitCode.OK
+    console.say(f"{folder}/: {len(snapshots)} snapshot{'s' if len(snapshots) != 1 else ''}, oldest first")
+    rows = [["TAKEN (UTC)", "NODE", "REASON", "SIZE", "VERIFIED", "FILE"]]
+    notes = []
+    for snapshot in snapshots:
+        verified, why = _verified(snapshot)
+        rows.append(
+            [_utc(snapshot.taken_at), snapshot.node, snapshot.reason, _size(snapshot), verified, snapshot.path.name]
+        )
+        if why:
+            notes.append(f"{snapshot.path.name}: not verified: {why}")
+    for line in [*_table(rows), *notes]:
+        console.say(line)
+    return ExitCode.OK
+
+
+def _size(snapshot: Snapshot) -> str:
+    try:
+        size = snapshot.path.stat().st_size
+    except OSError:
+        return "?"
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _utc(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
+__all__ = ["SnapshotOptions", "list_snapshots", "take_snapshot"]

@@ -477,28 +477,10 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _no_snapshot(text: str) -> str:
-    from terravixens.operations.etcd import no_snapshot_reason
-
-    try:
-        return no_snapshot_reason(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def _batch(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of workers, 1 or more")
     return int(text)
-
-
-def _snapshot_reason(text: str) -> str:
-    from terravixens.operations.etcd import no_snapshot_reason
-
-    try:
-        return no_snapshot_reason(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _probes(text: str) -> int:
@@ -528,7 +510,8 @@ def _no_snapshot(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _no_snapshot_option(parser: argparse.ArgumentParser, what: str) -> None:
+def _no_snapshot_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str) -> None:
+    """--no-snapshot REASON, the same for every command that takes an etcd snapshot (ADR 0036)."""
     parser.add_argument(
         "--no-snapshot",
         type=_no_snapshot,
@@ -642,12 +625,7 @@ def _upgrade_args(parser: argparse.ArgumentParser) -> None:
         help="allow a downgrade (a node newer than talos_version), skipping a Talos minor, or re-imaging a node "
         "not booted from an Image Factory image",
     )
-    parser.add_argument(
-        "--no-snapshot",
-        type=_no_snapshot,
-        metavar="REASON",
-        help="no etcd snapshot before each control plane's upgrade (default: a fresh verified one, or stop); say why",
-    )
+    _no_snapshot_option(parser, "before each control plane's upgrade")
 
 
 def _deploy_args(parser: argparse.ArgumentParser) -> None:
@@ -687,12 +665,7 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="workers that leave go N per apply, each batch health-checked (default: all in one apply)",
     )
-    scale_in.add_argument(
-        "--no-snapshot",
-        type=_snapshot_reason,
-        metavar="REASON",
-        help="no etcd snapshot before the steps that change etcd; REASON is printed where it would be",
-    )
+    _no_snapshot_option(scale_in, "before each scale-in step that changes etcd")
     scale_in.add_argument(
         "--talosconfig",
         help="talosctl client configuration (default: the platform layer's talosconfig output, 0600, removed after)",
@@ -991,26 +964,34 @@ COMMANDS: tuple[Command, ...] = (
         codes(
             (
                 OK,
-                "every node on the target version and schematic (read back), cluster healthy; with --dry-run: the "
-                "plan is printed",
+                (
+                    "every node on the target version and schematic (read back), cluster healthy; with --dry-run: the "
+                    "plan is printed"
+                ),
             ),
             (
                 REFUSED,
-                "a downgrade, a skipped Talos minor, or a node not booted from an Image Factory image, without "
-                "--force: no node touched",
+                (
+                    "a downgrade, a skipped Talos minor, or a node not booted from an Image Factory image, without "
+                    "--force: no node touched"
+                ),
             ),
             (BAD_INPUT, "site file, unknown cluster, bad option, no talosconfig"),
             (
                 FAILED,
-                "a talosctl call failed, hung or is missing, a node is not on the target version and "
-                "schematic after its upgrade (rolled back), a version talosctl printed cannot be understood, "
-                "or the cluster is unhealthy: the last line says where, what is done and what is not "
-                "touched; run it again once fixed (--dry-run: a node could not be read)",
+                (
+                    "a talosctl call failed, hung or is missing, a node is not on the target version and "
+                    "schematic after its upgrade (rolled back), a version talosctl printed cannot be understood, "
+                    "or the cluster is unhealthy: the last line says where, what is done and what is not "
+                    "touched; run it again once fixed (--dry-run: a node could not be read)"
+                ),
             ),
             (
                 BACKUP_FAILED,
-                "no verified etcd snapshot before a control plane's upgrade (without --no-snapshot REASON): "
-                "stopped before that node",
+                (
+                    "no verified etcd snapshot before a control plane's upgrade (without --no-snapshot REASON): "
+                    "stopped before that node"
+                ),
             ),
             (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"),
         ),
@@ -1024,26 +1005,34 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "applied, or no changes, or --dry-run (nothing applied)"),
             (
                 REFUSED,
-                f"the plan guard refused a layer's plan or a scale-in step's, a step's plan is not the step, or "
-                f"{SYNTH_RULE}; that step and later layers untouched",
+                (
+                    f"the plan guard refused a layer's plan or a scale-in step's, a step's plan is not the step, or "
+                    f"{SYNTH_RULE}; that step and later layers untouched"
+                ),
             ),
             (
                 BAD_INPUT,
-                "site file, unknown layer, secrets file, --save-plan-json names an existing file, or a scale-in "
-                "without a talosconfig",
+                (
+                    "site file, unknown layer, secrets file, --save-plan-json names an existing file, or a scale-in "
+                    "without a talosconfig"
+                ),
             ),
             DECLINED,
             (
                 FAILED,
-                "terraform failed (the state before it is in the backup printed) or is missing; or in a scale-in, "
-                "talosctl health or the etcd members before or after a step are not what it expects: the last line "
-                "says which steps are done; run it again once fixed, it resumes; or --check could not read the "
-                "cluster after its apply",
+                (
+                    "terraform failed (the state before it is in the backup printed) or is missing; or in a scale-in, "
+                    "talosctl health or the etcd members before or after a step are not what it expects: the last line "
+                    "says which steps are done; run it again once fixed, it resumes; or --check could not read the "
+                    "cluster after its apply"
+                ),
             ),
             (
                 BACKUP_FAILED,
-                "a state backup, or the etcd snapshot before a scale-in step, could not be taken and verified: "
-                "that step applied nothing",
+                (
+                    "a state backup, or the etcd snapshot before a scale-in step, could not be taken and verified: "
+                    "that step applied nothing"
+                ),
             ),
             (CHECK_FAILED, "--check found problems after the apply (one line each, with what to do)"),
             INTERRUPTED,
@@ -1058,8 +1047,10 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "destroyed, or nothing to destroy"),
             (
                 REFUSED,
-                f"the guard or prevent_destroy refused (a platform layer is decommissioned), a nested "
-                f"host's layer still has guests, or {SYNTH_RULE}",
+                (
+                    f"the guard or prevent_destroy refused (a platform layer is decommissioned), a nested "
+                    f"host's layer still has guests, or {SYNTH_RULE}"
+                ),
             ),
             (BAD_INPUT, "site file, unknown layer"),
             (DECLINED, "the typed SITE/LAYER was not given"),
@@ -1092,16 +1083,20 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "every node reset (VMs and secrets as asked)"),
             (
                 REFUSED,
-                f"the gitops layer still has resources, the cluster is not converged, the guard "
-                f"refused a step, or {SYNTH_RULE}",
+                (
+                    f"the gitops layer still has resources, the cluster is not converged, the guard "
+                    f"refused a step, or {SYNTH_RULE}"
+                ),
             ),
             (BAD_INPUT, "site file, unknown cluster"),
             (DECLINED, "the typed SITE/CLUSTER or a step's yes"),
             FAILED,
             (
                 BACKUP_FAILED,
-                "no verified etcd snapshot before the first reset (nothing was changed; --no-snapshot REASON goes "
-                "on without), or a state backup failed",
+                (
+                    "no verified etcd snapshot before the first reset (nothing was changed; --no-snapshot REASON goes "
+                    "on without), or a state backup failed"
+                ),
             ),
             INTERRUPTED,
         ),
@@ -1115,21 +1110,27 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "the member is removed and its apply forgotten; take the node out of the site next"),
             (
                 REFUSED,
-                f"the node answered a probe (remove it the normal way), a probe failed for another "
-                f"reason than silence, no control plane lists etcd members (quorum lost), or "
-                f"{SYNTH_RULE}",
+                (
+                    f"the node answered a probe (remove it the normal way), a probe failed for another "
+                    f"reason than silence, no control plane lists etcd members (quorum lost), or "
+                    f"{SYNTH_RULE}"
+                ),
             ),
             (BAD_INPUT, "site file, unknown cluster, not a control plane"),
             (DECLINED, "the typed SITE/CLUSTER/NODE was not given"),
             (
                 FAILED,
-                "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
-                "is done and what is not)",
+                (
+                    "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
+                    "is done and what is not)"
+                ),
             ),
             (
                 BACKUP_FAILED,
-                "the state backup, or the etcd snapshot right before the removal (through another control plane), "
-                "failed: etcd untouched; --no-snapshot REASON goes on without the snapshot",
+                (
+                    "the state backup, or the etcd snapshot right before the removal (through another control plane), "
+                    "failed: etcd untouched; --no-snapshot REASON goes on without the snapshot"
+                ),
             ),
             INTERRUPTED,
         ),
@@ -1160,19 +1161,25 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "etcd restored on the bootstrap node, every control plane joined, talosctl health passed"),
             (
                 REFUSED,
-                f"etcd answers (a control plane lists its members) and no --force: restoring would lose every write "
-                f"since the snapshot; or {SYNTH_RULE}; nothing was done",
+                (
+                    "etcd answers (a control plane lists its members) and no --force: restoring would lose every "
+                    f"write since the snapshot; or {SYNTH_RULE}; nothing was done"
+                ),
             ),
             (
                 BAD_INPUT,
-                "site file, unknown cluster, FILE missing, not a verified snapshot, another cluster's, or without "
-                "etcd's digest and no --skip-hash-check; nothing was done",
+                (
+                    "site file, unknown cluster, FILE missing, not a verified snapshot, another cluster's, or without "
+                    "etcd's digest and no --skip-hash-check; nothing was done"
+                ),
             ),
             (DECLINED, "the typed SITE/CLUSTER was not given; nothing was done"),
             (
                 FAILED,
-                "a reset, the wait for Preparing, the bootstrap or health failed or hung: the last line says which "
-                "control planes are reset; run it again once fixed",
+                (
+                    "a reset, the wait for Preparing, the bootstrap or health failed or hung: the last line says which "
+                    "control planes are reset; run it again once fixed"
+                ),
             ),
             (BACKUP_FAILED, "with --force: no fresh snapshot of the etcd that answers; nothing was done"),
             INTERRUPTED,
@@ -1187,13 +1194,17 @@ COMMANDS: tuple[Command, ...] = (
             MonitorExit.IN_SYNC,
             (
                 MonitorExit.ERROR,
-                "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth; or a Talos-side "
-                "reading (talosctl, kubectl) that could not be made and no drift found",
+                (
+                    "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth; or a "
+                    "Talos-side reading (talosctl, kubectl) that could not be made and no drift found"
+                ),
             ),
             (
                 MonitorExit.FOUND,
-                "a layer's plan would change something, or the Talos side differs from the site (version, "
-                "schematic, etcd members, Kubernetes Nodes); found wins over a reading that could not be made",
+                (
+                    "a layer's plan would change something, or the Talos side differs from the site (version, "
+                    "schematic, etcd members, Kubernetes Nodes); found wins over a reading that could not be made"
+                ),
             ),
             INTERRUPTED,
         ),
@@ -1207,8 +1218,10 @@ COMMANDS: tuple[Command, ...] = (
             (MonitorExit.IN_SYNC, "every check passed"),
             (
                 MonitorExit.ERROR,
-                "a check could not look (no talosconfig or kubeconfig, talosctl or kubectl missing, failing or "
-                "unanswered) and none found a problem; or a bad site, option or cluster name",
+                (
+                    "a check could not look (no talosconfig or kubeconfig, talosctl or kubectl missing, failing or "
+                    "unanswered) and none found a problem; or a bad site, option or cluster name"
+                ),
             ),
             (MonitorExit.FOUND, "a check found a problem: one line each, with what to do (found wins)"),
             INTERRUPTED,
@@ -1223,8 +1236,10 @@ COMMANDS: tuple[Command, ...] = (
             (OK, "the Markdown is printed (and written to --output)"),
             (
                 REFUSED,
-                "with --strict: an address of a node the change does not name changes; or a safety "
-                "rule stopped a synth",
+                (
+                    "with --strict: an address of a node the change does not name changes; or a safety "
+                    "rule stopped a synth"
+                ),
             ),
             (BAD_INPUT, "no BASE, unknown ref, a synth that fails, or --output names an existing file"),
             INTERRUPTED,
@@ -1253,8 +1268,10 @@ COMMANDS: tuple[Command, ...] = (
             (BAD_INPUT, "site, specs, secrets, TLS files or address unusable: it does not start"),
             (
                 INTERRUPTED,
-                "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
-                "ends by that signal, as systemd expects)",
+                (
+                    "stopped with Ctrl-C, its normal end (SIGTERM: a graceful stop, then the process "
+                    "ends by that signal, as systemd expects)"
+                ),
             ),
         ),
         signals=False,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
 from terravixens.decommission_settings import Decommission
+from terravixens.guard.plan import Plan
 from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.logical_ids import cluster_id
 from terravixens.operations import summary
@@ -73,7 +74,7 @@ class DecommissionOptions:
     talosconfig: str | None = None
 
 
-def not_only_on_destroy(plan) -> list[str]:
+def not_only_on_destroy(plan: Plan) -> list[str]:
     """Addresses the prepare step would change beyond the node applies' `on_destroy`: a cluster that is not
     converged is deployed first, so that decommission never applies anything else."""
     verb = summary.verb
@@ -242,8 +243,8 @@ def _teardown(
             if not run_step(ws, tf, console, layer, title, args, waived, options, prepare=prepare):
                 done.note = "nothing to do"
 
-    # A first run plans the whole layer: anything but on_destroy changing means a cluster that is not converged. A re-run
-    # (some applies already reset and gone from the state, the site still naming their nodes) targets the applies
+    # A first run plans the whole layer: anything but on_destroy changing means a cluster that is not converged. A
+    # re-run (some applies already reset and gone from the state, the site still naming their nodes) targets the applies
     # left: an untargeted plan would create the reset ones again, which is not convergence missing but progress.
     remaining = [apply_address(name) for name in sorted(cluster.nodes()) if apply_address(name) in in_state]
     rerun = len(remaining) < len(cluster.nodes())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from terravixens.layers import platform_stack_name
 from terravixens.operations import summary
@@ -64,7 +65,7 @@ class TalosDrift:
     deployed: bool = True
 
 
-def outside_changes(messages: list[dict]) -> list[str]:
+def outside_changes(messages: list[dict[str, Any]]) -> list[str]:
     """'address (what)' for each `resource_drift` message of the plan log: changed outside Terraform."""
     found = []
     for message in messages:

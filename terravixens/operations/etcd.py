@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from terravixens.config.addressing import node_address
@@ -110,6 +111,11 @@ def platform_talosconfig(
         yield path
 
 
+def _fetch(talosctl: Talosctl, address: str, path: Path) -> object:
+    """`talosctl etcd snapshot PATH` through one control plane: the store's fetch for that node."""
+    return talosctl.etcd_snapshot(address, str(path))
+
+
 def fresh_snapshot(
     ws: Workspace,
     cluster_name: str,
@@ -143,7 +149,7 @@ def fresh_snapshot(
                 cluster_name,
                 name,
                 _reason_token(reason),
-                lambda path, address=addresses[name]: talosctl.etcd_snapshot(address, str(path)),
+                partial(_fetch, talosctl, addresses[name]),
             )
         except SnapshotError as error:
             failures.append(str(error))

@@ -38,7 +38,6 @@ understood as a release (`v1.11.6`, `1.11.6`, `v1.12.0-beta.1`, `v1.11.6+custom`
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -54,12 +53,9 @@ from terravixens.operations.outcome import OperationError
 from terravixens.roles import Role
 from terravixens.runner import annotate
 from terravixens.talos.image import installer_image, schematic_id
+from terravixens.talos_versions import TalosVersion, parse_version
 from terravixens.talosctl import Call, Talosctl, schematic, server_tag
 
-IDENTIFIER = r"[0-9A-Za-z-]+"
-DOTTED = rf"{IDENTIFIER}(?:\.{IDENTIFIER})*"
-RELEASE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-({DOTTED}))?(?:\+({DOTTED}))?$")
-NO_PATCH = re.compile(r"^v?\d+\.\d+$")
 # Exit codes of `terravixens upgrade`: the one table (terravixens.exitcodes). The EXIT_* names are aliases kept for
 # code written before it.
 EXIT_OK, EXIT_STOPPED, EXIT_INPUT, EXIT_REFUSED = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT, ExitCode.REFUSED
@@ -85,46 +81,6 @@ class Step:
     @property
     def label(self) -> str:
         return f"{self.node} ({self.role}, {self.address})"
-
-
-@dataclass(frozen=True)
-class TalosVersion:
-    """A Talos release as talosctl prints it, ordered as semantic versions: pre-releases before the release
-    (v1.12.0-beta.1 < v1.12.0), their dot-separated parts numerically where numeric (beta.2 < beta.10); build
-    metadata (`+custom`) does not order, but a build is not the release it is built from (see `same`)."""
-
-    text: str
-    major: int
-    minor: int
-    patch: int
-    pre: tuple[str, ...] = ()
-    build: str = ""
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        pre = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in self.pre)
-        return self.major, self.minor, self.patch, (0, pre) if self.pre else (1, ())
-
-    def same(self, other: TalosVersion) -> bool:
-        """The same release and build (`1.11.6` is `v1.11.6`; `v1.11.6+custom` is not)."""
-        return self.key == other.key and self.build == other.build
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def parse_version(text: str) -> TalosVersion | str:
-    """The version, or why it is not one (a value: the caller stops naming the node)."""
-    found = RELEASE.match(text.strip())
-    if found:
-        major, minor, patch, pre, build = found.groups()
-        return TalosVersion(
-            text.strip(), int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (), build or ""
-        )
-    if NO_PATCH.match(text.strip()):
-        return f"{text.strip()!r} has no patch number: it cannot be compared with a release like v1.11.6"
-    shown = text.strip()[:60] or "nothing"
-    return f"{shown!r} is not a Talos version like v1.11.6"
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,8 @@ CASES = {
         [
             (
                 "etcd: member cp-old (3ef7dbf8b1b3b1d4, https://10.11.1.14:2380) is not a control plane of the "
-                "site: if "
-                "its machine is gone, take an etcd snapshot, then `talosctl -n 10.11.1.11 etcd remove-member "
-                "3ef7dbf8b1b3b1d4`"
+                "site: if its machine is gone, take a snapshot first (terravixens snapshot prod), then "
+                "`talosctl -n 10.11.1.11 etcd remove-member 3ef7dbf8b1b3b1d4`"
             )
         ],
     ),

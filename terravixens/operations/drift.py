@@ -39,8 +39,8 @@ from terravixens.operations.steps import make_plan
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.roles import Role
+from terravixens.talos_versions import parse_version
 from terravixens.talosctl import Talosctl
-from terravixens.upgrade import parse_version
 
 TALOS_TIMEOUT = 60
 
@@ -225,8 +225,8 @@ def _member_differences(nodes: Sequence[SiteNode], listed: Members, cluster_name
         if node is None:
             found.append(
                 f"etcd: member {member.hostname} ({member.id}, {member.peer_urls}) is not a control plane of the "
-                f"site: if its machine is gone, take an etcd snapshot, then `talosctl -n {through} etcd "
-                f"remove-member {member.id}`"
+                f"site: if its machine is gone, take a snapshot first (terravixens snapshot {cluster_name}), then "
+                f"`talosctl -n {through} etcd remove-member {member.id}`"
             )
         elif f"//{node.address}:" not in member.peer_urls:
             found.append(

@@ -477,28 +477,22 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _batch(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a batch size: give a whole number of workers, 1 or more")
-    return int(text)
+def _whole(minimum: int, what: str, why: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number of `what`, at least `minimum` (`why` says why that minimum)."""
+
+    def parse(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {what}: give a whole number, {minimum} or more{f' ({why})' if why else ''}"
+            )
+        return int(text)
+
+    return parse
 
 
-def _probes(text: str) -> int:
-    if not text.isdigit() or int(text) < 2:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of probes: give a whole number, 2 or more (a "
-            f"single probe cannot tell a dead node from a reboot)"
-        )
-    return int(text)
-
-
-def _keep(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of snapshots to keep: give a whole number, 1 or more (the new one is always "
-            f"kept)"
-        )
-    return int(text)
+_batch = _whole(1, "batch size of workers")
+_probes = _whole(2, "number of probes", "a single probe cannot tell a dead node from a reboot")
+_keep = _whole(1, "number of snapshots to keep", "the new one is always kept")
 
 
 def _no_snapshot(text: str) -> str:

@@ -80,3 +80,28 @@ def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"
+
+
+def test_whole_number_options_say_the_minimum_and_why(capsys):
+    """--worker-batch, --probes and --keep share one parser: each says what it counts, the minimum and why."""
+    import pytest
+
+    from terravixens import cli
+
+    cases = [
+        (["deploy", "--worker-batch", "0"], "'0' is not a batch size of workers: give a whole number, 1 or more"),
+        (
+            ["remove-dead-member", "prod", "cp-b", "--probes", "1"],
+            "'1' is not a number of probes: give a whole number, 2 or more (a single probe cannot tell a dead node "
+            "from a reboot)",
+        ),
+        (
+            ["snapshot", "prod", "--keep", "x"],
+            "'x' is not a number of snapshots to keep: give a whole number, 1 or more (the new one is always kept)",
+        ),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as stopped:
+            cli.main(argv)
+        assert stopped.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(message), argv

@@ -708,7 +708,7 @@ def test_cli_exit_codes_and_last_line(tmp_path):
     "option, value, message",
     [
         ("--timeout", "soon", "'soon' is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h"),
-        ("--worker-batch", "0", "'0' is not a batch size: give a whole number of workers, 1 or more"),
+        ("--worker-batch", "0", "'0' is not a batch size of workers: give a whole number, 1 or more"),
     ],
 )
 def test_cli_refuses_bad_options(option, value, message, tmp_path):

@@ -92,8 +92,10 @@ def test_whole_number_options_say_the_minimum_and_why(capsys):
         (["deploy", "--worker-batch", "0"], "'0' is not a batch size of workers: give a whole number, 1 or more"),
         (
             ["remove-dead-member", "prod", "cp-b", "--probes", "1"],
-            "'1' is not a number of probes: give a whole number, 2 or more (a single probe cannot tell a dead node "
-            "from a reboot)",
+            (
+                "'1' is not a number of probes: give a whole number, 2 or more (a single probe cannot tell a dead node "
+                "from a reboot)"
+            ),
         ),
         (
             ["snapshot", "prod", "--keep", "x"],

@@ -25,6 +25,19 @@ from pathlib import Path
 from terravixens.logical_ids import owner_of
 from terravixens.operations.terraform import Result, Terraform
 
+# What `terraform output -raw NAME` prints on stdout, exit 0, for a state without any output (Terraform 1.11.4,
+# captured from a layer never applied; its colours included: Terraform colours it without a terminal too).
+NO_OUTPUTS_WARNING = (
+    "\x1b[33m╷\x1b[0m\x1b[0m\n"
+    "\x1b[33m│\x1b[0m \x1b[0m\x1b[1m\x1b[33mWarning: \x1b[0m\x1b[0m\x1b[1mNo outputs found\x1b[0m\n"
+    "\x1b[33m│\x1b[0m \x1b[0m\n"
+    "\x1b[33m│\x1b[0m \x1b[0m\x1b[0mThe state file either has no outputs defined, or all the defined outputs\n"
+    "\x1b[33m│\x1b[0m \x1b[0mare empty. Please define an output in your configuration with the `output`\n"
+    "\x1b[33m│\x1b[0m \x1b[0mkeyword and run `terraform refresh` for it to become available. If you are\n"
+    "\x1b[33m│\x1b[0m \x1b[0musing interpolation, please verify the interpolated value is not empty. You\n"
+    "\x1b[33m│\x1b[0m \x1b[0mcan use the `terraform console` command to assist.\n"
+    "\x1b[33m╵\x1b[0m\x1b[0m\n"
+)
 APPLY = "talos_machine_configuration_apply"
 VM = "proxmox_virtual_environment_vm"
 MEMBERSHIP = "terraform_data.cluster_membership"
@@ -124,6 +137,8 @@ class FakeTerraform(Terraform):
                 state.pop(address, None)
             self.serial[layer] = self.serial.get(layer, 1) + 1
             return Result(0, f"Removed {args[2]}", "")
+        if args[:2] == ("output", "-raw") and not state and layer not in self.outputs:
+            return Result(0, NO_OUTPUTS_WARNING, "")  # as Terraform 1.11 answers a state without any output
         if args[:2] == ("output", "-raw") and args[2] in self.outputs.get(layer, {}):
             value = self.outputs[layer][args[2]]
             if value is None:  # the output is not there (a layer projected without Talos, or destroyed)
@@ -311,3 +326,19 @@ def apply_order(change: dict) -> tuple[int, str]:
     if change["action"] == "create":
         return (2 if kind == VM else 3, change["address"])
     return (4, change["address"])
+
+
+class Outputs(Terraform):
+    """A Terraform stand-in answering only `output -raw NAME`, from a table (what a platform layer's state holds):
+    for the steps that read the talosconfig and nothing else."""
+
+    def __init__(self, outputs: dict[str, str]):
+        super().__init__(binary="fake-terraform")
+        self.outputs = outputs
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, workdir: Path, *args: str) -> Result:
+        self.calls.append((Path(workdir).name, *args))
+        if args[:2] == ("output", "-raw") and args[2] in self.outputs:
+            return Result(0, self.outputs[args[2]], "")
+        return Result(1, "", f'Error: Output "{args[-1]}" not found')

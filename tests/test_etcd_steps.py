@@ -23,10 +23,10 @@ from terravixens.operations.etcd import (
     talosconfig_file,
 )
 from terravixens.operations.outcome import OperationError
-from terravixens.operations.terraform import Result
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl
 from tests import etcd_tool, support
+from tests.fake_terraform import Outputs
 
 FAKE = Path(__file__).resolve().parent / "fake_talosctl.py"
 CP_A, CP_B, CP_C = "10.11.1.11", "10.11.1.12", "10.11.1.13"
@@ -112,20 +112,6 @@ def test_an_operators_reason_skips_the_snapshot_and_is_said(ws, tmp_path):
 def test_no_snapshot_needs_a_reason(reason):
     with pytest.raises(ValueError, match="is not a reason: say why this run goes without a fresh etcd snapshot"):
         no_snapshot_reason(reason)
-
-
-class Outputs:
-    """A Terraform stand-in answering `output -raw NAME` from a table (what a platform layer's state holds)."""
-
-    def __init__(self, outputs: dict[str, str]):
-        self.outputs = outputs
-        self.calls: list[tuple[str, ...]] = []
-
-    def run(self, workdir: Path, *args: str) -> Result:
-        self.calls.append((Path(workdir).name, *args))
-        if args[:2] == ("output", "-raw") and args[2] in self.outputs:
-            return Result(0, self.outputs[args[2]], "")
-        return Result(1, "", f'Error: Output "{args[-1]}" not found')
 
 
 def test_the_talosconfig_comes_from_the_platform_layer_private_and_is_removed_afterwards(ws):

@@ -35,6 +35,7 @@ from terravixens.upgrade import (
     upgrade_plan,
 )
 from tests import etcd_tool, processes, support
+from tests.fake_terraform import Outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fake_talosctl.py"
@@ -1112,22 +1113,6 @@ def test_a_dry_run_says_what_the_run_would_refuse_with_its_exit_code(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------- talosconfig
-class Outputs:
-    """A Terraform stand-in answering `output -raw NAME` from a table (what a platform layer's state holds)."""
-
-    def __init__(self, outputs: dict[str, str]):
-        self.outputs = outputs
-        self.calls: list[tuple[str, ...]] = []
-
-    def run(self, workdir: Path, *args: str):
-        from terravixens.operations.terraform import Result
-
-        self.calls.append((Path(workdir).name, *args))
-        if args[:2] == ("output", "-raw") and args[2] in self.outputs:
-            return Result(0, self.outputs[args[2]], "")
-        return Result(1, "", f'Error: Output "{args[-1]}" not found')
-
-
 def _command(tmp_path: Path, fake: Fake, tf: Outputs, talosconfig: str | None, capsys) -> tuple[int, list, str]:
     from terravixens.upgrade import command
 

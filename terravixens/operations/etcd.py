@@ -67,7 +67,7 @@ def control_plane_addresses(ws: Workspace, cluster_name: str) -> dict[str, str]:
 
 def talosconfig_of(tf: Terraform, workdir: Path) -> str | None:
     """The platform layer's `talosconfig` output; None when the layer has none (no cluster yet, or gone)."""
-    result = tf.run(workdir, "output", "-raw", TALOSCONFIG_OUTPUT)
+    result = tf.output(workdir, TALOSCONFIG_OUTPUT)
     return result.stdout if result.returncode == 0 and result.stdout.strip() else None
 
 

@@ -52,7 +52,7 @@ class Kubectl:
 
 def kubeconfig_of(tf: Terraform, workdir: Path) -> str | None:
     """The platform layer's `kubeconfig` output; None when the layer has none (cluster gone, or no Talos here)."""
-    result = tf.run(workdir, "output", "-raw", "kubeconfig")
+    result = tf.output(workdir, "kubeconfig")
     return result.stdout if result.returncode == 0 and result.stdout.strip() else None
 
 

@@ -150,11 +150,10 @@ class Access:
 def layer_output(tf: Terraform, workdir: Path, name: str) -> str | Unread | None:
     """`terraform output -raw NAME` of a layer: its text; None when the layer has no such output (not applied, or
     destroyed); Unread when Terraform could not tell (a backend it cannot reach, a broken state)."""
-    result = tf.run(workdir, "output", "-raw", name)
+    result = tf.output(workdir, name)
     if result.returncode == 0 and result.stdout.strip():
         return result.stdout
-    said = f"{result.stdout}\n{result.stderr}"
-    if result.returncode == 0 or "not found" in said or "No outputs found" in said:
+    if result.returncode == 0 or "not found" in f"{result.stdout}\n{result.stderr}":
         return None
     return Unread(f"terraform output {name}", result.tail() or f"exit {result.returncode}")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,10 @@ from terravixens import provider_install, runner
 from terravixens.operations.outcome import ExitCode, OperationError
 
 TAIL_LINES = 25
+# `terraform output` on a state without any output (a layer never applied, or destroyed): Terraform 1.11 prints this
+# warning on stdout, in colour, and exits 0 — it is not the output's value.
+NO_OUTPUTS = "Warning: No outputs found"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMEOUT_ENV = "TERRAVIXENS_TERRAFORM_TIMEOUT"
 DEFAULT_TIMEOUT = 6 * 3600
 # SIGTERM to SIGKILL: Terraform stops gracefully on SIGTERM (it finishes what is in flight and writes the state).
@@ -128,6 +133,14 @@ class Terraform:
                 f"{layer}: {ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME", ExitCode.FAILED
             )
         return ran
+
+    def output(self, workdir: Path, name: str) -> Result:
+        """`terraform output -raw NAME`: its text; a state without any output is answered as one without this
+        output (exit 1, `Output "NAME" not found`), never with Terraform's warning text as the value."""
+        result = self.run(workdir, "output", "-raw", name)
+        if result.returncode == 0 and NO_OUTPUTS in ANSI.sub("", result.stdout)[:300]:
+            return Result(1, "", f'Error: Output "{name}" not found (the state has no outputs)')
+        return result
 
     def run(self, workdir: Path, *args: str) -> Result:
         ran = self._run(workdir, args)

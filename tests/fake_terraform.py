@@ -38,6 +38,12 @@ NO_OUTPUTS_WARNING = (
     "\x1b[33m│\x1b[0m \x1b[0mcan use the `terraform console` command to assist.\n"
     "\x1b[33m╵\x1b[0m\x1b[0m\n"
 )
+# `terraform state list` where the local backend has no state file yet (Terraform 1.11.4, captured): exit 1, stderr.
+NO_STATE_FILE_ERROR = (
+    "\x1b[31mNo state file was found!\n\nState management commands require a state file. Run this command\n"
+    "in a directory where Terraform has been run or use the -state flag\nto point the command to a specific state "
+    "location.\x1b[0m\x1b[0m\n"
+)
 APPLY = "talos_machine_configuration_apply"
 VM = "proxmox_virtual_environment_vm"
 MEMBERSHIP = "terraform_data.cluster_membership"
@@ -125,9 +131,11 @@ class FakeTerraform(Terraform):
         layer = Path(workdir).name
         self.calls.append((layer, *args))
         command = args[0]
-        state = self.states.setdefault(layer, {})
-        if command == "init":
+        if command == "init":  # writes no state
             return Result(0, "Terraform has been successfully initialized!", "")
+        if args[:2] == ("state", "list") and layer not in self.states:  # never applied: no local state file
+            return Result(1, "", NO_STATE_FILE_ERROR)
+        state = self.states.setdefault(layer, {})
         if args[:2] == ("state", "list"):
             return Result(0, "".join(f"{a}\n" for a in sorted(state)), "")
         if args[:2] == ("state", "pull"):
@@ -212,7 +220,7 @@ class FakeTerraform(Terraform):
 
     def plan(self, workdir: Path, layer: str, args: tuple[str, ...]) -> Result:
         document = json.loads((workdir / "cdk.tf.json").read_text())
-        state = self.states[layer]
+        state = self.states.setdefault(layer, {})
         targets = [a.split("=", 1)[1] for a in args if a.startswith("-target=")]
         changes = []
         if "-destroy" in args:
@@ -270,7 +278,7 @@ class FakeTerraform(Terraform):
         return sorted(changes, key=lambda change: change["address"])
 
     def plan_json(self, layer: str) -> dict:
-        state = self.states[layer]
+        state = self.states.setdefault(layer, {})
         prior = [
             {
                 "address": a,

@@ -303,3 +303,11 @@ def test_a_rerun_prepares_only_the_applies_left(example_site, tmp_path, kubectl_
     ]
     assert not [change for done in tf.applied for change in done if change.startswith("create ")]
     assert tf.applied[0] == [f"update {APPLY}.node_cp-a_apply", f"update {APPLY}.node_cp-c_apply"]
+
+
+def test_a_gitops_layer_never_applied_is_no_obstacle(example_site, tmp_path, kubectl_log, talos):
+    """No gitops state file at all (the layer was never applied): `terraform state list` exits 1 "No state file was
+    found!", which is an empty layer, not a failure; the decommission goes on."""
+    tf = FakeTerraform({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a")})
+    assert decommission(Workspace(example_site, root=tmp_path), "prod", tf, options(talos), console=console()) == 0
+    assert ("gitops-prod", "state", "list") in tf.calls

@@ -15,8 +15,10 @@ from pathlib import Path
 from terravixens.operations.etcd import talosconfig_of
 from terravixens.operations.kube import kubeconfig_of
 from terravixens.operations.observe import layer_output
+from terravixens.operations.steps import state_addresses
 from terravixens.operations.terraform import Terraform
-from tests.fake_terraform import NO_OUTPUTS_WARNING, FakeTerraform
+from terravixens.operations.workspace import Workspace
+from tests.fake_terraform import NO_OUTPUTS_WARNING, NO_STATE_FILE_ERROR, FakeTerraform
 
 
 def _terraform() -> Terraform:
@@ -58,3 +60,36 @@ def test_a_state_with_other_outputs_answers_not_found_and_the_value_of_one_it_ha
     assert missing.returncode == 1 and 'Output "kubeconfig" not found' in missing.stderr
     assert kubeconfig_of(tf, tmp_path) is None and layer_output(tf, tmp_path, "kubeconfig") is None
     assert tf.output(tmp_path, "other").stdout == "a value"
+
+
+def test_a_layer_never_applied_has_an_empty_state_list(tmp_path: Path) -> None:
+    """`terraform state list` without a state file is exit 1 ("No state file was found!"): an empty state to the
+    operations (decommission's gitops check, remove-dead-member's state step), not a failure. The fake says the same
+    for a layer it holds no state of."""
+    tf = _terraform()
+    raw = tf.run(tmp_path, "state", "list")
+    # (a CLI configuration warning of this machine's environment may come first)
+    assert raw.returncode == 1 and raw.stdout == "" and raw.stderr.endswith(NO_STATE_FILE_ERROR)
+    fake = FakeTerraform({}).run(tmp_path, "state", "list")
+    assert (fake.returncode, fake.stdout, fake.stderr) == (1, "", NO_STATE_FILE_ERROR)
+    assert (tf.state_list(tmp_path).returncode, tf.state_list(tmp_path).stdout) == (0, "")
+
+
+def test_state_addresses_reads_a_real_state(tmp_path: Path, example_site) -> None:
+    ws = Workspace(example_site, root=tmp_path)
+    layer = ws.stack_dir("hypervisors")
+    layer.mkdir(parents=True)
+    tf = _terraform()
+    assert state_addresses(tf, ws, "hypervisors") == []
+    (layer / "main.tf.json").write_text(json.dumps({"resource": {"terraform_data": {"marker": {"input": "x"}}}}))
+    applied = subprocess.run(
+        ["terraform", "apply", "-auto-approve", "-input=false", "-no-color"],
+        cwd=layer,
+        env=tf.environment(layer),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert state_addresses(tf, ws, "hypervisors") == ["terraform_data.marker"]

@@ -227,7 +227,7 @@ def apply_saved(
 
 # ---------------------------------------------------------------------------------------------------- state
 def state_addresses(tf: Terraform, ws: Workspace, layer: str) -> list[str]:
-    result = tf.run(ws.stack_dir(layer), "state", "list")
+    result = tf.state_list(ws.stack_dir(layer))
     if result.returncode != 0:
         tf.check(result, "state list", layer)
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]

@@ -28,6 +28,8 @@ TAIL_LINES = 25
 # `terraform output` on a state without any output (a layer never applied, or destroyed): Terraform 1.11 prints this
 # warning on stdout, in colour, and exits 0 — it is not the output's value.
 NO_OUTPUTS = "Warning: No outputs found"
+# `terraform state list` where the local backend's state file does not exist yet: exit 1 and this on stderr (1.11).
+NO_STATE_FILE = "No state file was found!"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMEOUT_ENV = "TERRAVIXENS_TERRAFORM_TIMEOUT"
 DEFAULT_TIMEOUT = 6 * 3600
@@ -140,6 +142,14 @@ class Terraform:
         result = self.run(workdir, "output", "-raw", name)
         if result.returncode == 0 and NO_OUTPUTS in ANSI.sub("", result.stdout)[:300]:
             return Result(1, "", f'Error: Output "{name}" not found (the state has no outputs)')
+        return result
+
+    def state_list(self, workdir: Path) -> Result:
+        """`terraform state list`: one address per line. A layer never applied with the local backend has no state
+        file, which Terraform answers with exit 1; that is an empty state, not a failure."""
+        result = self.run(workdir, "state", "list")
+        if result.returncode == 1 and NO_STATE_FILE in ANSI.sub("", f"{result.stderr}\n{result.stdout}"):
+            return Result(0, "", "")
         return result
 
     def run(self, workdir: Path, *args: str) -> Result:

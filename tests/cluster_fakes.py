@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -170,7 +171,9 @@ class Cluster:
             fcntl.flock(lock, fcntl.LOCK_EX)
             state = json.loads(path.read_text())
             change(state)
-            path.write_text(json.dumps(state))
+            written = path.with_name(f"{path.name}.{os.getpid()}")
+            written.write_text(json.dumps(state))
+            written.replace(path)  # whole or not at all, for a reader without the lock
 
     def talos(self, change: Callable[[dict], None]) -> None:
         self._change(self.talos_scenario, change)

@@ -352,8 +352,10 @@ def _scenario(path: str):
         with open(path) as source:
             state = json.load(source)
         yield state
-        with open(path, "w") as target:
+        # written whole, then renamed: a test reading the scenario without the lock never sees a half-written file
+        with open(f"{path}.{os.getpid()}", "w") as target:
             json.dump(state, target)
+        os.replace(f"{path}.{os.getpid()}", path)
 
 
 def _resolve(typed: str) -> str | None:

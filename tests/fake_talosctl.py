@@ -67,8 +67,10 @@ def scenario():
         with open(scenario_path) as source:
             state = json.load(source)
         yield state
-        with open(scenario_path, "w") as target:
+        # written whole, then renamed: a test reading the scenario without the lock never sees a half-written file
+        with open(f"{scenario_path}.{os.getpid()}", "w") as target:
             json.dump(state, target)
+        os.replace(f"{scenario_path}.{os.getpid()}", scenario_path)
 
 
 def listed(table: str) -> bool:

@@ -104,7 +104,9 @@ class Tools:
             fcntl.flock(lock, fcntl.LOCK_EX)
             state = self.state()
             state["calls"].append(list(entry))
-            self.scenario.write_text(json.dumps(state))
+            written = self.scenario.with_name(f"{self.scenario.name}.{os.getpid()}")
+            written.write_text(json.dumps(state))
+            written.replace(self.scenario)  # whole or not at all, for a reader without the lock
 
 
 class LoggedTerraform(FakeTerraform):

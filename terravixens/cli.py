@@ -531,6 +531,16 @@ def _talosctl_options(parser: argparse.ArgumentParser, timeout: str, what: str) 
     )
 
 
+def _allow_reboot_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-reboot",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="let NODE's configuration change reboot it (repeatable)",
+    )
+
+
 def _site_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--site", help=SITE_HELP)
 
@@ -553,13 +563,7 @@ def _plan_guard_args(parser: argparse.ArgumentParser) -> None:
         help="site file: roles, and what its nodes want from L0 (default: $TERRAVIXENS_SITE or sites/example.yaml)",
     )
     parser.add_argument("--layer", help="the layer the plan is of (platform-<cluster>): roles of that cluster only")
-    parser.add_argument(
-        "--allow-reboot",
-        action="append",
-        default=[],
-        metavar="NODE",
-        help="let NODE's configuration change reboot it (repeatable)",
-    )
+    _allow_reboot_option(parser)
     parser.add_argument(
         "--plan-log",
         help="`terraform plan -json` output of the same plan (tells the guard which reboot checks could not run)",
@@ -627,13 +631,7 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("layers", nargs="*", metavar="LAYER", help="layers to deploy, in apply order (default: all)")
     parser.add_argument("--all", action="store_true", help="every layer of the site (the default without LAYER)")
     parser.add_argument("--yes", action="store_true", help="apply without asking (the guard still runs)")
-    parser.add_argument(
-        "--allow-reboot",
-        action="append",
-        default=[],
-        metavar="NODE",
-        help="let NODE's configuration change reboot it (repeatable)",
-    )
+    _allow_reboot_option(parser)
     parser.add_argument(
         "--save-plan-json",
         metavar="PATH",

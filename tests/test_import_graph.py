@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.state_files",  # which paths may apply a stack; private state files
             "terravixens.runner",
             "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
+            "terravixens.spec_transport",  # plain http and a private CA: one rule for the site and the node client
         ),
     ),
     ("site model", ("terravixens.config",)),

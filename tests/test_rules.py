@@ -276,6 +276,43 @@ def test_tv006_private_key_literal(app):
     assert "[TV006 NoSecretLiterals] stack 'leaky' contains a PEM private key" in errors
 
 
+def _snippet_stack(app, tmp_path, ca_data: str, comment: str | None = None) -> None:
+    from cdktf import TerraformVariable
+
+    from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnippetProps
+    from terravixens.standalone.node_env import Trust
+
+    stack = TerraformStack(app, "l2")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    tokens = TerraformVariable(stack, "node_tokens", type="map(string)", sensitive=True)
+    NodeEnvSnippet(
+        stack,
+        "dns1",
+        NodeEnvSnippetProps("dns1", "pve1", "local", "https://127.0.0.1:8443", tokens, trust=Trust(ca_data)),
+    )
+    if comment is not None:
+        user = pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve"), "ops")
+        user.comment = comment
+    apply_rules(stack)
+
+
+def test_tv006_lets_the_sites_public_ca_through_and_nothing_else(app, tmp_path):
+    import base64
+
+    from tests.spec_support import make_tls
+
+    tls = make_tls(tmp_path, host="127.0.0.9")
+    ca = base64.b64encode(tls["ca"].read_bytes()).decode()
+    _snippet_stack(app, tmp_path, ca)
+    app.synth()  # the CA the snippet writes on purpose: no error
+    other = App(outdir=str(tmp_path / "other"))
+    _snippet_stack(other, tmp_path, ca, comment=ca)  # the same certificate anywhere else: a finding
+    assert "[TV006 NoSecretLiterals] stack 'l2' contains a base64-encoded PEM block" in synth_errors(other)
+    keyed = App(outdir=str(tmp_path / "keyed"))
+    _snippet_stack(keyed, tmp_path, base64.b64encode(tls["key"].read_bytes()).decode())  # a key is never public
+    assert "[TV006 NoSecretLiterals] stack 'l2' contains a base64-encoded PEM block" in synth_errors(keyed)
+
+
 def test_tv006_password_literal(app):
     stack = TerraformStack(app, "leaky")
     ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")

@@ -397,7 +397,7 @@ def test_an_environment_file_with_a_token_others_can_read_exits_2(tmp_path, spec
                 f"TERRAVIXENS_SPEC_SERVER=http://specs.lab.internal:8080\nTERRAVIXENS_IDENTITY=dns1\n"
                 f"TERRAVIXENS_TOKEN={SITE_TOKEN}\n"
             ),
-            "is plain http and a token is set",
+            "is plain http: tokens would cross the network in clear text",
         ),
         ("just some text\n", "line 1: is not KEY=VALUE"),
     ],
@@ -456,4 +456,9 @@ def test_the_node_client_is_standard_library_only():
         name
         for name in imported
         if name.startswith("terravixens.") and not name.startswith(("terravixens.specclient", "terravixens.inputs"))
-    ) == ["terravixens.exitcodes", "terravixens.standalone", "terravixens.standalone.node_env"]
+    ) == [
+        "terravixens.exitcodes",
+        "terravixens.spec_transport",
+        "terravixens.standalone",
+        "terravixens.standalone.node_env",
+    ]

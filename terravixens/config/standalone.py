@@ -28,11 +28,11 @@ from terravixens.config.fields import (
     PlainAddress,
     Strict,
     VlanId,
-    checked_url,
     unused_insecure_http,
 )
 from terravixens.config.network import Bridge
 from terravixens.inputs import shown
+from terravixens.spec_transport import ca_pem, plain_http_refusal
 
 # A Proxmox volume id: <storage>:<content>/<file>, e.g. local:import/debian-12-genericcloud-amd64.qcow2
 VOLUME_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*:(iso|import|vztmpl)/[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -136,18 +136,41 @@ class StandaloneNode(Strict):
 class SpecServer(Strict):
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
     url: str = Field(description="The URL nodes fetch their spec from (written into each node's environment file).")
+    ca_data: str | None = Field(
+        None,
+        description=(
+            "Base64 of the PEM CA certificate(s) that signed the server's certificate, as kubeconfig's "
+            "certificate-authority-data (`base64 -w0 ca.pem`): written into each node's environment file, and the "
+            "only CAs the node trusts for its spec. Certificates only, never a key."
+        ),
+    )
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str, info: ValidationInfo) -> str:
         if not re.match(r"^https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?/?$", value):
             raise ValueError(f"{shown(value)} is not a spec server URL: write https://HOST[:PORT] (no path)")
-        # Node tokens travel to this URL: https unless the site says why not (same rule as every other URL).
-        return checked_url(value, info, example="https://specs.lab.internal:8443").rstrip("/")
+        # Node tokens travel to this URL: the rule the node client applies too (terravixens.spec_transport),
+        # so every node.env the stacks write is one the client accepts.
+        refusal = plain_http_refusal(value, allowed=bool(info.data.get("allow_insecure_http")))
+        if refusal is not None:
+            raise ValueError(refusal)
+        return value.rstrip("/")
+
+    @field_validator("ca_data")
+    @classmethod
+    def _ca(cls, value: str | None) -> str | None:
+        if value is not None:
+            ca_pem(value)
+        return value
 
     @model_validator(mode="after")
     def _reason_used(self) -> SpecServer:
         unused_insecure_http(self, "url")
+        if self.ca_data is not None and self.url.startswith("http://"):
+            raise ValueError(
+                "ca_data is set but url is plain http: use https (the CA verifies the server's certificate)"
+            )
         return self
 
 

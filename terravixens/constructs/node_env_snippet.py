@@ -10,7 +10,14 @@ from constructs import Construct
 
 from imports.proxmox.virtual_environment_file import VirtualEnvironmentFile, VirtualEnvironmentFileSourceRaw
 from terravixens.logical_ids import pin, standalone_id
-from terravixens.standalone.node_env import CLOUD_CONFIG_FORMAT, ENV_FORMAT, HOOKSCRIPT_FORMAT, snippet_name
+from terravixens.standalone.node_env import (
+    CLOUD_CONFIG_FORMAT,
+    HOOKSCRIPT_FORMAT,
+    NO_TRUST,
+    Trust,
+    env_format,
+    snippet_name,
+)
 
 Carrier = Literal["cloud-init", "hookscript"]
 
@@ -18,7 +25,8 @@ Carrier = Literal["cloud-init", "hookscript"]
 @dataclass(frozen=True)
 class NodeEnvSnippetProps:
     """node: the standalone node's stable name (its identity); proxmox_node / datastore: where the snippet lives
-    (a datastore with the `snippets` content type); tokens: the stack's sensitive `node_tokens` variable."""
+    (a datastore with the `snippets` content type); tokens: the stack's sensitive `node_tokens` variable;
+    trust: the site's private CA and plain-http allowance, written after the token (node_env.Trust)."""
 
     node: str
     proxmox_node: str
@@ -26,6 +34,7 @@ class NodeEnvSnippetProps:
     spec_server: str
     tokens: TerraformVariable
     carrier: Carrier = "cloud-init"
+    trust: Trust = NO_TRUST
 
 
 class NodeEnvSnippet(Construct):
@@ -41,12 +50,17 @@ class NodeEnvSnippet(Construct):
         super().__init__(scope, id)
         self.props = props
         self.file_name = snippet_name(props.node, props.carrier)
+        # A CA certificate written on purpose (public: rule TV006 lets exactly this value through, nothing else).
+        self.public_ca = props.trust.ca_data
         self.volume_id = f"{props.datastore}:snippets/{self.file_name}"
         # Literal text goes through Fn.raw_string: cdktf then escapes quotes, newlines and template sequences.
         # An empty default must be a raw string: with "" cdktf drops the default and writes var.node_tokens.<node>,
         # which fails for a node without a token.
         token = Fn.lookup(props.tokens.value, props.node, Fn.raw_string(""))
-        env = Fn.format(Fn.raw_string(ENV_FORMAT), [Fn.raw_string(props.spec_server), Fn.raw_string(props.node), token])
+        env = Fn.format(
+            Fn.raw_string(env_format(props.trust.lines())),
+            [Fn.raw_string(props.spec_server), Fn.raw_string(props.node), token],
+        )
         if props.carrier == "cloud-init":
             data, mode = Fn.format(Fn.raw_string(CLOUD_CONFIG_FORMAT), [Fn.jsonencode(env)]), "0600"
         else:

@@ -25,6 +25,7 @@ from imports.proxmox.virtual_environment_container import (
 from terravixens.config.model import Datastores
 from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnippetProps
 from terravixens.logical_ids import pin, standalone_id
+from terravixens.standalone.node_env import NO_TRUST, Trust
 from terravixens.standalone.topology import Nic, PlacedNode
 
 # Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
@@ -62,6 +63,8 @@ class StandaloneContainerProps:
     datastores: Datastores
     spec_server: str
     tokens: TerraformVariable
+    # The site's private CA and plain-http allowance, written into node.env (node_env.Trust).
+    trust: Trust = NO_TRUST
     # systemd in an unprivileged container needs nesting (its own namespaces); a privileged one does not.
     nesting: bool | None = None
     swap_mib: int = 512
@@ -110,6 +113,7 @@ class StandaloneContainer(Construct):
                 proxmox_node=props.proxmox_node,
                 datastore=props.datastores.images,
                 spec_server=props.spec_server,
+                trust=props.trust,
                 tokens=props.tokens,
                 carrier="hookscript",
             ),

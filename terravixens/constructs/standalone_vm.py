@@ -25,6 +25,7 @@ from terravixens.config.model import Datastores
 from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnippetProps
 from terravixens.constructs.talos_node import NETWORK_DEVICE_KEYS
 from terravixens.logical_ids import pin, standalone_id
+from terravixens.standalone.node_env import NO_TRUST, Trust
 from terravixens.standalone.topology import Nic, PlacedNode
 
 # A nested hypervisor needs the host's CPU flags (VMX/SVM); any other VM gets a model every host of a cluster can
@@ -42,6 +43,8 @@ class StandaloneVmProps:
     datastores: Datastores
     spec_server: str
     tokens: TerraformVariable
+    # The site's private CA and plain-http allowance, written into node.env (node_env.Trust).
+    trust: Trust = NO_TRUST
     # An ACPI shutdown first (cloud images handle the power button); a VM that does not stop in time is stopped.
     shutdown_timeout_seconds: int = 300
 
@@ -89,6 +92,7 @@ class StandaloneVm(Construct):
                 proxmox_node=props.proxmox_node,
                 datastore=props.datastores.images,
                 spec_server=props.spec_server,
+                trust=props.trust,
                 tokens=props.tokens,
                 carrier="cloud-init",
             ),

@@ -1,13 +1,20 @@
-"""TV006 NoSecretLiterals: no key, token or certificate is written into the synthesized JSON."""
+"""TV006 NoSecretLiterals: no key, token or certificate is written into the synthesized JSON.
+
+One exception, by value: the private CA a NodeEnvSnippet writes into node.env on purpose (the site's
+`standalone.spec_server.ca_data`, docs/adr/0046-spec-transport-hardening.md) — public certificates that nodes must
+trust. Exactly that value is let through, and only when it holds certificates and nothing else; any other
+certificate, and any key, still stops synth."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from terravixens.constructs.node_env_snippet import NodeEnvSnippet
 from terravixens.expressions import strings_in
 from terravixens.rules.base import Rule
 from terravixens.rules.view import StackView
+from terravixens.spec_transport import ca_pem
 
 PATTERNS = {
     "a PEM private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
@@ -38,6 +45,30 @@ def _literal_secrets(value, path=()):
             yield from _literal_secrets(item, (*path, index))
 
 
+def _public(ca: str | None) -> bool:
+    """Base64 of PEM certificates only (what the site model checked; checked again for a library user's value)."""
+    if not ca:
+        return False
+    try:
+        ca_pem(ca)
+    except ValueError:
+        return False
+    return True
+
+
+def _public_ca_strings(view: StackView) -> dict[str, str]:
+    """Each string of a NodeEnvSnippet's own blocks -> the public CA that snippet writes on purpose: the exception is
+    that value, in those strings only (the same certificate anywhere else is still a finding)."""
+    if not view.of_class(NodeEnvSnippet):
+        return {}
+    exempt: dict[str, str] = {}
+    for block in view.blocks:
+        owner = view.owner(block, NodeEnvSnippet)
+        if owner is not None and owner.public_ca and _public(owner.public_ca):
+            exempt.update((text, owner.public_ca) for text in strings_in(block.body))
+    return exempt
+
+
 class NoSecretLiterals(Rule):
     code = "TV006"
     name = "NoSecretLiterals"
@@ -48,9 +79,12 @@ class NoSecretLiterals(Rule):
 
     def check(self, view: StackView) -> None:
         document = view.document
+        exempt = _public_ca_strings(view)
         for text in strings_in(document):
             if not ANY_PATTERN.search(text):
                 continue
+            if text in exempt:
+                text = text.replace(exempt[text], "")
             for what, pattern in PATTERNS.items():
                 if pattern.search(text):
                     self.fail(

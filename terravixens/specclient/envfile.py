@@ -4,7 +4,9 @@
     TERRAVIXENS_SPEC_SERVER=https://specs.lab.internal:8443
     TERRAVIXENS_IDENTITY=dns1
     TERRAVIXENS_TOKEN=…                     # only when the node's posture uses a token
-    TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem   # optional: the CA that signed the server's certificate
+    TERRAVIXENS_CA_DATA=LS0tLS1CRUdJTi…      # optional: base64 of the PEM CAs that signed the server's certificate
+    TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem   # optional, instead: a PEM file placed on the node another way
+    TERRAVIXENS_ALLOW_INSECURE_HTTP=yes     # only when the site's spec_server.allow_insecure_http says why
 
 Read with the strict bounded reader; unknown or repeated keys are refused (a typo must not silently drop the token),
 and a file holding a token must be readable by its owner only.
@@ -12,7 +14,6 @@ and a file holding a token must be readable by its owner only.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -20,13 +21,21 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from terravixens.inputs import InputError, Problem, private_mode_problem, read_text, shown
+from terravixens.spec_transport import ALLOW_INSECURE_HTTP_KEY, CA_DATA_KEY, ca_pem, plain_http_refusal
 from terravixens.standalone.node_env import TOKEN_PATTERN
 
 DEFAULT_PATH = Path("/etc/terravixens/node.env")
 PATH_ENV = "TERRAVIXENS_NODE_ENV"
 WHAT = "node environment file"
 LIMIT = 16 * 1024
-KEYS = {"TERRAVIXENS_SPEC_SERVER", "TERRAVIXENS_IDENTITY", "TERRAVIXENS_TOKEN", "TERRAVIXENS_CA_FILE"}
+KEYS = {
+    "TERRAVIXENS_SPEC_SERVER",
+    "TERRAVIXENS_IDENTITY",
+    "TERRAVIXENS_TOKEN",
+    "TERRAVIXENS_CA_FILE",
+    CA_DATA_KEY,
+    ALLOW_INSECURE_HTTP_KEY,
+}
 LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 TOKEN = re.compile(TOKEN_PATTERN)
@@ -38,6 +47,7 @@ class NodeEnv:
     identity: str
     token: str | None
     ca_file: Path | None
+    ca_pem: str | None = None
 
 
 def _unquote(value: str) -> str:
@@ -45,15 +55,6 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
-
-
-def _loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host or "").is_loopback
-    except ValueError:
-        return False
 
 
 def parse(text: str, path: Path | str) -> NodeEnv:
@@ -80,9 +81,16 @@ def parse(text: str, path: Path | str) -> NodeEnv:
     server, identity = values.get("TERRAVIXENS_SPEC_SERVER"), values.get("TERRAVIXENS_IDENTITY")
     token = values.get("TERRAVIXENS_TOKEN") or None
     if server is not None:
-        parts = urlsplit(server)
+        server_line = lines["TERRAVIXENS_SPEC_SERVER"]
+        try:
+            parts = urlsplit(server)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:  # a port that is not a number, or beyond 65535
+            parts, port_ok = None, False
         if (
-            parts.scheme not in ("http", "https")
+            parts is None
+            or not port_ok
+            or parts.scheme not in ("http", "https")
             or not parts.hostname
             or parts.path not in ("", "/")
             or parts.query
@@ -91,19 +99,35 @@ def parse(text: str, path: Path | str) -> NodeEnv:
             problems.append(
                 Problem(
                     "TERRAVIXENS_SPEC_SERVER",
-                    f"{shown(server)} is not a server URL: write https://HOST[:PORT]",
-                    lines["TERRAVIXENS_SPEC_SERVER"],
+                    f"{shown(server)} is not a server URL: write https://HOST[:PORT] (PORT 1-65535)",
+                    server_line,
                 )
             )
-        elif parts.scheme == "http" and token and not _loopback(parts.hostname):
+        elif token:
+            refusal = plain_http_refusal(server, allowed=values.get(ALLOW_INSECURE_HTTP_KEY) == "yes")
+            if refusal is not None:
+                problems.append(Problem("TERRAVIXENS_SPEC_SERVER", f"{refusal} (a token is set)", server_line))
+    allowance = values.get(ALLOW_INSECURE_HTTP_KEY)
+    if allowance is not None and allowance != "yes":
+        problems.append(
+            Problem(
+                ALLOW_INSECURE_HTTP_KEY,
+                f"{shown(allowance)} is not 'yes': write yes, or remove the line",
+                lines[ALLOW_INSECURE_HTTP_KEY],
+            )
+        )
+    pem = None
+    if CA_DATA_KEY in values:
+        try:
+            pem = ca_pem(values[CA_DATA_KEY])
+        except ValueError as error:
+            problems.append(Problem(CA_DATA_KEY, str(error), lines[CA_DATA_KEY]))
+        if "TERRAVIXENS_CA_FILE" in values:
             problems.append(
                 Problem(
-                    "TERRAVIXENS_SPEC_SERVER",
-                    (
-                        f"{shown(server)} is plain http and a token is set: the token would cross the network in clear "
-                        f"text; use https (with TERRAVIXENS_CA_FILE for a private CA)"
-                    ),
-                    lines["TERRAVIXENS_SPEC_SERVER"],
+                    "TERRAVIXENS_CA_FILE",
+                    f"is given with {CA_DATA_KEY}: keep one (the site writes {CA_DATA_KEY})",
+                    lines["TERRAVIXENS_CA_FILE"],
                 )
             )
     if identity is not None and not IDENTITY.match(identity):
@@ -125,7 +149,7 @@ def parse(text: str, path: Path | str) -> NodeEnv:
     if problems or server is None or identity is None:  # both are required: missing, they are problems
         raise InputError(path, problems, WHAT)
     ca = values.get("TERRAVIXENS_CA_FILE")
-    return NodeEnv(server.rstrip("/"), identity, token, Path(ca) if ca else None)
+    return NodeEnv(server.rstrip("/"), identity, token, Path(ca) if ca else None, pem)
 
 
 def load(path: Path | str | None = None) -> NodeEnv:

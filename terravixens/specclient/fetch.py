@@ -6,9 +6,12 @@ verification failure or a malformed answer is not: retrying would not change it.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import random
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,28 +51,64 @@ class Backoff:
         return rng.uniform(0, min(self.cap, self.base * self.factor**attempt))
 
 
-def request_once(server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float) -> Answer:
-    parts = urlsplit(server)
-    host = parts.hostname
-    if not host:  # the environment file's check refuses such a URL before any request
+class _Deadline:
+    """Ends an attempt at a wall-clock deadline. A socket timeout bounds each read, not the answer: a server sending
+    one byte every half second would keep an attempt alive for hours. At the deadline the connection's socket is shut
+    down (the plain socket's shutdown, also under TLS: the reading thread then sees end of file), so the attempt ends
+    within its time whatever the server does."""
+
+    def __init__(self, connection: http.client.HTTPConnection, seconds: float):
+        self.connection, self.fired = connection, False
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self.connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def __enter__(self) -> _Deadline:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+
+
+def request_once(
+    server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float, ca_pem: str | None = None
+) -> Answer:
+    """One GET of /spec/<identity>, over within `timeout` seconds of wall-clock time (connect, TLS, answer)."""
+    try:
+        parts = urlsplit(server)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # the environment file's check refuses such a URL before any request
+        raise Permanent("protocol", f"{server[:64]!r} has no usable port") from None
+    if not host:
         raise Permanent("protocol", f"{server[:64]!r} names no host")
     headers = {"Accept": "application/json", "User-Agent": "terravixens-spec-get"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     if parts.scheme == "https":
         try:
-            context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+            context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None, cadata=ca_pem)
         except (OSError, ssl.SSLError) as error:
             raise Permanent("tls", f"cannot use CA file {ca_file} ({error})") from None
         connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-            host, parts.port or 443, timeout=timeout, context=context
+            host, port or 443, timeout=timeout, context=context
         )
     else:
-        connection = http.client.HTTPConnection(host, parts.port or 80, timeout=timeout)
+        connection = http.client.HTTPConnection(host, port or 80, timeout=timeout)
+    deadline = _Deadline(connection, timeout)
     try:
-        connection.request("GET", f"/spec/{identity}", headers=headers)
-        response = connection.getresponse()
-        body = response.read(MAX_BODY + 1)
+        with deadline:
+            connection.request("GET", f"/spec/{identity}", headers=headers)
+            response = connection.getresponse()
+            body = response.read(MAX_BODY + 1)
+        if deadline.fired:
+            raise Transient(f"no whole answer within {timeout:g} s")
         if len(body) > MAX_BODY:
             raise Permanent("protocol", f"the answer is larger than {MAX_BODY:,} bytes")
         return Answer(response.status, body)
@@ -77,9 +116,11 @@ def request_once(server: str, identity: str, token: str | None, ca_file: Path | 
         raise Permanent(
             "tls",
             f"the server's certificate is not trusted ({error.verify_message}): give the CA "
-            f"that signed it in TERRAVIXENS_CA_FILE",
+            f"that signed it in the site's spec_server.ca_data (node.env TERRAVIXENS_CA_DATA) or TERRAVIXENS_CA_FILE",
         ) from None
     except (ssl.SSLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException) as error:
+        if deadline.fired:
+            raise Transient(f"no whole answer within {timeout:g} s") from None
         raise Transient(f"{type(error).__name__}: {error}"[:200]) from None
     finally:
         connection.close()

@@ -87,7 +87,7 @@ def run(options: GetOptions, *, request=request_once, **retry) -> int:
         return USAGE
     try:
         answer = with_retries(
-            lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout),
+            lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout, env.ca_pem),
             budget=options.budget,
             attempt_timeout=options.attempt_timeout,
             report=say,

@@ -21,7 +21,7 @@ from terravixens.logical_ids import pin
 from terravixens.stacks import providers
 from terravixens.stacks.base import LayerStack
 from terravixens.standalone.layout import StandaloneLayer
-from terravixens.standalone.node_env import NODE_TOKEN_PATTERN
+from terravixens.standalone.node_env import NODE_TOKEN_PATTERN, Trust
 
 TOKENS_VARIABLE = "node_tokens"
 API_TOKEN_VARIABLE = "proxmox_api_token"
@@ -99,6 +99,8 @@ class StandaloneStack(LayerStack):
         else:
             nested_proxmox(self, layer)
         spec_server = _spec_server(site)
+        server = site.standalone.spec_server
+        trust = Trust(server.ca_data, bool(server.allow_insecure_http)) if server else Trust()
         tokens = node_tokens_variable(self)
         self.nodes: dict[str, StandaloneVm | StandaloneContainer] = {}
         for placed in layer.nodes:
@@ -113,6 +115,7 @@ class StandaloneStack(LayerStack):
                         datastores=datastores,
                         spec_server=spec_server,
                         tokens=tokens,
+                        trust=trust,
                     ),
                 )
             else:
@@ -125,6 +128,7 @@ class StandaloneStack(LayerStack):
                         datastores=datastores,
                         spec_server=spec_server,
                         tokens=tokens,
+                        trust=trust,
                     ),
                 )
 

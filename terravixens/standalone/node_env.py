@@ -4,6 +4,8 @@
     TERRAVIXENS_SPEC_SERVER=https://specs.lab.internal:8443
     TERRAVIXENS_IDENTITY=dns1
     TERRAVIXENS_TOKEN='…'          # '' for a `network` posture: the client then sends no token
+    TERRAVIXENS_CA_DATA=…          # when the site's spec_server has ca_data: the CAs the node trusts for its spec
+    TERRAVIXENS_ALLOW_INSECURE_HTTP=yes   # when the site's spec_server says why plain http is acceptable
 
 The token is known at apply time only, so the L2 stacks render these texts with Terraform's `format()`: the
 templates here are format strings whose `%s` are the server URL, the identity and the token, in that order. The
@@ -20,6 +22,8 @@ Pure and standard library only: the stacks, the secrets file and the node client
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 ENV_PATH = "/etc/terravixens/node.env"
 # Tokens are what `openssl rand -base64 32` or `-hex 32` print (base64url too): no quote, `$`, backslash or space, so
@@ -60,9 +64,35 @@ HOOKSCRIPT_FORMAT = (
 )
 
 
-def render_env(server: str, identity: str, token: str | None) -> str:
+@dataclass(frozen=True)
+class Trust:
+    """What the site says about reaching its spec server, the same for every node: a private CA (`ca_data`, base64
+    of PEM certificates, checked by the site model) and whether plain http was allowed (spec_transport)."""
+
+    ca_data: str | None = None
+    allow_insecure_http: bool = False
+
+    def lines(self) -> str:
+        """The node.env lines after the token: base64 and a constant, so no quote, `$`, `%` or newline."""
+        lines = f"TERRAVIXENS_CA_DATA={self.ca_data}\n" if self.ca_data else ""
+        return lines + ("TERRAVIXENS_ALLOW_INSECURE_HTTP=yes\n" if self.allow_insecure_http else "")
+
+
+NO_TRUST = Trust()
+
+
+def site_lines(allow_insecure_http: bool, ca_data: str | None) -> str:
+    return Trust(ca_data, allow_insecure_http).lines()
+
+
+def env_format(extra_lines: str = "") -> str:
+    """ENV_FORMAT with the site's literal lines appended (a `%` in them escaped for format())."""
+    return ENV_FORMAT + extra_lines.replace("%", "%%")
+
+
+def render_env(server: str, identity: str, token: str | None, extra_lines: str = "") -> str:
     """The file as Terraform's format() renders it (for tests and docs; the stacks render it at apply time)."""
-    return ENV_FORMAT.replace("%s", "{}").format(server, identity, token or "")
+    return ENV_FORMAT.replace("%s", "{}").format(server, identity, token or "") + extra_lines
 
 
 def snippet_name(node: str, kind: str) -> str:

@@ -450,6 +450,7 @@ def _spec_serve(args: argparse.Namespace) -> int:
             tls_key=args.tls_key and Path(args.tls_key),
             watch_interval=args.watch_interval,
             header_timeout=args.header_timeout,
+            max_connections_per_client=args.max_connections_per_client,
         )
     )
 
@@ -475,6 +476,24 @@ def _duration(text: str) -> int:
         return parse_duration(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _seconds(minimum: float, maximum: float = 86_400.0) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds in [minimum, maximum] (nan, inf and negatives are usage errors,
+    exit 2 with one line, never a traceback or a timer that never fires)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (minimum <= value <= maximum):  # also false for nan
+            raise argparse.ArgumentTypeError(
+                f"{text[:32]!r} is not a number of seconds from {minimum:g} to {maximum:g}"
+            )
+        return value
+
+    return parse
 
 
 def _whole(minimum: int, what: str, why: str = "") -> Callable[[str], int]:
@@ -898,23 +917,36 @@ def _spec_serve_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument(
         "--watch-interval",
-        type=float,
+        type=_seconds(0.0),
         default=2.0,
         help="seconds between checks for changed files (0: reload on SIGHUP only)",
     )
     parser.add_argument(
         "--header-timeout",
-        type=float,
+        type=_seconds(0.1, 600.0),
         default=10.0,
         help="seconds a client has to send its request headers (default 10)",
+    )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=_whole(1, "number of connections"),
+        default=16,
+        help="open connections one client address may hold; more are closed at once (default 16)",
     )
 
 
 def _spec_get_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-file", help="default: $TERRAVIXENS_NODE_ENV or /etc/terravixens/node.env")
     parser.add_argument("--out", default="/var/lib/terravixens/spec.json", help="where the spec is written (0600)")
-    parser.add_argument("--max-time", type=float, default=120.0, help="give up after this many seconds (default 120)")
-    parser.add_argument("--attempt-timeout", type=float, default=10.0, help="seconds per attempt (default 10)")
+    parser.add_argument(
+        "--max-time", type=_seconds(0.1), default=120.0, help="give up after this many seconds (default 120)"
+    )
+    parser.add_argument(
+        "--attempt-timeout",
+        type=_seconds(0.1),
+        default=10.0,
+        help="seconds per attempt, wall clock: connect, TLS and the whole answer (default 10)",
+    )
 
 
 # ------------------------------------------------------------------------------------------------ command table

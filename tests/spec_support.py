@@ -79,7 +79,8 @@ class Server:
         return f"{self.scheme}://{self.host}:{self.port}"
 
     def log(self) -> list[dict]:
-        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
+        # The JSON lines; stderr (one plain line per warning) shares the file.
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line.startswith("{")]
 
     def log_text(self) -> str:
         return self.log_path.read_text()

@@ -288,9 +288,10 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
 
 
 # ---------------------------------------------------------------------------------------------------- slow clients
-def _trickle(server, stop: threading.Event, outcome: list):
-    """Slowloris: a request line, then one header byte every 0.2 s, never finishing."""
-    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+def _trickle(server, stop: threading.Event, outcome: list, source: str = "127.0.0.1"):
+    """Slowloris: a request line, then one header byte every 0.2 s, never finishing (from `source`: 30 slow clients
+    are 30 addresses here; one address holding 30 connections is test_spec_hardening's connections-per-client case)."""
+    with socket.create_connection((server.host, server.port), timeout=10, source_address=(source, 0)) as sock:
         started = time.monotonic()
         sock.sendall(b"GET /spec/tools HTTP/1.1\r\nHost: x\r\n")
         try:
@@ -309,7 +310,9 @@ def _trickle(server, stop: threading.Event, outcome: list):
 
 def test_slow_clients_are_cut_off_and_others_are_served_meanwhile(server):
     stop, outcomes = threading.Event(), []
-    trickles = [threading.Thread(target=_trickle, args=(server, stop, outcomes)) for _ in range(30)]
+    trickles = [
+        threading.Thread(target=_trickle, args=(server, stop, outcomes, f"127.0.3.{number}")) for number in range(1, 31)
+    ]
     for thread in trickles:
         thread.start()
     time.sleep(0.3)

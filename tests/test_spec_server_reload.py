@@ -119,7 +119,9 @@ def test_a_broken_secrets_file_on_reload_never_logs_a_token(lab):
     assert "is not a usable token" in failed["problems"][1]
     assert "short" not in server.log_text()
     assert not any(token in server.log_text() for token in ALL_TOKENS)
-    assert s.get(server, "/spec/jump1", SITE_TOKEN).status == 200  # the old tokens still hold
+    # Fail closed (ADR 0046): a secrets file that cannot be read keeps no token; the specs themselves stay served.
+    assert s.get(server, "/spec/jump1", SITE_TOKEN).status == 401
+    assert s.get(server, "/spec/tools").status == 200 and s.get(server, "/healthz").status == 503
 
 
 def test_a_secrets_file_others_can_read_is_refused_on_reload(lab):

@@ -1,7 +1,9 @@
 """The spec server's Starlette application.
 
     GET /spec/{identity}   the identity's resolved spec (JSON), by the table in auth.py
-    GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed
+    GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed; 503 with
+                           {"status": "stale", "reload": "failed", …} while the last reload failed (the server then
+                           serves the last good specs with every revoked token refused)
 
 Every request passes `Limits` first: headers over 8 KiB or 64 fields get 431 (protocol.py already cut off a
 connection sending more than 8 KiB before its headers end); a request carrying a body (none is accepted) gets 413
@@ -82,6 +84,9 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
     async def healthz(request: Request) -> Response:
         specs = current()
         _note(request, route="/healthz")
+        if specs.stale is not None:
+            body = {"status": "stale", "reload": "failed", "generation": specs.generation, "specs": len(specs.entries)}
+            return _json(503, json.dumps(body).encode())
         return _json(
             200, json.dumps({"status": "ok", "generation": specs.generation, "specs": len(specs.entries)}).encode()
         )

@@ -51,6 +51,25 @@ class Tokens:
         self._by_name = {name: _digest(token) for name, token in node_tokens.items()}
         self._by_digest = {digest: name for name, digest in self._by_name.items()}
 
+    def kept_in(self, newer: Tokens | None) -> Tokens:
+        """These tokens, less every one `newer` no longer holds with the same value (None: the secrets file could
+        not be read, so no token is kept). A reload that fails still revokes: a token deleted from the secrets file,
+        or the file itself, stops opening anything at once (fail closed)."""
+        kept = Tokens(None, {})
+        if newer is None:
+            return kept
+        if self._site is not None and newer._site is not None and hmac.compare_digest(self._site, newer._site):
+            kept._site = self._site
+        for name, digest in self._by_name.items():
+            other = newer._by_name.get(name)
+            if other is not None and hmac.compare_digest(digest, other):
+                kept._by_name[name] = digest
+                kept._by_digest[digest] = name
+        return kept
+
+    def __len__(self) -> int:
+        return len(self._by_name) + (self._site is not None)
+
     def identify(self, authorization: list[str], identity: str) -> Principal:
         """The principal of a request for `identity`, from its Authorization header values (none: anonymous).
 

@@ -1,7 +1,11 @@
 """The `terravixens spec serve` process: load, bind, serve, reload.
 
-Starts only when every file is valid (exit 2 with every problem otherwise). Reloads on SIGHUP and, every
-`watch_interval` seconds, when a watched file changes; a reload that fails keeps the running set and logs why.
+Starts only when every file is valid (exit 2 with every problem otherwise), and a TLS key only when others cannot
+read it. Reloads on SIGHUP and when a watched file has changed and then stayed the same for one more poll (an editor
+or a copy half done is never loaded). A reload that fails keeps the running specs but fails closed on tokens: a token
+no longer in the secrets file (or every token, when the file is gone) stops opening anything, and /healthz answers
+503 "stale" until a reload succeeds. A reload that lowers an identity's protection is logged as a warning, on the
+log and on stderr (docs/adr/0046-spec-transport-hardening.md).
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import uvicorn
 
 from terravixens.config.loader import SiteError
 from terravixens.exitcodes import ExitCode
-from terravixens.inputs import InputError
+from terravixens.inputs import InputError, private_mode_problem
 from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
 from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
 from terravixens.specserver.protocol import bounded_protocol
-from terravixens.specserver.specset import Sources, SpecSet, build
+from terravixens.specserver.specset import Sources, SpecSet, build, fail_closed
 from terravixens.standalone.catalog import CatalogError
 
 
@@ -38,6 +42,7 @@ class ServeOptions:
     header_timeout: float = 10.0
     keep_alive: int = 5
     max_connections: int = 1000
+    max_connections_per_client: int = 16
 
 
 def _problems(error: Exception) -> list[str]:
@@ -59,18 +64,42 @@ class Reloader:
             try:
                 snapshot, specs_dir = await asyncio.to_thread(build, self.sources, self.current.generation + 1)
             except (SiteError, CatalogError, InputError) as error:
+                problems = _problems(error)
                 self.seen = seen
+                before = len(self.current.tokens)
+                self.current = fail_closed(self.current, self.sources, problems[0][:200] if problems else "invalid")
                 self.log.event(
-                    "reload_failed", reason=reason, kept_generation=self.current.generation, problems=_problems(error)
+                    "reload_failed",
+                    level="error",
+                    reason=reason,
+                    kept_generation=self.current.generation,
+                    revoked_tokens=before - len(self.current.tokens),
+                    problems=problems,
                 )
                 return
+            for lowered in self.current.lowered(snapshot):
+                self.log.event("posture_lowered", level="warning", generation=snapshot.generation, **lowered)
+                print(
+                    f"spec serve: WARNING {lowered['identity']} is now served under {lowered['to']} "
+                    f"(was {lowered['from']})",
+                    file=sys.stderr,
+                )
             self.current, self.specs_dir, self.seen = snapshot, specs_dir, seen
             self.log.event("reloaded", reason=reason, generation=snapshot.generation, specs=len(snapshot.entries))
 
     async def watch(self, interval: float) -> None:
+        """Reloads when the files changed and then held still for one poll: a file being written (an editor's
+        save, a copy, a `git pull`) is read only once it is whole."""
+        changed: tuple[tuple[object, ...], ...] | None = None
         while True:
             await asyncio.sleep(interval)
-            if self.sources.fingerprint(self.specs_dir) != self.seen:
+            now = self.sources.fingerprint(self.specs_dir)
+            if now == self.seen:
+                changed = None
+            elif now != changed:
+                changed = now  # changed since the last poll: wait for it to hold still
+            else:
+                changed = None
                 await self.reload("file_change")
 
 
@@ -96,7 +125,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket) -> None:
     protocol = bounded_protocol(
-        options.header_timeout, MAX_HEADER_BYTES, lambda reason, client: log.event(reason, client=client)
+        options.header_timeout,
+        MAX_HEADER_BYTES,
+        lambda reason, client: log.event(reason, client=client),
+        options.max_connections_per_client,
     )
     config = uvicorn.Config(
         create_app(lambda: reloader.current, log),
@@ -144,6 +176,13 @@ def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
     except (SiteError, CatalogError, InputError) as error:
         print(error, file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if options.tls_key is not None:
+        problem = private_mode_problem(options.tls_key, "TLS key")
+        if problem is not None:
+            print(
+                f"spec serve: {options.tls_key}: {problem.message.replace('tokens', 'a private key')}", file=sys.stderr
+            )
+            return ExitCode.BAD_INPUT
     if options.tls_cert is not None:
         try:
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(options.tls_cert, options.tls_key)

@@ -10,8 +10,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from terravixens.inputs import InputError
 from terravixens.specserver.auth import Tokens
 from terravixens.standalone.resolve import load_standalone, specs_folder
+from terravixens.standalone.secrets import load_secrets
+
+# How much an auth method protects: a reload that moves an identity down this scale is logged as a warning.
+STRENGTH = {"network": 0, "site_token": 1, "node_token": 2}
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,16 @@ class SpecSet:
     tokens: Tokens
     generation: int
     loaded_at: float = field(default_factory=time.time)
+    # Set when the last reload failed: what is served is the last good set, less every revoked token.
+    stale: str | None = None
+
+    def lowered(self, newer: SpecSet) -> list[dict[str, str]]:
+        """The identities whose protection `newer` lowers (e.g. node_token → network): each one as a log record."""
+        return [
+            {"identity": name, "from": entry.auth, "to": newer.entries[name].auth}
+            for name, entry in sorted(self.entries.items())
+            if name in newer.entries and STRENGTH[newer.entries[name].auth] < STRENGTH[entry.auth]
+        ]
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,17 @@ class Sources:
             except OSError:
                 marks.append((str(path), None))
         return tuple(marks)
+
+
+def fail_closed(current: SpecSet, sources: Sources, failure: str) -> SpecSet:
+    """What to serve after a failed reload: the last good specs, but only the tokens the secrets file still holds
+    unchanged (none when it cannot be read at all), and marked stale so /healthz says so."""
+    try:
+        secrets, _ = load_secrets(sources.secrets)
+        newer: Tokens | None = Tokens(secrets.site_token, secrets.node_tokens)
+    except InputError:
+        newer = None
+    return SpecSet(current.entries, current.tokens.kept_in(newer), current.generation, current.loaded_at, failure)
 
 
 def build(sources: Sources, generation: int) -> tuple[SpecSet, Path]:

@@ -4,7 +4,7 @@
     auth: site_token   one token shared by the site's nodes: any node (or operator) holding it reads any spec
     auth: node_token   one token per node identity: a node reads only its own spec
 
-The shipped postures are `dev` (the default), `local`, `stage` and `prod`; `<specs_dir>/postures/<name>.yaml`
+The shipped postures are `dev`, `local`, `stage` and `prod`; `<specs_dir>/postures/<name>.yaml`
 overrides one of them or adds another.
 """
 
@@ -17,7 +17,6 @@ from pydantic import Field
 from terravixens.config.model import Strict
 
 AuthMethod = Literal["network", "site_token", "node_token"]
-DEFAULT_POSTURE = "dev"
 
 
 class SshPolicy(Strict):

@@ -110,7 +110,11 @@ class User(Strict):
 
 
 class Access(Strict):
-    posture: DnsName = Field("dev", description="A shipped posture (dev, stage, prod, local) or postures/<name>.yaml.")
+    # Required (no default): a spec that forgot its posture must not be served under the open `dev` one, even for a
+    # moment; the server refuses to load it (docs/adr/0046-spec-transport-hardening.md).
+    posture: DnsName = Field(
+        description="Required: a shipped posture (dev, stage, prod, local) or postures/<name>.yaml."
+    )
     users: dict[Username, User] = Field(default_factory=dict)
 
 
@@ -176,7 +180,7 @@ class Spec(Strict):
     description: str = Field("", max_length=500)
     identity: Identity = Field(default_factory=Identity)
     network: Network = Field(default_factory=Network)
-    access: Access = Field(default_factory=Access)
+    access: Access = Field(description="Required: at least the posture this spec is served under.")
     platform: Platform = Field(default_factory=Platform)
     config: TypeConfig = Field(default_factory=TypeConfig)
     run: Run = Field(default_factory=Run)

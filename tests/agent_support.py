@@ -113,10 +113,11 @@ def calls(root: Path) -> list[list[str]]:
 MUTATING = {"apt-get", "useradd", "usermod", "hostname", "ssh-keygen"}
 
 
-def mutations(root: Path) -> list[list[str]]:
-    """Calls that change the node (reads — dpkg-query, systemctl is-enabled/is-active — excluded)."""
+def mutations(root: Path, since: int = 0) -> list[list[str]]:
+    """Calls that change the node (reads — dpkg-query, systemctl is-enabled/is-active — excluded), from the
+    `since`-th call on."""
     return [
         call
-        for call in calls(root)
+        for call in calls(root)[since:]
         if call[0] in MUTATING or (call[0] == "systemctl" and call[1] not in ("is-enabled", "is-active"))
     ]

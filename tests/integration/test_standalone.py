@@ -35,7 +35,7 @@ from terravixens.operations.drift import drift
 from terravixens.operations.files import private_process
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.standalone.node_env import render_env
+from terravixens.standalone.node_env import FIRST_BOOT, render_env
 from terravixens.standalone.resolve import load_standalone
 from terravixens.standalone.tokens import layer_variables
 from tests import spec_support
@@ -44,6 +44,7 @@ from tests.fakessh import FakeSsh
 from tests.integration.test_fakepve import _free_port, assert_only_loopback
 from tests.integration.test_operations import Recorder, api
 from tests.terraform import mirrored_providers, projection
+from tests.test_cloud_init_schema import cloud_init_schema
 
 pytestmark = pytest.mark.integration
 
@@ -203,6 +204,17 @@ def node_env_of(world: World, node: str) -> str:
     [entry] = cloud_config["write_files"]
     assert (entry["path"], entry["owner"], entry["permissions"]) == ("/etc/terravixens/node.env", "root:root", "0600")
     return entry["content"]
+
+
+def test_the_vendor_data_terraform_wrote_passes_cloud_init_schema(deployed, world, tmp_path):
+    """What the fake hosts received over SSH — Terraform's own format() of CLOUD_CONFIG_FORMAT — is valid for
+    Debian's cloud-init and is render_cloud_config's text (tests/test_cloud_init_schema.py validates that one)."""
+    for node, ssh in (("nest1", world.ssh1), ("tools", world.ssh1), ("jump1", world.ssh2)):
+        path = tmp_path / f"{node}.yaml"
+        path.write_text(world.snippet(ssh, node, "yaml"))
+        ran = cloud_init_schema(path)
+        assert ran.returncode == 0 and "Valid cloud-config" in ran.stdout, (node, ran.stdout, ran.stderr)
+        assert yaml.safe_load(path.read_text())["runcmd"] == [["sh", "-c", FIRST_BOOT]]
 
 
 def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):

@@ -42,6 +42,7 @@ def test_the_validator_refuses_what_is_wrong(tmp_path):
 
 def test_every_vm_and_nested_host_vendor_data_passes_cloud_init_schema(tmp_path):
     standalone = load_standalone(spec_support.SITE, spec_support.write_secrets(tmp_path / "secrets.yaml"))
+    assert standalone.site.standalone.spec_server is not None
     server = standalone.site.standalone.spec_server.url
     tokens = {"nest1": spec_support.NODE_TOKENS["nest1"], "jump1": spec_support.SITE_TOKEN, "tools": None}
     nodes = [name for name, node in standalone.nodes.items() if node.placed.type in ("vm", "pve")]

@@ -46,7 +46,7 @@ class FakeNode:
     def start(self) -> FakeNode:
         self.thread.start()
         self.server = asyncio.run_coroutine_threadsafe(self._listen(), self.loop).result(timeout=30)
-        self.port = self.server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = self.server.sockets[0].getsockname()[1]
         return self
 
     def stop(self) -> None:

@@ -20,7 +20,9 @@ from terravixens.agent.system import Node, Unusable
 from terravixens.exitcodes import SpecGetExit
 from terravixens.specclient import get
 
-OK, USAGE, FAILED = 0, 2, 8
+# 0 and 2 as `spec get` (its table: the run's fetch codes pass through), then the agent's own code past its 3–7.
+OK, USAGE = SpecGetExit.OK, SpecGetExit.USAGE
+SECTION_FAILED = 8
 SPEC_PATH = "/var/lib/terravixens/spec.json"
 FIRST_BOOT = "/var/lib/terravixens/first-boot.json"
 SPEC_LIMIT = 1024 * 1024
@@ -74,7 +76,7 @@ def _report(node: Node, result: Result, args: argparse.Namespace) -> int:
         print(json.dumps(document))
     else:
         print("\n".join(result.lines()))
-    return OK if result.ok else FAILED
+    return OK if result.ok else SECTION_FAILED
 
 
 def _fetch(node: Node, args: argparse.Namespace) -> int:

@@ -971,6 +971,7 @@ def _spec_get_args(parser: argparse.ArgumentParser) -> None:
 
 def _spec_push_args(parser: argparse.ArgumentParser, secrets: bool = True) -> None:
     from terravixens.standalone.secrets import SECRETS_ENV
+
     parser.add_argument("node", help="the standalone node's name")
     parser.add_argument("--site", required=True, help="the site file")
     if secrets:

@@ -94,7 +94,7 @@ def test_the_first_run_leaves_the_node_as_the_spec_says(tmp_path):
     assert json.loads((root / "var/lib/standin/packages.json").read_text()) == ["unbound"]
     assert json.loads((root / "var/lib/standin/units.json").read_text()) == {
         "systemd-resolved.service": {"enabled": False, "active": False},
-        "terravixens-agent.timer": {"enabled": True, "active": False},
+        "terravixens-agent.timer": {"enabled": True, "active": True},
         "unbound.service": {"enabled": True, "active": True},
     }
     assert (root / "etc/ssh/ssh_host_rsa_key").read_text() != "from-the-template"
@@ -112,7 +112,7 @@ def test_a_spec_edit_is_applied_and_revokes_what_it_no_longer_gives(tmp_path):
     assert _changes(result)["ssh"] == ["remove authorized_keys of ops (left the spec)"]
     assert _changes(result)["run"] == [
         "rewrite /etc/systemd/system/terravixens-agent.service",
-        "disable terravixens-agent.timer",
+        "disable --now terravixens-agent.timer",
         "remove /etc/systemd/system/terravixens-agent.timer",
     ]
     assert "ops:" in (root / "etc/passwd").read_text()  # a user's home holds data: the account stays
@@ -149,7 +149,7 @@ def test_dry_run_lists_every_change_and_changes_nothing(tmp_path):
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()
     assert lines[0] == "hostname: hostname debian -> dns1" and "users: add user ops" in lines
-    assert "packages: install unbound" in lines and "run: enable terravixens-agent.timer" in lines
+    assert "packages: install unbound" in lines and "run: enable --now terravixens-agent.timer" in lines
     assert lines[-1].startswith("dns1: would change 12 item(s)")
     assert _tree(root) == before and mutations(root) == []
 

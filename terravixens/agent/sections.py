@@ -326,10 +326,17 @@ class Run:
         for unit, on in wanted.items():
             exists = node.read(f"{units.UNIT_DIR}/{unit}") is not None
             word = node.call("systemctl", "is-enabled", unit).stdout.strip() if exists else "not-found"
+            # The timer is started too (first boot runs after timers.target: enabled alone, it would wait for the
+            # next boot); the service is never started or stopped here — this run may be that service.
+            now = ["--now"] if unit == units.TIMER else []
             if on and word != "enabled":
-                changes.append(Change(f"enable {unit}", call(node, "systemctl", "enable", unit)))
+                changes.append(
+                    Change(f"enable {' '.join(now + [unit])}", call(node, "systemctl", "enable", *now, unit))
+                )
             elif not on and word == "enabled":
-                changes.append(Change(f"disable {unit}", call(node, "systemctl", "disable", unit)))
+                changes.append(
+                    Change(f"disable {' '.join(now + [unit])}", call(node, "systemctl", "disable", *now, unit))
+                )
         if want.interval is None and node.read(timer_path) is not None:
             changes.append(Change(f"remove {timer_path}", steps(remove(node, timer_path), reload)))
         return changes

@@ -331,11 +331,11 @@ class Run:
             now = ["--now"] if unit == units.TIMER else []
             if on and word != "enabled":
                 changes.append(
-                    Change(f"enable {' '.join(now + [unit])}", call(node, "systemctl", "enable", *now, unit))
+                    Change(f"enable {' '.join([*now, unit])}", call(node, "systemctl", "enable", *now, unit))
                 )
             elif not on and word == "enabled":
                 changes.append(
-                    Change(f"disable {' '.join(now + [unit])}", call(node, "systemctl", "disable", *now, unit))
+                    Change(f"disable {' '.join([*now, unit])}", call(node, "systemctl", "disable", *now, unit))
                 )
         if want.interval is None and node.read(timer_path) is not None:
             changes.append(Change(f"remove {timer_path}", steps(remove(node, timer_path), reload)))

@@ -41,8 +41,14 @@ setup:
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
 TEST_MIRROR := mirror
 setup-test:
-	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
+	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools \
+		cloud-init-schema
 	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
+
+# Debian's cloud-init, unpacked (not installed), for `cloud-init schema` on every rendered cloud-init document.
+.PHONY: cloud-init-schema
+cloud-init-schema:
+	@tools/cloud-init/install.sh
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -19,6 +19,8 @@
     terravixens spec validate PATH  check a spec file or folder (or --site: a site's standalone nodes and their specs)
     terravixens spec serve          serve each standalone node its resolved spec (auth by posture)
     terravixens spec get            on a node: fetch its spec from the server, verify it, write it (0600)
+    terravixens spec push NODE      configure a node over SSH: the agent and its spec sent, its JSON result back
+    terravixens spec handoff NODE   over SSH, a node fetches its own spec and converges; its JSON result back
 
 This file is a command table (COMMANDS: name → parser builder → handler, and the exit codes the command returns);
 the work lives in terravixens.operations (one module each) and the modules the handlers name. A new command is one
@@ -453,6 +455,56 @@ def _spec_serve(args: argparse.Namespace) -> int:
             max_connections_per_client=args.max_connections_per_client,
         )
     )
+
+
+def _spec_target(args: argparse.Namespace) -> tuple[dict[str, Any], Any] | int:
+    """The node's SSH target: --address, or the node's first address in the site file."""
+    from terravixens.operations.spec_push import SshTarget
+    from terravixens.standalone.catalog import CatalogError
+    from terravixens.standalone.resolve import load_standalone
+    from terravixens.standalone.secrets import SECRETS_ENV
+
+    try:
+        standalone = load_standalone(args.site, getattr(args, "secrets", None) or os.environ.get(SECRETS_ENV))
+    except (SiteError, CatalogError) as error:
+        print(error, file=sys.stderr)
+        return BAD_INPUT
+    node = standalone.nodes.get(args.node)
+    if node is None:
+        names = ", ".join(sorted(standalone.nodes))
+        print(f"spec: {args.node!r} is not a standalone node of {args.site}: use one of {names}", file=sys.stderr)
+        return BAD_INPUT
+    host = args.address or node.placed.nics[0].address.split("/")[0]
+    known = Path(args.known_hosts) if args.known_hosts else None
+    identity = Path(args.identity) if args.identity else None
+    target = SshTarget(host, args.port, args.user, identity, known, args.timeout)
+    return standalone.documents.get(args.node) or {}, target
+
+
+def _spec_push(args: argparse.Namespace) -> int:
+    import json
+
+    from terravixens.operations import spec_push
+
+    found = _spec_target(args)
+    if isinstance(found, int):
+        return found
+    document, target = found
+    if args.handoff:
+        outcome = spec_push.handoff(target, dry_run=args.dry_run)
+    else:
+        outcome = spec_push.push(target, document, dry_run=args.dry_run)
+    verb = "handoff" if args.handoff else "push"
+    if args.json and outcome.result is not None:
+        print(json.dumps(outcome.result))
+    else:
+        print("\n".join(spec_push.lines(args.node, verb, outcome)))
+    return OK if outcome.ok else FAILED
+
+
+def _spec_handoff(args: argparse.Namespace) -> int:
+    args.handoff = True
+    return _spec_push(args)
 
 
 def _spec_get(args: argparse.Namespace) -> int:
@@ -949,9 +1001,34 @@ def _spec_get_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _spec_push_args(parser: argparse.ArgumentParser, secrets: bool = True) -> None:
+    from terravixens.standalone.secrets import SECRETS_ENV
+
+    parser.add_argument("node", help="the standalone node's name")
+    parser.add_argument("--site", required=True, help="the site file")
+    if secrets:
+        parser.add_argument("--secrets", help=f"the secrets file (default ${SECRETS_ENV}): the users' ssh keys")
+    parser.add_argument("--address", help="where to reach the node (default: its first address in the site file)")
+    parser.add_argument("--port", type=int, default=22, help="its SSH port (default 22)")
+    parser.add_argument("--user", default="root", help="the SSH user (default root)")
+    parser.add_argument("--identity", help="the SSH private key (default: ssh's own)")
+    parser.add_argument("--known-hosts", help="a known_hosts file (default: ssh's own; unknown host keys are refused)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds for each SSH call (default 900)")
+    parser.add_argument("--dry-run", action="store_true", help="the agent prints what it would change")
+    parser.add_argument("--json", action="store_true", help="print the agent's JSON result only")
+    parser.set_defaults(handoff=False)
+
+
+def _spec_handoff_args(parser: argparse.ArgumentParser) -> None:
+    _spec_push_args(parser, secrets=False)
+
+
 # ------------------------------------------------------------------------------------------------ command table
 # What an operation that synthesizes, plans and applies can return (deploy, destroy, restore, decommission).
 SYNTH_RULE = "a safety rule stopped synth (its messages printed)"
+AGENT_FAILED = (
+    "ssh or the agent failed, or a section failed on the node (the last line says which; the others are applied)"
+)
 
 COMMANDS: tuple[Command, ...] = (
     Command(
@@ -1301,6 +1378,20 @@ COMMANDS: tuple[Command, ...] = (
         signals=False,
     ),
     Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get, codes(*SpecGetExit)),
+    Command(
+        "spec push",
+        "configure a node over SSH: send the agent and its spec, collect the JSON result",
+        _spec_push_args,
+        _spec_push,
+        codes(OK, (BAD_INPUT, "site, specs, secrets or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
+    ),
+    Command(
+        "spec handoff",
+        "trigger a node's own fetch and converge over SSH, collect the JSON result",
+        _spec_handoff_args,
+        _spec_handoff,
+        codes(OK, (BAD_INPUT, "site or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
+    ),
 )
 GROUPS = {
     "schema": "JSON Schemas of the files terravixens reads",

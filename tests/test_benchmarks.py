@@ -53,3 +53,15 @@ def test_synth_scale_reports_the_floor_and_a_size():
     # The interpreter is named as the repository sees it (.venv/bin/python), never by this machine's path.
     assert machine_paths(result.stdout) == []
     assert re.search(r"Python [\d.]+ \((\.venv/bin/)?python[\d.]*\)", result.stdout), result.stdout
+
+
+def test_agent_converge_reports_a_no_change_run():
+    result = run_benchmark(
+        "benchmarks/agent_converge.py", "--users", "2", "--packages", "3", "--services", "1", "--runs", "1"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "spec: 2 users, 3 packages, 1 services enabled (stand-ins)" in result.stdout
+    assert re.search(
+        r"no-change run \(1 runs\): min [0-9.]+ s, .*; \d+ manager reads per run, 0 changes", result.stdout
+    )
+    assert machine_paths(result.stdout) == []

@@ -1495,6 +1495,51 @@ def spec_validate_interrupted(lab: Lab) -> None:
     assert lab.run("spec", "validate", "x").code == ExitCode.INTERRUPTED
 
 
+def _standalone_args(lab: Lab, verb: str) -> list[str]:
+    """push resolves the spec (the secrets file's keys); handoff needs the site only."""
+    from tests import spec_support
+
+    site = ["--site", str(ROOT / "sites" / "standalone.yaml")]
+    if verb == "handoff":
+        return site
+    return [*site, "--secrets", str(spec_support.write_secrets(lab.folder / "agent-secrets.yaml"))]
+
+
+@case("spec push", ExitCode.OK)
+@case("spec handoff", ExitCode.OK)
+def spec_push_ok(lab: Lab) -> None:
+    """The agent's answer mapped to 0 (the real round trips on loopback: tests/test_spec_push.py)."""
+    from terravixens.operations.spec_push import Outcome
+
+    result = {"schema_version": 1, "identity": "dns1", "ok": True, "changed": 0, "seconds": 0.1, "sections": []}
+    lab.monkeypatch.setattr("terravixens.operations.spec_push.push", lambda *a, **k: Outcome(result))
+    lab.monkeypatch.setattr("terravixens.operations.spec_push.handoff", lambda *a, **k: Outcome(result))
+    for verb in ("push", "handoff"):
+        ran = lab.run("spec", verb, "dns1", *_standalone_args(lab, verb))
+        assert ran.code == ExitCode.OK and f"spec {verb} dns1: in line with its spec, nothing to do" in ran.out
+
+
+@case("spec push", ExitCode.BAD_INPUT)
+@case("spec handoff", ExitCode.BAD_INPUT)
+def spec_push_unknown_node(lab: Lab) -> None:
+    for verb in ("push", "handoff"):
+        ran = lab.run("spec", verb, "dns9", *_standalone_args(lab, verb))
+        assert ran.code == ExitCode.BAD_INPUT and "'dns9' is not a standalone node of" in ran.err
+
+
+@case("spec push", ExitCode.FAILED)
+@case("spec handoff", ExitCode.FAILED)
+def spec_push_unreachable(lab: Lab) -> None:
+    """Nothing listens on the port: ssh exits 255, one line says what is not done."""
+    from tests.spec_support import free_port
+
+    port = str(free_port("127.0.0.1"))
+    for verb in ("push", "handoff"):
+        ran = lab.run("spec", verb, "dns1", *_standalone_args(lab, verb), "--address", "127.0.0.1", "--port", port)
+        assert ran.code == ExitCode.FAILED and f"spec {verb} dns1: not done — " in ran.out
+        assert "ssh exit 255: " in ran.out and "Connection refused" in ran.out
+
+
 @case("spec serve", ExitCode.INTERRUPTED)
 def spec_serve_stopped_with_ctrl_c(lab: Lab) -> None:
     """A server's normal end: Ctrl-C stops it (130, never a traceback); SIGTERM ends it by that signal after a

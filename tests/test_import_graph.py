@@ -56,7 +56,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "readers of plans and synthesized JSON",
         ("terravixens.guard", "terravixens.stackdiff", "terravixens.conformance"),
     ),
-    ("commands", ("terravixens.operations", "terravixens.upgrade", "terravixens.specserver", "terravixens.specclient")),
+    (
+        "commands",
+        (
+            "terravixens.operations",
+            "terravixens.upgrade",
+            "terravixens.specserver",
+            "terravixens.specclient",
+            "terravixens.agent",  # the node agent (issue 19): runs on the guest, built into a bundle by push
+        ),
+    ),
     ("command line", ("terravixens.cli", "terravixens.tfwrap")),  # tfwrap: the Terraform `npx cdktf` runs
 )
 

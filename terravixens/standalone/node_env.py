@@ -23,6 +23,7 @@ Pure and standard library only: the stacks, the secrets file and the node client
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 ENV_PATH = "/etc/terravixens/node.env"
@@ -40,15 +41,30 @@ ENV_FORMAT = (
     "TERRAVIXENS_TOKEN='%s'\n"
 )
 
+# First boot (ADR 0045): fetch the spec, then converge — once: the agent records a successful first run in
+# /var/lib/terravixens/first-boot.json and a second `run --first-boot` (cloud-init re-run after `cloud-init clean`)
+# does nothing. The agent comes with the image (terravixens installed) or as the bundle `spec push` leaves at
+# AGENT_BUNDLE; on an image with neither, first boot says so and leaves config to `spec push`. No `%` (format()) and
+# no `${` (a Terraform template) in it.
+AGENT_BUNDLE = "/usr/local/lib/terravixens/agent.pyz"
+FIRST_BOOT = (
+    f"if PYTHONPATH={AGENT_BUNDLE} python3 -c 'import terravixens.agent' 2>/dev/null; "
+    f"then PYTHONPATH={AGENT_BUNDLE} python3 -m terravixens.agent run --first-boot; "
+    "else echo 'terravixens: no agent on this image: config waits for terravixens spec push' >&2; fi"
+)
+
 # format(CLOUD_CONFIG_FORMAT, jsonencode(env)): a JSON string is a YAML double-quoted scalar.
 CLOUD_CONFIG_FORMAT = (
     "#cloud-config\n"
-    "# terravixens vendor data: the spec server, this node's identity and its token (ADR 0026)\n"
+    "# terravixens vendor data: the spec server, this node's identity and its token (ADR 0026); first boot fetches\n"
+    "# the spec and converges (ADR 0045)\n"
     "write_files:\n"
     f"  - path: {ENV_PATH}\n"
     "    owner: root:root\n"
     "    permissions: '0600'\n"
     "    content: %s\n"
+    "runcmd:\n"
+    f"  - [sh, -c, {json.dumps(FIRST_BOOT)}]\n"
 )
 
 HEREDOC_END = "TERRAVIXENS_NODE_ENV"
@@ -93,6 +109,11 @@ def env_format(extra_lines: str = "") -> str:
 def render_env(server: str, identity: str, token: str | None, extra_lines: str = "") -> str:
     """The file as Terraform's format() renders it (for tests and docs; the stacks render it at apply time)."""
     return ENV_FORMAT.replace("%s", "{}").format(server, identity, token or "") + extra_lines
+
+
+def render_cloud_config(server: str, identity: str, token: str | None) -> str:
+    """The vendor data as Terraform's format(CLOUD_CONFIG_FORMAT, jsonencode(env)) renders it (tests, docs)."""
+    return CLOUD_CONFIG_FORMAT.replace("%s", "{}").format(json.dumps(render_env(server, identity, token)))
 
 
 def snippet_name(node: str, kind: str) -> str:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import asyncssh
 import pytest
 import yaml
 
@@ -35,15 +36,18 @@ from terravixens.operations.drift import drift
 from terravixens.operations.files import private_process
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.standalone.node_env import render_env
+from terravixens.standalone.node_env import FIRST_BOOT, render_env
 from terravixens.standalone.resolve import load_standalone
 from terravixens.standalone.tokens import layer_variables
 from tests import spec_support
+from tests.agent_support import node_root
 from tests.fakepve_ext import FakePveServer
 from tests.fakessh import FakeSsh
+from tests.fakessh_node import FakeNode
 from tests.integration.test_fakepve import _free_port, assert_only_loopback
 from tests.integration.test_operations import Recorder, api
 from tests.terraform import mirrored_providers, projection
+from tests.test_cloud_init_schema import cloud_init_schema
 
 pytestmark = pytest.mark.integration
 
@@ -203,6 +207,17 @@ def node_env_of(world: World, node: str) -> str:
     [entry] = cloud_config["write_files"]
     assert (entry["path"], entry["owner"], entry["permissions"]) == ("/etc/terravixens/node.env", "root:root", "0600")
     return entry["content"]
+
+
+def test_the_vendor_data_terraform_wrote_passes_cloud_init_schema(deployed, world, tmp_path):
+    """What the fake hosts received over SSH — Terraform's own format() of CLOUD_CONFIG_FORMAT — is valid for
+    Debian's cloud-init and is render_cloud_config's text (tests/test_cloud_init_schema.py validates that one)."""
+    for node, ssh in (("nest1", world.ssh1), ("tools", world.ssh1), ("jump1", world.ssh2)):
+        path = tmp_path / f"{node}.yaml"
+        path.write_text(world.snippet(ssh, node, "yaml"))
+        ran = cloud_init_schema(path)
+        assert ran.returncode == 0 and "Valid cloud-config" in ran.stdout, (node, ran.stdout, ran.stderr)
+        assert yaml.safe_load(path.read_text())["runcmd"] == [["sh", "-c", FIRST_BOOT]]
 
 
 def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):
@@ -400,6 +415,37 @@ def test_drift_on_a_guest_is_found_and_named(deployed, world, terraform_binary):
     assert "  standalone jump1:\n    ~ proxmox_virtual_environment_vm.sa_jump1_vm (on_boot)" in console.text
     assert deploy(ws, [N], tf, DeployOptions(yes=True, synth=False), Recorder()) == ExitCode.OK
     assert world.nest1.call(lambda: world.nest1.pve.vm(102).config["onboot"]) in (1, "1")
+
+
+def test_push_round_trip_on_the_created_vm(deployed, world, tmp_path):
+    """The design's spec-vm-push-roundtrip: the VM `tools` created on the fake Proxmox VE (deployed), then `spec
+    push tools` to the address the site gives it — a fake node's SSH side there (tests/fakessh_node.py: a bare
+    python3 on a throwaway root) — and its JSON result; destroy follows (test_destroy_goes_children_first).
+    A real VM would boot, run the vendor data's first boot, and answer on port 22 with its own host key."""
+    assert 3002 in world.inventory()["pve1"]["vms"]
+    address = f"127.{world.octet}.1.62"
+    root, tools = node_root(tmp_path / "tools")
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    identity = tmp_path / "id_ed25519"
+    identity.write_bytes(key.export_private_key())
+    identity.chmod(0o600)
+    node = FakeNode(address, root, tools, key).start()
+    try:
+        known = tmp_path / "known_hosts"
+        known.write_text(node.known_hosts_line())
+        argv = [sys.executable, "-m", "terravixens.cli", "spec", "push", "tools", "--site", str(world.site)]
+        argv += ["--secrets", str(world.secrets), "--port", str(node.port), "--identity", str(identity)]
+        argv += ["--known-hosts", str(known), "--json"]
+        ran = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        result = json.loads(ran.stdout)
+        assert (result["identity"], result["ok"], result["mode"]) == ("tools", True, "apply")
+        assert {s["name"] for s in result["sections"] if s["changes"]} >= {"hostname", "packages", "run"}
+        assert (root / "etc/hostname").read_text() == "tools\n"
+        again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0 and json.loads(again.stdout)["changed"] == 0
+    finally:
+        node.stop()
 
 
 def test_destroy_goes_children_first(deployed, world, terraform_binary):

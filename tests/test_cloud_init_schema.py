@@ -1,0 +1,86 @@
+"""Every cloud-init document the L2 stacks render passes the real `cloud-init schema` (Debian's cloud-init,
+unpacked by `make setup-test`: tools/cloud-init/install.sh), and its first boot runs the agent once.
+
+The stacks render the vendor data at apply time with Terraform's format(); render_cloud_config is that format in
+Python, held to the synthesized stack here and to Terraform's own rendering by tests/integration/test_standalone.py
+(which validates what the fake Proxmox VE received, too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from terravixens.standalone.node_env import AGENT_BUNDLE, CLOUD_CONFIG_FORMAT, FIRST_BOOT, render_cloud_config
+from terravixens.standalone.resolve import load_standalone
+from tests import spec_support
+
+SNAPSHOTS = Path(__file__).resolve().parent / "__snapshots__" / "test_standalone_stacks"
+CLOUD_INIT = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache/terravixens")) / "cloud-init/cloud-init"
+
+
+def cloud_init_schema(path: Path) -> subprocess.CompletedProcess:
+    assert CLOUD_INIT.exists(), f"{CLOUD_INIT} is missing: run `make setup-test` (tools/cloud-init/install.sh)"
+    return subprocess.run(
+        [str(CLOUD_INIT), "schema", "--config-file", str(path)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_validator_refuses_what_is_wrong(tmp_path):
+    """The validator can fail: a runcmd that is not a list and an unknown write_files key are errors."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("#cloud-config\nwrite_files:\n  - path: /x\n    mode: '0600'\nruncmd: 5\n")
+    ran = cloud_init_schema(bad)
+    assert ran.returncode == 1
+    assert "runcmd: 5 is not of type 'array'" in ran.stdout + ran.stderr
+    assert "'mode' was unexpected" in ran.stdout + ran.stderr
+
+
+def test_every_vm_and_nested_host_vendor_data_passes_cloud_init_schema(tmp_path):
+    standalone = load_standalone(spec_support.SITE, spec_support.write_secrets(tmp_path / "secrets.yaml"))
+    assert standalone.site.standalone.spec_server is not None
+    server = standalone.site.standalone.spec_server.url
+    tokens = {"nest1": spec_support.NODE_TOKENS["nest1"], "jump1": spec_support.SITE_TOKEN, "tools": None}
+    nodes = [name for name, node in standalone.nodes.items() if node.placed.type in ("vm", "pve")]
+    assert sorted(nodes) == sorted(tokens)
+    for node in nodes:
+        path = tmp_path / f"terravixens-{node}.yaml"
+        path.write_text(render_cloud_config(server, node, tokens[node]))
+        ran = cloud_init_schema(path)
+        assert ran.returncode == 0 and "Valid cloud-config" in ran.stdout, (node, ran.stdout, ran.stderr)
+        document = yaml.safe_load(path.read_text())
+        assert document["runcmd"] == [["sh", "-c", FIRST_BOOT]]
+
+
+def test_the_stacks_render_that_format():
+    """The synthesized snippets are format(CLOUD_CONFIG_FORMAT, …) (the L2 snapshots, themselves held to synth by
+    tests/test_standalone_stacks.py): render_cloud_config is what Terraform writes."""
+    data = []
+    for path in SNAPSHOTS.glob("test_l2_stack_snapshot*.json"):
+        for resource in json.loads(path.read_text())["resource"]["proxmox_virtual_environment_file"].values():
+            data.append(resource["source_raw"]["data"])
+    cloud_configs = [text for text in data if "#cloud-config" in text]
+    assert len(cloud_configs) == 3
+    assert all(
+        text.startswith("${format(" + json.dumps(CLOUD_CONFIG_FORMAT) + ", jsonencode(") for text in cloud_configs
+    )
+
+
+def test_first_boot_runs_the_agent_once_and_says_when_the_image_has_none(tmp_path):
+    """The runcmd's shell, run twice on a root whose python3 finds no agent: one line, exit 0 — cloud-init goes on."""
+    ran = subprocess.run(
+        ["sh", "-c", FIRST_BOOT.replace(AGENT_BUNDLE, str(tmp_path / "absent.pyz"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+        cwd=tmp_path,
+    )
+    assert (
+        ran.returncode == 0
+        and ran.stderr == "terravixens: no agent on this image: config waits for terravixens spec push\n"
+    )

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.state_files",  # which paths may apply a stack; private state files
             "terravixens.runner",
             "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
+            "terravixens.output",  # a report as text or as its versioned JSON document (stdlib)
         ),
     ),
     ("site model", ("terravixens.config",)),
@@ -56,7 +57,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("terravixens.guard", "terravixens.stackdiff", "terravixens.conformance"),
     ),
     ("commands", ("terravixens.operations", "terravixens.upgrade", "terravixens.specserver", "terravixens.specclient")),
-    ("command line", ("terravixens.cli", "terravixens.tfwrap")),  # tfwrap: the Terraform `npx cdktf` runs
+    (
+        "command line",
+        ("terravixens.cli", "terravixens.tfwrap", "terravixens.version", "terravixens.completion"),
+    ),  # tfwrap: the Terraform `npx cdktf` runs
 )
 
 # Edges another branch removes (issue 16): excluded from the cycle and layering checks until then, and

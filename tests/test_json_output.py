@@ -17,6 +17,7 @@ import pytest
 from terravixens import cli
 from terravixens.exitcodes import ExitCode, MonitorExit
 from tests import json_shapes
+from tests import test_exit_codes as exit_codes
 from tests.test_exit_codes import (
     PLANS,
     SNAPSHOT,
@@ -28,15 +29,12 @@ from tests.test_exit_codes import (
     _without_node,
     platform,
 )
-from tests.test_exit_codes import lab as exit_codes_lab  # noqa: F401 (a fixture: pytest finds it by this name)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def lab(exit_codes_lab: Lab) -> Lab:
-    """tests/test_exit_codes.py's lab: a folder, `run` through cli.main with a fake Terraform, the fakes."""
-    return exit_codes_lab
+# tests/test_exit_codes.py's lab fixture: a folder, `run` through cli.main with a fake Terraform, the fakes.
+lab = exit_codes.lab
 
 
 def document(ran: Any, command: str, sample: str | None = None) -> dict[str, Any]:

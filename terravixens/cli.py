@@ -22,8 +22,9 @@
     terravixens completion SHELL    a bash, zsh or fish completion script, from the command table
     terravixens --version           terravixens, cdktf, Terraform and provider versions
 
-`--json` (validate, stacks, plan-guard, review, drift, check, snapshot --list) prints one versioned document
-(`terravixens/<command>/v1`, docs/json-output.md) on stdout and nothing else there (terravixens.output).
+`--json` (validate, stacks, plan-guard, review, drift, check, snapshot --list, upgrade --dry-run) prints one
+versioned document (`terravixens/<command>/v1`, docs/json-output.md) on stdout and nothing else there
+(terravixens.output).
 
 This file is a command table (COMMANDS: name → parser builder → handler, and the exit codes the command returns);
 the work lives in terravixens.operations (one module each) and the modules the handlers name. A new command is one
@@ -199,6 +200,7 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         no_snapshot=args.no_snapshot,
         talosconfig=args.talosconfig,
         terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
+        as_json=args.json,
     )
 
 
@@ -743,6 +745,7 @@ def _upgrade_args(parser: argparse.ArgumentParser) -> None:
         "not booted from an Image Factory image",
     )
     _no_snapshot_option(parser, "before each control plane's upgrade")
+    _json_option(parser, " with --dry-run (terravixens/upgrade-dry-run/v1: each node's action, the units in order)")
 
 
 def _deploy_args(parser: argparse.ArgumentParser) -> None:
@@ -1129,6 +1132,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         examples=(
             "terravixens upgrade prod --dry-run",
+            "terravixens upgrade prod --dry-run --json",
             "terravixens upgrade prod --worker-batch 2 --kubernetes",
         ),
     ),

@@ -41,7 +41,7 @@ def document(ran: Any, command: str, sample: str | None = None) -> dict[str, Any
     """stdout as exactly one JSON document of `command`'s shape (its exit code is the process's)."""
     found = json.loads(ran.out)  # one value: trailing text would fail here
     assert ran.out.endswith("}\n") and ran.out.count("\n}\n") == 1
-    assert found["schema"] == f"terravixens/{command}/v1"
+    assert found["schema"] == f"terravixens/{'-'.join(command.split())}/v1"
     assert json_shapes.conforms(found, command) == []
     if "exit_code" in found:
         assert found["exit_code"] == ran.code
@@ -72,7 +72,7 @@ def test_the_shape_checker_can_fail():
 def test_every_json_command_has_a_schema_and_every_schema_a_command():
     flagged = {e.name for e in cli.COMMANDS for a in _actions(e.name) if "--json" in a.option_strings}
     shapes = {path.name.removesuffix(".v1.schema.json") for path in json_shapes.SHAPES.glob("*.schema.json")}
-    named = {"snapshot": "snapshot-list"}
+    named = {"snapshot": "snapshot-list", "upgrade": "upgrade-dry-run"}
     assert {named.get(name, name) for name in flagged} == shapes
     for name in shapes:
         assert json_shapes.shape(name)["properties"]["schema"] == {"const": f"terravixens/{name}/v1"}
@@ -236,3 +236,47 @@ def test_check(lab: Lab, problem: bool) -> None:
     assert ran.err == ""
     assert found["result"] == ("problems" if problem else "ok")
     assert ran.code == (MonitorExit.FOUND if problem else MonitorExit.IN_SYNC)
+
+
+def test_upgrade_dry_run_plan_refusal_and_text(lab: Lab) -> None:
+    from tests.test_upgrade import FIVE, Fake
+
+    site = exit_codes._upgrade_site(lab)
+    fake = Fake(lab.folder, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-b": "v1.11.6"})
+    ran = lab.run("upgrade", "prod", "--dry-run", "--json", "--talosctl", str(fake.path), "--site", site)
+    found = document(ran, "upgrade dry-run", "upgrade-dry-run")
+    text = lab.run("upgrade", "prod", "--dry-run", "--talosctl", str(fake.path), "--site", site)
+    assert ran.code == text.code == ExitCode.OK and fake.upgraded() == []
+    assert found["lines"] == ran.err.splitlines()  # the plan's lines, on stderr as they are decided
+    assert found["lines"] == text.out.splitlines()[-len(found["lines"]) :]
+    assert {n["node"]: n["action"] for n in found["nodes"]} == {
+        "cp-a": "upgrade",
+        "cp-b": "skip",
+        "cp-c": "upgrade",
+        "wk-a": "upgrade",
+        "wk-b": "upgrade",
+    }
+    assert [(u["kind"], u["nodes"]) for u in found["units"]] == [
+        ("upgrade", ["cp-a"]),
+        ("skip", ["cp-b"]),
+        ("health", ["cp-b"]),
+        ("upgrade", ["cp-c"]),
+        ("upgrade", ["wk-a"]),
+        ("upgrade", ["wk-b"]),
+    ]
+    assert (found["target"], found["result"], found["reason"]) == ("v1.11.6", "ok", None)
+
+    (lab.folder / "newer").mkdir()
+    fake = Fake(lab.folder / "newer", {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.11.7"})
+    ran = lab.run("upgrade", "prod", "--dry-run", "--json", "--talosctl", str(fake.path), "--site", site)
+    found = document(ran, "upgrade dry-run", "upgrade-dry-run-refused")
+    assert ran.code == ExitCode.REFUSED and found["result"] == "refused" and found["nodes"] == []
+    assert found["reason"].startswith("wk-b runs v1.11.7, newer than the target v1.11.6: that is a downgrade")
+
+
+def test_upgrade_json_goes_with_dry_run(lab: Lab) -> None:
+    site = exit_codes._upgrade_site(lab)
+    for extra in ([], ["--dry-run", "--kubernetes"]):
+        ran = lab.run("upgrade", "prod", "--json", *extra, "--site", site)
+        assert ran.code == ExitCode.BAD_INPUT and ran.out == ""
+        assert ran.err == "terravixens upgrade: --json goes with --dry-run (without --kubernetes)\n"

@@ -1,7 +1,7 @@
 """The `terravixens` command: what cdktf lacks around synth (site validation first).
 
-    terravixens validate [SITE]     check a site file; print every problem with file, field, value and fix
-    terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
+    terravixens validate [--site SITE]   check a site file; print every problem with file, field, value and fix
+    terravixens stacks [--site SITE]     list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
     terravixens upgrade CLUSTER     roll the site's Talos version and image out, one node at a time, gated on health
     terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
@@ -21,11 +21,17 @@
     terravixens spec get            on a node: fetch its spec from the server, verify it, write it (0600)
     terravixens spec push NODE      configure a node over SSH: the agent and its spec sent, its JSON result back
     terravixens spec handoff NODE   over SSH, a node fetches its own spec and converges; its JSON result back
+    terravixens completion SHELL    a bash, zsh or fish completion script, from the command table
+    terravixens --version           terravixens, cdktf, Terraform and provider versions
+
+`--json` (validate, stacks, plan-guard, review, drift, check, snapshot --list, upgrade --dry-run) prints one
+versioned document (`terravixens/<command>/v1`, docs/json-output.md) on stdout and nothing else there
+(terravixens.output).
 
 This file is a command table (COMMANDS: name → parser builder → handler, and the exit codes the command returns);
 the work lives in terravixens.operations (one module each) and the modules the handlers name. A new command is one
 entry in COMMANDS (docs/architecture.md). Its `--help` epilog and docs/commands.md#exit-codes are rendered from its
-declared codes and the one table, terravixens.exitcodes.
+declared codes and the one table, terravixens.exitcodes, after its `Examples:` (declared in its entry too).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -66,6 +72,13 @@ class Command:
     run: Callable[[argparse.Namespace], int]
     codes: Declared
     signals: bool = True
+    examples: tuple[str, ...] = ()
+
+    def epilog(self) -> str:
+        """`Examples:` (each a whole command line; tests/test_cli_surface.py parses every one), then the exit
+        codes."""
+        shown = ["Examples:", *[f"  {example}" for example in self.examples], ""] if self.examples else []
+        return "\n".join([*shown, epilog(self.codes)])
 
     def returns(self, code: IntEnum) -> bool:
         return any(type(declared) is type(code) and declared == code for declared, _ in self.codes)
@@ -82,6 +95,8 @@ def _with_site(
     """Loads the site named on the command line first; a bad site prints its problems and exits `bad_site`."""
 
     def run(args: argparse.Namespace) -> int:
+        if not _site_from_positional(args):
+            return bad_site
         try:
             site = load_site(args.site)
         except SiteError as error:
@@ -92,26 +107,66 @@ def _with_site(
     return run
 
 
-@_with_site
-def _validate(args: argparse.Namespace, site: Any) -> int:
-    from terravixens.operations.validate import validate
+def _site_from_positional(args: argparse.Namespace) -> bool:
+    """The site given as a positional argument (validate, stacks: deprecated, ADR 0040) becomes --site, with one
+    line on stderr; False (nothing done) when both name different files."""
+    positional = getattr(args, "site_positional", None)
+    if positional is None:
+        return True
+    name = args.entry.name
+    if args.site is not None and args.site != positional:
+        print(
+            f"terravixens {name}: two sites given ({positional} and --site {args.site}): give --site only",
+            file=sys.stderr,
+        )
+        return False
+    print(
+        f"terravixens {name}: deprecated: the site as a positional argument goes in the next release; "
+        f"write --site {positional}",
+        file=sys.stderr,
+    )
+    args.site = positional
+    return True
 
-    return validate(site, args.site, sys.stdout, sys.stderr)
+
+def _render(args: argparse.Namespace, report: Any) -> int:
+    """The one place a report meets a format (terravixens.output): its document with --json, else its text."""
+    from terravixens.output import render
+
+    return render(report, getattr(args, "json", False), sys.stdout, sys.stderr)
+
+
+def _site_problems(args: argparse.Namespace, error: SiteError) -> int:
+    """validate --json: a site that does not load is a document too (its problems), not only text."""
+    from terravixens.operations.validate import ValidateReport
+
+    return _render(args, ValidateReport(str(args.site or error.path), None, (error,)))
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from terravixens.operations.validate import validate_report
+
+    if not _site_from_positional(args):
+        return BAD_INPUT
+    try:
+        site = load_site(args.site)
+    except SiteError as error:
+        return _site_problems(args, error)
+    return _render(args, validate_report(site, args.site))
 
 
 @_with_site
 def _stacks(args: argparse.Namespace, site: Any) -> int:
-    from terravixens.layers import stack_names
+    from terravixens.operations.stacks import stacks
 
-    print("\n".join(stack_names(site)))
-    return OK
+    return _render(args, stacks(site))
 
 
 @_with_site
 def _plan_guard(args: argparse.Namespace, site: Any) -> int:
-    from terravixens.operations.plan_guard import GuardOptions, plan_guard
+    from terravixens.operations.plan_guard import GuardOptions, plan_guard_report
 
-    return plan_guard(
+    report = plan_guard_report(
         site,
         GuardOptions(
             plan=args.plan,
@@ -122,9 +177,8 @@ def _plan_guard(args: argparse.Namespace, site: Any) -> int:
             teardown=args.teardown,
             limit=args.max_size_mib * 1024 * 1024,
         ),
-        sys.stderr,
-        sys.stdout,
     )
+    return _render(args, report)
 
 
 @_with_site
@@ -148,6 +202,7 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         no_snapshot=args.no_snapshot,
         talosconfig=args.talosconfig,
         terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
+        as_json=args.json,
     )
 
 
@@ -190,7 +245,8 @@ def _operation(command: Operation, monitor: bool = False) -> Callable[[argparse.
         from terravixens.operations.workspace import Workspace
 
         private_process()
-        console = Console()
+        # --json: stdout holds the document only (terravixens.output); progress goes to stderr.
+        console = Console(out=sys.stderr) if getattr(args, "json", False) else Console()
         name = args.entry.name
         try:
             # Only the commands that take --secrets plan or apply a layer with apply-time variables.
@@ -232,6 +288,10 @@ def _check(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.kube import Kubectl
 
     kubectl = Kubectl(args.kubectl) if args.kubectl else None
+    if args.json:  # check() prints its document, and only that, on the console it is given: stdout
+        from terravixens.operations.console import Console
+
+        console = Console(journal=console.journal)
     return check(ws, args.cluster, tf, _check_options(args, "--wait"), console, CheckCommand(json=args.json), kubectl)
 
 
@@ -327,13 +387,15 @@ def _remove_dead_member(args: argparse.Namespace, ws: Any, tf: Any, console: Any
 def _snapshot(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.etcd_snapshots import DEFAULT_KEEP
     from terravixens.operations import OperationError
-    from terravixens.operations.snapshot import SnapshotOptions, list_snapshots, take_snapshot
+    from terravixens.operations.snapshot import SnapshotOptions, snapshot_list, take_snapshot
     from terravixens.talosctl import Talosctl
 
     if args.list:
         if args.keep is not None:
             raise OperationError("--keep applies when a snapshot is taken; --list only lists", BAD_INPUT)
-        return list_snapshots(ws, args.cluster, console)
+        return _render(args, snapshot_list(ws, args.cluster))
+    if args.json:
+        raise OperationError("--json goes with --list (a snapshot being taken prints its progress)", BAD_INPUT)
     options = SnapshotOptions(
         keep=DEFAULT_KEEP if args.keep is None else args.keep,
         talosconfig=args.talosconfig,
@@ -375,13 +437,12 @@ def _restore_etcd(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> i
 
 def _drift(args: argparse.Namespace, ws: Any, tf: Any, console: Any) -> int:
     from terravixens.operations.check import parse_wait
-    from terravixens.operations.drift import TalosSide, drift
+    from terravixens.operations.drift import TalosSide, drift_report
     from terravixens.talosctl import Talosctl
 
     timeout = parse_wait(args.timeout, "--timeout") or 1
-    return drift(
-        ws, args.layers, tf, console, talos=TalosSide(not args.terraform_only, Talosctl(args.talosctl, timeout=timeout))
-    )
+    talos = TalosSide(not args.terraform_only, Talosctl(args.talosctl, timeout=timeout))
+    return _render(args, drift_report(ws, args.layers, tf, console, talos=talos))
 
 
 def _review(args: argparse.Namespace) -> int:
@@ -407,8 +468,7 @@ def _review(args: argparse.Namespace) -> int:
     except OperationError as error:
         print(f"terravixens review: {error}", file=sys.stderr)
         return error.code
-    print(result.text)
-    return REFUSED if args.strict and result.flagged else OK
+    return _render(args, replace(result, strict=args.strict))
 
 
 # ------------------------------------------------------------------------------------------------- spec, schema
@@ -520,6 +580,41 @@ def _spec_get(args: argparse.Namespace) -> int:
     )
 
 
+def _completion(args: argparse.Namespace) -> int:
+    from terravixens.completion import script
+
+    print(script(args.shell, _words(parser())), end="")
+    return OK
+
+
+def _words(top: argparse.ArgumentParser, name: str = "terravixens", help: str = "") -> Any:
+    """The command line's words for terravixens.completion, read from the parser built from COMMANDS."""
+    from terravixens.completion import words
+
+    options = [option for action in top._actions for option in action.option_strings if option.startswith("--")]
+    children = [
+        _words(sub, word, next((c.help or "" for c in action._choices_actions if c.dest == word), ""))
+        for action in top._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for word, sub in action.choices.items()
+    ]
+    return words(name, help, options, children)
+
+
+class _Version(argparse.Action):
+    """`--version`: every version a bug report needs (terravixens.version), then exit 0, whatever is missing."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> None:
+        from terravixens.version import versions
+
+        print("\n".join(versions().lines()), flush=True)
+        parser.exit()
+
+
 # ---------------------------------------------------------------------------------------------------- arguments
 def _duration(text: str) -> int:
     from terravixens.talosctl import parse_duration
@@ -624,7 +719,32 @@ def _secrets_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _site_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("site", nargs="?", help=SITE_HELP)
+    """--site, and the positional SITE it replaces (accepted for one release, with a note: ADR 0040)."""
+    _site_option(parser)
+    parser.add_argument(
+        "site_positional",
+        nargs="?",
+        metavar="SITE",
+        help="deprecated: write --site SITE (accepted until the next release)",
+    )
+
+
+def _json_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "") -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print one JSON document{what} on stdout, nothing else there (docs/json-output.md)",
+    )
+
+
+def _validate_args(parser: argparse.ArgumentParser) -> None:
+    _site_argument(parser)
+    _json_option(parser, " (terravixens/validate/v1: counts, or every problem)")
+
+
+def _stacks_args(parser: argparse.ArgumentParser) -> None:
+    _site_argument(parser)
+    _json_option(parser, " (terravixens/stacks/v1: each stack's level, kind, cluster and predecessor)")
 
 
 def _plan_guard_args(parser: argparse.ArgumentParser) -> None:
@@ -653,6 +773,7 @@ def _plan_guard_args(parser: argparse.ArgumentParser) -> None:
         "what the site's nodes want from L0 does not count",
     )
     parser.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
+    _json_option(parser, " (terravixens/plan-guard/v1: the verdict and every violation)")
 
 
 def _upgrade_args(parser: argparse.ArgumentParser) -> None:
@@ -695,6 +816,7 @@ def _upgrade_args(parser: argparse.ArgumentParser) -> None:
         "not booted from an Image Factory image",
     )
     _no_snapshot_option(parser, "before each control plane's upgrade")
+    _json_option(parser, " with --dry-run (terravixens/upgrade-dry-run/v1: each node's action, the units in order)")
 
 
 def _deploy_args(parser: argparse.ArgumentParser) -> None:
@@ -765,7 +887,7 @@ def _deploy_args(parser: argparse.ArgumentParser) -> None:
 def _check_args(parser: argparse.ArgumentParser) -> None:
     _site_option(parser)
     parser.add_argument("cluster")
-    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON document (nothing else)")
+    _json_option(parser, " (terravixens/check/v1: the verdict and each check's problems)")
     parser.add_argument(
         "--since",
         metavar="DURATION|TIME",
@@ -880,6 +1002,7 @@ def _snapshot_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--list", action="store_true", help="list the kept snapshots (time, node, reason, size, verified); runs nothing"
     )
+    _json_option(parser, " with --list (terravixens/snapshot-list/v1)")
     parser.add_argument(
         "--keep",
         type=_keep,
@@ -937,6 +1060,7 @@ def _drift_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", default="60s", metavar="DURATION", help="deadline of each talosctl call (default 60s)"
     )
+    _json_option(parser, " (terravixens/drift/v1: each layer's changes and Talos side; progress on stderr)")
 
 
 def _review_args(parser: argparse.ArgumentParser) -> None:
@@ -948,6 +1072,13 @@ def _review_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--after", help="the new cdktf.out directory")
     parser.add_argument("--output", help="also write the Markdown to this new file (never overwritten)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when an address of an unnamed node changes")
+    _json_option(parser, " (terravixens/review/v1: every changed address, and the Markdown)")
+
+
+def _completion_args(parser: argparse.ArgumentParser) -> None:
+    from terravixens.completion import SHELLS
+
+    parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
 
 
 def _schema_export_args(parser: argparse.ArgumentParser) -> None:
@@ -1034,16 +1165,24 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "validate",
         "check a site file and print every problem",
-        _site_argument,
+        _validate_args,
         _validate,
         codes(OK, (BAD_INPUT, "the site file (or a standalone spec) has problems: every one printed"), INTERRUPTED),
+        examples=(
+            "terravixens validate --site sites/example.yaml",
+            "terravixens validate --site sites/example.yaml --json",
+        ),
     ),
     Command(
         "stacks",
         "list the stacks of a site, in apply order",
-        _site_argument,
+        _stacks_args,
         _stacks,
         codes(OK, BAD_INPUT, INTERRUPTED),
+        examples=(
+            "terravixens stacks --site sites/example.yaml",
+            "terravixens stacks --json",
+        ),
     ),
     Command(
         "plan-guard",
@@ -1055,6 +1194,10 @@ COMMANDS: tuple[Command, ...] = (
             (REFUSED, "the plan breaks a promise: one line per problem and why"),
             (BAD_INPUT, "not a plan (or a state, log or site that cannot be read)"),
             INTERRUPTED,
+        ),
+        examples=(
+            "terraform show -json plan.tfplan | terravixens plan-guard - --layer platform-prod",
+            "terravixens plan-guard plan.json --layer platform-prod --allow-reboot cp-a --plan-log plan.log --json",
         ),
     ),
     Command(
@@ -1095,6 +1238,11 @@ COMMANDS: tuple[Command, ...] = (
                 ),
             ),
             (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"),
+        ),
+        examples=(
+            "terravixens upgrade prod --dry-run",
+            "terravixens upgrade prod --dry-run --json",
+            "terravixens upgrade prod --worker-batch 2 --kubernetes",
         ),
     ),
     Command(
@@ -1138,6 +1286,11 @@ COMMANDS: tuple[Command, ...] = (
             (CHECK_FAILED, "--check found problems after the apply (one line each, with what to do)"),
             INTERRUPTED,
         ),
+        examples=(
+            "terravixens deploy --dry-run",
+            "terravixens deploy hypervisors platform-prod --yes",
+            "terravixens deploy platform-prod --check",
+        ),
     ),
     Command(
         "destroy",
@@ -1159,6 +1312,10 @@ COMMANDS: tuple[Command, ...] = (
             BACKUP_FAILED,
             INTERRUPTED,
         ),
+        examples=(
+            "terravixens destroy gitops-prod",
+            "terravixens destroy gitops-prod --confirm homelab/gitops-prod",
+        ),
     ),
     Command(
         "restore",
@@ -1174,6 +1331,7 @@ COMMANDS: tuple[Command, ...] = (
             BACKUP_FAILED,
             INTERRUPTED,
         ),
+        examples=("terravixens restore platform-prod state-backups/homelab/platform-prod/20260110T100200Z.tfstate",),
     ),
     Command(
         "decommission",
@@ -1200,6 +1358,10 @@ COMMANDS: tuple[Command, ...] = (
                 ),
             ),
             INTERRUPTED,
+        ),
+        examples=(
+            "terravixens decommission prod",
+            "terravixens decommission prod --delete-vms --confirm homelab/prod --yes",
         ),
     ),
     Command(
@@ -1235,6 +1397,10 @@ COMMANDS: tuple[Command, ...] = (
             ),
             INTERRUPTED,
         ),
+        examples=(
+            "terravixens remove-dead-member prod cp-c",
+            "terravixens remove-dead-member prod cp-c --probes 6 --probe-window 2m",
+        ),
     ),
     Command(
         "snapshot",
@@ -1251,6 +1417,11 @@ COMMANDS: tuple[Command, ...] = (
                 "no control plane gave a snapshot that verifies (each one's reason printed); nothing was kept",
             ),
             INTERRUPTED,
+        ),
+        examples=(
+            "terravixens snapshot prod",
+            "terravixens snapshot prod --list --json",
+            "terravixens snapshot prod --keep 20 --talosconfig ./talosconfig",
         ),
     ),
     Command(
@@ -1285,6 +1456,7 @@ COMMANDS: tuple[Command, ...] = (
             (BACKUP_FAILED, "with --force: no fresh snapshot of the etcd that answers; nothing was done"),
             INTERRUPTED,
         ),
+        examples=("terravixens restore-etcd prod --from etcd-snapshots/homelab/prod/FILE.snapshot",),
     ),
     Command(
         "drift",
@@ -1309,6 +1481,10 @@ COMMANDS: tuple[Command, ...] = (
             ),
             INTERRUPTED,
         ),
+        examples=(
+            "terravixens drift",
+            "terravixens drift platform-prod --terraform-only --json",
+        ),
     ),
     Command(
         "check",
@@ -1326,6 +1502,10 @@ COMMANDS: tuple[Command, ...] = (
             ),
             (MonitorExit.FOUND, "a check found a problem: one line each, with what to do (found wins)"),
             INTERRUPTED,
+        ),
+        examples=(
+            "terravixens check prod",
+            "terravixens check prod --wait 5m --json",
         ),
     ),
     Command(
@@ -1345,6 +1525,10 @@ COMMANDS: tuple[Command, ...] = (
             (BAD_INPUT, "no BASE, unknown ref, a synth that fails, or --output names an existing file"),
             INTERRUPTED,
         ),
+        examples=(
+            "terravixens review origin/main",
+            "terravixens review --before old/cdktf.out --after cdktf.out --json",
+        ),
     ),
     Command(
         "schema export",
@@ -1352,6 +1536,7 @@ COMMANDS: tuple[Command, ...] = (
         _schema_export_args,
         _schema_export,
         codes(OK, INTERRUPTED),
+        examples=("terravixens schema export --out json-schemas",),
     ),
     Command(
         "spec validate",
@@ -1359,6 +1544,10 @@ COMMANDS: tuple[Command, ...] = (
         _spec_validate_args,
         _spec_validate,
         codes(OK, (BAD_INPUT, "every problem printed"), INTERRUPTED),
+        examples=(
+            "terravixens spec validate specs/",
+            "terravixens spec validate --site sites/example.yaml --secrets secrets.yaml",
+        ),
     ),
     Command(
         "spec serve",
@@ -1376,14 +1565,35 @@ COMMANDS: tuple[Command, ...] = (
             ),
         ),
         signals=False,
+        examples=("terravixens spec serve --secrets secrets.yaml --tls-cert server.pem --tls-key server.key",),
     ),
-    Command("spec get", "on a node: fetch, verify and write its spec", _spec_get_args, _spec_get, codes(*SpecGetExit)),
+    Command(
+        "spec get",
+        "on a node: fetch, verify and write its spec",
+        _spec_get_args,
+        _spec_get,
+        codes(*SpecGetExit),
+        examples=("terravixens spec get --env-file /etc/terravixens/node.env",),
+    ),
+    Command(
+        "completion",
+        "print a bash, zsh or fish completion script",
+        _completion_args,
+        _completion,
+        codes(OK, INTERRUPTED),
+        examples=(
+            "terravixens completion bash > ~/.local/share/bash-completion/completions/terravixens",
+            "terravixens completion zsh > ~/.zfunc/terravixens.zsh",
+            "terravixens completion fish > ~/.config/fish/completions/terravixens.fish",
+        ),
+    ),
     Command(
         "spec push",
         "configure a node over SSH: send the agent and its spec, collect the JSON result",
         _spec_push_args,
         _spec_push,
         codes(OK, (BAD_INPUT, "site, specs, secrets or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
+        examples=("terravixens spec push dns1 --secrets secrets.yaml", "terravixens spec push dns1 --dry-run"),
     ),
     Command(
         "spec handoff",
@@ -1391,6 +1601,7 @@ COMMANDS: tuple[Command, ...] = (
         _spec_handoff_args,
         _spec_handoff,
         codes(OK, (BAD_INPUT, "site or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
+        examples=("terravixens spec handoff dns1",),
     ),
 )
 GROUPS = {
@@ -1406,6 +1617,9 @@ def command(name: str) -> Command:
 def parser() -> argparse.ArgumentParser:
     """The whole command line, built from COMMANDS."""
     top = argparse.ArgumentParser(prog="terravixens", description=(__doc__ or "").split("\n")[0])
+    top.add_argument(
+        "--version", action=_Version, help="print the terravixens, cdktf, Terraform and provider versions, then exit"
+    )
     commands = top.add_subparsers(dest="command", required=True)
     groups: dict[str, Any] = {}
     for entry in COMMANDS:
@@ -1420,7 +1634,7 @@ def parser() -> argparse.ArgumentParser:
             words[-1],
             help=entry.help,
             description=entry.help,
-            epilog=epilog(entry.codes),
+            epilog=entry.epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         entry.build(sub)

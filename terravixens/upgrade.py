@@ -556,6 +556,64 @@ def _rolling(
     return outcome
 
 
+@dataclass(frozen=True)
+class DryRun:
+    """`upgrade --dry-run` as a value: what each node runs and what the run would do with it, the numbered units in
+    order, the outcome (a stop or a refusal ends it early: no decisions then), and the lines it printed. The
+    `terravixens/upgrade-dry-run/v1` document (terravixens.output) is built from it."""
+
+    cluster: str
+    target: str
+    outcome: Outcome
+    decisions: tuple[Decision, ...] = ()
+    units: tuple[Unit, ...] = ()
+    text: tuple[str, ...] = ()
+    command: str = "upgrade dry-run"
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.outcome.exit_code)
+
+    def lines(self) -> list[str]:
+        return list(self.text)
+
+    def notes(self) -> list[str]:
+        return []
+
+    def body(self) -> dict[str, Any]:
+        outcome = self.outcome
+        return {
+            "cluster": self.cluster,
+            "target": self.target,
+            "result": "refused" if outcome.refused else "ok" if outcome.ok else "stopped",
+            "exit_code": self.exit_code,
+            "reason": outcome.reason or None,
+            "stopped_at": outcome.stopped_at,
+            "nodes": [
+                {
+                    "node": d.step.node,
+                    "role": str(d.step.role),
+                    "address": d.step.address,
+                    "running": str(d.running.version),
+                    "running_schematic": d.running.schematic,
+                    "target_schematic": d.step.schematic,
+                    "action": "skip" if d.current else "upgrade" if d.version_changes else "re-image",
+                    "why": d.why(),
+                }
+                for d in self.decisions
+            ],
+            "units": [
+                {
+                    "number": number,
+                    "kind": unit.kind,
+                    "nodes": [d.step.node for d in unit.decisions] or list(unit.after),
+                }
+                for number, unit in enumerate(self.units, 1)
+            ],
+            "lines": list(self.text),
+        }
+
+
 def rolling_dry_run(
     site: Site,
     cluster_name: str,
@@ -571,28 +629,54 @@ def rolling_dry_run(
     in which order and batches, with the snapshots and health gates. A node that cannot be read, or a run that would
     be refused, ends the dry run with the line and the exit code the run would end with. The health gate itself is
     not run (the run checks it first)."""
+    return dry_run_report(
+        site, cluster_name, talosctl, worker_batch=worker_batch, force=force, snapshots=snapshots, log=log
+    ).outcome
+
+
+def dry_run_report(
+    site: Site,
+    cluster_name: str,
+    talosctl: Talosctl,
+    *,
+    worker_batch: int = 1,
+    force: bool = False,
+    snapshots: Snapshots | None = None,
+    log: Log = print,
+) -> DryRun:
+    """rolling_dry_run's work, returned as a DryRun (each line is also given to `log` as it is decided)."""
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        log(line)
+
     steps = upgrade_plan(site, cluster_name)
-    progress = _Progress(steps, log, what="the dry run")
-    target = parse_version(site.clusters[cluster_name].talos_version)
+    progress = _Progress(steps, say, what="the dry run")
+    wanted = site.clusters[cluster_name].talos_version
+    target = parse_version(wanted)
     if isinstance(target, str):
-        return progress.stop(steps[:1], f"the target talos_version {target}", False)
+        stopped = progress.stop(steps[:1], f"the target talos_version {target}", False)
+        return DryRun(cluster_name, wanted, stopped, text=tuple(said))
     try:
         decisions = survey(steps, talosctl, target, force, progress)
     except KeyboardInterrupt as error:
         annotate(error, where=f"during {progress.what} (--dry-run)", summary="nothing was changed")
         raise
     if isinstance(decisions, Outcome):
-        return decisions
-    log(HEALTH_FIRST)
-    for number, unit in enumerate(schedule(decisions, worker_batch), 1):
+        return DryRun(cluster_name, str(target), decisions, text=tuple(said))
+    say(HEALTH_FIRST)
+    units = schedule(decisions, worker_batch)
+    for number, unit in enumerate(units, 1):
         for line in unit_lines(number, unit, snapshots):
-            log(line)
+            say(line)
     current = [d.step.node for d in decisions if d.current]
-    log(
+    say(
         f"dry run: nothing was changed ({len(decisions) - len(current)} to upgrade, {len(current)} already "
         f"current); the run reads every node again first and follows this plan while they run what is shown above"
     )
-    return Outcome([], current, done=[])
+    outcome = Outcome([], current, done=[])
+    return DryRun(cluster_name, str(target), outcome, tuple(decisions), tuple(units), tuple(said))
 
 
 def kubernetes_upgrade(site: Site, cluster_name: str, talosctl: Talosctl, log: Log = print) -> Outcome:
@@ -739,11 +823,15 @@ def command(
     terraform: Callable[[], Any] | None = None,
     root: Path | None = None,
     log: Log = print,
+    as_json: bool = False,
 ) -> int:
     """`terravixens upgrade`: the dry run or the upgrade itself; returns the exit code. `talosctl`'s own talosconfig
     is replaced by the one `talosconfig_path` finds; `terraform()` gives the Terraform that reads the platform layer's
     output, called only when that is needed; snapshots go under `root` (default: the current folder, like every
     operation's). Sets umask 077 for the process, as the operations do."""
+    if as_json and (kubernetes or not dry_run):
+        print("terravixens upgrade: --json goes with --dry-run (without --kubernetes)", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     if dry_run and kubernetes:
         for line in describe_kubernetes(site, cluster_name):
             log(line)
@@ -759,6 +847,17 @@ def command(
             talosctl = replace(talosctl, talosconfig=path)
             if kubernetes:
                 return kubernetes_upgrade(site, cluster_name, talosctl, log=log).exit_code
+            if as_json:  # the plan's lines go to stderr as they are decided; stdout holds the document only
+                from terravixens.output import render
+
+                def aside(line: str) -> None:
+                    print(line, file=sys.stderr, flush=True)
+
+                snapshots = etcd_snapshots(ws, cluster_name, talosctl, no_snapshot, aside)
+                report = dry_run_report(
+                    site, cluster_name, talosctl, worker_batch=worker_batch, force=force, snapshots=snapshots, log=aside
+                )
+                return render(report, True, sys.stdout, sys.stderr)
             snapshots = etcd_snapshots(ws, cluster_name, talosctl, no_snapshot, log)
             run = rolling_dry_run if dry_run else rolling_upgrade
             return run(

@@ -871,7 +871,9 @@ def test_json_is_one_document_with_the_same_verdict(cluster):
     ran = run(cluster, json_output=True)
     document = json.loads(ran.text)
     assert ran.code == MonitorExit.FOUND and document["exit_code"] == 2 and document["result"] == "problems"
+    assert document["schema"] == "terravixens/check/v1"
     assert set(document) == {
+        "schema",
         "site",
         "cluster",
         "checked_at",

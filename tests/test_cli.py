@@ -14,7 +14,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_validate_accepts_the_example():
-    result = cli("validate", "sites/example.yaml")
+    result = cli("validate", "--site", "sites/example.yaml")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "sites/example.yaml: ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"
 
@@ -27,7 +27,7 @@ def test_validate_reports_every_problem_with_file_and_field(tmp_path):
         .replace("vm_id: 1102", "vm_id: 1101")
         .replace("hypervisor: pve2\n        vm_id: 1202", "hypervisor: pve9\n        vm_id: 1202")
     )
-    result = cli("validate", str(site))
+    result = cli("validate", "--site", str(site))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
@@ -43,7 +43,7 @@ def test_validate_reports_every_problem_with_file_and_field(tmp_path):
 
 
 def test_stacks_lists_layers_in_apply_order():
-    result = cli("stacks", "sites/example.yaml")
+    result = cli("stacks", "--site", "sites/example.yaml")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["hypervisors", "platform-prod", "gitops-prod"]
 
@@ -57,8 +57,8 @@ def test_every_command_that_reads_a_site_reads_it_strictly(tmp_path):
     )
     first = text.splitlines().index("      wk-a:") + 1
     for command in (
-        ["validate", str(site)],
-        ["stacks", str(site)],
+        ["validate", "--site", str(site)],
+        ["stacks", "--site", str(site)],
         ["upgrade", "prod", "--dry-run", "--site", str(site)],
     ):
         result = cli(*command)
@@ -71,7 +71,7 @@ def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
     import os
 
     result = subprocess.run(
-        [sys.executable, "-m", "terravixens.cli", "validate", "sites/example.yaml"],
+        [sys.executable, "-m", "terravixens.cli", "validate", "--site", "sites/example.yaml"],
         cwd=ROOT,
         capture_output=True,
         text=True,

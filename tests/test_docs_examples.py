@@ -14,7 +14,8 @@ from terravixens import cli
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ROOT / "docs" / "commands.md"
 EXAMPLES = ROOT / "docs" / "examples"
-RUN = "$ pipenv run terravixens validate docs/examples/"
+# Whatever launcher the docs use (`pipenv run terravixens`, `.venv/bin/terravixens`): what follows it is the command.
+RUN = re.compile(r"^\$ \S*(?:pipenv run )?\S*terravixens validate --site docs/examples/")
 
 
 def documented_runs() -> list[tuple[str, list[str]]]:
@@ -24,7 +25,7 @@ def documented_runs() -> list[tuple[str, list[str]]]:
         current: list[str] | None = None
         for line in block.splitlines():
             if line.startswith("$ "):
-                current = [] if line.startswith(RUN) else None
+                current = [] if RUN.match(line) else None
                 if current is not None:
                     runs.append((line[2:], current))
             elif current is not None:
@@ -35,7 +36,8 @@ def documented_runs() -> list[tuple[str, list[str]]]:
 @pytest.mark.parametrize("command, shown", documented_runs(), ids=lambda value: str(value)[:60])
 def test_a_documented_validate_prints_what_the_docs_show(command, shown, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    arguments = shlex.split(command)[3:]  # after `pipenv run terravixens`
+    words = shlex.split(command)
+    arguments = words[next(i for i, word in enumerate(words) if word.endswith("terravixens")) + 1 :]
     code = cli.main(arguments)
     printed = capsys.readouterr()
     assert (printed.out + printed.err).splitlines() == shown

@@ -1400,39 +1400,39 @@ def _interrupt_site_loading(lab: Lab) -> None:
 
 @case("validate", ExitCode.OK)
 def validate_ok(lab: Lab) -> None:
-    ran = lab.run("validate", lab.site())
+    ran = lab.run("validate", "--site", lab.site())
     assert ran.code == ExitCode.OK and ": ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes" in ran.out
 
 
 @case("validate", ExitCode.BAD_INPUT)
 def validate_bad_site(lab: Lab) -> None:
-    ran = lab.run("validate", lab.site(lambda d: d.update(site="Not A Name")))
+    ran = lab.run("validate", "--site", lab.site(lambda d: d.update(site="Not A Name")))
     assert ran.code == ExitCode.BAD_INPUT and "1 problem in the site file" in ran.err
 
 
 @case("validate", ExitCode.INTERRUPTED)
 def validate_interrupted(lab: Lab) -> None:
     _interrupt_site_loading(lab)
-    ran = lab.run("validate", "whatever.yaml")
+    ran = lab.run("validate", "--site", "whatever.yaml")
     assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens validate: {NOTHING_STARTED}\n"
 
 
 @case("stacks", ExitCode.OK)
 def stacks_ok(lab: Lab) -> None:
-    ran = lab.run("stacks", lab.site())
+    ran = lab.run("stacks", "--site", lab.site())
     assert ran.code == ExitCode.OK and ran.out.split() == ["hypervisors", "platform-prod", "gitops-prod"]
 
 
 @case("stacks", ExitCode.BAD_INPUT)
 def stacks_missing_site(lab: Lab) -> None:
-    ran = lab.run("stacks", "missing.yaml")
+    ran = lab.run("stacks", "--site", "missing.yaml")
     assert ran.code == ExitCode.BAD_INPUT and "missing.yaml" in ran.err
 
 
 @case("stacks", ExitCode.INTERRUPTED)
 def stacks_interrupted(lab: Lab) -> None:
     _interrupt_site_loading(lab)
-    assert lab.run("stacks", "whatever.yaml").code == ExitCode.INTERRUPTED
+    assert lab.run("stacks", "--site", "whatever.yaml").code == ExitCode.INTERRUPTED
 
 
 @case("plan-guard", ExitCode.OK)
@@ -1472,6 +1472,21 @@ def schema_export_interrupted(lab: Lab) -> None:
 
     lab.monkeypatch.setattr("terravixens.standalone.schemas.export", interrupted)
     assert lab.run("schema", "export", "--out", str(lab.folder)).code == ExitCode.INTERRUPTED
+
+
+@case("completion", ExitCode.OK)
+def completion_script(lab: Lab) -> None:
+    ran = lab.run("completion", "bash")
+    assert ran.code == ExitCode.OK and ran.err == "" and "complete -o filenames -F _terravixens_complete" in ran.out
+
+
+@case("completion", ExitCode.INTERRUPTED)
+def completion_interrupted(lab: Lab) -> None:
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    lab.monkeypatch.setattr("terravixens.completion.script", interrupted)
+    assert lab.run("completion", "fish").code == ExitCode.INTERRUPTED
 
 
 @case("spec validate", ExitCode.OK)
@@ -1643,7 +1658,7 @@ RULE_STOPS = {
 def test_a_safety_rule_stopping_synth_gives_its_message_and_the_documented_code(operation, lab):
     """A valid site (validate accepts it) whose synth TV006 stops: a label value shaped like a bootstrap token.
     Before: every operation died with an ImportError traceback (exit 1 by accident)."""
-    assert lab.run("validate", lab.token_site()).code == ExitCode.OK
+    assert lab.run("validate", "--site", lab.token_site()).code == ExitCode.OK
     tools = lab.tools()
     argv, last_line = RULE_STOPS[operation]
     tf = gitops()

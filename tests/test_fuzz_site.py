@@ -292,7 +292,7 @@ def validate_in_process(raw: bytes) -> tuple[int, str, str, float, float]:
     cpu, started = time.process_time(), time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main(["validate", str(site)])
+            code = main(["validate", "--site", str(site)])
         except SystemExit as stopped:  # argparse; never expected with these arguments
             code = stopped.code if isinstance(stopped.code, int) else 1
     return code, out.getvalue(), err.getvalue(), time.process_time() - cpu, time.perf_counter() - started
@@ -371,7 +371,7 @@ def test_validate_as_a_process_never_crashes(raw):
     site = WORKDIR / "process-site.yaml"
     site.write_bytes(raw)
     result = subprocess.run(
-        [sys.executable, "-m", "terravixens.cli", "validate", str(site)],
+        [sys.executable, "-m", "terravixens.cli", "validate", "--site", str(site)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.runner",
             "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
             "terravixens.spec_transport",  # plain http and a private CA: one rule for the site and the node client
+            "terravixens.output",  # a report as text or as its versioned JSON document (stdlib)
         ),
     ),
     ("site model", ("terravixens.config",)),
@@ -66,7 +67,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.agent",  # the node agent (issue 19): runs on the guest, built into a bundle by push
         ),
     ),
-    ("command line", ("terravixens.cli", "terravixens.tfwrap")),  # tfwrap: the Terraform `npx cdktf` runs
+    (
+        "command line",
+        ("terravixens.cli", "terravixens.tfwrap", "terravixens.version", "terravixens.completion"),
+    ),  # tfwrap: the Terraform `npx cdktf` runs
 )
 
 # Edges another branch removes (issue 16): excluded from the cycle and layering checks until then, and

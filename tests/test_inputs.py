@@ -221,7 +221,7 @@ def test_validate_ends_with_exit_2_and_a_short_report(tmp_path, name):
     site = tmp_path / "site.yaml"
     site.write_text(HOSTILE_SITES[name])
     started = time.monotonic()
-    result = cli("validate", str(site))
+    result = cli("validate", "--site", str(site))
     assert time.monotonic() - started < 10  # the interpreter's start included; the load itself is under 2 s
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
@@ -232,7 +232,7 @@ def test_validate_ends_with_exit_2_and_a_short_report(tmp_path, name):
 def test_secret_under_a_mistyped_key_is_named_not_shown(tmp_path):
     site = tmp_path / "site.yaml"
     site.write_text(HOSTILE_SITES["secret under a mistyped key"])
-    result = cli("validate", str(site))
+    result = cli("validate", "--site", str(site))
     line = EXAMPLE.splitlines().index("  insecure: false") + 2
     assert (
         f"  - line {line}, proxmox.api_token: unknown key: remove it or check its spelling against docs/site-file.md"

@@ -5,15 +5,15 @@ certificates of the talosconfig and kubeconfig (terravixens.operations.acceptanc
 
 Read-only, a monitor (MonitorExit, like drift): 0 every check passed, 2 a check found a problem (found wins), 1 a
 check could not look (or a bad site, option, unknown cluster). One line per check — `ok`, each `problem` with what
-to do, or `not checked` with why — then one summary line; `--json` prints the same as one JSON document and nothing
-else on stdout. The talosconfig and kubeconfig are the platform layer's outputs (synth and init first) unless both
-are given. See docs/adr/0039-acceptance-check-and-talos-drift.md.
+to do, or `not checked` with why — then one summary line; `--json` prints the same as one JSON document
+(`terravixens/check/v1`, terravixens.output) and nothing else on stdout. The talosconfig and kubeconfig are the
+platform layer's outputs (synth and init first) unless both are given.
+See docs/adr/0039-acceptance-check-and-talos-drift.md.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,6 +26,7 @@ from terravixens.operations.observe import Since, shown_time
 from terravixens.operations.outcome import ExitCode, OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+from terravixens.output import dumps
 
 ZERO = re.compile(r"^0+[smh]?$")
 
@@ -102,7 +103,7 @@ def check(
         report = run(ws, tf, cluster_name, options, kubectl, progress=seen)
         done.note = VERDICT[report.exit_code]
     if command.json:
-        console.say(json.dumps(report.document(), indent=2))
+        console.say(dumps("check", report.document()))
     else:
         for line in report.lines():
             console.say(line)

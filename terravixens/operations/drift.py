@@ -76,6 +76,83 @@ def outside_changes(messages: list[dict[str, Any]]) -> list[str]:
     return sorted(set(found))
 
 
+@dataclass
+class LayerDrift:
+    """What drift found in one layer: whether its plan would change anything (`planned`: resources or outputs), the
+    resources it would change (address, what it would do), those changed outside Terraform, and the Talos side of
+    a platform layer (None: not read)."""
+
+    layer: str
+    planned: bool = False
+    changes: list[tuple[str, str]] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    talos: TalosDrift | None = None
+
+    @property
+    def status(self) -> str:
+        if self.planned or (self.talos and self.talos.differences):
+            return "drift"
+        return "could not tell" if self.talos and self.talos.unread else "in sync"
+
+
+@dataclass
+class DriftReport:
+    """A drift run's verdict per layer (terravixens.output renders it: the summary line, or the
+    `terravixens/drift/v1` document). Found wins over a reading that could not be made."""
+
+    site: str
+    layers: list[LayerDrift] = field(default_factory=list)
+    command: str = "drift"
+
+    @property
+    def drifted(self) -> list[str]:
+        return [found.layer for found in self.layers if found.status == "drift"]
+
+    @property
+    def unknown(self) -> list[str]:
+        return [f"{found.layer} (talos)" for found in self.layers if found.talos and found.talos.unread]
+
+    @property
+    def exit_code(self) -> int:
+        if self.drifted:
+            return MonitorExit.FOUND
+        return MonitorExit.ERROR if self.unknown else MonitorExit.IN_SYNC
+
+    def lines(self) -> list[str]:
+        could_not = f"could not tell: {', '.join(self.unknown)}" if self.unknown else ""
+        if self.drifted:
+            return [f"drift in: {', '.join(self.drifted)}" + (f"; {could_not}" if could_not else "")]
+        return [could_not or "no drift"]
+
+    def notes(self) -> list[str]:
+        return []
+
+    def body(self) -> dict[str, Any]:
+        result = {MonitorExit.FOUND: "drift", MonitorExit.ERROR: "could not tell", MonitorExit.IN_SYNC: "in sync"}
+        return {
+            "site": self.site,
+            "result": result[MonitorExit(self.exit_code)],
+            "exit_code": int(self.exit_code),
+            "layers": [
+                {
+                    "layer": found.layer,
+                    "status": found.status,
+                    "plan_changes": found.planned,
+                    "changes": [{"address": address, "action": action} for address, action in found.changes],
+                    "changed_outside_terraform": found.outside,
+                    "talos": None
+                    if found.talos is None
+                    else {
+                        "deployed": found.talos.deployed,
+                        "differences": found.talos.differences,
+                        "could_not_read": found.talos.unread,
+                    },
+                }
+                for found in self.layers
+            ],
+        }
+
+
 def drift(
     ws: Workspace,
     layers: Sequence[str] | None,
@@ -84,6 +161,24 @@ def drift(
     synth: bool = True,
     talos: TalosSide | None = None,
 ) -> int:
+    """drift_report, then its summary line on the console; returns the monitor's exit code."""
+    console = console or Console()
+    report = drift_report(ws, layers, tf, console, synth, talos)
+    for line in report.lines():
+        console.say(line)
+    return report.exit_code
+
+
+def drift_report(
+    ws: Workspace,
+    layers: Sequence[str] | None,
+    tf: Terraform,
+    console: Console | None = None,
+    synth: bool = True,
+    talos: TalosSide | None = None,
+) -> DriftReport:
+    """Plans each layer read-only (then the Talos side of platform layers), printing progress and what would change
+    on the console; the verdict is the returned value."""
     console = console or Console()
     talos = talos or TalosSide()
     selected = ws.layers(layers)
@@ -93,37 +188,27 @@ def drift(
         with journal.unit("synth"):
             console.step("site", "synth", ws.site.site)
             ws.synth()
-    drifted, unknown = [], []
+    report = DriftReport(ws.site.site)
     for layer in selected:
         with journal.unit(layer) as unit:
             found = _drift_layer(ws, tf, console, layer)
             cluster = ws.cluster_of(layer)
-            talos_found = None
             if talos.enabled and cluster is not None and layer == platform_stack_name(cluster):
-                talos_found = talos_drift(ws, tf, console, cluster, talos)
-                found = found or bool(talos_found.differences)
-                if talos_found.unread:
-                    unknown.append(f"{layer} (talos)")
-            if found:
-                drifted.append(layer)
-            unit.note = "drift" if found else "could not tell" if talos_found and talos_found.unread else "in sync"
-    could_not = f"could not tell: {', '.join(unknown)}" if unknown else ""
-    if drifted:
-        console.say(f"drift in: {', '.join(drifted)}" + (f"; {could_not}" if could_not else ""))
-        return MonitorExit.FOUND
-    console.say(could_not or "no drift")
-    return MonitorExit.ERROR if unknown else MonitorExit.IN_SYNC
+                found.talos = talos_drift(ws, tf, console, cluster, talos)
+            report.layers.append(found)
+            unit.note = found.status
+    return report
 
 
-def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> bool:
-    """Plans `layer` read-only and prints what would change; True when something would."""
+def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> LayerDrift:
+    """Plans `layer` read-only and prints what would change."""
     workdir = ws.stack_dir(layer)
     tf.init(workdir, layer)
     planned = make_plan(ws, tf, console, layer, "-lock=false")
     remove_quietly(planned.path)
     # Refresh reports every attribute the provider reads back differently (computed ones too); what matters is
     # what the plan would change, so only those addresses are listed as changed outside Terraform.
-    changing = {c.address for c in planned.plan.changes if summary.verb(c) not in ("no-op", "read")}
+    changing = {c.address: summary.verb(c) for c in planned.plan.changes if summary.verb(c) not in ("no-op", "read")}
     outside = [
         line
         for line in outside_changes(planned.log.messages if planned.log else [])
@@ -131,7 +216,7 @@ def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> 
     ]
     if not planned.changed:
         console.step(layer, "drift", "in sync")
-        return False
+        return LayerDrift(layer)
     console.step(
         layer,
         "drift",
@@ -141,7 +226,7 @@ def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> 
         console.say(f"  outside Terraform: {line}")
     for line in summary.lines(planned.plan):
         console.say(line)
-    return True
+    return LayerDrift(layer, True, sorted(changing.items()), outside)
 
 
 # ------------------------------------------------------------------------------------------------- Talos side
@@ -263,4 +348,13 @@ def _kube_differences(nodes: Sequence[SiteNode], kube_nodes: list[KubeNode]) -> 
     return found
 
 
-__all__ = ["TalosDrift", "TalosSide", "drift", "outside_changes", "talos_drift"]
+__all__ = [
+    "DriftReport",
+    "LayerDrift",
+    "TalosDrift",
+    "TalosSide",
+    "drift",
+    "drift_report",
+    "outside_changes",
+    "talos_drift",
+]

@@ -5,8 +5,9 @@ gathers all of that itself."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from terravixens.config.model import Site
 from terravixens.guard import (
@@ -20,6 +21,7 @@ from terravixens.guard import (
     site_roles,
     site_usage,
 )
+from terravixens.guard.checks.base import Violation
 from terravixens.guard.context import AmbiguousRoles
 from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
 from terravixens.inputs import InputError, Problem, load_json, read_text
@@ -79,24 +81,74 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
     )
 
 
-def plan_guard(site: Site, options: GuardOptions, err: TextIO, out: TextIO) -> int:
+@dataclass(frozen=True)
+class GuardReport:
+    """The guard's verdict on one plan: every violation (a waived one too, marked), and the ok line when nothing
+    refused; `input_error` when the plan, log, state or site could not be read (nothing was judged)."""
+
+    plan: str
+    violations: tuple[Violation, ...] = ()
+    ok: str = ""
+    input_error: InputError | None = None
+    command: str = "plan-guard"
+
+    @property
+    def refused(self) -> list[Violation]:
+        return refusals(list(self.violations))
+
+    @property
+    def exit_code(self) -> int:
+        if self.input_error is not None:
+            return ExitCode.BAD_INPUT
+        return ExitCode.REFUSED if self.refused else ExitCode.OK
+
+    def notes(self) -> list[str]:
+        if self.input_error is not None:
+            return [str(self.input_error)]
+        refused = self.refused
+        lines = [str(violation) for violation in self.violations]
+        if refused:
+            lines += [f"why {line}" for line in explain({v.code for v in refused})]
+            lines.append(f"{self.plan}: refused, {len(refused)} problem{'s' if len(refused) != 1 else ''}")
+        return lines
+
+    def lines(self) -> list[str]:
+        return [f"{self.plan}: ok — {self.ok}"] if self.exit_code == ExitCode.OK else []
+
+    def body(self) -> Mapping[str, Any]:
+        error = self.input_error
+        return {
+            "plan": self.plan,
+            "result": {ExitCode.OK: "ok", ExitCode.REFUSED: "refused"}.get(ExitCode(self.exit_code), "bad input"),
+            "exit_code": int(self.exit_code),
+            "summary": self.ok or None,
+            "violations": [
+                {"code": v.code, "name": v.name, "message": v.message, "waived": v.waived} for v in self.violations
+            ],
+            "why": explain({v.code for v in self.refused}),
+            "problems": [
+                {"file": error.path, "field": p.field, "line": p.line, "message": p.message} for p in error.problems
+            ]
+            if error
+            else [],
+        }
+
+
+def plan_guard_report(site: Site, options: GuardOptions) -> GuardReport:
     try:
         context = context_for(site, options)
         plan = load_plan_data(options.plan, options.limit)
         violations = check_plan(plan, context)
     except InputError as error:
-        print(error, file=err)
-        return ExitCode.BAD_INPUT
-    for violation in violations:
-        print(violation, file=err)
+        return GuardReport(options.plan, input_error=error)
     refused = refusals(violations)
-    if refused:
-        for line in explain({v.code for v in refused}):
-            print(f"why {line}", file=err)
-        print(f"{options.plan}: refused, {len(refused)} problem{'s' if len(refused) != 1 else ''}", file=err)
-        return ExitCode.REFUSED
-    print(f"{options.plan}: ok — {ok_line(plan, context)}", file=out)
-    return ExitCode.OK
+    return GuardReport(options.plan, tuple(violations), "" if refused else ok_line(plan, context))
 
 
-__all__ = ["GuardOptions", "plan_guard"]
+def plan_guard(site: Site, options: GuardOptions, err: TextIO, out: TextIO) -> int:
+    from terravixens.output import render
+
+    return render(plan_guard_report(site, options), False, out, err)
+
+
+__all__ = ["GuardOptions", "GuardReport", "plan_guard", "plan_guard_report"]

@@ -240,8 +240,45 @@ def markdown(title: str, named: Named | None, found: list[Row]) -> str:
 
 @dataclass
 class Review:
+    """What a change does: the Markdown (`text`), the number of flagged addresses, and the rows it is made of (the
+    `terravixens/review/v1` document lists them). `strict`: flagged addresses make it REFUSED (`--strict`)."""
+
     text: str
     flagged: int
+    rows: list[Row] = field(default_factory=list)
+    named: str | None = None
+    strict: bool = False
+    command: str = "review"
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.REFUSED if self.strict and self.flagged else ExitCode.OK
+
+    def lines(self) -> list[str]:
+        return [self.text]
+
+    def notes(self) -> list[str]:
+        return []
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "named": self.named,
+            "flagged": self.flagged,
+            "strict": self.strict,
+            "exit_code": int(self.exit_code),
+            "changes": [
+                {
+                    "stack": row.stack,
+                    "owner": row.owner,
+                    "address": row.address,
+                    "change": row.change,
+                    "attributes": row.attributes,
+                    "flagged": row.flagged,
+                }
+                for row in self.rows
+            ],
+            "markdown": self.text,
+        }
 
 
 def review_ref(root: Path, base: str, site: str) -> Review:
@@ -274,12 +311,13 @@ def review_ref(root: Path, base: str, site: str) -> Review:
         if after_error is not None:
             raise after_error
     found = rows(diff(before, after), named)
-    return Review(markdown(f"`{base}` → working tree (`{relative}`)", named, found), sum(r.flagged for r in found))
+    title = f"`{base}` → working tree (`{relative}`)"
+    return Review(markdown(title, named, found), sum(r.flagged for r in found), found, named.describe())
 
 
 def review_dirs(before: Path, after: Path) -> Review:
     found = rows(diff(read_stacks(before), read_stacks(after)), None)
-    return Review(markdown(f"`{before}` → `{after}`", None, found), 0)
+    return Review(markdown(f"`{before}` → `{after}`", None, found), 0, found)
 
 
 __all__ = ["Named", "Review", "named_by_change", "review_dirs", "review_ref", "rows"]

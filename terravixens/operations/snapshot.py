@@ -128,29 +128,74 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None) -> int:
-    """The cluster's kept snapshots, oldest first; reads the store only."""
-    console = console or Console()
+@dataclass(frozen=True)
+class SnapshotList:
+    """`snapshot --list`: the cluster's kept snapshots, oldest first, and what vouches for each (a value:
+    terravixens.output renders it as the table or as the `terravixens/snapshot-list/v1` document)."""
+
+    site: str
+    cluster: str
+    folder: str
+    snapshots: tuple[Snapshot, ...]
+    command: str = "snapshot list"
+    exit_code: int = ExitCode.OK
+
+    def lines(self) -> list[str]:
+        count = len(self.snapshots)
+        if not count:
+            return [f"no snapshot of {self.cluster} in {self.folder}/ (take one: terravixens snapshot {self.cluster})"]
+        rows = [["TAKEN (UTC)", "NODE", "REASON", "SIZE", "VERIFIED", "FILE"]]
+        notes = []
+        for snapshot in self.snapshots:
+            verified, why = _verified(snapshot)
+            rows.append(
+                [_utc(snapshot.taken_at), snapshot.node, snapshot.reason, _size(snapshot), verified, snapshot.path.name]
+            )
+            if why:
+                notes.append(f"{snapshot.path.name}: not verified: {why}")
+        return [f"{self.folder}/: {count} snapshot{'s' if count != 1 else ''}, oldest first", *_table(rows), *notes]
+
+    def notes(self) -> list[str]:
+        return []
+
+    def body(self) -> dict[str, object]:
+        snapshots = []
+        for snapshot in self.snapshots:
+            verified, why = _verified(snapshot)
+            try:
+                size: int | None = snapshot.path.stat().st_size
+            except OSError:
+                size = None
+            snapshots.append(
+                {
+                    "file": f"{self.folder}/{snapshot.path.name}",
+                    "taken_at": snapshot.taken_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "node": snapshot.node,
+                    "reason": snapshot.reason,
+                    "size": size,
+                    "verified": verified,
+                    "not_verified_because": why or None,
+                    "sha256": snapshot.sha256,
+                }
+            )
+        return {"site": self.site, "cluster": self.cluster, "folder": self.folder, "snapshots": snapshots}
+
+
+def snapshot_list(ws: Workspace, cluster_name: str) -> SnapshotList:
+    """The cluster's kept snapshots; reads the store only."""
     _known(ws, cluster_name)
     store = SnapshotStore(ws.root, ws.site.site)
     folder = _shown(store.folder(cluster_name), ws.root)
-    snapshots = store.snapshots(cluster_name)
-    if not snapshots:
-        console.say(f"no snapshot of {cluster_name} in {folder}/ (take one: terravixens snapshot {cluster_name})")
-        return ExitCode.OK
-    console.say(f"{folder}/: {len(snapshots)} snapshot{'s' if len(snapshots) != 1 else ''}, oldest first")
-    rows = [["TAKEN (UTC)", "NODE", "REASON", "SIZE", "VERIFIED", "FILE"]]
-    notes = []
-    for snapshot in snapshots:
-        verified, why = _verified(snapshot)
-        rows.append(
-            [_utc(snapshot.taken_at), snapshot.node, snapshot.reason, _size(snapshot), verified, snapshot.path.name]
-        )
-        if why:
-            notes.append(f"{snapshot.path.name}: not verified: {why}")
-    for line in [*_table(rows), *notes]:
+    return SnapshotList(ws.site.site, cluster_name, folder, tuple(store.snapshots(cluster_name)))
+
+
+def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None) -> int:
+    """The cluster's kept snapshots, oldest first, printed on the console."""
+    console = console or Console()
+    report = snapshot_list(ws, cluster_name)
+    for line in report.lines():
         console.say(line)
-    return ExitCode.OK
+    return report.exit_code
 
 
 def _size(snapshot: Snapshot) -> str:
@@ -168,4 +213,4 @@ def _utc(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-__all__ = ["SnapshotOptions", "list_snapshots", "take_snapshot"]
+__all__ = ["SnapshotList", "SnapshotOptions", "list_snapshots", "snapshot_list", "take_snapshot"]

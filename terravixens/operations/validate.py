@@ -1,29 +1,89 @@
-"""`terravixens validate`: a site file and, when it has standalone nodes, their specs; one summary line when ok."""
+"""`terravixens validate`: a site file and, when it has standalone nodes, their specs; one summary line when ok.
+
+The verdict is a value (ValidateReport): the command line prints it as text (the summary on stdout, the problems on
+stderr) or as the `terravixens/validate/v1` document (terravixens.output)."""
 
 from __future__ import annotations
 
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode
+from terravixens.inputs import InputError
+
+
+@dataclass(frozen=True)
+class ValidateReport:
+    """A site file's verdict: its counts when it loaded, and every problem (of the site file, or of a standalone
+    spec) with its file, field, line and message (which says the fix); as text, the problems go to stderr as the
+    loaders print them."""
+
+    site_file: str
+    site: Site | None = None
+    errors: Sequence[InputError] = field(default_factory=tuple)
+    command: str = "validate"
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.BAD_INPUT if self.errors else ExitCode.OK
+
+    def counts(self) -> dict[str, int]:
+        site = self.site
+        if site is None:
+            return {}
+        return {
+            "hypervisors": len(site.hypervisors),
+            "clusters": len(site.clusters),
+            "nodes": sum(len(cluster.nodes()) for cluster in site.clusters.values()),
+            "standalone_nodes": len(site.standalone.nodes),
+        }
+
+    def notes(self) -> list[str]:
+        return [str(error) for error in self.errors]
+
+    def lines(self) -> list[str]:
+        if self.errors or self.site is None:
+            return []
+        counts = self.counts()
+        standalone = f", {counts['standalone_nodes']} standalone nodes" if counts["standalone_nodes"] else ""
+        summary = (
+            f"site {self.site.site!r}, {counts['hypervisors']} hypervisors, {counts['clusters']} clusters, "
+            f"{counts['nodes']} nodes{standalone}"
+        )
+        return [f"{self.site_file}: ok — {summary}"]
+
+    def body(self) -> Mapping[str, Any]:
+        return {
+            "site_file": self.site_file,
+            "valid": not self.errors,
+            "site": self.site.site if self.site else None,
+            "counts": self.counts() or None,
+            "problems": [
+                {"file": error.path, "field": p.field, "line": p.line, "message": p.message}
+                for error in self.errors
+                for p in error.problems
+            ],
+        }
+
+
+def validate_report(site: Site, site_path: str | None) -> ValidateReport:
+    """The report of a site that loaded (the loader already checked it): its standalone specs are read too."""
+    errors: list[InputError] = []
+    if site.standalone.nodes:
+        from terravixens.standalone.validate import site_spec_errors
+
+        errors = site_spec_errors(site_path)
+    return ValidateReport(site_path or "site", site, tuple(errors))
 
 
 def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int:
     """OK and a summary on `out` when the site (already loaded and checked) and its standalone specs are sound;
     BAD_INPUT and every spec problem on `err` otherwise."""
-    nodes = sum(len(cluster.nodes()) for cluster in site.clusters.values())
-    standalone = ""
-    if site.standalone.nodes:
-        from terravixens.standalone.validate import validate_site_specs
+    from terravixens.output import render
 
-        problems = validate_site_specs(site_path)
-        if problems:
-            print(problems, file=err)
-            return ExitCode.BAD_INPUT
-        standalone = f", {len(site.standalone.nodes)} standalone nodes"
-    print(
-        f"{site_path or 'site'}: ok — site {site.site!r}, {len(site.hypervisors)} hypervisors, "
-        f"{len(site.clusters)} clusters, {nodes} nodes{standalone}",
-        file=out,
-    )
-    return ExitCode.OK
+    return render(validate_report(site, site_path), False, out, err)
+
+
+__all__ = ["ValidateReport", "validate", "validate_report"]

@@ -57,12 +57,20 @@ def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tupl
 
 def validate_site_specs(site: Path | str | None) -> str | None:
     """For `terravixens validate`: every problem of the site's specs folder and references, or None."""
+    errors = site_spec_errors(site)
+    return "\n".join(str(error) for error in errors) if errors else None
+
+
+def site_spec_errors(site: Path | str | None) -> list[InputError]:
+    """The same problems as values, one InputError per file (`terravixens validate --json` lists each problem)."""
     import os
 
     from terravixens.config.loader import DEFAULT_SITE, SITE_ENV
 
     try:
         load_standalone(Path(site or os.environ.get(SITE_ENV) or DEFAULT_SITE))
-    except (SiteError, CatalogError, InputError) as error:
-        return str(error)
-    return None
+    except CatalogError as error:
+        return list(error.errors)
+    except (SiteError, InputError) as error:
+        return [error]
+    return []

@@ -1593,7 +1593,10 @@ COMMANDS: tuple[Command, ...] = (
         _spec_push_args,
         _spec_push,
         codes(OK, (BAD_INPUT, "site, specs, secrets or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
-        examples=("terravixens spec push dns1 --secrets secrets.yaml", "terravixens spec push dns1 --dry-run"),
+        examples=(
+            "terravixens spec push dns1 --site sites/standalone.yaml --secrets secrets.yaml",
+            "terravixens spec push dns1 --site sites/standalone.yaml --dry-run",
+        ),
     ),
     Command(
         "spec handoff",
@@ -1601,7 +1604,7 @@ COMMANDS: tuple[Command, ...] = (
         _spec_handoff_args,
         _spec_handoff,
         codes(OK, (BAD_INPUT, "site or node name unusable: nothing sent"), (FAILED, AGENT_FAILED)),
-        examples=("terravixens spec handoff dns1",),
+        examples=("terravixens spec handoff dns1 --site sites/standalone.yaml --json",),
     ),
 )
 GROUPS = {

@@ -227,7 +227,7 @@ def test_bash_completes_command_names_from_the_table(bash_script):
     assert set(_complete(bash_script, "terravixens ")) == top | {"--help", "--version"}
     assert _complete(bash_script, "terravixens dr") == ["drift"]
     assert sorted(_complete(bash_script, "terravixens de")) == ["decommission", "deploy", "destroy"]
-    assert _complete(bash_script, "terravixens spec ") == ["validate", "serve", "get", "--help"]
+    assert _complete(bash_script, "terravixens spec ") == ["validate", "serve", "get", "push", "handoff", "--help"]
 
 
 def test_bash_completes_a_commands_options(bash_script):

@@ -19,7 +19,7 @@ import yaml
 
 from terravixens import cli
 from terravixens.standalone.node_env import render_env
-from tests import spec_support
+from tests import json_shapes, spec_support
 from tests.agent_support import mutations, node_root
 from tests.fakessh_node import FakeNode
 
@@ -64,6 +64,7 @@ def test_push_configures_the_node_then_a_second_push_changes_nothing(lab, capsys
     assert code == 0, err
     result = json.loads(out)
     assert (result["identity"], result["ok"], result["changed"]) == ("dns1", True, 0)
+    assert json_shapes.conforms(result, "agent-result") == []
     assert mutations(node.root)[before:] == []
 
 

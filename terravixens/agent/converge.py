@@ -1,6 +1,7 @@
 """Sections in order, each planned on the node as the sections before it left it, then applied; the JSON result.
 
-    {"schema_version": 1, "identity": "dns1", "mode": "apply", "ok": true, "changed": 2, "seconds": 0.41,
+    {"schema": "terravixens/agent-result/v1", "schema_version": 1, "identity": "dns1", "mode": "apply", "ok": true,
+     "changed": 2, "seconds": 0.41,
      "sections": [{"name": "hostname", "changes": ["hostname debian -> dns1"], "failed": null}, …]}
 
 `--dry-run` plans every section against the node as it is (a later section may then list a step that an earlier
@@ -42,6 +43,7 @@ class Result:
 
     def document(self) -> dict:
         return {
+            "schema": "terravixens/agent-result/v1",  # docs/json/agent-result.v1.schema.json
             "schema_version": SCHEMA_VERSION,
             "identity": self.identity,
             "mode": "dry-run" if self.dry_run else "apply",

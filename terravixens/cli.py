@@ -4,6 +4,7 @@
     terravixens stacks [SITE]       list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
     terravixens upgrade CLUSTER     roll the site's Talos version and image out, one node at a time, gated on health
+    terravixens show                the site at a glance: tables, JSON (--format json) or a mermaid graph
     terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
                                     (control planes that leave: one per apply, snapshot and health between)
     terravixens destroy LAYER       typed confirmation, verified state backup, guarded destroy of one layer
@@ -146,6 +147,24 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         no_snapshot=args.no_snapshot,
         talosconfig=args.talosconfig,
         terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
+    )
+
+
+@_with_site
+def _show(args: argparse.Namespace, site: Any) -> int:
+    from terravixens.operations.show import show
+
+    show(site, args.format, sys.stdout)
+    return OK
+
+
+def _show_args(parser: argparse.ArgumentParser) -> None:
+    _site_option(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "mermaid"),
+        default="table",
+        help="table (default), json (schema terravixens/show/v1) or mermaid (a graph)",
     )
 
 
@@ -987,6 +1006,13 @@ COMMANDS: tuple[Command, ...] = (
             ),
             (INTERRUPTED, "an upgrade Talos already started goes on inside the node; run it again"),
         ),
+    ),
+    Command(
+        "show",
+        "the site at a glance: hypervisors, clusters, nodes, the L2 tree, layers",
+        _show_args,
+        _show,
+        codes(OK, (BAD_INPUT, "the site file has problems: every one printed, with its file and line"), INTERRUPTED),
     ),
     Command(
         "deploy",

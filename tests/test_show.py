@@ -399,3 +399,34 @@ def test_an_unknown_format_is_refused_by_the_parser(capsys):
 def test_the_command_line_offers_exactly_the_formats_show_renders():
     action = next(a for a in cli.parser()._subparsers._group_actions[0].choices["show"]._actions if a.dest == "format")
     assert tuple(action.choices) == s.FORMATS and action.default == "table"
+
+
+# ------------------------------------------------------------------------------------------------------ docs
+def documented_shows() -> list[tuple[str, list[str]]]:
+    """(command, the lines docs/commands.md shows it printing) for each `terravixens show` pasted there."""
+    runs: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", (ROOT / "docs" / "commands.md").read_text(), re.S):
+        lines = block.splitlines()
+        if lines and lines[0].startswith("$ pipenv run terravixens show"):
+            runs.append((lines[0][2:], lines[1:]))
+    return runs
+
+
+@pytest.mark.parametrize("command", [command for command, _ in documented_shows()])
+def test_the_docs_paste_what_show_prints_today(command, capsys, monkeypatch):
+    """The pasted outputs are today's: a change to what show prints updates docs/commands.md in the same commit."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("TERRAVIXENS_SITE", raising=False)
+    shown = dict(documented_shows())[command]
+    assert cli.main(command.split()[3:]) == 0
+    assert capsys.readouterr().out.splitlines() == shown
+
+
+def test_every_format_is_pasted_in_the_docs():
+    commands = [command for command, _ in documented_shows()]
+    assert commands == [
+        "pipenv run terravixens show",
+        "pipenv run terravixens show --site sites/standalone.yaml",
+        "pipenv run terravixens show --format json",
+        "pipenv run terravixens show --format mermaid",
+    ]

@@ -268,12 +268,8 @@ def _guest_line(guest: GuestView) -> str:
 
 
 TITLE = "bold cyan"
+# A node's role stands out on a terminal; nothing else is coloured (colour is a hint, the text says it all).
 ROLE_STYLES = {"controlplane": "magenta", "worker": "green"}
-
-
-def _style(cell: object) -> str:
-    """A role stands out on a terminal; nothing else is coloured (colour is a hint, the text says it all)."""
-    return ROLE_STYLES.get(cell, "") if isinstance(cell, str) else ""
 
 
 def _renderables(shown: SiteView) -> list[Any]:
@@ -282,7 +278,8 @@ def _renderables(shown: SiteView) -> list[Any]:
     from rich.text import Text
     from rich.tree import Tree
 
-    def table(title: str, headers: Iterable[str], rows: Iterable[Iterable[object]]) -> Table:
+    def table(title: str, headers: Iterable[str], rows: Iterable[Iterable[object]], roles: int | None = None) -> Table:
+        """`roles`: the column holding a node's role, coloured by ROLE_STYLES."""
         found = Table(
             title=Text(title, style=TITLE),
             title_justify="left",
@@ -295,7 +292,12 @@ def _renderables(shown: SiteView) -> list[Any]:
         for header in headers:
             found.add_column(Text(header), no_wrap=True)
         for row in rows:
-            found.add_row(*(Text("-" if cell is None else str(cell), style=_style(cell)) for cell in row))
+            found.add_row(
+                *(
+                    Text("-" if cell is None else str(cell), style=ROLE_STYLES.get(str(cell), "") if i == roles else "")
+                    for i, cell in enumerate(row)
+                )
+            )
         return found
 
     out: list[Any] = [
@@ -357,6 +359,7 @@ def _renderables(shown: SiteView) -> list[Any]:
                     )
                     for n in shown.nodes
                 ),
+                roles=2,
             ),
         ]
     else:

@@ -4,6 +4,7 @@
     terravixens stacks [--site SITE]     list the stacks (layers) the site synthesizes to, in apply order
     terravixens plan-guard PLAN     refuse a plan (`terraform show -json` output) that breaks the node promise
     terravixens upgrade CLUSTER     roll the site's Talos version and image out, one node at a time, gated on health
+    terravixens show                the site at a glance: tables, JSON (--format json) or a mermaid graph
     terravixens deploy [LAYER…]     synth, plan, guard, confirm, back up, apply the saved plan — per layer, in order
                                     (control planes that leave: one per apply, snapshot and health between)
     terravixens destroy LAYER       typed confirmation, verified state backup, guarded destroy of one layer
@@ -204,6 +205,25 @@ def _upgrade(args: argparse.Namespace, site: Any) -> int:
         terraform=lambda: _terraform({}),  # only built when the platform layer's talosconfig is read
         as_json=args.json,
     )
+
+
+@_with_site
+def _show(args: argparse.Namespace, site: Any) -> int:
+    from terravixens.operations.show import show
+
+    show(site, "json" if args.json else args.format, sys.stdout)
+    return OK
+
+
+def _show_args(parser: argparse.ArgumentParser) -> None:
+    _site_option(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "mermaid"),
+        default="table",
+        help="table (default), json (schema terravixens/show/v1) or mermaid (a graph)",
+    )
+    parser.add_argument("--json", action="store_true", help="the same as --format json (as every --json command)")
 
 
 # --------------------------------------------------------------------------------------------------- operations
@@ -1243,6 +1263,18 @@ COMMANDS: tuple[Command, ...] = (
             "terravixens upgrade prod --dry-run",
             "terravixens upgrade prod --dry-run --json",
             "terravixens upgrade prod --worker-batch 2 --kubernetes",
+        ),
+    ),
+    Command(
+        "show",
+        "the site at a glance: hypervisors, clusters, nodes, the L2 tree, layers",
+        _show_args,
+        _show,
+        codes(OK, (BAD_INPUT, "the site file has problems: every one printed, with its file and line"), INTERRUPTED),
+        examples=(
+            "terravixens show",
+            "terravixens show --site sites/standalone.yaml --format mermaid",
+            "terravixens show --json",
         ),
     ),
     Command(

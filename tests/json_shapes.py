@@ -24,8 +24,13 @@ TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# `show`'s schema ships in the wheel, next to the module that writes it (terravixens/operations/show.schema.json).
+PACKAGED = {"show": SHAPES.parent.parent / "terravixens" / "operations" / "show.schema.json"}
+
+
 def shape(command: str, version: int = 1) -> dict[str, Any]:
-    return json.loads((SHAPES / f"{'-'.join(command.split())}.v{version}.schema.json").read_text())
+    path = PACKAGED.get(command) or SHAPES / f"{'-'.join(command.split())}.v{version}.schema.json"
+    return json.loads(path.read_text())
 
 
 def _is(value: Any, name: str) -> bool:

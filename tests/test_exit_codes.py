@@ -1435,6 +1435,31 @@ def stacks_interrupted(lab: Lab) -> None:
     assert lab.run("stacks", "--site", "whatever.yaml").code == ExitCode.INTERRUPTED
 
 
+@case("show", ExitCode.OK)
+def show_ok(lab: Lab) -> None:
+    ran = lab.run("show", "--site", lab.site(), "--format", "json")
+    assert ran.code == ExitCode.OK and [n["name"] for n in json.loads(ran.out)["nodes"]] == [
+        "cp-a",
+        "cp-b",
+        "cp-c",
+        "wk-a",
+        "wk-b",
+    ]
+
+
+@case("show", ExitCode.BAD_INPUT)
+def show_bad_site(lab: Lab) -> None:
+    ran = lab.run("show", "--site", lab.site(lambda d: d.update(site="Not A Name")))
+    assert ran.code == ExitCode.BAD_INPUT and "1 problem in the site file" in ran.err and ran.out == ""
+
+
+@case("show", ExitCode.INTERRUPTED)
+def show_interrupted(lab: Lab) -> None:
+    _interrupt_site_loading(lab)
+    ran = lab.run("show", "--site", "whatever.yaml")
+    assert ran.code == ExitCode.INTERRUPTED and ran.err == f"terravixens show: {NOTHING_STARTED}\n"
+
+
 @case("plan-guard", ExitCode.OK)
 def plan_guard_ok(lab: Lab) -> None:
     ran = lab.run("plan-guard", str(PLANS / "hand-ok-staged-change.json"), "--site", lab.site())

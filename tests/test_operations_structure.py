@@ -22,6 +22,7 @@ STEP_MODULES = {
     "observe",
     "outcome",
     "scale_in",
+    "show",  # the site's view: `terravixens show` prints it, `review` draws its blast radius from it
     "standalone_env",
     "steps",
     "summary",

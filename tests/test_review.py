@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from terravixens.operations import OperationError
-from terravixens.operations.review import named_by_change, review_dirs, review_ref, rows
+from terravixens.operations.review import Row, named_by_change, picture, review_dirs, review_ref, rows
 from terravixens.stackdiff import diff
 from tests import support
+from tests.test_show import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,9 +42,17 @@ def test_review_of_two_directories_lists_addresses_and_attributes():
     before = support.example_data()
     after = copy.deepcopy(before)
     after["clusters"]["prod"]["workers"]["wk-a"]["cpu"] = 6
-    result = review_dirs(synth_dir(before), synth_dir(after))
+    old, new = synth_dir(before), synth_dir(after)
+    result = review_dirs(old, new)
     assert "| | node wk-a | `proxmox_virtual_environment_vm.node_wk-a_vm` | changed | `cpu.cores` |" in result.text
     assert "### `platform-prod` — 1 changed" in result.text and "hypervisors" not in result.text
+    assert "```mermaid" not in result.text  # no site given: no picture
+    # with the site `after` was synthesized from: the same review, and the blast radius above the tables
+    with_site = review_dirs(old, new, support.site_from(after)).text
+    picture_text, tables = with_site.split("```\n\n", 1)
+    assert tables == result.text.split("\n\n", 1)[1]
+    _, _, classes = parse(picture_text.split("```mermaid\n", 1)[1])
+    assert classes["touched"] == {"node_prod_wk_a", "layer_platform_prod"} and "flagged" not in classes
 
 
 def test_an_address_of_a_node_the_change_does_not_name_is_flagged():
@@ -55,6 +64,37 @@ def test_an_address_of_a_node_the_change_does_not_name_is_flagged():
     found = rows(diff(old, new), named_by_change(before, after))
     assert [(r.owner, r.flagged) for r in found] == [("node cp-a", True), ("node wk-a", False)]
     assert found[0].attributes == ["memory.dedicated"]
+    # the blast radius: the touched worker, the flagged control plane and their layer; nothing else marked
+    lines = picture(support.site_from(after), found)
+    block = "\n".join(lines[lines.index("```mermaid") + 1 : lines.index("```")]) + "\n"
+    labels, _, classes = parse(block)
+    assert classes["touched"] == {"node_prod_wk_a", "layer_platform_prod"}
+    assert classes["flagged"] == {"node_prod_cp_a"}
+    plain = set(labels) - classes["touched"] - classes["flagged"]
+    assert {"node_prod_cp_b", "node_prod_wk_b", "hv_pve1", "layer_gitops_prod"} <= plain
+
+
+def test_blast_radius_names_what_the_working_tree_no_longer_has():
+    """A removed node is in no picture of the site that removed it: the Markdown says so under the picture."""
+    site = support.site_from(support.example_data())
+    found = [
+        Row("platform-prod", "node wk-c", "proxmox_virtual_environment_vm.node_wk-c_vm", "removed", [], False),
+        Row(
+            "hypervisors",
+            "hypervisor pve1",
+            "proxmox_virtual_environment_network_linux_bridge.hv_pve1_bridge_vmbr1",
+            "changed",
+            ["comment"],
+            False,
+        ),
+        Row("gitops-prod", "cluster", "helm_release.cluster_flux", "changed", ["values"], False),
+    ]
+    lines = picture(site, found)
+    assert lines[-2] == "Not in the working tree's site (removed): node wk-c."
+    block = "\n".join(lines[lines.index("```mermaid") + 1 : lines.index("```")]) + "\n"
+    _, _, classes = parse(block)
+    assert classes["touched"] == {"layer_platform_prod", "hv_pve1", "layer_hypervisors", "layer_gitops_prod"}
+    assert "flagged" not in classes
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +120,11 @@ def test_review_against_a_git_ref_in_a_clone(clone):
     assert "| | node wk-c | `proxmox_virtual_environment_vm.node_wk-c_vm` | added |  |" in result.text
     assert "| | node wk-c | `talos_machine_configuration_apply.node_wk-c_apply` | added |  |" in result.text
     assert result.flagged == 0 and "⚠" not in result.text
+    # the added node and its layer, in the working tree's picture
+    _, _, classes = parse(result.text.split("```mermaid\n", 1)[1].split("```", 1)[0])
+    assert (
+        classes["touched"] >= {"node_prod_wk_c", "layer_platform_prod"} and "node_prod_wk_b" not in classes["touched"]
+    )
     # The working tree is left as it was, and the temporary worktree is gone.
     assert (
         subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True, text=True).stdout

@@ -6,6 +6,10 @@ diffed structurally (terravixens.stackdiff): per stack and per node, the address
 with the attribute paths that change. An address owned by a node the change does not name (its site entry, its
 cluster's settings or its hypervisor's spec did not change) is flagged: that is the promise breaking.
 `--before DIR --after DIR` compares two cdktf.out directories instead.
+
+Above the tables, a mermaid picture of the blast radius: the working tree's site as `terravixens show` draws it
+(terravixens.operations.show, the same view), with the hypervisors, nodes and layers the change touches in class
+`touched`, those of nodes it does not name in class `flagged`, the rest plain.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from terravixens import runner
+from terravixens.config.loader import SiteError, load_site
+from terravixens.config.model import Site
 from terravixens.inputs import InputError, load_json, load_yaml, read_text
 from terravixens.logical_ids import owner_of
 from terravixens.operations.files import private_directory
 from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.show import guest_key, hypervisor_key, keys, layer_key, mermaid, node_key, view
 from terravixens.operations.summary import owner
 from terravixens.stackdiff import Changes, diff
 from terravixens.synth import rule_messages
@@ -202,7 +209,52 @@ def rows(changes: dict[str, Changes], named: Named | None) -> list[Row]:
     return sorted(found, key=lambda r: (r.stack, not r.flagged, r.owner, r.address))
 
 
-def markdown(title: str, named: Named | None, found: list[Row]) -> str:
+def touched(site: Site, found: list[Row]) -> tuple[dict[str, str], list[str]]:
+    """What the rows touch, as show's graph keys (terravixens.operations.show.keys) -> `touched` or `flagged`, and
+    the owners the working tree's site no longer has (a removed node: in no picture of it).
+
+    A row's stack says which layer, and for a node which cluster (two clusters may both have a `cp-a`)."""
+    shown = view(site)
+    cluster_of = {layer.name: layer.cluster for layer in shown.layers}
+    drawn = keys(shown)
+    marked: dict[str, str] = {}
+    missing: set[str] = set()
+    for row in found:
+        kind, _, name = row.owner.partition(" ")
+        key = {
+            "node": node_key(cluster_of.get(row.stack) or "", name),
+            "standalone": guest_key(name),
+            "hypervisor": hypervisor_key(name),
+        }.get(kind)
+        for one in (layer_key(row.stack), key):
+            if one is None:
+                continue
+            if one not in drawn:
+                missing.add(row.owner if one == key else f"layer {row.stack}")
+            elif marked.get(one) != "flagged":
+                marked[one] = "flagged" if row.flagged and one == key else "touched"
+    return marked, sorted(missing)
+
+
+def picture(site: Site, found: list[Row]) -> list[str]:
+    """The blast radius as Markdown lines: a mermaid block of the site, what the change touches highlighted."""
+    marked, missing = touched(site, found)
+    lines = [
+        "### Blast radius",
+        "",
+        "Highlighted: what the change touches (`flagged`: a node it does not name); plain: untouched.",
+        "",
+        "```mermaid",
+        *mermaid(view(site), marked).splitlines(),
+        "```",
+        "",
+    ]
+    if missing:
+        lines += [f"Not in the working tree's site (removed): {', '.join(missing)}.", ""]
+    return lines
+
+
+def markdown(title: str, named: Named | None, found: list[Row], site: Site | None = None) -> str:
     lines = [f"## terravixens review: {title}", ""]
     if named is not None:
         lines += [f"The change names: {named.describe()}.", ""]
@@ -216,6 +268,8 @@ def markdown(title: str, named: Named | None, found: list[Row]) -> str:
             ),
             "",
         ]
+    if site is not None:
+        lines += picture(site, found)
     if not found:
         lines.append("No stack changes.")
     for stack in sorted({row.stack for row in found}):
@@ -311,13 +365,18 @@ def review_ref(root: Path, base: str, site: str) -> Review:
         if after_error is not None:
             raise after_error
     found = rows(diff(before, after), named)
+    try:  # the working tree's synth just read it: a site that fails here changed under us
+        site_now: Site | None = load_site(root / relative)
+    except SiteError as error:
+        raise OperationError(str(error), ExitCode.BAD_INPUT) from None
     title = f"`{base}` → working tree (`{relative}`)"
-    return Review(markdown(title, named, found), sum(r.flagged for r in found), found, named.describe())
+    return Review(markdown(title, named, found, site_now), sum(r.flagged for r in found), found, named.describe())
 
 
-def review_dirs(before: Path, after: Path) -> Review:
+def review_dirs(before: Path, after: Path, site: Site | None = None) -> Review:
+    """Two cdktf.out directories; with `site` (the one `after` was synthesized from), the blast radius too."""
     found = rows(diff(read_stacks(before), read_stacks(after)), None)
-    return Review(markdown(f"`{before}` → `{after}`", None, found), 0, found)
+    return Review(markdown(f"`{before}` → `{after}`", None, found, site), 0, found)
 
 
-__all__ = ["Named", "Review", "named_by_change", "review_dirs", "review_ref", "rows"]
+__all__ = ["Named", "Review", "named_by_change", "picture", "review_dirs", "review_ref", "rows", "touched"]

@@ -23,12 +23,13 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from terravixens import talos_versions as versions
 from terravixens.rules import ALL_RULES
@@ -36,7 +37,7 @@ from tests import lifecycle
 from tests.conftest import SUMMARY_LINES
 from tests.lifecycle import STARTS, Walker, cluster, cluster_nodes, guests, used_octets
 
-EXAMPLES, STEPS = 20, 8
+EXAMPLES, STEPS = 16, 8
 BUDGET = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
@@ -57,6 +58,21 @@ POOL_BLOCKS = [f"10.12.0.{128 + 16 * i}/28" for i in range(8)]  # clear of the n
 SPECS = ["dns", "jump", "tools"]
 
 
+EDITS: dict[str, tuple[Callable, Callable, int]] = {}  # edit rule -> (method, enabled?, weight)
+
+
+def edit_rule(enabled: Callable = lambda self: True, weight: int = 1) -> Callable:
+    """One lifecycle edit of the machine. The edits are drawn by one hypothesis rule (`Walk.edit`), uniformly among
+    those enabled (weighted for the Talos path, enabled in few states): hypothesis' swarm testing, which switches
+    whole rules off per walk, left some edits untaken in the `make test` budget."""
+
+    def register(method: Callable) -> Callable:
+        EDITS[method.__name__] = (method, enabled, weight)
+        return method
+
+    return register
+
+
 def octet(data, draw) -> int:
     return draw(st.sampled_from(sorted(set(range(100, 250)) - used_octets(data))))
 
@@ -69,6 +85,7 @@ class Walk(RuleBasedStateMachine):
         self.walker: Walker | None = None
         self.failed = False
         self.serial = 0
+        self.taken: set[str] = set()
 
     # ------------------------------------------------------------------------------------------ plumbing
     @property
@@ -113,8 +130,19 @@ class Walk(RuleBasedStateMachine):
         self.walker = Walker(start=start, tag=self.tag)
         self.removed: list[str] = []
 
-    # ------------------------------------------------------------------------------------------ node set
     @rule(data=st.data())
+    def edit(self, data) -> None:
+        enabled = [name for name, (_, ok, weight) in sorted(EDITS.items()) if ok(self) for _ in range(weight)]
+        # A walk tries kinds of edit it has not taken yet first, and the list turns with each step: hypothesis draws
+        # low indices far more often than high ones, which left the end of a fixed list untaken.
+        choices = [name for name in enabled if name not in self.taken] or enabled
+        turn = (7 * len(self.taken) + self.serial) % len(choices)
+        name = data.draw(st.sampled_from(choices[turn:] + choices[:turn]), label="edit")
+        self.taken.add(name)
+        EDITS[name][0](self, data)
+
+    # ------------------------------------------------------------------------------------------ node set
+    @edit_rule()
     def add_worker(self, data) -> None:
         reuse = self.removed and data.draw(st.booleans(), label="reuse a removed name")
         taken = self.names_used()
@@ -133,15 +161,13 @@ class Walk(RuleBasedStateMachine):
         }
         self.step("add_worker", edit)
 
-    @precondition(lambda self: bool(cluster(self.data).get("workers")))
-    @rule(data=st.data())
+    @edit_rule(lambda self: bool(cluster(self.data).get("workers")))
     def remove_worker(self, data) -> None:
         name = data.draw(st.sampled_from(sorted(cluster(self.data)["workers"])), label="worker")
         self.step("remove_worker", {"op": "remove_worker", "node": name})
         self.removed.append(name)
 
-    @precondition(lambda self: len(cluster(self.data)["control_planes"]) <= 5)
-    @rule(data=st.data())
+    @edit_rule(lambda self: len(cluster(self.data)["control_planes"]) <= 5)
     def add_control_planes(self, data) -> None:
         names = [f"cp-{self.fresh():02d}", f"cp-{self.fresh():02d}"]
         names = [n for n in names if n not in self.names_used()]
@@ -157,8 +183,7 @@ class Walk(RuleBasedStateMachine):
         }
         self.step("add_control_planes", edit)
 
-    @precondition(lambda self: len(cluster(self.data)["control_planes"]) >= 3)
-    @rule(data=st.data())
+    @edit_rule(lambda self: len(cluster(self.data)["control_planes"]) >= 3)
     def remove_control_planes(self, data) -> None:
         """Two at once: the guard refuses the plan as it is (PG002); deploy's sequence takes them one by one."""
         planes = sorted(cluster(self.data)["control_planes"])
@@ -166,10 +191,9 @@ class Walk(RuleBasedStateMachine):
         self.step("remove_control_planes", {"op": "remove_control_planes", "nodes": sorted(names)})
         self.removed += names
 
-    @precondition(
+    @edit_rule(
         lambda self: len(cluster(self.data).get("workers", {})) >= 2 and len(cluster(self.data)["control_planes"]) <= 5
     )
-    @rule(data=st.data())
     def promote_workers(self, data) -> None:
         """Two at a time: the control planes stay odd."""
         workers = sorted(cluster(self.data)["workers"])
@@ -180,23 +204,23 @@ class Walk(RuleBasedStateMachine):
     def some_node(self, data) -> str:
         return data.draw(st.sampled_from(sorted(cluster_nodes(self.data))), label="node")
 
-    @rule(data=st.data())
+    @edit_rule()
     def rename(self, data) -> None:
         name = self.some_node(data)
         self.step("rename", {"op": "rename", "node": name, "hostname": f"{name}-h{self.fresh()}"})
 
-    @rule(data=st.data())
+    @edit_rule()
     def readdress(self, data) -> None:
         name = self.some_node(data)
         self.step("readdress", {"op": "readdress", "node": name, "octet": octet(self.data, data.draw)})
 
-    @rule(data=st.data())
+    @edit_rule()
     def move(self, data) -> None:
         name = self.some_node(data)
         other = {"pve1": "pve2", "pve2": "pve1"}[cluster_nodes(self.data)[name]["hypervisor"]]
         self.step("move", {"op": "move", "node": name, "hypervisor": other})
 
-    @rule(data=st.data())
+    @edit_rule()
     def set_mac(self, data) -> None:
         name = self.some_node(data)
         serial = self.fresh()
@@ -204,7 +228,7 @@ class Walk(RuleBasedStateMachine):
             "set_mac", {"op": "set_mac", "node": name, "mac": f"02:00:0A:0B:{serial // 256:02X}:{serial % 256:02X}"}
         )
 
-    @rule(data=st.data())
+    @edit_rule()
     def labels_taints(self, data) -> None:
         name = self.some_node(data)
         labels = data.draw(
@@ -227,14 +251,14 @@ class Walk(RuleBasedStateMachine):
     def kubernetes(self) -> tuple[int, int, int]:
         return tuple(int(part) for part in cluster(self.data)["kubernetes_version"].lstrip("v").split("."))  # type: ignore[return-value]
 
-    @rule(bump=st.integers(1, 3))
-    def talos_patch(self, bump: int) -> None:
+    @edit_rule()
+    def talos_patch(self, data) -> None:
+        bump = data.draw(st.integers(1, 3), label="patches ahead")
         major, minor, patch = self.talos()
         self.step("talos_patch", {"op": "talos_patch", "version": f"v{major}.{minor}.{patch + bump}"})
 
-    @precondition(lambda self: cluster(self.data).get("config_contract") is None)
-    @rule()
-    def pin_contract(self) -> None:
+    @edit_rule(lambda self: cluster(self.data).get("config_contract") is None, weight=3)
+    def pin_contract(self, data) -> None:
         """What docs/commands.md asks before a minor bump: the contract of today, written down (changes nothing)."""
         major, minor, _ = self.talos()
         self.step("pin_contract", {"op": "pin_contract", "contract": f"v{major}.{minor}"})
@@ -244,27 +268,27 @@ class Walk(RuleBasedStateMachine):
         kube = self.kubernetes()[:2]
         return (major, minor + 1) in versions.KUBERNETES and versions.kubernetes_supported((major, minor + 1), kube)
 
-    @precondition(lambda self: cluster(self.data).get("config_contract") is not None and self.next_minor_fits())
-    @rule(patch=st.integers(0, 7))
-    def talos_minor(self, patch: int) -> None:
+    @edit_rule(lambda self: cluster(self.data).get("config_contract") is not None and self.next_minor_fits(), weight=3)
+    def talos_minor(self, data) -> None:
         """One minor at a time, the contract pinned (`terravixens upgrade` runs the nodes' OS upgrade)."""
         major, minor, _ = self.talos()
+        patch = data.draw(st.integers(0, 7), label="patch")
         self.step("talos_minor", {"op": "talos_minor", "version": f"v{major}.{minor + 1}.{patch}"})
 
-    @precondition(
+    @edit_rule(
         lambda self: (
             cluster(self.data).get("config_contract") is not None
             and versions.minor_of(cluster(self.data)["config_contract"]) < self.talos()[:2]
-        )
+        ),
+        weight=3,
     )
-    @rule(data=st.data())
     def move_contract(self, data) -> None:
         """Deliberately, once the nodes run the newer minor: never ahead of talos_version."""
         major, contract = versions.minor_of(cluster(self.data)["config_contract"])
         target = data.draw(st.integers(contract + 1, self.talos()[1]), label="contract minor")
         self.step("move_contract", {"op": "move_contract", "contract": f"v{major}.{target}"})
 
-    @rule(data=st.data())
+    @edit_rule()
     def kubernetes_bump(self, data) -> None:
         major, minor, patch = self.kubernetes()
         newest = versions.kubernetes_range(self.talos()[:2])[1]
@@ -272,9 +296,9 @@ class Walk(RuleBasedStateMachine):
         if (major, minor + 1) <= newest:
             choices += [f"v{major}.{minor + 1}.{k}" for k in (0, 1, 2)]
         version = data.draw(st.sampled_from(choices), label="kubernetes")
-        self.step("kubernetes", {"op": "kubernetes", "version": version})
+        self.step("kubernetes_bump", {"op": "kubernetes", "version": version})
 
-    @rule(data=st.data())
+    @edit_rule()
     def cilium_pools(self, data) -> None:
         blocks = data.draw(st.lists(st.sampled_from(POOL_BLOCKS), unique=True, min_size=1, max_size=3))
         names = ["services", "edge", "lab"]
@@ -288,7 +312,7 @@ class Walk(RuleBasedStateMachine):
         )
         return data.draw(st.sampled_from(names), label="guest")
 
-    @rule(data=st.data())
+    @edit_rule()
     def add_guest(self, data) -> None:
         kind = data.draw(st.sampled_from(["vm", "ct"]), label="type")
         parent = data.draw(st.sampled_from(["pve1", "nest1"]), label="parent")
@@ -307,12 +331,11 @@ class Walk(RuleBasedStateMachine):
         taken = {g["vm_id"] for g in guests(self.data).values() if g["parent"] == "nest1"}
         return next(vm_id for vm_id in range(110 + self.fresh(), 10_000) if vm_id not in taken)
 
-    @precondition(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
-    @rule(data=st.data())
+    @edit_rule(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
     def remove_guest(self, data) -> None:
         self.step("remove_guest", {"op": "remove_guest", "node": self.some_guest(data, movable=True)})
 
-    @rule(data=st.data())
+    @edit_rule()
     def resize_guest(self, data) -> None:
         name = self.some_guest(data)
         field, values = data.draw(
@@ -324,14 +347,13 @@ class Walk(RuleBasedStateMachine):
         edit = {"op": "resize_guest", "node": name, "field": field, "value": data.draw(st.sampled_from(list(values)))}
         self.step("resize_guest", edit)
 
-    @precondition(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
-    @rule(data=st.data())
+    @edit_rule(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
     def respec_guest(self, data) -> None:
         name = self.some_guest(data, movable=True)
         self.step("respec_guest", {"op": "respec_guest", "node": name, "spec": data.draw(st.sampled_from(SPECS))})
 
 
-MACHINE_RULES = sorted(name for name, value in vars(Walk).items() if hasattr(value, "hypothesis_stateful_rule"))
+MACHINE_RULES = sorted(EDITS)
 
 
 def test_every_listed_edit_is_a_rule():

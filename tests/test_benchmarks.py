@@ -53,3 +53,11 @@ def test_synth_scale_reports_the_floor_and_a_size():
     # The interpreter is named as the repository sees it (.venv/bin/python), never by this machine's path.
     assert machine_paths(result.stdout) == []
     assert re.search(r"Python [\d.]+ \((\.venv/bin/)?python[\d.]*\)", result.stdout), result.stdout
+
+
+def test_lifecycle_walk_reports_steps_per_second():
+    result = run_benchmark("benchmarks/lifecycle_walk.py", "--walks", "1", "--steps", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^walks: 1 of up to 2 steps; \d+ steps in \d+\.\d s: \d+\.\d\d steps/s$", result.stdout, re.M)
+    assert re.search(r"^synth: \d+ \(\+\d+ cached\), ", result.stdout, re.M), result.stdout
+    assert machine_paths(result.stdout) == []

@@ -152,9 +152,10 @@ test-unit: setup-test
 test-integration: setup-test
 	pipenv run pytest $(PYTEST_PARALLEL) -m integration
 
-# Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000).
+# Tens of thousands of mutated site files through `terravixens validate` (TERRAVIXENS_FUZZ_EXAMPLES, default 25000),
+# and 10x the lifecycle walks of `make test` (TERRAVIXENS_WALK_EXAMPLES, default 200; tests/test_lifecycle_walk.py).
 test-fuzz-nightly: setup-test
-	pipenv run pytest -m fuzz_nightly tests/test_fuzz_site.py
+	pipenv run pytest -m fuzz_nightly tests/test_fuzz_site.py tests/test_lifecycle_walk.py
 
 clean:
 	rm -rf cdktf.out .pytest_cache

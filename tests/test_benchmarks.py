@@ -64,4 +64,11 @@ def test_agent_converge_reports_a_no_change_run():
     assert re.search(
         r"no-change run \(1 runs\): min [0-9.]+ s, .*; \d+ manager reads per run, 0 changes", result.stdout
     )
+
+
+def test_lifecycle_walk_reports_steps_per_second():
+    result = run_benchmark("benchmarks/lifecycle_walk.py", "--walks", "1", "--steps", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^walks: 1 of up to 2 steps; \d+ steps in \d+\.\d s: \d+\.\d\d steps/s$", result.stdout, re.M)
+    assert re.search(r"^synth: \d+ \(\+\d+ cached\), ", result.stdout, re.M), result.stdout
     assert machine_paths(result.stdout) == []

@@ -1,0 +1,458 @@
+"""The lifecycle promise under random walks: a hypothesis state machine edits one site step by step (issue 21).
+
+The site is the example cluster with the standalone example's guests beside it (every layer: hypervisors,
+platform-prod, gitops-prod, standalone, standalone-nest1), started on one of three Talos positions. Each rule is one
+site edit an operator makes — add/remove a worker, add/remove two control planes, promote two workers, rename,
+re-address inside the VLAN, move to the other hypervisor, set/change a static MAC, edit labels and taints, a Talos
+patch, a Talos minor with the contract pinned, moving the contract, Kubernetes inside Talos' range, the Cilium pools,
+and for L2 add/remove/resize/re-spec a guest. Preconditions keep the site valid (odd control planes, free addresses
+and ids, names never reused for another machine except by the rule that re-adds a removed worker's name); the site
+loader and the safety rules are the judge: a site they refuse fails the walk, it is never skipped.
+
+After each step tests/lifecycle.py judges the difference of the synthesized JSON (see its docstring); a failure
+prints the walk as JSON, shrunk by hypothesis, which tests/lifecycle_replay.py turns into a regression test.
+
+Budget: `make test` runs BUDGET (derandomized: the same walks every run); `pytest -m fuzz_nightly` runs NIGHTLY
+(ten times as many walks, fresh randomness).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+
+from terravixens import talos_versions as versions
+from terravixens.rules import ALL_RULES
+from tests import lifecycle
+from tests.conftest import SUMMARY_LINES
+from tests.lifecycle import STARTS, Walker, cluster, cluster_nodes, guests, used_octets
+
+EXAMPLES, STEPS = 16, 8
+BUDGET = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    # A failing walk is shrunk by tests/lifecycle.py (edits dropped one at a time, bounded): hypothesis' own shrinker
+    # synthesizes a new site per attempt and ran for over five minutes on the shared machine.
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
+NIGHTLY = settings(BUDGET, max_examples=int(os.environ.get("TERRAVIXENS_WALK_EXAMPLES", str(EXAMPLES * 10))))
+NIGHTLY = settings(NIGHTLY, derandomize=False)
+RULES_RUN: Counter = Counter()  # machine rule -> steps taken with it, across the process
+HOSTNAME_LABELS = ["node.kubernetes.io/pool", "topology.kubernetes.io/zone", "example.com/tier"]
+TAINT_KEYS = ["dedicated", "example.com/gpu"]
+POOL_BLOCKS = [f"10.12.0.{128 + 16 * i}/28" for i in range(8)]  # clear of the nodes' 10.12.0.x (< 128)
+SPECS = ["dns", "jump", "tools"]
+
+
+EDITS: dict[str, tuple[Callable, Callable, int]] = {}  # edit rule -> (method, enabled?, weight)
+
+
+def edit_rule(enabled: Callable = lambda self: True, weight: int = 1) -> Callable:
+    """One lifecycle edit of the machine. The edits are drawn by one hypothesis rule (`Walk.edit`), uniformly among
+    those enabled (weighted for the Talos path, enabled in few states): hypothesis' swarm testing, which switches
+    whole rules off per walk, left some edits untaken in the `make test` budget."""
+
+    def register(method: Callable) -> Callable:
+        EDITS[method.__name__] = (method, enabled, weight)
+        return method
+
+    return register
+
+
+def octet(data, draw) -> int:
+    return draw(st.sampled_from(sorted(set(range(100, 250)) - used_octets(data))))
+
+
+class Walk(RuleBasedStateMachine):
+    tag = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.walker: Walker | None = None
+        self.failed = False
+        self.serial = 0
+        self.taken: set[str] = set()
+
+    # ------------------------------------------------------------------------------------------ plumbing
+    @property
+    def data(self) -> dict:
+        assert self.walker is not None
+        return self.walker.data
+
+    def fresh(self) -> int:
+        self.serial += 1
+        return self.serial
+
+    def vm_ids(self) -> set[int]:
+        ids = {node["vm_id"] for node in cluster_nodes(self.data).values()}
+        return ids | {guest["vm_id"] for guest in guests(self.data).values()}
+
+    def free_vm_id(self, start: int) -> int:
+        taken = self.vm_ids()
+        return next(vm_id for vm_id in range(start + self.fresh(), start + 10_000) if vm_id not in taken)
+
+    def names_used(self) -> set[str]:
+        return (
+            set(cluster_nodes(self.data))
+            | set(guests(self.data))
+            | {node.get("hostname") for node in cluster_nodes(self.data).values() if node.get("hostname")}
+        )
+
+    def step(self, rule_name: str, edit: dict) -> None:
+        RULES_RUN[rule_name] += 1
+        assert self.walker is not None
+        try:
+            self.walker.step(edit, shrink=True)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def teardown(self) -> None:
+        if self.walker is not None and not self.failed:
+            self.walker.queue_for_validation()  # judged in one batch after the walks (run_walks)
+
+    @initialize(start=st.sampled_from(sorted(STARTS)))
+    def begin(self, start: str) -> None:
+        self.walker = Walker(start=start, tag=self.tag)
+        self.removed: list[str] = []
+
+    @rule(data=st.data())
+    def edit(self, data) -> None:
+        enabled = [name for name, (_, ok, weight) in sorted(EDITS.items()) if ok(self) for _ in range(weight)]
+        # A walk tries kinds of edit it has not taken yet first, and the list turns with each step: hypothesis draws
+        # low indices far more often than high ones, which left the end of a fixed list untaken.
+        choices = [name for name in enabled if name not in self.taken] or enabled
+        turn = (7 * len(self.taken) + self.serial) % len(choices)
+        name = data.draw(st.sampled_from(choices[turn:] + choices[:turn]), label="edit")
+        self.taken.add(name)
+        EDITS[name][0](self, data)
+
+    # ------------------------------------------------------------------------------------------ node set
+    @edit_rule()
+    def add_worker(self, data) -> None:
+        reuse = self.removed and data.draw(st.booleans(), label="reuse a removed name")
+        taken = self.names_used()
+        if reuse:
+            name = data.draw(st.sampled_from(sorted(set(self.removed) - taken) or ["wk-x"]), label="name")
+        else:
+            name = f"wk-{self.fresh():02d}"
+        if name in taken:
+            name = f"wk-{self.fresh():02d}"
+        edit = {
+            "op": "add_worker",
+            "node": name,
+            "vm_id": self.free_vm_id(1300),
+            "octet": octet(self.data, data.draw),
+            "hypervisor": data.draw(st.sampled_from(["pve1", "pve2"]), label="hypervisor"),
+        }
+        self.step("add_worker", edit)
+
+    @edit_rule(lambda self: bool(cluster(self.data).get("workers")))
+    def remove_worker(self, data) -> None:
+        name = data.draw(st.sampled_from(sorted(cluster(self.data)["workers"])), label="worker")
+        self.step("remove_worker", {"op": "remove_worker", "node": name})
+        self.removed.append(name)
+
+    @edit_rule(lambda self: len(cluster(self.data)["control_planes"]) <= 5)
+    def add_control_planes(self, data) -> None:
+        names = [f"cp-{self.fresh():02d}", f"cp-{self.fresh():02d}"]
+        names = [n for n in names if n not in self.names_used()]
+        first = octet(self.data, data.draw)
+        second = data.draw(st.sampled_from(sorted(set(range(100, 250)) - used_octets(self.data) - {first})))
+        vm_id = self.free_vm_id(1150)
+        edit = {
+            "op": "add_control_planes",
+            "nodes": names,
+            "vm_ids": [vm_id, next(i for i in range(vm_id + 1, vm_id + 100) if i not in self.vm_ids())],
+            "octets": [first, second],
+            "hypervisors": data.draw(st.lists(st.sampled_from(["pve1", "pve2"]), min_size=2, max_size=2)),
+        }
+        self.step("add_control_planes", edit)
+
+    @edit_rule(lambda self: len(cluster(self.data)["control_planes"]) >= 3)
+    def remove_control_planes(self, data) -> None:
+        """Two at once: the guard refuses the plan as it is (PG002); deploy's sequence takes them one by one."""
+        planes = sorted(cluster(self.data)["control_planes"])
+        names = data.draw(st.lists(st.sampled_from(planes), min_size=2, max_size=2, unique=True), label="planes")
+        self.step("remove_control_planes", {"op": "remove_control_planes", "nodes": sorted(names)})
+        self.removed += names
+
+    @edit_rule(
+        lambda self: len(cluster(self.data).get("workers", {})) >= 2 and len(cluster(self.data)["control_planes"]) <= 5
+    )
+    def promote_workers(self, data) -> None:
+        """Two at a time: the control planes stay odd."""
+        workers = sorted(cluster(self.data)["workers"])
+        names = data.draw(st.lists(st.sampled_from(workers), min_size=2, max_size=2, unique=True), label="workers")
+        self.step("promote_workers", {"op": "promote_workers", "nodes": sorted(names)})
+
+    # ------------------------------------------------------------------------------------------ one node
+    def some_node(self, data) -> str:
+        return data.draw(st.sampled_from(sorted(cluster_nodes(self.data))), label="node")
+
+    @edit_rule()
+    def rename(self, data) -> None:
+        name = self.some_node(data)
+        self.step("rename", {"op": "rename", "node": name, "hostname": f"{name}-h{self.fresh()}"})
+
+    @edit_rule()
+    def readdress(self, data) -> None:
+        name = self.some_node(data)
+        self.step("readdress", {"op": "readdress", "node": name, "octet": octet(self.data, data.draw)})
+
+    @edit_rule()
+    def move(self, data) -> None:
+        name = self.some_node(data)
+        other = {"pve1": "pve2", "pve2": "pve1"}[cluster_nodes(self.data)[name]["hypervisor"]]
+        self.step("move", {"op": "move", "node": name, "hypervisor": other})
+
+    @edit_rule()
+    def set_mac(self, data) -> None:
+        name = self.some_node(data)
+        serial = self.fresh()
+        self.step(
+            "set_mac", {"op": "set_mac", "node": name, "mac": f"02:00:0A:0B:{serial // 256:02X}:{serial % 256:02X}"}
+        )
+
+    @edit_rule()
+    def labels_taints(self, data) -> None:
+        name = self.some_node(data)
+        labels = data.draw(
+            st.dictionaries(st.sampled_from(HOSTNAME_LABELS), st.sampled_from(["a", "b", "general"]), max_size=3)
+        )
+        taint_keys = data.draw(st.lists(st.sampled_from(TAINT_KEYS), unique=True, max_size=2))
+        effects = data.draw(
+            st.lists(st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"]), min_size=2, max_size=2)
+        )
+        taints = [
+            {"key": key, "value": "true", "effect": effect}
+            for key, effect in zip(taint_keys, effects[: len(taint_keys)], strict=True)
+        ]
+        self.step("labels_taints", {"op": "labels_taints", "node": name, "labels": labels, "taints": taints})
+
+    # ------------------------------------------------------------------------------------------ cluster-wide
+    def talos(self) -> tuple[int, int, int]:
+        return tuple(int(part) for part in cluster(self.data)["talos_version"].lstrip("v").split("."))  # type: ignore[return-value]
+
+    def kubernetes(self) -> tuple[int, int, int]:
+        return tuple(int(part) for part in cluster(self.data)["kubernetes_version"].lstrip("v").split("."))  # type: ignore[return-value]
+
+    @edit_rule()
+    def talos_patch(self, data) -> None:
+        bump = data.draw(st.integers(1, 3), label="patches ahead")
+        major, minor, patch = self.talos()
+        self.step("talos_patch", {"op": "talos_patch", "version": f"v{major}.{minor}.{patch + bump}"})
+
+    @edit_rule(lambda self: cluster(self.data).get("config_contract") is None, weight=3)
+    def pin_contract(self, data) -> None:
+        """What docs/commands.md asks before a minor bump: the contract of today, written down (changes nothing)."""
+        major, minor, _ = self.talos()
+        self.step("pin_contract", {"op": "pin_contract", "contract": f"v{major}.{minor}"})
+
+    def next_minor_fits(self) -> bool:
+        major, minor, _ = self.talos()
+        kube = self.kubernetes()[:2]
+        return (major, minor + 1) in versions.KUBERNETES and versions.kubernetes_supported((major, minor + 1), kube)
+
+    @edit_rule(lambda self: cluster(self.data).get("config_contract") is not None and self.next_minor_fits(), weight=3)
+    def talos_minor(self, data) -> None:
+        """One minor at a time, the contract pinned (`terravixens upgrade` runs the nodes' OS upgrade)."""
+        major, minor, _ = self.talos()
+        patch = data.draw(st.integers(0, 7), label="patch")
+        self.step("talos_minor", {"op": "talos_minor", "version": f"v{major}.{minor + 1}.{patch}"})
+
+    @edit_rule(
+        lambda self: (
+            cluster(self.data).get("config_contract") is not None
+            and versions.minor_of(cluster(self.data)["config_contract"]) < self.talos()[:2]
+        ),
+        weight=3,
+    )
+    def move_contract(self, data) -> None:
+        """Deliberately, once the nodes run the newer minor: never ahead of talos_version."""
+        major, contract = versions.minor_of(cluster(self.data)["config_contract"])
+        target = data.draw(st.integers(contract + 1, self.talos()[1]), label="contract minor")
+        self.step("move_contract", {"op": "move_contract", "contract": f"v{major}.{target}"})
+
+    @edit_rule()
+    def kubernetes_bump(self, data) -> None:
+        major, minor, patch = self.kubernetes()
+        newest = versions.kubernetes_range(self.talos()[:2])[1]
+        choices = [f"v{major}.{minor}.{patch + k}" for k in (1, 2, 3)]
+        if (major, minor + 1) <= newest:
+            choices += [f"v{major}.{minor + 1}.{k}" for k in (0, 1, 2)]
+        version = data.draw(st.sampled_from(choices), label="kubernetes")
+        self.step("kubernetes_bump", {"op": "kubernetes", "version": version})
+
+    @edit_rule()
+    def cilium_pools(self, data) -> None:
+        blocks = data.draw(st.lists(st.sampled_from(POOL_BLOCKS), unique=True, min_size=1, max_size=3))
+        names = ["services", "edge", "lab"]
+        pools = {names[i]: [block] for i, block in enumerate(blocks)}
+        self.step("cilium_pools", {"op": "cilium_pools", "pools": pools})
+
+    # ------------------------------------------------------------------------------------------ L2 guests
+    def some_guest(self, data, movable: bool = False) -> str:
+        names = sorted(
+            name for name, guest in guests(self.data).items() if not movable or guest["type"] in ("vm", "ct")
+        )
+        return data.draw(st.sampled_from(names), label="guest")
+
+    @edit_rule()
+    def add_guest(self, data) -> None:
+        kind = data.draw(st.sampled_from(["vm", "ct"]), label="type")
+        parent = data.draw(st.sampled_from(["pve1", "nest1"]), label="parent")
+        edit = {
+            "op": "add_guest",
+            "node": f"g-{self.fresh():02d}",
+            "type": kind,
+            "parent": parent,
+            "spec": "dns" if kind == "ct" else data.draw(st.sampled_from(["jump", "tools"]), label="spec"),
+            "vm_id": self.free_vm_id(3100) if parent == "pve1" else self.free_nested_id(),
+            "octet": octet(self.data, data.draw),
+        }
+        self.step("add_guest", edit)
+
+    def free_nested_id(self) -> int:
+        taken = {g["vm_id"] for g in guests(self.data).values() if g["parent"] == "nest1"}
+        return next(vm_id for vm_id in range(110 + self.fresh(), 10_000) if vm_id not in taken)
+
+    @edit_rule(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
+    def remove_guest(self, data) -> None:
+        self.step("remove_guest", {"op": "remove_guest", "node": self.some_guest(data, movable=True)})
+
+    @edit_rule()
+    def resize_guest(self, data) -> None:
+        name = self.some_guest(data)
+        field, values = data.draw(
+            st.sampled_from(
+                [("cores", range(1, 9)), ("memory_mib", range(1024, 16385, 1024)), ("disk_gib", range(8, 129, 8))]
+            ),
+            label="what",
+        )
+        edit = {"op": "resize_guest", "node": name, "field": field, "value": data.draw(st.sampled_from(list(values)))}
+        self.step("resize_guest", edit)
+
+    @edit_rule(lambda self: any(g["type"] in ("vm", "ct") for g in guests(self.data).values()))
+    def respec_guest(self, data) -> None:
+        name = self.some_guest(data, movable=True)
+        self.step("respec_guest", {"op": "respec_guest", "node": name, "spec": data.draw(st.sampled_from(SPECS))})
+
+
+MACHINE_RULES = sorted(EDITS)
+
+
+def test_every_listed_edit_is_a_rule():
+    """Issue 21's list, one rule each (the walk's coverage test below then asserts that each one ran)."""
+    assert (
+        sorted(
+            [
+                "add_worker",
+                "remove_worker",
+                "add_control_planes",
+                "remove_control_planes",
+                "promote_workers",
+                "rename",
+                "readdress",
+                "move",
+                "set_mac",
+                "labels_taints",
+                "talos_patch",
+                "pin_contract",
+                "talos_minor",
+                "move_contract",
+                "kubernetes_bump",
+                "cilium_pools",
+                "add_guest",
+                "remove_guest",
+                "resize_guest",
+                "respec_guest",
+            ]
+        )
+        == MACHINE_RULES
+    )
+
+
+def run_walks(machine: type[Walk], config: settings) -> str:
+    before = (lifecycle.SYNTHS["synth"], sum(RULES_RUN.values()), len(lifecycle.VALIDATED_KEYS))
+    started = time.monotonic()
+    run_state_machine_as_test(machine, settings=config)
+    lifecycle.validate_queued()
+    steps = sum(RULES_RUN.values()) - before[1]
+    return (
+        f"lifecycle walk: {config.max_examples} walks of up to {config.stateful_step_count} steps, {steps} steps in "
+        f"{time.monotonic() - started:.0f} s ({lifecycle.SYNTHS['synth'] - before[0]} synths), "
+        f"{len(lifecycle.VALIDATED_KEYS) - before[2]} node configurations judged by Talos' validator"
+    )
+
+
+def test_the_lifecycle_promise_holds_on_random_walks():
+    with lifecycle.counting_safety_rules() as safety:
+        SUMMARY_LINES.append(run_walks(Walk, BUDGET))
+    assert sorted(RULES_RUN) == MACHINE_RULES, f"rules never taken: {sorted(set(MACHINE_RULES) - set(RULES_RUN))}"
+    assert sorted(safety) == sorted(rule.code for rule in ALL_RULES)
+
+
+@pytest.mark.fuzz_nightly
+def test_the_lifecycle_promise_holds_on_random_walks_nightly():
+    with lifecycle.counting_safety_rules():
+        SUMMARY_LINES.append(run_walks(Walk, NIGHTLY))
+
+
+# ---------------------------------------------------------------------------------------- the walk can fail
+def hosts_of_every_node(original):
+    """A plausible bug: each node's patch lists every other node's address (`machine.network.extraHostEntries`), so
+    one node's address flows into every other node's apply."""
+
+    def patch(placed, cluster_model) -> str:
+        text = original(placed, cluster_model)
+        documents = list(yaml.safe_load_all(text))
+        entries = [
+            {"ip": node.networks.vlans[111].address.split("/")[0], "aliases": [name]}
+            for name, node in sorted({**cluster_model.control_planes, **cluster_model.workers}.items())
+            if name != placed.name
+        ]
+        documents[0]["machine"]["network"]["extraHostEntries"] = entries
+        return yaml.safe_dump_all(documents, sort_keys=False)
+
+    return patch
+
+
+class BrokenWalk(Walk):
+    tag = "broken: extraHostEntries of every node"
+
+
+def test_a_node_patch_naming_other_nodes_addresses_is_caught_and_shrunk(monkeypatch):
+    import terravixens.constructs.talos_node as talos_node
+
+    monkeypatch.setattr(talos_node, "node_patch", hosts_of_every_node(talos_node.node_patch))
+    with pytest.raises(AssertionError) as caught:
+        run_state_machine_as_test(BrokenWalk, settings=BUDGET)
+    lifecycle.QUEUED.clear()  # the broken construct's configurations are not the library's
+    message = str(caught.value)
+    assert "belongs to" in message, message
+    walk = json.loads(re.findall(r"WALK = (\{.*\})", message)[-1])  # the shrunk walk comes last
+    SUMMARY_LINES.append(f"lifecycle walk, broken construct caught; shrunk to: {json.dumps(walk)}")
+    assert len(walk["edits"]) == 1 and walk["edits"][0]["op"] in {"add_worker", "remove_worker", "readdress"} | {
+        "add_control_planes",
+        "remove_control_planes",
+        "promote_workers",
+    }
+    with pytest.raises(AssertionError, match="belongs to"):
+        lifecycle.replay(walk, tag=BrokenWalk.tag)
+    monkeypatch.undo()
+    lifecycle.replay(walk)  # the same walk holds on the real construct

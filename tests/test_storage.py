@@ -236,8 +236,19 @@ def test_a_backup_storage_cannot_hold_a_node_disk(stored):
         (
             "clusters.prod.workers.wk-a.storage",
             (
-                "storage 'backups' of hypervisor pve1 does not hold images (its content: backup): add images to "
-                "hypervisors.pve1.storage.backups.content, or use another storage"
+                "storage 'backups' of hypervisor pve1 does not hold images (its content: backup): a Proxmox Backup "
+                "Server datastore holds backups only: use another storage"
+            ),
+        )
+    ]
+    cluster(data)["workers"]["wk-a"]["storage"] = "share"
+    data["hypervisors"]["pve1"]["storage"]["share"]["content"] = ["iso"]
+    assert problems(data) == [
+        (
+            "clusters.prod.workers.wk-a.storage",
+            (
+                "storage 'share' of hypervisor pve1 does not hold images (its content: iso): add images to "
+                "hypervisors.pve1.storage.share.content, or use another storage"
             ),
         )
     ]

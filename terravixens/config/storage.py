@@ -140,7 +140,7 @@ class ZfsPool(Strict):
 
 
 class NfsShare(Strict):
-    """An NFS export, mounted by Proxmox under /mnt/pve/<id>."""
+    """An NFS export, which Proxmox mounts on each node it is available on."""
 
     type: Literal["nfs"] = Field(description="`nfs`.")
     server: Server = Field(description="The NFS server, a host name or an address.")

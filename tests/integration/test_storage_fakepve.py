@@ -7,7 +7,7 @@ an unused storage deletes only it; removing the used one is refused by the guard
 deployed state, and `plan -destroy` by prevent_destroy.
 
 What the fake cannot show, and a real host adds: the ZFS pool existing (`zpool list`), the NFS/SMB servers answering
-and the share being mounted under /mnt/pve/<id>, the Proxmox Backup Server checking the fingerprint and the
+and the share being mounted on the node, the Proxmox Backup Server checking the fingerprint and the
 credentials, and the space used on each.
 """
 

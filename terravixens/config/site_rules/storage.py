@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from terravixens.config.model import Hypervisor, Site
 from terravixens.config.site_rules.walk import Finding, Path, all_nodes, standalone_nodes
-from terravixens.config.storage import CONTAINER_DISKS, VM_DISKS, contents, password_variable
+from terravixens.config.storage import CONTAINER_DISKS, VM_DISKS, PbsDatastore, contents, password_variable
 from terravixens.inputs import shown
 
 
@@ -64,12 +64,16 @@ def _missing(path: Path, wanted: str, hv_name: str, hypervisor: Hypervisor, need
             ),
         )
     elif needs not in contents(declared):
+        fix = (
+            "a Proxmox Backup Server datastore holds backups only: use another storage"
+            if isinstance(declared, PbsDatastore)
+            else f"add {needs} to hypervisors.{hv_name}.storage.{wanted}.content, or use another storage"
+        )
         yield (
             (*path, "storage"),
             (
                 f"storage {shown(wanted)} of hypervisor {hv_name} does not hold {needs} (its content: "
-                f"{', '.join(sorted(contents(declared)))}): add {needs} to "
-                f"hypervisors.{hv_name}.storage.{wanted}.content, or use another storage"
+                f"{', '.join(sorted(contents(declared)))}): {fix}"
             ),
         )
 

@@ -136,3 +136,21 @@ def _state(deployment: StorageDeployment) -> dict:
     pulled = deployment.tf(P, "state", "pull")
     assert pulled.returncode == 0, pulled.stderr
     return json.loads(pulled.stdout)
+
+
+def test_moving_a_node_to_the_pool_plans_an_in_place_update_of_its_vm_only(deployed):
+    """Planned only: bpg moves the disk (`POST /qemu/{vmid}/move_disk`, the source deleted), which fakepve 0.5.0
+    answers from the API schema without moving anything, so the apply and its read-back are a real host's to show."""
+    deployment, data = deployed
+    moved = copy.deepcopy(data)
+    moved["clusters"]["prod"]["control_planes"]["cp-c"]["storage"] = "tank"
+    deployment.write(moved)
+    assert deployment.plan(H) == {}
+    assert deployment.plan(P) == {"proxmox_virtual_environment_vm.node_cp-c_vm": ["update"]}
+    [change] = [c for c in deployment.last_plan[P]["resource_changes"] if c["change"]["actions"] == ["update"]]
+    before, after = change["change"]["before"]["disk"][0], change["change"]["after"]["disk"][0]
+    assert (before["datastore_id"], after["datastore_id"]) == ("local-lvm", "tank")
+    assert {k: v for k, v in before.items() if k not in ("datastore_id", "path_in_datastore")} == {
+        k: v for k, v in after.items() if k in before and k not in ("datastore_id", "path_in_datastore")
+    }
+    deployment.write(data)

@@ -59,9 +59,12 @@ FILES = frozenset({"proxmox_virtual_environment_file"})
 NODE_MACHINES = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS, *CONTAINERS})
 # Destroying (or replacing) one resets or deletes a machine: it must belong to exactly one node (rule TV002).
 RESET_CAPABLE = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS, *CONTAINERS})
-# What a destroy would lose for good: volumes, buckets and the cluster's certificates (rule TV005, guard PG004/PG009).
+# What a destroy would lose for good: buckets, the cluster's certificates, and the storage definitions every disk on
+# them is reached through (rule TV005 puts prevent_destroy on each; guard PG004/PG009/PG010).
 PROTECTED = frozenset({MACHINE_SECRETS, *BUCKETS, *STORAGES})
-PROTECTED_STORAGE = PROTECTED - {MACHINE_SECRETS}
+# What holds data itself: never deleted (PG009). A Proxmox storage definition only points at data (Proxmox deletes
+# the definition, not the pool or the share's files): PG010 refuses deleting one that a node still uses.
+PROTECTED_STORAGE = PROTECTED - {MACHINE_SECRETS} - STORAGES
 
 # terravixens' record of which node holds which role (a built-in resource: every plan carries it).
 MEMBERSHIP_TYPE = "terraform_data"

@@ -12,6 +12,7 @@ import pytest
 from terravixens.conformance import check_block, check_stack, load_schemas
 from tests import support
 from tests.test_scenarios import cluster, node
+from tests.test_storage import with_csi, with_storage
 
 SCHEMAS = load_schemas()
 
@@ -90,6 +91,8 @@ VARIANTS = {
     "talos-1.12": _talos("v1.12.7", "v1.35.4"),
     "talos-1.13": _talos("v1.13.0", "v1.36.0"),
     "static-macs": _static_macs,
+    # L0 storage of every type, a node on it, and the CSI Secret of the gitops layer (ADR 0044).
+    "storage-and-csi": lambda d: with_csi(with_storage(d)),
 }
 
 

@@ -57,7 +57,7 @@ def codes(violations) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------------- catalogue
 def test_each_check_is_named_and_explained_once():
-    assert [check.code for check in ALL_CHECKS] == [f"PG00{n}" for n in range(1, 10)]
+    assert [check.code for check in ALL_CHECKS] == [f"PG{n:03d}" for n in range(1, 11)]
     assert len({check.name for check in ALL_CHECKS}) == len(ALL_CHECKS)
     for check in ALL_CHECKS:
         assert re.fullmatch(r"[A-Z][A-Za-z]+", check.name) and len(check.why) > 60, check.code
@@ -339,7 +339,25 @@ TABLE: dict[str, Case] = {
         GuardContext(usage=platform_state_usage(), teardown=True),
         ("PG008",) * 5,
     ),
-    "hand: storage destroyed": Case("hand-pg009-storage-destroyed.json", GuardContext(), ("PG009",)),
+    "hand: bucket destroyed": Case("hand-pg009-bucket-destroyed.json", GuardContext(), ("PG009",)),
+    "hand: storage destroyed, its users not known": Case(
+        "hand-pg010-storage-destroyed.json", GuardContext(), ("PG010",), says="was not told who uses it"
+    ),
+    "hand: storage destroyed while a deployed VM has a disk on it": Case(
+        "hand-pg010-storage-destroyed.json",
+        GuardContext(usage=Usage(storages={"backups": {"VM wk-a in platform-prod (deployed)"}})),
+        ("PG010",),
+        says="where VM wk-a in platform-prod (deployed) has a disk",
+    ),
+    "hand: storage replaced while a site node names it": Case(
+        "hand-pg010-storage-destroyed.json",
+        GuardContext(usage=Usage(storages={"backups": {"node wk-a of cluster prod (site file)"}})),
+        ("PG010",),
+        mutate=lambda plan: plan["resource_changes"][0]["change"].update(
+            actions=["delete", "create"], after={"id": "backups", "nodes": ["pve1"]}
+        ),
+        says="would replace storage 'backups'",
+    ),
     # ------------------------------------------------------------------ allowed
     "VM moved to a module with moved": Case(
         "real-vm-moved-to-module-with-moved.json", SITE, (), {"wk-b": K}, says="5 kept (1 changed in place: wk-b)"
@@ -348,6 +366,11 @@ TABLE: dict[str, Case] = {
     "count added (implicit move)": Case("real-vm-count-added.json", SITE, (), {"wk-b": K}),
     "VM updated in place": Case("real-vm-updated-in-place.json", SITE, (), {"cp-b": K}),
     "VM imported back into the state": Case("real-vm-imported.json", SITE, (), {"wk-b": K}),
+    "hand: unused storage removed": Case(
+        "hand-pg010-storage-destroyed.json",
+        GuardContext(usage=Usage(storages={"tank": {"node wk-a of cluster prod (site file)"}})),
+        (),
+    ),
     "deposed object cleaned up": Case("real-vm-deposed-object-deleted.json", SITE, (), {"wk-b": K}),
     "data source read at apply": Case("real-data-source-read-at-apply.json", SITE, (), {"wk-b": K}),
     "worker leaves the site": Case(
@@ -497,10 +520,10 @@ def test_a_control_plane_is_a_member_only_with_its_apply():
 def test_the_ok_line_is_what_the_view_says():
     plan, context = fixture("real-worker-leaves.json"), without("wk-b")
     assert ok_line(plan, context) == (
-        "5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG009 pass"
+        "5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG010 pass"
     )
     assert ok_line(fixture("hand-ok-staged-change.json"), SITE) == (
-        "5 nodes: 5 kept (1 changed in place: cp-b); none replaced, no machine lost; PG001-PG009 pass"
+        "5 nodes: 5 kept (1 changed in place: cp-b); none replaced, no machine lost; PG001-PG010 pass"
     )
 
 
@@ -876,7 +899,7 @@ def test_cli_exit_codes_refused_ok_and_input_errors(tmp_path):
     assert accepted.returncode == 0, accepted.stderr
     assert accepted.stdout.endswith(
         "hand-ok-staged-change.json: ok — 5 nodes: 5 kept (1 changed in place: cp-b); "
-        "none replaced, no machine lost; PG001-PG009 pass\n"
+        "none replaced, no machine lost; PG001-PG010 pass\n"
     )
     for result in (not_a_plan, malformed, missing):
         assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -894,7 +917,7 @@ def test_cli_ok_line_from_the_per_node_view_and_the_site_file(tmp_path):
     leaving = cli(plan, "--site", str(site), "--layer", "platform-prod")
     assert leaving.returncode == 0, leaving.stderr
     assert leaving.stdout == (
-        f"{plan}: ok — 5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG009 pass\n"
+        f"{plan}: ok — 5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG010 pass\n"
     )
     kept = cli(plan)  # the example site still lists wk-b: its VM would be lost
     assert kept.returncode == 1 and "node 'wk-b' stays in the site but would be left without a machine" in kept.stderr

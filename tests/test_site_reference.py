@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from terravixens.config import model, standalone
+from terravixens.config import model, standalone, storage
 from terravixens.config.reference import render, sections, undocumented, updated
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "site-file.md"
@@ -41,7 +41,7 @@ def test_every_model_is_reached_once_with_all_its_paths():
     assert found[model.VlanInterface] == ["clusters.<name>.control_planes.<name>.networks.vlans.<id>"]
     assert set(found) == {
         cls
-        for module in (model, standalone)
+        for module in (model, standalone, storage)
         for cls in vars(module).values()
         if isinstance(cls, type) and issubclass(cls, model.Strict) and cls is not model.Strict
     }

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from terravixens.config import coercion, site_rules
 from terravixens.config.model import Site
+from terravixens.config.storage import STORAGE_TYPES
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, looks_secret, read_text, shown_at
 from terravixens.inputs.problems import field_path
 
@@ -37,10 +38,20 @@ class SiteError(InputError):
         super().__init__(path, problems, WHAT)
 
 
+def without_union_tags(location: tuple) -> tuple:
+    """pydantic puts the tag of a discriminated union in the location (`storage.nas.nfs.export`): the file has no
+    such key, so it is dropped (`storage.nas.export`). The site's one such union is a hypervisor's storage."""
+    return tuple(
+        part
+        for index, part in enumerate(location)
+        if not (part in STORAGE_TYPES and index >= 2 and location[index - 2] == "storage")
+    )
+
+
 def _pydantic_problems(error: ValidationError, lines: Lines) -> list[Problem]:
     problems = []
     for item in error.errors(include_url=False):
-        location = tuple(part for part in item["loc"] if not str(part).startswith("function-after"))
+        location = without_union_tags(tuple(part for part in item["loc"] if not str(part).startswith("function-after")))
         message = item["msg"].removeprefix("Value error, ")
         kind = item["type"]
         value = shown_at(location, item.get("input"))

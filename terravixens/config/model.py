@@ -60,6 +60,7 @@ from terravixens.config.fields import (
 )
 from terravixens.config.network import DEFAULT_MANAGEMENT_VLAN, Bridge, NodeNetworks, RoutableAddress, VlanInterface
 from terravixens.config.standalone import Standalone
+from terravixens.config.storage import CsiSecret, Storage, StorageId
 from terravixens.inputs import shown
 from terravixens.roles import Role
 
@@ -262,6 +263,12 @@ class Hypervisor(Strict):
         description="Create a role, user and API token for automation (the token is a sensitive output). Users "
         "and roles are Proxmox-cluster-wide: declare it on one hypervisor per Proxmox cluster.",
     )
+    storage: dict[StorageId, Storage] = Field(
+        default_factory=dict,
+        description="Storage by Proxmox storage id, available on this hypervisor: `type: zfspool`, `nfs`, `cifs` or "
+        "`pbs` (docs/adr/0044-l0-storage.md). Ids are Proxmox-cluster-wide: each once in the site. Kept with "
+        "prevent_destroy; removing one that a node still names is refused.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- L1
@@ -307,6 +314,11 @@ class Node(Strict):
             at_most(MAX_DISK_GIB, "GiB", "a Talos system disk holds the OS and /var; write the size in GiB, e.g. 100")
         ),
     ] = Field(32, ge=10, description=f"System disk in GiB, 10-{MAX_DISK_GIB} (16 TiB).")
+    storage: StorageId | None = Field(
+        None,
+        description="Storage of the system disk: a storage of its hypervisor's `storage` holding `images`, or its "
+        "`datastores.vm`; defaults to `datastores.vm`.",
+    )
     bridge: str | None = Field(None, description="Bridge of the VM NIC; defaults to the cluster's `bridge`.")
     mac_address: Annotated[str | None, AfterValidator(unicast_mac)] = Field(
         None,
@@ -482,6 +494,11 @@ class Cluster(Strict):
     workers: dict[DnsName, Node] = Field(default_factory=dict, description="Map of stable node name → node.")
     cilium: CiliumConfig = Field(default_factory=CiliumConfig, description="The CNI and LoadBalancer pools.")
     flux: FluxConfig | None = Field(None, description="GitOps with Flux; none: no Flux.")
+    csi: CsiSecret | None = Field(
+        None,
+        description="A Secret for the cluster's CSI driver, from the secrets file's `csi.<cluster>` (the Secret's "
+        "keys and values), written by the gitops layer through a write-only attribute; none: no Secret.",
+    )
 
     @field_validator("kubernetes_version")
     @classmethod

@@ -31,6 +31,7 @@ from terravixens.config.fields import (
     unused_insecure_http,
 )
 from terravixens.config.network import Bridge
+from terravixens.config.storage import StorageId
 from terravixens.inputs import shown
 from terravixens.spec_transport import ca_pem, plain_http_refusal
 
@@ -113,6 +114,12 @@ class StandaloneNode(Strict):
     cores: int | None = Field(None, ge=1, le=512, description="Overrides the preset's cores.")
     memory_mib: int | None = Field(None, ge=128, le=4 * 1024 * 1024, description="Overrides the preset's memory (MiB).")
     disk_gib: int | None = Field(None, ge=2, le=64 * 1024, description="Overrides the preset's disk (GiB).")
+    storage: StorageId | None = Field(
+        None,
+        description="Storage of the root disk, for a guest of a hypervisor of the site: a storage of that "
+        "hypervisor's `storage` (holding `images` for vm and pve, `rootdir` for ct), or its `datastores.vm`; "
+        "defaults to `datastores.vm`.",
+    )
     bridge: str = Field("vmbr0", description="Bridge on the parent the node's NICs attach to.")
     networks: StandaloneNetworks = Field(
         default_factory=StandaloneNetworks, description="The node's addresses on the parent's bridge and VLANs."

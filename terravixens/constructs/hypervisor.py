@@ -1,19 +1,24 @@
-"""Hypervisor (L0): one Proxmox host's bridges, its Talos disk images and an optional automation user."""
+"""Hypervisor (L0): one Proxmox host's bridges, its Talos disk images, its storage and an optional automation user."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cdktf import TerraformOutput
+from cdktf import TerraformOutput, TerraformResource, TerraformResourceLifecycle, TerraformVariable
 from constructs import Construct
 
 from imports.proxmox.download_file import DownloadFile
 from imports.proxmox.network_linux_bridge import NetworkLinuxBridge
+from imports.proxmox.storage_cifs import StorageCifs
+from imports.proxmox.storage_nfs import StorageNfs
+from imports.proxmox.storage_pbs import StoragePbs
+from imports.proxmox.storage_zfspool import StorageZfspool
 from imports.proxmox.user_token import UserToken
 from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
 from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
 from terravixens.config.model import ApiUser
 from terravixens.config.model import Hypervisor as HypervisorSpec
+from terravixens.config.storage import CifsShare, NfsShare, PbsDatastore, Storage, ZfsPool, password_variable
 from terravixens.logical_ids import hypervisor_id, pin
 from terravixens.talos.image import disk_image_file_name, disk_image_url, schematic_id
 
@@ -76,8 +81,95 @@ class Hypervisor(Construct):
             )
             for version in sorted(props.talos_versions)
         }
+        self.storages = {
+            storage_id: pin(
+                self._storage(spec.node_name, storage_id, storage),
+                hypervisor_id(props.name, "storage", storage_id),
+            )
+            for storage_id, storage in sorted(spec.storage.items())
+        }
         if spec.api_user is not None:
             self._api_user(props.name, spec.api_user)
+
+    def _storage(self, node_name: str, storage_id: str, storage: Storage) -> TerraformResource:
+        """One storage definition, on this hypervisor only (`nodes`), kept with prevent_destroy (rule TV005).
+
+        Proxmox deletes a definition without touching the pool or the share's files, but every disk on it becomes
+        unreachable: removing one from the site is a plain destroy, which the guard's PG010 refuses while a node
+        uses it. A password (CIFS, PBS) is a sensitive variable the deploy's environment fills (TF_VAR_…): the JSON
+        holds its name, never its value (ADR 0044)."""
+        construct_id = f"storage_{storage_id}"
+        lifecycle = TerraformResourceLifecycle(prevent_destroy=True)
+        if isinstance(storage, ZfsPool):
+            return StorageZfspool(
+                self,
+                construct_id,
+                id=storage_id,
+                nodes=[node_name],
+                zfs_pool=storage.pool,
+                content=sorted(storage.content),
+                thin_provision=storage.thin_provision,
+                blocksize=storage.blocksize,
+                lifecycle=lifecycle,
+            )
+        if isinstance(storage, NfsShare):
+            return StorageNfs(
+                self,
+                construct_id,
+                id=storage_id,
+                nodes=[node_name],
+                server=storage.server,
+                export=storage.export,
+                content=sorted(storage.content),
+                options=storage.options,
+                lifecycle=lifecycle,
+            )
+        password = self._password(storage_id, storage)
+        if isinstance(storage, CifsShare):
+            return StorageCifs(
+                self,
+                construct_id,
+                id=storage_id,
+                nodes=[node_name],
+                server=storage.server,
+                share=storage.share,
+                subdirectory=storage.subdirectory,
+                domain=storage.domain,
+                username=storage.username,
+                password=password.string_value,
+                content=sorted(storage.content),
+                lifecycle=lifecycle,
+            )
+        return StoragePbs(
+            self,
+            construct_id,
+            id=storage_id,
+            nodes=[node_name],
+            server=storage.server,
+            datastore=storage.datastore,
+            namespace=storage.namespace,
+            username=storage.username,
+            password=password.string_value,
+            fingerprint=storage.fingerprint,
+            content=["backup"],
+            lifecycle=lifecycle,
+        )
+
+    def _password(self, storage_id: str, storage: CifsShare | PbsDatastore) -> TerraformVariable:
+        name = password_variable(storage_id)
+        what = "SMB user" if isinstance(storage, CifsShare) else "Proxmox Backup Server user or API token"
+        return pin(
+            TerraformVariable(
+                self,
+                name,
+                type="string",
+                sensitive=True,
+                nullable=False,
+                description=f"Password of storage {storage_id}'s {what} {storage.username}: TF_VAR_{name} in the "
+                f"deploy's environment, never in the site file or the synthesized JSON.",
+            ),
+            name,
+        )
 
     def _api_user(self, name: str, user: ApiUser) -> None:
         role = pin(

@@ -138,7 +138,8 @@ class TalosNode(Construct):
             disk=[
                 VirtualEnvironmentVmDisk(
                     interface="scsi0",
-                    datastore_id=hypervisor.datastores.vm,
+                    # The node's own storage (site rule: declared on its hypervisor, holding images), else the default.
+                    datastore_id=node.storage or hypervisor.datastores.vm,
                     import_from_attribute=disk_image_file_id(
                         hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images
                     ),

@@ -53,7 +53,7 @@ def check_plan_file(path: str | Path, limit: int = PLAN_LIMIT, context: GuardCon
 
 def ok_line(plan: JsonObject | Plan, context: GuardContext | None = None) -> str:
     """What a plan the guard lets through does, per node: e.g. '5 nodes: 4 kept (1 changed in place: cp-b),
-    1 leaving (wk-c); none replaced, no machine lost; PG001-PG009 pass'. Derived from the per-node view, so it
+    1 leaving (wk-c); none replaced, no machine lost; PG001-PG010 pass'. Derived from the per-node view, so it
     cannot claim what the plan does not do."""
     parsed = plan if isinstance(plan, Plan) else read_plan(plan)
     view = node_view(parsed, context or GuardContext())

@@ -24,10 +24,12 @@ REBOOT_CHECK_FAILED = "Cannot check reboot requirement"
 @dataclass
 class Usage:
     """Who uses each L0 resource: bridges by (Proxmox node, bridge), images by (Proxmox node, datastore, file),
-    and the automation user while any VM is managed. Each maps to the users' descriptions, for the message."""
+    storage by its id (cluster-wide in Proxmox), and the automation user while any VM is managed. Each maps to the
+    users' descriptions, for the message."""
 
     bridges: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     images: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    storages: dict[str, set[str]] = field(default_factory=dict)
     api_user: set[str] = field(default_factory=set)
     # The deployed machines by Proxmox identity (node name, VM id) -> (layer, owning node or VM name): a plan of one
     # layer that deletes or re-creates a machine another layer's node runs on is judged on that node.
@@ -38,6 +40,13 @@ class Usage:
 
     def add_image(self, node_name: str, datastore: str, file_name: str, user: str) -> None:
         self.images.setdefault((node_name, datastore, file_name), set()).add(user)
+
+    def add_storage(self, storage: str, user: str) -> None:
+        self.storages.setdefault(storage, set()).add(user)
+
+    def storage_users(self, storage: object) -> set[str]:
+        """Who has a disk on the storage a plan's `id` names (none when it is not text)."""
+        return self.storages.get(storage, set()) if isinstance(storage, str) else set()
 
     def bridge_users(self, node_name: object, bridge: object) -> set[str]:
         """Who uses the bridge a plan's values name (values are what Terraform wrote: none when they are not text)."""
@@ -65,6 +74,7 @@ def site_usage(site: Site, usage: Usage | None = None) -> Usage:
                 continue
             who = f"node {node_name} of cluster {cluster_name} (site file)"
             usage.add_bridge(hypervisor.node_name, node.bridge or cluster.bridge, who)
+            usage.add_storage(node.storage or hypervisor.datastores.vm, who)
             usage.add_image(
                 hypervisor.node_name,
                 hypervisor.datastores.images,
@@ -74,7 +84,9 @@ def site_usage(site: Site, usage: Usage | None = None) -> Usage:
     for name, guest in sorted(site.standalone.nodes.items()):
         hypervisor = site.hypervisors.get(guest.parent)
         if hypervisor is not None:  # a guest of a hypervisor (L2 `standalone`); nested hosts' guests are not L0's
-            usage.add_bridge(hypervisor.node_name, guest.bridge, f"standalone {guest.type} {name} (site file)")
+            who = f"standalone {guest.type} {name} (site file)"
+            usage.add_bridge(hypervisor.node_name, guest.bridge, who)
+            usage.add_storage(guest.storage or hypervisor.datastores.vm, who)
     return usage
 
 
@@ -126,7 +138,21 @@ def deployed_usage(states: Mapping[str, Mapping[str, Any]], usage: Usage | None 
             for device in (attributes.get("network_device") or []) + (attributes.get("network_interface") or []):
                 if isinstance(device, dict) and device.get("bridge") and node_name:
                     usage.add_bridge(node_name, device["bridge"], who)
+            for storage in _datastores(attributes):
+                usage.add_storage(storage, who)
     return usage
+
+
+def _datastores(attributes: Mapping[str, Any]) -> set[str]:
+    """The storages a deployed VM or container has a disk on: its disks (a VM's list, a container's one block), its
+    cloud-init drive (`initialization`) and a VM's EFI and TPM disks."""
+    found: set[str] = set()
+    for key in ("disk", "initialization", "efi_disk", "tpm_state"):
+        blocks = attributes.get(key)
+        for block in blocks if isinstance(blocks, list) else [blocks]:
+            if isinstance(block, dict) and isinstance(block.get("datastore_id"), str) and block["datastore_id"]:
+                found.add(block["datastore_id"])
+    return found
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ for one layer only (terravixens.operations.terraform.Terraform.layer_env), never
 
     standalone, standalone-<host>   TF_VAR_node_tokens: that layer's nodes' tokens, by posture (ADR 0026)
     gitops-<cluster>                TF_VAR_flux_git_credentials: that cluster's Flux git credentials (ADR 0034)
+                                    TF_VAR_csi_credentials: that cluster's CSI Secret (ADR 0044)
 
 Only for the layers the operation touches: a deploy of `hypervisors` alone needs no secrets file. Problems in the
 site's specs, in the secrets file or between the site and the secrets file are an input error (exit 2) listing every
@@ -34,6 +35,8 @@ def layer_env(
     for layer, variables in _standalone_env(site, path, secrets_path, selected).items():
         env[layer].update(variables)
     for layer, variables in _gitops_env(site, path, secrets_path, selected).items():
+        env[layer].update(variables)
+    for layer, variables in _csi_env(site, path, secrets_path, selected).items():
         env[layer].update(variables)
     return dict(env)
 
@@ -101,3 +104,45 @@ def _gitops_env(
     if problems:
         raise OperationError(f"{layers}: {InputError(Path(secrets_path), problems, SECRETS)}", ExitCode.BAD_INPUT)
     return {gitops_stack_name(name): {CREDENTIALS_ENV: credentials_variable(secrets.flux[name])} for name in needed}
+
+
+def _csi_env(
+    site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None
+) -> dict[str, dict[str, str]]:
+    """gitops-<cluster> -> {TF_VAR_csi_credentials: …} for each selected gitops layer whose cluster has `csi:`; the
+    secrets file's csi section is checked against the site whichever layers are selected, like Flux's."""
+    from terravixens.inputs import InputError, Problem
+    from terravixens.inputs.problems import field_path
+    from terravixens.standalone.csi_credentials import (
+        CSI_ENV,
+        clusters_with_csi,
+        cross_problems,
+        csi_variable,
+        no_secrets_file,
+    )
+    from terravixens.standalone.resolve import load_site_lines
+    from terravixens.standalone.secrets import WHAT as SECRETS
+    from terravixens.standalone.secrets import load_secrets
+
+    needed = [name for name in clusters_with_csi(site) if selected is None or gitops_stack_name(name) in selected]
+    if not needed:
+        return {}
+    layers = ", ".join(gitops_stack_name(name) for name in needed)
+    try:
+        _, site_lines = load_site_lines(path)
+        if secrets_path is None:
+            problems = [
+                Problem(field_path(location), message, site_lines.of(location))
+                for location, message in no_secrets_file(needed)
+            ]
+            raise InputError(path, problems, "site file")
+        secrets, secrets_lines = load_secrets(secrets_path)
+    except (SiteError, InputError) as error:
+        raise OperationError(f"{layers}: {error}", ExitCode.BAD_INPUT) from None
+    problems = [
+        Problem(field_path(location), message, secrets_lines.of(location))
+        for location, message in cross_problems(site, secrets.csi, needed)
+    ]
+    if problems:
+        raise OperationError(f"{layers}: {InputError(Path(secrets_path), problems, SECRETS)}", ExitCode.BAD_INPUT)
+    return {gitops_stack_name(name): {CSI_ENV: csi_variable(secrets.csi[name])} for name in needed}

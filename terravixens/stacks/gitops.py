@@ -12,6 +12,7 @@ from cdktf import Fn
 from imports.helm.provider import HelmProvider
 from imports.kubernetes.provider import KubernetesProvider
 from terravixens.constructs.cilium import Cilium, CiliumProps
+from terravixens.constructs.csi_secret import CsiSecret, CsiSecretProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
 from terravixens.layers import platform_stack_name
 from terravixens.stacks.backend import remote_state
@@ -35,3 +36,5 @@ class GitopsStack(LayerStack):
         self.cilium = Cilium(self, "cilium", CiliumProps(config=cluster.cilium))
         if cluster.flux is not None:
             self.flux = FluxBootstrap(self, "flux", FluxBootstrapProps(flux=cluster.flux, cilium=self.cilium))
+        if cluster.csi is not None:
+            self.csi = CsiSecret(self, "csi", CsiSecretProps(spec=cluster.csi))

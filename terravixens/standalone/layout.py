@@ -49,7 +49,13 @@ class StandaloneLayer:
         return site.hypervisors[node.parent].node_name if node.parent in site.hypervisors else node.parent
 
     def datastores(self, site: Site, node: PlacedNode) -> Datastores:
-        return site.hypervisors[node.parent].datastores if node.parent in site.hypervisors else NESTED_DATASTORES
+        """The parent hypervisor's datastores, the guest's disks on the storage it names (a site rule checked that
+        the hypervisor has it, with the content it needs); a nested host's guests get a default installation's."""
+        if node.parent not in site.hypervisors:
+            return NESTED_DATASTORES
+        datastores = site.hypervisors[node.parent].datastores
+        storage = site.standalone.nodes[node.name].storage if node.name in site.standalone.nodes else None
+        return datastores if storage is None else datastores.model_copy(update={"vm": storage})
 
 
 def standalone_layers(site: Site) -> dict[str, StandaloneLayer]:

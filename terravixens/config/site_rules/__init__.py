@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules import labels, pools, references, standalone, subnets, uniqueness
+from terravixens.config.site_rules import labels, pools, references, standalone, storage, subnets, uniqueness
 from terravixens.config.site_rules.walk import Finding
 
 SiteRule = Callable[[Site], Iterable[Finding]]
@@ -43,6 +43,8 @@ RULES: tuple[SiteRule, ...] = (
     standalone.complete_presets,
     standalone.known_presets,
     standalone.spec_server_given,
+    storage.unique_storage_ids,
+    storage.node_storage_exists,
 )
 
 

@@ -10,6 +10,7 @@ from terravixens.guard.checks.protected_storage_kept import ProtectedStorageKept
 from terravixens.guard.checks.secrets_match_nodes import SecretsMatchRunningNodes
 from terravixens.guard.checks.staged_stays_staged import NoSilentReboot
 from terravixens.guard.checks.staying_node_kept import StayingNodeKept
+from terravixens.guard.checks.storage_kept_while_used import StorageKeptWhileUsed
 
 ALL_CHECKS: tuple[Check, ...] = (
     StayingNodeKept(),
@@ -21,6 +22,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     NoSilentReboot(),
     HypervisorKeepsWhatNodesUse(),
     ProtectedStorageKept(),
+    StorageKeptWhileUsed(),
 )
 
 __all__ = ["ALL_CHECKS", "Check", "Violation"]

@@ -1,4 +1,4 @@
-"""PG009 ProtectedStorageKept: no volume, storage or state bucket is destroyed."""
+"""PG009 ProtectedStorageKept: no volume or state bucket is destroyed (storage definitions: PG010)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ class ProtectedStorageKept(Check):
     code = "PG009"
     name = "ProtectedStorageKept"
     why = (
-        "storages, volumes and state buckets hold data that no apply can bring back; they carry prevent_destroy "
-        "(TV005), and the guard refuses a plan that would delete one anyway."
+        "volumes and state buckets hold data that no apply can bring back; they carry prevent_destroy (TV005), and "
+        "the guard refuses a plan that would delete one anyway. A Proxmox storage definition only points at data: "
+        "PG010 judges it on who uses it."
     )
 
     def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:

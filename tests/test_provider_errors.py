@@ -1,8 +1,8 @@
 """Provider errors that point to the fix (issue 18 §2): what `terraform init` says when it cannot install a
 provider, and a missing Proxmox VE credential, each become one line naming what to do.
 
-Terraform's own words are the captured bytes in tests/fixtures/terraform-init/ (Terraform 1.11.4 without network; the
-mirror's path replaced by /srv/tv-cache/mirror and the machine's resolver by 127.0.0.53);
+Terraform's own words are the captured bytes in tests/fixtures/terraform-init/ (Terraform 1.11.4 and OpenTofu 1.11.6
+without network; the mirror's path replaced by /srv/tv-cache/mirror and the machine's resolver by 127.0.0.53);
 tests/integration/test_provider_errors.py holds the same lines to the real CLI."""
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ def test_the_mirror_lists_what_it_holds(cache, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("fixture", "cause"),
+    ("fixture", "registry", "cause"),
     [
         (
             "terraform-1.11.4-registry-no-such-host.stderr",
+            "registry.terraform.io",
             (
                 'Get "https://registry.terraform.io/.well-known/terraform.json": dial tcp: lookup '
                 "registry.terraform.io on 127.0.0.53:53: no such host"
@@ -60,25 +61,37 @@ def test_the_mirror_lists_what_it_holds(cache, tmp_path):
         ),
         (
             "terraform-1.11.4-registry-proxy-refused.stderr",
+            "registry.terraform.io",
             (
                 'Get "https://registry.terraform.io/.well-known/terraform.json": proxyconnect tcp: dial tcp '
                 "127.0.0.1:9: connect: connection refused"
             ),
         ),
+        (
+            "opentofu-1.11.6-registry-proxy-refused.stderr",  # "Failed to resolve provider packages", its own words
+            "registry.opentofu.org",
+            (
+                'Get "https://registry.opentofu.org/.well-known/terraform.json": proxyconnect tcp: dial tcp '
+                "127.0.0.1:9: connect: connection refused"
+            ),
+        ),
     ],
 )
-def test_an_unreachable_registry_names_the_mirror_and_its_two_commands(cache, fixture, cause):
+def test_an_unreachable_registry_names_the_mirror_and_its_two_commands(cache, fixture, registry, cause):
     line = provider_install.init_failure(captured(fixture), cache)
     assert line == (
-        f"the provider registry registry.terraform.io cannot be reached ({cause}): offline, install the providers "
+        f"the provider registry {registry} cannot be reached ({cause}): offline, install the providers "
         f"from the mirror built from the Go module proxy: {MIRROR_FIX} (mirror {cache['TERRAVIXENS_CACHE']}/mirror: "
         f"it holds bpg/proxmox 0.111.1; the layers whose providers are all there deploy)"
     )
     assert "\n" not in line
 
 
-def test_a_provider_the_mirror_lacks_is_named_with_what_the_mirror_holds(cache):
-    line = provider_install.init_failure(captured("terraform-1.11.4-talos-not-in-mirror.stderr"), cache)
+@pytest.mark.parametrize(
+    "fixture", ["terraform-1.11.4-talos-not-in-mirror.stderr", "opentofu-1.11.6-talos-not-in-mirror.stderr"]
+)
+def test_a_provider_the_mirror_lacks_is_named_with_what_the_mirror_holds(cache, fixture):
+    line = provider_install.init_failure(captured(fixture), cache)
     assert line == (
         f"siderolabs/talos is not in the offline mirror {cache['TERRAVIXENS_CACHE']}/mirror (it holds bpg/proxmox "
         f"0.111.1): in the mirror mode only layers whose providers are all there can be initialised; use the registry "

@@ -25,7 +25,7 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror providers provider-env tools clean
+.PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror tofu providers provider-env tools clean
 
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
@@ -38,11 +38,13 @@ setup:
 	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
 
 # The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
-# The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
+# The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest, and OpenTofu
+# (one integration path runs with it: tests/integration/test_opentofu.py).
 TEST_MIRROR := mirror
+TEST_TOFU := tofu
 setup-test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools \
-		cloud-init-schema
+		cloud-init-schema $(TEST_TOFU)
 	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
 
 # Debian's cloud-init, unpacked (not installed), for `cloud-init schema` on every rendered cloud-init document.
@@ -104,6 +106,11 @@ $(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNA
 mirror:
 	python3 scripts/providers.py mirror
 
+# OpenTofu at the version pinned in providers.json (>= 1.11), built from the Go module proxy into the cache's bin/
+# (on PATH for make); nothing is built when the binary there reports that version already.
+tofu:
+	python3 scripts/providers.py tofu
+
 providers: mirror imports/.schema-stamp
 
 # Prints the exports of the selected mode: eval "$$(make -s provider-env TERRAVIXENS_PROVIDERS=mirror)"
@@ -146,6 +153,7 @@ test: setup-test
 	pipenv run pytest $(PYTEST_PARALLEL)
 
 test-unit: TEST_MIRROR := $(ASKED_MIRROR)
+test-unit: TEST_TOFU :=
 test-unit: setup-test
 	pipenv run pytest $(PYTEST_PARALLEL) -m "not integration and not fuzz_nightly"
 

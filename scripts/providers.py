@@ -5,6 +5,7 @@
     python3 scripts/providers.py mirror     # what offline Terraform needs (make mirror; tests,
                                             # TERRAVIXENS_PROVIDERS=mirror)
     python3 scripts/providers.py env [MODE] # shell exports of a provider installation mode (make -s provider-env)
+    python3 scripts/providers.py tofu       # OpenTofu (pinned, >= 1.11) into the cache's bin/ (make setup-test)
     python3 scripts/providers.py            # mirror, then bindings (make providers)
 
 `bindings` regenerates the typed Python bindings in imports/ with `cdktf get`, fed from the committed schemas
@@ -24,6 +25,7 @@ See docs/adr/0003-offline-provider-toolchain.md, 0012-bindings-from-schemas.md a
 from __future__ import annotations
 
 import concurrent.futures
+import fcntl
 import hashlib
 import json
 import os
@@ -102,19 +104,50 @@ def terraform_binary() -> str:
         found = shutil.which("terraform")
         if found and terraform_version_ok(found):
             return found
+    print("[providers] no terraform >= 1.5 on PATH: OpenTofu from the Go module proxy")
+    return build_tofu(time.monotonic())
+
+
+def build_tofu(started: float) -> str:
+    """OpenTofu at the pinned version in the cache's bin/ (make setup-test; the mirror's fallback CLI), built from the
+    Go module proxy unless the binary there already reports that version. Its `version` package marks every build
+    `-dev` unless told otherwise: this one is the release, so it says so."""
+    pin = PINS["opentofu_fallback"]
     tofu = CACHE / "bin" / "tofu"
-    if not tofu.exists():
-        pin = PINS["opentofu_fallback"]
-        print(f"[providers] no terraform >= 1.5 on PATH: building OpenTofu {pin['version']} from the Go module proxy")
-        go_build_module(pin["go_module"], pin["version"], tofu, package="./cmd/tofu")
+    wanted = pin["version"].removeprefix("v")
+    tofu.parent.mkdir(parents=True, exist_ok=True)
+    # One build at a time: `make setup-test` may ask for it twice at once (the mirror's fallback CLI and the test
+    # CLI), and every checkout on the machine shares the cache.
+    with (tofu.parent / ".tofu.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = cli_version(str(tofu)) if tofu.exists() else None
+        if found == wanted:
+            log(f"OpenTofu {wanted} in {tofu}", started)
+            return str(tofu)
+        print(f"[providers] building OpenTofu {wanted} with Go (found: {found or 'none'})", flush=True)
+        ldflags = "-s -w -X github.com/opentofu/opentofu/version.dev=no"
+        go_build_module(pin["go_module"], pin["version"], tofu, ldflags=ldflags, package="./cmd/tofu")
+    built = cli_version(str(tofu))
+    if built != wanted:
+        raise SystemExit(f"[providers] {tofu} reports version {built}, not {wanted}")
+    log(f"OpenTofu {wanted} built into {tofu}", started)
     return str(tofu)
 
 
-def terraform_version_ok(binary: str) -> bool:
+def cli_version(binary: str) -> str | None:
+    """`terraform_version` of `version -json` (Terraform and OpenTofu print the same field); None if it cannot tell."""
     try:
         out = subprocess.run([binary, "version", "-json"], text=True, capture_output=True, timeout=60).stdout
-        major, minor = (int(x) for x in json.loads(out)["terraform_version"].split(".")[:2])
+        return str(json.loads(out)["terraform_version"])
     except (OSError, ValueError, KeyError, subprocess.TimeoutExpired):
+        return None
+
+
+def terraform_version_ok(binary: str) -> bool:
+    version = cli_version(binary)
+    try:
+        major, minor = (int(x) for x in (version or "").split(".")[:2])
+    except ValueError:
         return False
     return (major, minor) >= (1, 5)
 
@@ -362,8 +395,11 @@ def main(argv: list[str]) -> None:
         except provider_install.ProviderModeError as error:
             raise SystemExit(f"[providers] {error}") from None
         return
+    if command == "tofu":
+        build_tofu(started)
+        return
     if command not in ("all", "mirror", "bindings"):
-        raise SystemExit(f"[providers] unknown command {command!r}: use bindings, mirror, env or nothing (both)")
+        raise SystemExit(f"[providers] unknown command {command!r}: use bindings, mirror, tofu, env or nothing (both)")
     check_pins()
     if command in ("all", "mirror"):
         mirror(started)

@@ -10,6 +10,8 @@ scripts/terravixens-terraform, which runs this:
   summary → cdktf's approval (or -auto-approve) → verified state backup → apply of that saved plan.
 - `destroy` is `terravixens destroy LAYER`: it needs the typed confirmation SITE/LAYER in $TERRAVIXENS_CONFIRM (cdktf's
   prompt can only answer yes or no), else it refuses and prints the exact command.
+- `init` runs as asked through the one bounded runner, its output passed on; when it cannot install a provider, one
+  line more names the fix (the mirror's two commands when the registry is unreachable, the provider the mirror lacks).
 - `plan` runs as asked, with the stacks' `terravixens_guarded` requirement met, through the one bounded runner (its
   deadline $TERRAVIXENS_TERRAFORM_TIMEOUT, its process group ended on a stop), its output passed on; its plan file
   (0600 under umask 077) is deleted afterwards: nothing can apply it later around the guard.
@@ -160,6 +162,41 @@ def run_plan(binary: str, argv: Sequence[str], args: Sequence[str], stack_dir: P
     return int(FAILED)
 
 
+def run_init(binary: str, argv: Sequence[str]) -> int:
+    """`terraform init` (cdktf runs it before every diff and deploy): as asked, its output passed on, through the one
+    bounded runner; when it could not install a provider, one more line naming the fix (the mirror's commands when
+    the registry is unreachable, the provider the mirror lacks in the mirror mode). Terraform's own exit code."""
+    from terravixens import provider_install
+    from terravixens.operations.outcome import OperationError
+    from terravixens.operations.terraform import STOP_GRACE, terraform_timeout
+
+    try:
+        timeout = terraform_timeout()
+    except OperationError as error:
+        say(str(error))
+        return int(error.code)
+    env = terraform_environment(guarded=False)
+    ran = runner.run(
+        [binary, *argv],
+        timeout=timeout,
+        env=env,
+        on_stdout_line=lambda line: print(line, flush=True),
+        label="terraform init",
+        grace=STOP_GRACE,
+    )
+    if ran.stderr:
+        sys.stderr.write(ran.stderr)
+        sys.stderr.flush()
+    if ran.returncode is None:
+        say(f"{ran.reason}; nothing was initialised")
+        return int(FAILED)
+    if ran.returncode != 0:
+        fix = provider_install.init_failure(f"{ran.stderr}\n{ran.stdout}", env)
+        if fix is not None:
+            say(f"{Path.cwd().name}: terraform init failed: {fix}")
+    return ran.returncode
+
+
 def refuse_options(command: str, layer: str, args: Sequence[str]) -> str | None:
     unknown = [arg for arg in args if arg not in ACCEPTED]
     if not unknown:
@@ -308,6 +345,12 @@ def _main(argv: list[str]) -> int:
             say(f"global options {' '.join(options)} with `{command}` do not go through the guard: nothing was done")
             return BAD_INPUT
         return guarded(command, args, stack_dir, binary)
+    if command == "init" and not options:
+        try:
+            return run_init(binary, argv)
+        except OSError as error:
+            say(f"{binary}: {error.strerror}")
+            return FAILED
     if command == "plan":
         try:
             return run_plan(binary, argv, args, stack_dir)

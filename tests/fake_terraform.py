@@ -44,6 +44,8 @@ NO_STATE_FILE_ERROR = (
     "in a directory where Terraform has been run or use the -state flag\nto point the command to a specific state "
     "location.\x1b[0m\x1b[0m\n"
 )
+# What an operator exports for bpg/proxmox (README): the operations check it is there before Terraform plans.
+OPERATOR_CREDENTIALS = {"PROXMOX_VE_API_TOKEN": "terravixens@pve!terravixens=not-a-secret"}
 APPLY = "talos_machine_configuration_apply"
 VM = "proxmox_virtual_environment_vm"
 MEMBERSHIP = "terraform_data.cluster_membership"
@@ -114,7 +116,7 @@ def platform_state(control_planes: list[str], workers: list[str], bootstrap: str
 
 class FakeTerraform(Terraform):
     def __init__(self, states: dict[str, dict[str, dict]], outputs: dict[str, dict[str, str | None]] | None = None):
-        super().__init__(binary="fake-terraform")
+        super().__init__(binary="fake-terraform", env=OPERATOR_CREDENTIALS)
         self.states = states  # layer -> address -> resource
         # layer -> output name -> value (`terraform output -raw NAME`): a platform layer's talosconfig and kubeconfig
         # for the check and drift tests (None: not there); otherwise talosconfig and kubeconfig are there once their

@@ -40,6 +40,7 @@ from terravixens.stackdiff import diff
 from terravixens.standalone.flux_credentials import CREDENTIALS_ENV, known_host
 from terravixens.standalone.secrets import load_secrets
 from tests import support
+from tests.fake_terraform import OPERATOR_CREDENTIALS
 from tests.test_scenarios import assert_changes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -670,7 +671,7 @@ def stand_in(tmp_path) -> tuple[Path, Path]:
 
 def cli(workdir: Path, binary: Path, *args: str) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_VAR_", "TERRAVIXENS_"))}
-    env.update(PYTHONPATH=str(ROOT), TERRAFORM_BINARY_NAME=str(binary))
+    env.update(PYTHONPATH=str(ROOT), TERRAFORM_BINARY_NAME=str(binary), **OPERATOR_CREDENTIALS)
     return subprocess.run(
         [sys.executable, "-m", "terravixens.cli", *args],
         cwd=workdir,

@@ -25,6 +25,7 @@ from terravixens.operations.dead_member import DeadMemberOptions, remove_dead_me
 from terravixens.operations.kube import Kubectl
 from terravixens.operations.workspace import Workspace
 from tests import processes
+from tests.fake_terraform import OPERATOR_CREDENTIALS
 from tests.test_dead_member import CONFIRM, LoggedTerraform, Tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,7 @@ def cli(
             FAKE_HANG_ON=hang_on,
             FAKE_HANG_DIR=str(tmp_path),
             TERRAVIXENS_TERRAFORM_TIMEOUT="2s",
+            **OPERATOR_CREDENTIALS,
             **env,
         ),
     )

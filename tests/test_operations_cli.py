@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.fake_terraform import OPERATOR_CREDENTIALS
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = str(ROOT / "sites" / "example.yaml")
 # The project's Node.js for jsii (tests/conftest.py), so that stderr holds only what terravixens says.
@@ -151,7 +153,13 @@ def test_ctrl_c_during_a_step_prints_one_line_and_exits_130(tmp_path):
     terraform = tmp_path / "terraform"
     terraform.write_text(FAKE_TERRAFORM.format(log=log, pid=pid))
     terraform.chmod(0o755)
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERRAFORM_BINARY_NAME": str(terraform), **NODE}
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "PATH": "/usr/bin:/bin",
+        "TERRAFORM_BINARY_NAME": str(terraform),
+        **NODE,
+        **OPERATOR_CREDENTIALS,
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "terravixens.cli", "drift", "hypervisors", "--site", SITE],
         cwd=tmp_path,

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from terravixens.config.loader import DEFAULT_SITE
+from tests.fake_terraform import OPERATOR_CREDENTIALS
 
 BIN = Path(sys.executable).parent
 BROKEN = ("ImportError", "ModuleNotFoundError", "Traceback (most recent call last)")
@@ -50,6 +51,7 @@ def elsewhere(tmp_path_factory):
         TERRAVIXENS_TERRAFORM=str(stub),
         STUB_LOG=str(folder / "stub.log"),
         PATH=f"{stub.parent}{os.pathsep}{env['PATH']}",
+        **OPERATOR_CREDENTIALS,  # the operations check them before Terraform runs
     )
     return folder, env
 

@@ -1,6 +1,7 @@
 """Provider installation modes (terravixens.provider_install, ADR 0013): which CLI config each mode gives Terraform,
 and that nothing we run leaves the mirror-only config in a user's environment unless asked."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -93,3 +94,28 @@ def test_make_provider_env_refuses_an_unknown_mode():
     shown = make("provider-env", TERRAVIXENS_PROVIDERS="offline")
     assert shown.returncode != 0
     assert "TERRAVIXENS_PROVIDERS='offline' is not a provider installation mode" in shown.stderr
+
+
+def stub_tofu(cache: Path, version: str) -> Path:
+    binary = cache / "bin" / "tofu"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(f'#!/bin/sh\necho \'{{"terraform_version": "{version}", "platform": "linux_amd64"}}\'\n')
+    binary.chmod(0o755)
+    return binary
+
+
+def test_make_tofu_keeps_a_binary_that_reports_the_pinned_version(tmp_path):
+    """`make tofu` (make setup-test) asks the cached binary its version and builds nothing when it is the pin's."""
+    pinned = json.loads((ROOT / "providers.json").read_text())["opentofu_fallback"]["version"].removeprefix("v")
+    binary = stub_tofu(tmp_path, pinned)
+    shown = make("tofu", TERRAVIXENS_CACHE=str(tmp_path))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert shown.stdout.startswith(f"[providers] OpenTofu {pinned} in {binary} (")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [".tofu.lock", "bin", "tofu"]  # no download, no build
+
+
+def test_the_opentofu_pin_is_at_least_1_11():
+    """The gitops layer's write-only attributes (data_wo) need OpenTofu >= 1.11."""
+    pin = json.loads((ROOT / "providers.json").read_text())["opentofu_fallback"]
+    major, minor = (int(part) for part in pin["version"].removeprefix("v").split(".")[:2])
+    assert (major, minor) >= (1, 11) and pin["minimum"] == "1.11"

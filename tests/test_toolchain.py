@@ -59,7 +59,7 @@ def test_schema_comparison_ignores_write_only(providers):
 def test_an_unknown_command_is_refused(providers):
     with pytest.raises(SystemExit) as raised:
         providers.main(["build"])
-    assert str(raised.value) == "[providers] unknown command 'build': use bindings, mirror, env or nothing (both)"
+    assert str(raised.value) == "[providers] unknown command 'build': use bindings, mirror, tofu, env or nothing (both)"
 
 
 def test_the_mirror_cli_config_lives_in_the_cache(providers):

@@ -68,6 +68,34 @@ def pull_state(tf: Terraform, workdir: Path, layer: str) -> tuple[str, dict[str,
     return result.stdout, state
 
 
+def local_state(workdir: Path, layer: str) -> tuple[str, dict[str, Any] | None] | None:
+    """The layer's state read where its local backend keeps it, as `terraform state pull` would print it, without
+    `terraform init` (which would install the layer's providers, and those of its state: talos, helm, kubernetes
+    are not in the offline mirror). None when the layer's backend is not the local one (S3: pull it)."""
+    try:
+        source = workdir / "cdk.tf.json"
+        document = load_json(read_text(source, limit=STATE_LIMIT, what="synthesized layer"), source)
+    except InputError:
+        return None
+    backend = ((document.get("terraform") or {}).get("backend") or {}) if isinstance(document, dict) else {}
+    path = (backend.get("local") or {}).get("path") if isinstance(backend, dict) else None
+    if not isinstance(path, str):
+        return None
+    state_file = workdir / path
+    if not state_file.exists():
+        return "", None
+    try:
+        text = read_text(state_file, limit=STATE_LIMIT, what="state")
+        state = load_json(text, f"{layer} state", what="state") if text.strip() else None
+    except InputError as error:
+        raise OperationError(f"{layer}: the local state is not readable:\n{error}", ExitCode.BACKUP_FAILED) from None
+    if state is not None and not isinstance(state, dict):
+        raise OperationError(
+            f"{layer}: the local state is not a Terraform state (a JSON object)", ExitCode.BACKUP_FAILED
+        )
+    return text, state
+
+
 def read_backup(path: Path) -> tuple[dict[str, Any], StateInfo]:
     try:
         state = load_json(read_text(path, limit=STATE_LIMIT, what="state backup"), path, what="state backup")

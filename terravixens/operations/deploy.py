@@ -139,6 +139,8 @@ def deploy(
         with journal.unit("synth"):
             console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.layers())}")
             ws.synth()
+    for layer in selected:  # before Terraform runs: a missing credential is its variable's name, not a provider error
+        tf.require_credentials(ws.stack_dir(layer), layer)
     applied = []
     for layer in selected:
         with journal.unit(layer) as unit:

@@ -27,7 +27,7 @@ from terravixens.guard.plan import NotAPlan, Plan, parse_plan_text
 from terravixens.inputs import InputError
 from terravixens.layers import HYPERVISORS
 from terravixens.logical_ids import node_id
-from terravixens.operations.backup import Backup, backup_state, pull_state
+from terravixens.operations.backup import Backup, backup_state, local_state, pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.journal import Journal, Unit
@@ -79,6 +79,7 @@ def make_plan(
     workdir = ws.stack_dir(layer)
     path = workdir / PLAN_FILE
     remove_quietly(path)
+    tf.require_credentials(workdir, layer)
     console.step(layer, "plan", " ".join(extra))
     result = tf.run_json(
         workdir,
@@ -108,14 +109,28 @@ def make_plan(
 # ---------------------------------------------------------------------------------------------------- judge
 def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str, dict[str, Any]]:
     """Each platform layer's deployed state (what its VMs use), and the `standalone` layer's (guests of the
-    hypervisors), initialising the layer's directory if needed."""
+    hypervisors), for the hypervisors' guard.
+
+    Only the layer asked for is initialised: a local state is read where it lies (`terraform init` of a platform
+    layer installs talos, which the offline mirror does not hold: the hypervisors layer deploys offline). An S3 state
+    is pulled, initialising the layer's directory if needed; a provider that init cannot install stops with one line
+    naming it and why it was needed."""
     states = {}
     for layer in ws.platform_layers() + ([STANDALONE] if STANDALONE in ws.layers() else []):
         workdir = ws.stack_dir(layer)
-        if not (workdir / ".terraform").exists():
-            console.step(layer, "init", "to read what its VMs use")
-            tf.init(workdir, layer)
-        _, state = pull_state(tf, workdir, layer)
+        local = local_state(workdir, layer)
+        if local is not None:
+            state = local[1]
+        else:
+            if not (workdir / ".terraform").exists():
+                console.step(layer, "init", "to read what its VMs use")
+                try:
+                    tf.init(workdir, layer)
+                except OperationError as error:
+                    raise OperationError(
+                        f"{HYPERVISORS}: its guard reads {layer}'s state (what its VMs use), and {error}", error.code
+                    ) from None
+            _, state = pull_state(tf, workdir, layer)
         if state:
             states[layer] = state
     return states

@@ -192,4 +192,22 @@ class Terraform:
         return result
 
     def init(self, workdir: Path, layer: str) -> None:
-        self.check(self.run(workdir, "init", "-input=false", "-no-color"), "init", layer)
+        """`terraform init`; a provider it cannot install (registry unreachable, or not in the mirror) is one line
+        naming the fix (terravixens.provider_install.init_failure), any other failure Terraform's own tail."""
+        result = self.run(workdir, "init", "-input=false", "-no-color")
+        if result.returncode != 0:
+            fix = provider_install.init_failure(f"{result.stderr}\n{result.stdout}", self.environment(workdir))
+            if fix is not None:
+                raise OperationError(f"{layer}: terraform init failed: {fix}", ExitCode.FAILED)
+        self.check(result, "init", layer)
+
+    def require_credentials(self, workdir: Path, layer: str) -> None:
+        """Before Terraform plans a layer: its providers' credentials are there (the variables named if not), so
+        that no provider error stands for a variable the operator did not set."""
+        try:
+            document = json.loads((Path(workdir) / "cdk.tf.json").read_text())
+        except (OSError, ValueError):
+            return  # no synthesized layer here: Terraform says so itself
+        problem = provider_install.missing_credentials(document, self.environment(workdir))
+        if problem is not None:
+            raise OperationError(f"{layer}: {problem}; nothing was run", ExitCode.BAD_INPUT)

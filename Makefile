@@ -27,6 +27,7 @@ export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
 .PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror providers provider-env tools clean
 
+BINDINGS := terravixens/_bindings
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
 # both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
@@ -35,32 +36,32 @@ PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
+	@$(MAKE) --no-print-directory $(BINDINGS)/.schema-stamp .venv/.editable .venv/.bytecode
 
 # The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
 TEST_MIRROR := mirror
 setup-test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
+	@$(MAKE) --no-print-directory $(BINDINGS)/.schema-stamp .venv/.editable .venv/.bytecode
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	node --version
 	touch $@
 
-# Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
-imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
+# Typed bindings in terravixens/_bindings/ (cdktf.json's codeMakerOutput; the package terravixens._bindings, ADR 0041)
+# from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
+$(BINDINGS)/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
 	python3 scripts/providers.py bindings
 
-# The package is installed editable by `pipenv sync`, before imports/ exists: setuptools' editable finder maps only the
-# top-level packages present at install time, so `imports` (the bindings) was not importable from the environment
-# (`pipenv run terravixens drift` from any folder: ModuleNotFoundError). Installing it again once the bindings exist
-# maps both; it also installs the console scripts (terravixens, terravixens-terraform). The virtualenv's own
+# The package is installed editable by `pipenv sync`, before the bindings exist. They live inside the package
+# (terravixens._bindings), which the editable finder maps whole; installing again once they exist checks that they
+# import from any folder and installs the console scripts (terravixens, terravixens-terraform). The virtualenv's own
 # setuptools builds it: no download.
-.venv/.editable: .venv/.installed imports/.schema-stamp pyproject.toml
+.venv/.editable: .venv/.installed $(BINDINGS)/.schema-stamp pyproject.toml
 	PYTHONWARNINGS=ignore pipenv run python -m pip install --quiet --no-deps --no-build-isolation --editable .
-	cd / && $(CURDIR)/.venv/bin/python -c "import imports.proxmox.provider, terravixens.tfwrap"
+	cd / && $(CURDIR)/.venv/bin/python -c "import terravixens._bindings.proxmox.provider, terravixens.tfwrap"
 	touch $@
 
 # Bytecode of everything a synth imports, at both optimization levels (cdktf.json runs the app as `python -O`; the
@@ -68,7 +69,7 @@ imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json c
 # PYTHONDONTWRITEBYTECODE for what it runs, so without this every synth would compile the bindings (and, under -O,
 # cdktf itself) again (docs/adr/0027-synth-speed.md).
 BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravixens.stacks, terravixens.synth, terravixens.cli
-.venv/.bytecode: .venv/.installed imports/.schema-stamp $(shell find terravixens -name '*.py')
+.venv/.bytecode: .venv/.installed $(BINDINGS)/.schema-stamp $(shell find terravixens -path '$(BINDINGS)' -prune -o -name '*.py' -print)
 	pipenv run python -c "$(BYTECODE_IMPORTS)"
 	pipenv run python -O -c "$(BYTECODE_IMPORTS)"
 	touch $@
@@ -98,7 +99,7 @@ $(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNA
 mirror:
 	python3 scripts/providers.py mirror
 
-providers: mirror imports/.schema-stamp
+providers: mirror $(BINDINGS)/.schema-stamp
 
 # Prints the exports of the selected mode: eval "$$(make -s provider-env TERRAVIXENS_PROVIDERS=mirror)"
 provider-env:
@@ -128,9 +129,9 @@ synth: setup
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
 # Lint and types, as configured in pyproject.toml ([tool.ruff], [tool.mypy]): ruff's rules, ruff's formatting (checked,
-# never rewritten here) and mypy over terravixens/. mypy reads the generated bindings (imports/) for the constructs'
-# types. `make test` runs it first, so CI fails on a lint or type error before any test runs.
-lint: .venv/.installed-dev imports/.schema-stamp
+# never rewritten here) and mypy over terravixens/. mypy reads the generated bindings (terravixens/_bindings/) for the
+# constructs' types. `make test` runs it first, so CI fails on a lint or type error before any test runs.
+lint: .venv/.installed-dev $(BINDINGS)/.schema-stamp
 	pipenv run ruff check
 	pipenv run ruff format --check
 	pipenv run mypy

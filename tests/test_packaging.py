@@ -83,8 +83,9 @@ def test_the_bindings_import_from_the_environment_outside_the_checkout(elsewhere
             sys.executable,
             "-c",
             (
-                "import imports.proxmox.provider, imports.talos.provider, "
-                "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')"
+                "import terravixens._bindings.proxmox.provider, terravixens._bindings.talos.provider, "
+                "terravixens._bindings.helm.provider, terravixens._bindings.kubernetes.provider, terravixens.stacks; "
+                "print('ok')"
             ),
         ],
         cwd=folder,

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from cdktf import TerraformOutput
 from constructs import Construct
 
-from imports.proxmox.download_file import DownloadFile
-from imports.proxmox.network_linux_bridge import NetworkLinuxBridge
-from imports.proxmox.user_token import UserToken
-from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
-from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
+from terravixens._bindings.proxmox.download_file import DownloadFile
+from terravixens._bindings.proxmox.network_linux_bridge import NetworkLinuxBridge
+from terravixens._bindings.proxmox.user_token import UserToken
+from terravixens._bindings.proxmox.virtual_environment_role import VirtualEnvironmentRole
+from terravixens._bindings.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
 from terravixens.config.model import ApiUser
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.logical_ids import hypervisor_id, pin

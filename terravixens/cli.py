@@ -433,8 +433,16 @@ def _spec_validate(args: argparse.Namespace) -> int:
 
 def _spec_serve(args: argparse.Namespace) -> int:
     from terravixens.config.loader import DEFAULT_SITE
-    from terravixens.specserver.server import ServeOptions, serve
     from terravixens.standalone.secrets import SECRETS_ENV
+
+    try:
+        from terravixens.specserver.server import ServeOptions, serve
+    except ModuleNotFoundError as error:  # the `serve` extra (pyproject.toml) is optional: say how to add it
+        missing = (error.name or "").partition(".")[0]
+        if missing not in ("starlette", "uvicorn", "httptools"):
+            raise
+        print(f"spec serve: {missing} is not installed: pip install 'terravixens[serve]'", file=sys.stderr)
+        return BAD_INPUT
 
     secrets = args.secrets or os.environ.get(SECRETS_ENV)
     if not secrets:

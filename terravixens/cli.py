@@ -1319,6 +1319,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
+    from terravixens.nodejs import jsii_environment
+
+    # Before any synth starts jsii: the project's Node.js 22, quiet (no end-of-life banner, no DEP0044).
+    os.environ.update(jsii_environment(os.environ, Path.cwd()))
     entry: Command = args.entry
     if not entry.returns(INTERRUPTED):
         return int(entry.run(args))

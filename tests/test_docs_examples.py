@@ -14,7 +14,7 @@ from terravixens import cli
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ROOT / "docs" / "commands.md"
 EXAMPLES = ROOT / "docs" / "examples"
-RUN = "$ pipenv run terravixens validate docs/examples/"
+RUN = "$ bin/terravixens validate docs/examples/"
 
 
 def documented_runs() -> list[tuple[str, list[str]]]:
@@ -35,7 +35,7 @@ def documented_runs() -> list[tuple[str, list[str]]]:
 @pytest.mark.parametrize("command, shown", documented_runs(), ids=lambda value: str(value)[:60])
 def test_a_documented_validate_prints_what_the_docs_show(command, shown, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    arguments = shlex.split(command)[3:]  # after `pipenv run terravixens`
+    arguments = shlex.split(command)[2:]  # after `bin/terravixens`
     code = cli.main(arguments)
     printed = capsys.readouterr()
     assert (printed.out + printed.err).splitlines() == shown

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.state_files",  # which paths may apply a stack; private state files
             "terravixens.runner",
             "terravixens.exitcodes",  # branches `runner` and `ops-core` (issue 16)
+            "terravixens.nodejs",  # which Node.js jsii runs (stdlib)
         ),
     ),
     ("site model", ("terravixens.config",)),

@@ -31,8 +31,11 @@ BINDINGS := terravixens/_bindings
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
 # both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
-# that the mirror step may refresh. Lines of the parallel steps interleave (each line whole).
-PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
+# that the mirror step may refresh. No --output-sync (it held a step's lines until the step ended): each long step
+# runs under scripts/step.py, which prints its start at once, its lines as they come prefixed with its name, a
+# heartbeat on a terminal (not in CI) and its duration at the end.
+PARALLEL := $(MAKE) --no-print-directory -j3
+STEP := python3 $(CURDIR)/scripts/step.py
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
@@ -42,18 +45,18 @@ setup:
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest.
 TEST_MIRROR := mirror
 setup-test:
-	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
+	@$(MAKE) --no-print-directory -j4 node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools
 	@$(MAKE) --no-print-directory $(BINDINGS)/.schema-stamp .venv/.editable .venv/.bytecode
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	@$(STEP) npm -- npm ci --no-audit --no-fund
 	node --version
 	touch $@
 
 # Typed bindings in terravixens/_bindings/ (cdktf.json's codeMakerOutput; the package terravixens._bindings, ADR 0041)
 # from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
 $(BINDINGS)/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
-	python3 scripts/providers.py bindings
+	@$(STEP) bindings -- python3 scripts/providers.py bindings
 
 # The package is installed editable by `pipenv sync`, before the bindings exist. They live inside the package
 # (terravixens._bindings), which the editable finder maps whole; installing again once they exist checks that they
@@ -86,18 +89,18 @@ tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
+	@cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local $(STEP) talos-validate-v$* -- go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
 		-o bin/.talos-validate-v$*.tmp . && mv bin/.talos-validate-v$*.tmp bin/talos-validate-v$*
 
 $(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNAPSHOT)/go.mod $(ETCD_SNAPSHOT)/go.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false \
+	@cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local $(STEP) etcd-snapshot -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.etcd-snapshot.tmp . && mv bin/.etcd-snapshot.tmp bin/etcd-snapshot
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.
 mirror:
-	python3 scripts/providers.py mirror
+	@$(STEP) mirror -- python3 scripts/providers.py mirror
 
 providers: mirror $(BINDINGS)/.schema-stamp
 
@@ -108,20 +111,20 @@ provider-env:
 # Runtime packages only: synth needs no test tools.
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
-	pipenv sync
+	@$(STEP) pipenv -- pipenv sync
 	touch $@
 
 # Runtime and test packages in one pass (the runtime stamp too).
 .venv/.installed-dev: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
-	pipenv sync --dev
+	@$(STEP) pipenv -- pipenv sync --dev
 	touch .venv/.installed $@
 
 # cdktf's own validation runs `$${TERRAFORM_BINARY_NAME:-terraform} version` during synth (the built-in terraform_data
 # resource needs Terraform >= 1.4): synth needs a Terraform CLI, though no provider. Say so before cdktf does.
 synth: setup
 	@command -v "$${TERRAFORM_BINARY_NAME:-terraform}" >/dev/null || { echo "make synth: no '$${TERRAFORM_BINARY_NAME:-terraform}' on PATH: cdktf runs it to check its version during synth. Install Terraform >= 1.5, or build OpenTofu with 'make mirror' and set TERRAFORM_BINARY_NAME=tofu." >&2; exit 2; }
-	cdktf synth --hide-diagnostics=false
+	@$(STEP) --inherit synth -- cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
 # One worker per core, each taking whole test files (module fixtures such as the fake Proxmox stay in one worker).

@@ -35,7 +35,7 @@ def documented_runs() -> list[tuple[str, list[str]]]:
 @pytest.mark.parametrize("command, shown", documented_runs(), ids=lambda value: str(value)[:60])
 def test_a_documented_validate_prints_what_the_docs_show(command, shown, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    arguments = shlex.split(command)[2:]  # after `bin/terravixens`
+    arguments = shlex.split(command)[1:]  # after `bin/terravixens`
     code = cli.main(arguments)
     printed = capsys.readouterr()
     assert (printed.out + printed.err).splitlines() == shown

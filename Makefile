@@ -27,15 +27,19 @@ export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
 .PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror tofu providers provider-env tools clean
 
+BINDINGS := terravixens/_bindings
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
 # npm, pip (and Go, when the mirror is needed) download and build side by side; then the bindings, which need
 # both environments (`cdktf get` looks up the cdktf Python package in the pipenv environment) and the schemas
-# that the mirror step may refresh. Lines of the parallel steps interleave (each line whole).
-PARALLEL := $(MAKE) --no-print-directory -j3 --output-sync=line
+# that the mirror step may refresh. No --output-sync (it held a step's lines until the step ended): each long step
+# runs under scripts/step.py, which prints its start at once, its lines as they come prefixed with its name, a
+# heartbeat on a terminal (not in CI) and its duration at the end.
+PARALLEL := $(MAKE) --no-print-directory -j3
+STEP := python3 $(CURDIR)/scripts/step.py
 
 setup:
 	@$(PARALLEL) node_modules/.installed .venv/.installed $(ASKED_MIRROR)
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
+	@$(MAKE) --no-print-directory $(BINDINGS)/.schema-stamp .venv/.editable .venv/.bytecode
 
 # The integration tests run Terraform against the mirror: they opt in to it (the unit tests do not need it).
 # The tests also need Talos' own validators (tools), built from the Go module proxy beside the rest, and OpenTofu
@@ -43,9 +47,9 @@ setup:
 TEST_MIRROR := mirror
 TEST_TOFU := tofu
 setup-test:
-	@$(MAKE) --no-print-directory -j4 --output-sync=line node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools \
+	@$(MAKE) --no-print-directory -j4 node_modules/.installed .venv/.installed-dev $(TEST_MIRROR) tools \
 		cloud-init-schema $(TEST_TOFU)
-	@$(MAKE) --no-print-directory imports/.schema-stamp .venv/.editable .venv/.bytecode
+	@$(MAKE) --no-print-directory $(BINDINGS)/.schema-stamp .venv/.editable .venv/.bytecode
 
 # Debian's cloud-init, unpacked (not installed), for `cloud-init schema` on every rendered cloud-init document.
 .PHONY: cloud-init-schema
@@ -53,22 +57,22 @@ cloud-init-schema:
 	@tools/cloud-init/install.sh
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	@$(STEP) npm -- npm ci --no-audit --no-fund
 	node --version
 	touch $@
 
-# Typed bindings in imports/ from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
-imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
-	python3 scripts/providers.py bindings
+# Typed bindings in terravixens/_bindings/ (cdktf.json's codeMakerOutput; the package terravixens._bindings, ADR 0041)
+# from the committed schemas (terravixens/schemas/): cdktf get, no Go, no Terraform CLI.
+$(BINDINGS)/.schema-stamp: node_modules/.installed .venv/.installed providers.json cdktf.json $(wildcard terravixens/schemas/*.json)
+	@$(STEP) bindings -- python3 scripts/providers.py bindings
 
-# The package is installed editable by `pipenv sync`, before imports/ exists: setuptools' editable finder maps only the
-# top-level packages present at install time, so `imports` (the bindings) was not importable from the environment
-# (`pipenv run terravixens drift` from any folder: ModuleNotFoundError). Installing it again once the bindings exist
-# maps both; it also installs the console scripts (terravixens, terravixens-terraform). The virtualenv's own
+# The package is installed editable by `pipenv sync`, before the bindings exist. They live inside the package
+# (terravixens._bindings), which the editable finder maps whole; installing again once they exist checks that they
+# import from any folder and installs the console scripts (terravixens, terravixens-terraform). The virtualenv's own
 # setuptools builds it: no download.
-.venv/.editable: .venv/.installed imports/.schema-stamp pyproject.toml
+.venv/.editable: .venv/.installed $(BINDINGS)/.schema-stamp pyproject.toml
 	PYTHONWARNINGS=ignore pipenv run python -m pip install --quiet --no-deps --no-build-isolation --editable .
-	cd / && $(CURDIR)/.venv/bin/python -c "import imports.proxmox.provider, terravixens.tfwrap"
+	cd / && $(CURDIR)/.venv/bin/python -c "import terravixens._bindings.proxmox.provider, terravixens.tfwrap"
 	touch $@
 
 # Bytecode of everything a synth imports, at both optimization levels (cdktf.json runs the app as `python -O`; the
@@ -76,7 +80,7 @@ imports/.schema-stamp: node_modules/.installed .venv/.installed providers.json c
 # PYTHONDONTWRITEBYTECODE for what it runs, so without this every synth would compile the bindings (and, under -O,
 # cdktf itself) again (docs/adr/0027-synth-speed.md).
 BYTECODE_IMPORTS := import sys; sys.dont_write_bytecode = False; import terravixens.stacks, terravixens.synth, terravixens.cli
-.venv/.bytecode: .venv/.installed imports/.schema-stamp $(shell find terravixens -name '*.py')
+.venv/.bytecode: .venv/.installed $(BINDINGS)/.schema-stamp $(shell find terravixens -path '$(BINDINGS)' -prune -o -name '*.py' -print)
 	pipenv run python -c "$(BYTECODE_IMPORTS)"
 	pipenv run python -O -c "$(BYTECODE_IMPORTS)"
 	touch $@
@@ -93,25 +97,25 @@ tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
+	@cd $(TALOS_VALIDATE) && GOTOOLCHAIN=local $(STEP) talos-validate-v$* -- go build -mod=readonly -trimpath -buildvcs=false -modfile=go.v$*.mod \
 		-o bin/.talos-validate-v$*.tmp . && mv bin/.talos-validate-v$*.tmp bin/talos-validate-v$*
 
 $(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNAPSHOT)/go.mod $(ETCD_SNAPSHOT)/go.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false \
+	@cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local $(STEP) etcd-snapshot -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.etcd-snapshot.tmp . && mv bin/.etcd-snapshot.tmp bin/etcd-snapshot
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.
 mirror:
-	python3 scripts/providers.py mirror
+	@$(STEP) mirror -- python3 scripts/providers.py mirror
 
 # OpenTofu at the version pinned in providers.json (>= 1.11), built from the Go module proxy into the cache's bin/
 # (on PATH for make); nothing is built when the binary there reports that version already.
 tofu:
 	python3 scripts/providers.py tofu
 
-providers: mirror imports/.schema-stamp
+providers: mirror $(BINDINGS)/.schema-stamp
 
 # Prints the exports of the selected mode: eval "$$(make -s provider-env TERRAVIXENS_PROVIDERS=mirror)"
 provider-env:
@@ -120,20 +124,20 @@ provider-env:
 # Runtime packages only: synth needs no test tools.
 .venv/.installed: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
-	pipenv sync
+	@$(STEP) pipenv -- pipenv sync
 	touch $@
 
 # Runtime and test packages in one pass (the runtime stamp too).
 .venv/.installed-dev: Pipfile Pipfile.lock pyproject.toml
 	command -v pipenv >/dev/null || python3 -m pip install --quiet --user "pipenv==$(PIPENV_VERSION)"
-	pipenv sync --dev
+	@$(STEP) pipenv -- pipenv sync --dev
 	touch .venv/.installed $@
 
 # cdktf's own validation runs `$${TERRAFORM_BINARY_NAME:-terraform} version` during synth (the built-in terraform_data
 # resource needs Terraform >= 1.4): synth needs a Terraform CLI, though no provider. Say so before cdktf does.
 synth: setup
 	@command -v "$${TERRAFORM_BINARY_NAME:-terraform}" >/dev/null || { echo "make synth: no '$${TERRAFORM_BINARY_NAME:-terraform}' on PATH: cdktf runs it to check its version during synth. Install Terraform >= 1.5, or build OpenTofu with 'make mirror' and set TERRAFORM_BINARY_NAME=tofu." >&2; exit 2; }
-	cdktf synth --hide-diagnostics=false
+	@$(STEP) --inherit synth -- cdktf synth --hide-diagnostics=false
 	@echo "synthesized: $$(ls cdktf.out/stacks | tr '\n' ' ')"
 
 # One worker per core, each taking whole test files (module fixtures such as the fake Proxmox stay in one worker).
@@ -141,9 +145,9 @@ synth: setup
 PYTEST_PARALLEL ?= -n auto --dist loadfile
 
 # Lint and types, as configured in pyproject.toml ([tool.ruff], [tool.mypy]): ruff's rules, ruff's formatting (checked,
-# never rewritten here) and mypy over terravixens/. mypy reads the generated bindings (imports/) for the constructs'
-# types. `make test` runs it first, so CI fails on a lint or type error before any test runs.
-lint: .venv/.installed-dev imports/.schema-stamp
+# never rewritten here) and mypy over terravixens/. mypy reads the generated bindings (terravixens/_bindings/) for the
+# constructs' types. `make test` runs it first, so CI fails on a lint or type error before any test runs.
+lint: .venv/.installed-dev $(BINDINGS)/.schema-stamp
 	pipenv run ruff check
 	pipenv run ruff format --check
 	pipenv run mypy

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Fresh-machine set-up time: `make` targets in a fresh clone with every cache empty. Standard library only.
 
-    python3 benchmarks/cold_setup.py [--rev HEAD] [--targets synth,test] [--keep]
+    python3 benchmarks/cold_setup.py [--rev HEAD] [--targets synth,test] [--warm N] [--keep]
 
 Clones --rev of this repository into a temporary folder and runs each target in turn with empty, private caches
 (npm, pip, pipenv, Go modules and build, the terravixens cache, HOME — so pipenv is installed afresh too), so
 nothing of this machine's caches is used or disturbed. The first target runs cold; each later one finds what the
 earlier ones set up (e.g. `test` after `synth`). Prints per target the wall time, the CPU seconds of everything it
-ran, its exit code and the toolchain's own step lines; the machine and the load average come first, because on
-a shared machine the wall time depends on them. Needs the network to npm, PyPI and the Go module proxy.
+ran, its exit code and the per-step times (scripts/step.py's `[step] done (N s)` lines, the providers' own lines);
+the machine and the load average come first, because on a shared machine the wall time depends on them. --warm N
+then runs `make synth` N more times in the same clone (everything set up: the warm synth of the example site).
+Needs the network to npm, PyPI and the Go module proxy.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -28,6 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.paths import scrubbed, shown  # noqa: E402
+
+# What each set-up step printed at its end (scripts/step.py), and the providers' own timed lines.
+STEP_LINE = re.compile(r"^(\[[\w.-]+\] (done|failed with exit \d+) \(|(\[[\w.-]+\] )?\[providers\] .*\(\d)")
 
 
 def machine() -> str:
@@ -77,6 +83,7 @@ def main() -> int:
     parser.add_argument("--rev", default="HEAD", help="revision of this repository to clone (default HEAD)")
     parser.add_argument("--targets", default="synth,test", help="make targets, run in this order")
     parser.add_argument("--keep", action="store_true", help="keep the clone and its caches (printed)")
+    parser.add_argument("--warm", type=int, default=0, help="then N warm `make synth` runs in the same clone")
     args = parser.parse_args()
     revision = subprocess.run(
         ["git", "rev-parse", "--short", args.rev], cwd=ROOT, capture_output=True, text=True, check=True
@@ -98,8 +105,10 @@ def main() -> int:
     }
     env.update(private_caches(base / "caches"))
     failed = 0
-    for target in args.targets.split(","):
-        log = base / f"make-{target}.log"
+    targets = args.targets.split(",")
+    for number, target in enumerate(targets + ["synth"] * args.warm):
+        warm = number >= len(targets)
+        log = base / f"make-{target}-{number}.log"
         cpu, started = children_cpu(), time.monotonic()
         with log.open("w") as out:
             code = subprocess.run(
@@ -107,12 +116,12 @@ def main() -> int:
             ).returncode
         wall, used = time.monotonic() - started, children_cpu() - cpu
         print(
-            f"make {target}: {wall:.0f} s wall ({int(wall // 60)} min {wall % 60:02.0f} s), {used:.0f} s CPU, "
-            f"exit {code}",
+            f"make {target}{' (warm)' if warm else ''}: {wall:.1f} s wall ({int(wall // 60)} min {wall % 60:02.0f} s), "
+            f"{used:.0f} s CPU, exit {code}",
             flush=True,
         )
         for line in log.read_text(errors="replace").splitlines():
-            if line.startswith("[providers]") or " packages in " in line or " passed" in line or "failed" in line:
+            if STEP_LINE.match(line) or " packages in " in line or re.search(r"\d+ passed", line):
                 print(f"    {scrubbed(line.strip(), SCRATCH=base)}", flush=True)
         failed |= code != 0
     if args.keep:

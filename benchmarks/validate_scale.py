@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from terravixens.config import model as site_model  # noqa: E402
 from terravixens.config import site_rules  # noqa: E402
-from terravixens.config.loader import DEFAULT_SITE, SITE_LIMIT, load_site  # noqa: E402
+from terravixens.config.loader import SITE_LIMIT, load_site  # noqa: E402
 from terravixens.config.model import Site  # noqa: E402
 from terravixens.inputs import load_yaml, read_text  # noqa: E402
 
@@ -42,7 +42,7 @@ HYPERVISORS = ("pve1", "pve2", "pve3", "pve4")
 
 
 def site_text(nodes: int) -> str:
-    data = yaml.safe_load(DEFAULT_SITE.read_text())
+    data = yaml.safe_load((ROOT / "sites" / "example.yaml").read_text())
     for name in HYPERVISORS:
         data["hypervisors"].setdefault(name, copy.deepcopy(data["hypervisors"]["pve2"])).update(node_name=name)
     cluster = data["clusters"]["prod"]

@@ -515,8 +515,16 @@ def _spec_validate(args: argparse.Namespace) -> int:
 
 def _spec_serve(args: argparse.Namespace) -> int:
     from terravixens.config.loader import DEFAULT_SITE
-    from terravixens.specserver.server import ServeOptions, serve
     from terravixens.standalone.secrets import SECRETS_ENV
+
+    try:
+        from terravixens.specserver.server import ServeOptions, serve
+    except ModuleNotFoundError as error:  # the `serve` extra (pyproject.toml) is optional: say how to add it
+        missing = (error.name or "").partition(".")[0]
+        if missing not in ("starlette", "uvicorn", "httptools"):
+            raise
+        print(f"spec serve: {missing} is not installed: pip install 'terravixens[serve]'", file=sys.stderr)
+        return BAD_INPUT
 
     secrets = args.secrets or os.environ.get(SECRETS_ENV)
     if not secrets:
@@ -1683,6 +1691,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
+    from terravixens.nodejs import jsii_environment
+
+    # Before any synth starts jsii: the project's Node.js 22, quiet (no end-of-life banner, no DEP0044).
+    os.environ.update(jsii_environment(os.environ, Path.cwd()))
     entry: Command = args.entry
     if not entry.returns(INTERRUPTED):
         return int(entry.run(args))

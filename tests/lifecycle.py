@@ -35,7 +35,6 @@ from typing import Any
 
 import yaml
 
-from terravixens.config.loader import DEFAULT_SITE
 from terravixens.guard import (
     GuardContext,
     RebootChecks,
@@ -52,6 +51,7 @@ from terravixens.rules import ALL_RULES
 from terravixens.stackdiff import Changes, addresses, diff, effective
 from terravixens.stacks import build_app, stack_names
 from tests import support, talos_tool
+from tests.support import EXAMPLE_SITE as DEFAULT_SITE
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "prod"

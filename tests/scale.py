@@ -6,7 +6,7 @@ import copy
 
 import yaml
 
-from terravixens.config.loader import DEFAULT_SITE
+from tests.support import EXAMPLE_SITE
 
 CONTROL_PLANES = 3
 
@@ -18,7 +18,7 @@ def scaled_site_data(nodes: int) -> dict:
         raise ValueError(
             f"a scaled site has {CONTROL_PLANES} control planes and at least one worker: got {nodes} nodes"
         )
-    data = yaml.safe_load(DEFAULT_SITE.read_text())
+    data = yaml.safe_load(EXAMPLE_SITE.read_text())
     cluster = data["clusters"]["prod"]
     assert len(cluster["control_planes"]) == CONTROL_PLANES, "the example site changed: update tests/scale.py"
     template = copy.deepcopy(cluster["workers"]["wk-a"])

@@ -10,18 +10,21 @@ from pathlib import Path
 
 import yaml
 
-from terravixens.config.loader import DEFAULT_SITE, parse_site
+from terravixens.config.loader import parse_site
 from terravixens.config.model import Site
 from terravixens.stacks import build_app, stack_names
 
+# The checkout's example site, whatever folder a test runs in (DEFAULT_SITE is relative to the current folder).
+EXAMPLE_SITE = Path(__file__).resolve().parent.parent / "sites" / "example.yaml"
+
 
 def example_data() -> dict:
-    return yaml.safe_load(DEFAULT_SITE.read_text())
+    return yaml.safe_load(EXAMPLE_SITE.read_text())
 
 
 def loopback_data(endpoint: str = "https://127.0.0.42:8006/") -> dict:
     """The example site with every address on loopback (10.a.b.c -> 127.a.b.c), for tests that run tools."""
-    text = re.sub(r"\b10\.(\d+)\.(\d+)\.(\d+)", r"127.\1.\2.\3", DEFAULT_SITE.read_text())
+    text = re.sub(r"\b10\.(\d+)\.(\d+)\.(\d+)", r"127.\1.\2.\3", EXAMPLE_SITE.read_text())
     data = yaml.safe_load(text)
     data["proxmox"] = {"endpoint": endpoint, "insecure": False}
     for hypervisor in data["hypervisors"].values():

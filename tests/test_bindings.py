@@ -6,11 +6,12 @@ from pathlib import Path
 
 from cdktf import App, TerraformStack
 
-from imports.kubernetes.provider import KubernetesProvider
-from imports.kubernetes.secret_v1 import SecretV1
+from terravixens._bindings.kubernetes.provider import KubernetesProvider
+from terravixens._bindings.kubernetes.secret_v1 import SecretV1
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "terravixens" / "schemas"
+BINDINGS = ROOT / "terravixens" / "_bindings"
 
 
 def test_every_provider_in_cdktf_json_has_generated_bindings():
@@ -18,7 +19,7 @@ def test_every_provider_in_cdktf_json_has_generated_bindings():
     names = [constraint.partition("@")[0].split("/")[1] for constraint in constraints]
     assert names == ["proxmox", "talos", "helm", "kubernetes"]
     for name in names:
-        assert (ROOT / "imports" / name / "__init__.py").exists(), f"imports/{name}: run `make setup`"
+        assert (BINDINGS / name / "__init__.py").exists(), f"terravixens/_bindings/{name}: run `make setup`"
 
 
 def test_prebuilt_provider_packages_are_gone():

@@ -1351,7 +1351,7 @@ def review_strict_flags_a_code_change(lab: Lab) -> None:
     REFUSED. A real review: a clone of this repository at HEAD against its edited working tree."""
     clone = lab.folder / "repo"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True, timeout=120)
-    (clone / "imports").symlink_to(ROOT / "imports")
+    (clone / "terravixens" / "_bindings").symlink_to(ROOT / "terravixens" / "_bindings")
     node = clone / "terravixens" / "constructs" / "talos_node.py"
     node.write_text(node.read_text().replace('"Talos node managed by terravixens"', '"Talos node, edited"'))
     lab.monkeypatch.chdir(clone)

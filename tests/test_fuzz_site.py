@@ -33,10 +33,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from terravixens.cli import main
-from terravixens.config.loader import DEFAULT_SITE
+from tests.support import EXAMPLE_SITE
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_TEXT = DEFAULT_SITE.read_text()
+EXAMPLE_TEXT = EXAMPLE_SITE.read_text()
 EXAMPLE = yaml.safe_load(EXAMPLE_TEXT)
 FUZZ_EXAMPLES = 2000
 NIGHTLY_EXAMPLES = int(os.environ.get("TERRAVIXENS_FUZZ_EXAMPLES", "25000"))

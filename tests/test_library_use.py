@@ -6,8 +6,8 @@ import json
 
 from cdktf import App, LocalBackend, TerraformStack
 
-from imports.proxmox.provider import ProxmoxProvider
-from imports.talos.provider import TalosProvider
+from terravixens._bindings.proxmox.provider import ProxmoxProvider
+from terravixens._bindings.talos.provider import TalosProvider
 from terravixens.config.model import Cluster, Node, NodeNetworks, VlanInterface
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.placement import place

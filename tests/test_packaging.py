@@ -12,14 +12,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from terravixens.config.loader import DEFAULT_SITE
 from tests.fake_terraform import OPERATOR_CREDENTIALS
+from tests.support import EXAMPLE_SITE
 
 BIN = Path(sys.executable).parent
 BROKEN = ("ImportError", "ModuleNotFoundError", "Traceback (most recent call last)")
@@ -85,8 +88,9 @@ def test_the_bindings_import_from_the_environment_outside_the_checkout(elsewhere
             sys.executable,
             "-c",
             (
-                "import imports.proxmox.provider, imports.talos.provider, "
-                "imports.helm.provider, imports.kubernetes.provider, terravixens.stacks; print('ok')"
+                "import terravixens._bindings.proxmox.provider, terravixens._bindings.talos.provider, "
+                "terravixens._bindings.helm.provider, terravixens._bindings.kubernetes.provider, terravixens.stacks; "
+                "print('ok')"
             ),
         ],
         cwd=folder,
@@ -124,9 +128,9 @@ def test_every_command_answers_help_from_any_folder(elsewhere):
 
 
 def test_validate_and_stacks_from_any_folder(elsewhere):
-    validate = run(elsewhere, "terravixens", "validate", str(DEFAULT_SITE))
+    validate = run(elsewhere, "terravixens", "validate", str(EXAMPLE_SITE))
     assert validate.returncode == 0, validate.stderr
-    stacks = run(elsewhere, "terravixens", "stacks", str(DEFAULT_SITE))
+    stacks = run(elsewhere, "terravixens", "stacks", str(EXAMPLE_SITE))
     assert stacks.returncode == 0 and stacks.stdout.split() == ["hypervisors", "platform-prod", "gitops-prod"]
 
 
@@ -140,7 +144,7 @@ def test_validate_and_stacks_from_any_folder(elsewhere):
 )
 def test_operations_synthesize_then_reach_terraform_from_any_folder(elsewhere, argv, code, first):
     """Synth (the bindings imported, every stack built) then the first Terraform call, which the stand-in fails."""
-    result = run(elsewhere, "terravixens", argv[0], "--site", str(DEFAULT_SITE), *argv[1:])
+    result = run(elsewhere, "terravixens", argv[0], "--site", str(EXAMPLE_SITE), *argv[1:])
     assert result.returncode == code, (result.stdout[-2000:], result.stderr[-2000:])
     assert f"terraform {first} failed" in result.stderr and "stand-in terraform" in result.stderr
     assert (elsewhere[0] / "cdktf.out" / "stacks" / "hypervisors" / "cdk.tf.json").is_file()
@@ -151,3 +155,140 @@ def test_the_wrapper_cdktf_runs_is_installed_and_passes_through(elsewhere):
     result = run(elsewhere, "terravixens-terraform", "version", "-json")
     assert result.returncode == 0 and json.loads(result.stdout)["terraform_version"] == "1.11.4"
     assert stub_calls(elsewhere) == [["version", "-json"]]
+
+
+# --- The wheel and the bindings' namespace (ADR 0041) -------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+PROVIDERS = ("proxmox", "talos", "helm", "kubernetes")
+
+
+def project_copy(folder: Path, with_bindings: bool) -> Path:
+    """What a wheel is built from (pyproject.toml, its backend, README.md, cdktf.json, the package), in `folder`."""
+    (folder / "scripts").mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "cdktf.json", "scripts/build_backend.py"):
+        (folder / name).write_bytes((ROOT / name).read_bytes())
+    skipped = ["__pycache__", "*.pyc"] + ([] if with_bindings else ["_bindings"])
+    shutil.copytree(ROOT / "terravixens", folder / "terravixens", ignore=shutil.ignore_patterns(*skipped))
+    return folder
+
+
+def build_wheel(folder: Path) -> subprocess.CompletedProcess:
+    """pip's own wheel build through pyproject.toml's backend (the environment's setuptools: no download)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            "dist",
+            ".",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory) -> list[str]:
+    folder = project_copy(tmp_path_factory.mktemp("wheel"), with_bindings=True)
+    built = build_wheel(folder)
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = (folder / "dist").glob("terravixens-*.whl")
+    return zipfile.ZipFile(wheel).namelist()
+
+
+def test_the_wheel_ships_the_bindings_inside_the_package_and_no_top_level_imports(wheel_names):
+    tops = {name.split("/")[0] for name in wheel_names}
+    assert tops == {"terravixens", "terravixens-0.1.0.dist-info"}, tops
+    for provider in PROVIDERS:
+        assert f"terravixens/_bindings/{provider}/__init__.py" in wheel_names
+        assert f"terravixens/_bindings/{provider}/_jsii/{provider}@0.0.0.jsii.tgz" in wheel_names
+        assert f"terravixens/_bindings/{provider}/provider/__init__.py" in wheel_names
+
+
+def test_a_wheel_without_the_bindings_fails_with_the_command_to_run(tmp_path):
+    built = build_wheel(project_copy(tmp_path, with_bindings=False))
+    assert built.returncode != 0 and not list((tmp_path / "dist").glob("*.whl"))
+    assert (
+        "terravixens: no generated provider bindings in terravixens/_bindings/ for proxmox, talos, helm, kubernetes: "
+        "run `make setup` (or `python3 scripts/providers.py bindings`) in the checkout before building a wheel"
+    ) in built.stderr
+    assert "Traceback" not in built.stderr
+
+
+def test_the_backend_names_only_the_providers_missing(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_backend
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert build_backend.missing_bindings(ROOT) == []
+    folder = project_copy(tmp_path, with_bindings=False)
+    (folder / "terravixens" / "_bindings" / "talos").mkdir(parents=True)
+    (folder / "terravixens" / "_bindings" / "talos" / "__init__.py").write_text("")
+    assert build_backend.missing_bindings(folder) == ["proxmox", "helm", "kubernetes"]
+
+
+def test_a_projects_own_imports_package_cannot_hide_ours(elsewhere, tmp_path):
+    """Every cdktf project has an imports/ of its own: run from such a folder (first on sys.path, as `python -c` and
+    `python main.py` put it), the library's constructs still find their bindings, and the project's stays its own."""
+    env = elsewhere[1]
+    project = tmp_path / "my-cdktf-project"
+    (project / "imports" / "proxmox").mkdir(parents=True)
+    (project / "imports" / "__init__.py").write_text("MINE = True\n")
+    (project / "imports" / "proxmox" / "__init__.py").write_text("raise ImportError('the project imports/ was used')\n")
+    code = (
+        "import imports, terravixens.stacks, terravixens._bindings.proxmox.provider as p; "
+        "from terravixens.config.loader import load_site; from terravixens.stacks import build_app; "
+        f"build_app(load_site({str(EXAMPLE_SITE)!r}), 'out'); "
+        "print(imports.MINE, p.__name__)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["True", "terravixens._bindings.proxmox.provider"]
+
+
+def test_spec_serve_without_the_serve_extra_names_the_pip_command(elsewhere):
+    """`uvicorn` (or Starlette) hidden as if the `serve` extra were not installed: one line, exit 2, no traceback."""
+    folder, env = elsewhere
+    for missing in ("uvicorn", "starlette"):
+        code = (
+            f"import sys; sys.modules[{missing!r}] = None; from terravixens.cli import main; "
+            "sys.exit(main(['spec', 'serve', '--secrets', 'secrets.yaml']))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 2, (result.stdout, result.stderr)
+        assert result.stderr == f"spec serve: {missing} is not installed: pip install 'terravixens[serve]'\n"
+
+
+def test_the_default_site_is_relative_to_the_current_folder(elsewhere, tmp_path):
+    """Never sites/example.yaml beside the installed package (site-packages): the current folder's, or an error
+    naming it and the fix."""
+
+    assert not DEFAULT_SITE.is_absolute() and Path("sites", "example.yaml") == DEFAULT_SITE
+    env = {k: v for k, v in elsewhere[1].items() if k != "TERRAVIXENS_SITE"}
+    absent = subprocess.run(
+        [str(BIN / "terravixens"), "validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert absent.returncode == 2 and "site-packages" not in absent.stderr
+    assert absent.stderr.startswith("sites/example.yaml: 1 problem in the site file")
+    assert "check the path or set TERRAVIXENS_SITE" in absent.stderr
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "example.yaml").write_text(EXAMPLE_SITE.read_text())
+    present = subprocess.run(
+        [str(BIN / "terravixens"), "validate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert present.returncode == 0 and present.stdout.startswith("site: ok"), present.stderr

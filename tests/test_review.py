@@ -102,7 +102,7 @@ def clone(tmp_path_factory):
     """A throwaway clone of this repository (its committed HEAD), with the working tree's generated bindings."""
     path = tmp_path_factory.mktemp("clone") / "repo"
     subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(path)], check=True, timeout=120)
-    (path / "imports").symlink_to(ROOT / "imports")
+    (path / "terravixens" / "_bindings").symlink_to(ROOT / "terravixens" / "_bindings")
     return path
 
 
@@ -141,7 +141,7 @@ def test_review_of_an_unknown_ref_is_bad_input(clone):
 
 
 def test_git_environment_is_not_needed_beyond_git(clone):
-    assert os.access(clone / "imports", os.R_OK)
+    assert os.access(clone / "terravixens" / "_bindings", os.R_OK)
 
 
 def test_a_change_flows_through_a_reference_nested_in_an_expression():

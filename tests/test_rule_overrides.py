@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from cdktf import App, TerraformStack
 
-from imports.proxmox.provider import ProxmoxProvider
-from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser
+from terravixens._bindings.proxmox.provider import ProxmoxProvider
+from terravixens._bindings.proxmox.virtual_environment_user import VirtualEnvironmentUser
 from terravixens.logical_ids import pin
 from terravixens.rules import apply_rules, overrides
 from terravixens.stacks import build_app
@@ -39,8 +39,8 @@ except RuntimeError as error:
 """
 CDKTF = (
     "from cdktf import App, TerraformStack\n"
-    "from imports.proxmox.provider import ProxmoxProvider\n"
-    "from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser"
+    "from terravixens._bindings.proxmox.provider import ProxmoxProvider\n"
+    "from terravixens._bindings.proxmox.virtual_environment_user import VirtualEnvironmentUser"
 )
 TERRAVIXENS = "from terravixens.logical_ids import pin\nfrom terravixens.rules import apply_rules"
 

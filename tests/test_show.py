@@ -14,10 +14,11 @@ import pytest
 import yaml
 
 from terravixens import cli
-from terravixens.config.loader import DEFAULT_SITE, parse_site
+from terravixens.config.loader import parse_site
 from terravixens.config.model import Site
 from terravixens.operations import show as s
 from tests import json_shapes
+from tests.support import EXAMPLE_SITE as DEFAULT_SITE
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDALONE_SITE = ROOT / "sites" / "standalone.yaml"
@@ -408,7 +409,7 @@ def documented_shows() -> list[tuple[str, list[str]]]:
     runs: list[tuple[str, list[str]]] = []
     for block in re.findall(r"```console\n(.*?)```", (ROOT / "docs" / "commands.md").read_text(), re.S):
         lines = block.splitlines()
-        if lines and lines[0].startswith("$ pipenv run terravixens show"):
+        if lines and lines[0].startswith("$ bin/terravixens show"):
             runs.append((lines[0][2:], lines[1:]))
     return runs
 
@@ -419,17 +420,17 @@ def test_the_docs_paste_what_show_prints_today(command, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("TERRAVIXENS_SITE", raising=False)
     shown = dict(documented_shows())[command]
-    assert cli.main(command.split()[3:]) == 0
+    assert cli.main(command.split()[1:]) == 0
     assert capsys.readouterr().out.splitlines() == shown
 
 
 def test_every_format_is_pasted_in_the_docs():
     commands = [command for command, _ in documented_shows()]
     assert commands == [
-        "pipenv run terravixens show",
-        "pipenv run terravixens show --site sites/standalone.yaml",
-        "pipenv run terravixens show --format json",
-        "pipenv run terravixens show --format mermaid",
+        "bin/terravixens show",
+        "bin/terravixens show --site sites/standalone.yaml",
+        "bin/terravixens show --format json",
+        "bin/terravixens show --format mermaid",
     ]
 
 

@@ -1505,9 +1505,9 @@ WK_A_VLAN_120 = "            120: {address: 10.12.0.21/24}\n"
 
 
 def site_text() -> str:
-    from terravixens.config.loader import DEFAULT_SITE
+    from tests.support import EXAMPLE_SITE
 
-    return DEFAULT_SITE.read_text()
+    return EXAMPLE_SITE.read_text()
 
 
 def loaded_problems(tmp_path, text: str) -> list[SiteProblem]:

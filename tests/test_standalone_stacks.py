@@ -11,7 +11,7 @@ from cdktf import App, TerraformStack
 from cdktf import Testing as CdktfTesting  # aliased: pytest would try to collect a class named Test*
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from imports.proxmox.virtual_environment_container import VirtualEnvironmentContainer
+from terravixens._bindings.proxmox.virtual_environment_container import VirtualEnvironmentContainer
 from terravixens.config.loader import SiteError, parse_site
 from terravixens.constructs.standalone_container import StandaloneContainer, StandaloneContainerProps, os_type_of
 from terravixens.constructs.standalone_vm import StandaloneVm, StandaloneVmProps

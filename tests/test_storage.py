@@ -296,7 +296,7 @@ def test_a_bad_storage_id_is_located():
 
 
 def test_standalone_guests_name_storage_with_the_content_their_disk_needs():
-    data = support.yaml.safe_load((support.DEFAULT_SITE.parent / "standalone.yaml").read_text())
+    data = support.yaml.safe_load((support.EXAMPLE_SITE.parent / "standalone.yaml").read_text())
     data["hypervisors"]["pve1"]["storage"] = {"tank": {"type": "zfspool", "pool": "tank", "content": ["images"]}}
     data["standalone"]["nodes"]["nest1"]["storage"] = "tank"
     site = parse_site(copy.deepcopy(data), "site.yaml")  # a vm-type disk on images: fine
@@ -315,10 +315,10 @@ def test_standalone_guests_name_storage_with_the_content_their_disk_needs():
 
 
 def test_a_standalone_vm_disk_and_cloud_init_drive_go_to_its_storage():
-    data = support.yaml.safe_load((support.DEFAULT_SITE.parent / "standalone.yaml").read_text())
+    data = support.yaml.safe_load((support.EXAMPLE_SITE.parent / "standalone.yaml").read_text())
     data["hypervisors"]["pve1"]["storage"] = {"tank": {"type": "zfspool", "pool": "tank"}}
     data["standalone"]["nodes"]["nest1"]["storage"] = "tank"
-    site = parse_site(data, str(support.DEFAULT_SITE.parent / "standalone.yaml"))
+    site = parse_site(data, str(support.EXAMPLE_SITE.parent / "standalone.yaml"))
     stacks = support.synth(site)
     body = stacks["standalone"]["resource"]["proxmox_virtual_environment_vm"]["sa_nest1_vm"]
     assert body["disk"][0]["datastore_id"] == "tank"
@@ -376,21 +376,21 @@ def test_deploy_hands_the_csi_secret_to_that_gitops_layer_only(tmp_path):
     secrets = _secrets_file(
         tmp_path, f"schema_version: 1\n{FLUX}csi:\n  prod: {{username: pve-csi, password: {PASSWORD}}}\n"
     )
-    env = layer_env(site, str(support.DEFAULT_SITE), secrets, [G, H, P])
+    env = layer_env(site, str(support.EXAMPLE_SITE), secrets, [G, H, P])
     assert json.loads(env[G][CSI_ENV]) == {"password": PASSWORD, "username": "pve-csi"}
     assert CSI_ENV not in env.get(H, {}) and CSI_ENV not in env.get(P, {})
-    assert layer_env(site, str(support.DEFAULT_SITE), secrets, [H]) == {}
+    assert layer_env(site, str(support.EXAMPLE_SITE), secrets, [H]) == {}
 
 
 def test_a_missing_csi_entry_is_an_input_error_before_terraform(tmp_path):
     site = support.site_from(_csi_site())
     secrets = _secrets_file(tmp_path, f"schema_version: 1\n{FLUX}")
     with pytest.raises(OperationError) as caught:
-        layer_env(site, str(support.DEFAULT_SITE), secrets, [G])
+        layer_env(site, str(support.EXAMPLE_SITE), secrets, [G])
     assert caught.value.code == 2
     assert "no entry for cluster 'prod', whose clusters.prod.csi asks for a Secret: add csi.prod" in str(caught.value)
     bad = _secrets_file(tmp_path, f"schema_version: 1\n{FLUX}csi:\n  prod: {{'a b': {PASSWORD}}}\n")
     with pytest.raises(OperationError) as caught:
-        layer_env(site, str(support.DEFAULT_SITE), bad, [G])
+        layer_env(site, str(support.EXAMPLE_SITE), bad, [G])
     assert "csi.prod" in str(caught.value) and "is no Secret key" in str(caught.value)
     assert PASSWORD not in str(caught.value)

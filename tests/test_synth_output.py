@@ -79,7 +79,8 @@ def test_main_synthesizes_the_example_site_like_cdktf_synth(tmp_path, example_sy
     """main.py is what `cdktf synth` runs, with the interpreter flags cdktf.json gives it (`python -O`): with
     CDKTF_OUTDIR set it writes every stack there, the same JSON as a synth without -O."""
     words = json.loads((ROOT / "cdktf.json").read_text())["app"].split()
-    flags = [word for word in words[words.index("python") + 1 :] if word.startswith("-")]
+    assert words[0] == ".venv/bin/python"  # the project's environment, no pipenv needed (ADR 0042)
+    flags = [word for word in words[1:] if word.startswith("-")]
     env = dict(os.environ, CDKTF_OUTDIR=str(tmp_path), TERRAVIXENS_SITE=str(ROOT / "sites" / "example.yaml"))
     result = subprocess.run(
         [sys.executable, *flags, "main.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300

@@ -23,7 +23,9 @@ from terravixens.config.storage import STORAGE_TYPES
 from terravixens.inputs import InputError, Lines, Problem, load_yaml, looks_secret, read_text, shown_at
 from terravixens.inputs.problems import field_path
 
-DEFAULT_SITE = Path(__file__).resolve().parents[2] / "sites" / "example.yaml"
+# Relative to the folder the command runs in (a checkout, or a site repository laid out like one): never a path inside
+# the installed package, which would be site-packages/sites/example.yaml once installed from a wheel.
+DEFAULT_SITE = Path("sites") / "example.yaml"
 SITE_ENV = "TERRAVIXENS_SITE"
 SITE_LIMIT = 1024 * 1024
 WHAT = "site file"
@@ -98,7 +100,7 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
 
 
 def load_site(path: Path | str | None = None) -> Site:
-    """Reads the site file at `path`, else $TERRAVIXENS_SITE, else the shipped example."""
+    """Reads the site file at `path`, else $TERRAVIXENS_SITE, else sites/example.yaml in the current folder."""
     path = Path(path or os.environ.get(SITE_ENV) or DEFAULT_SITE)
     try:
         text = read_text(path, limit=SITE_LIMIT, what=WHAT)

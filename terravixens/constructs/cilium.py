@@ -9,7 +9,7 @@ import yaml
 from cdktf import AssetType, TerraformAsset
 from constructs import Construct
 
-from imports.helm.release import Release
+from terravixens._bindings.helm.release import Release
 from terravixens.config.model import CiliumConfig
 from terravixens.logical_ids import cluster_id, pin
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
 
-from imports.talos.data_talos_machine_configuration import DataTalosMachineConfiguration
-from imports.talos.machine_secrets import MachineSecrets
+from terravixens._bindings.talos.data_talos_machine_configuration import DataTalosMachineConfiguration
+from terravixens._bindings.talos.machine_secrets import MachineSecrets
 from terravixens.config.model import Cluster
 from terravixens.constructs.build import locate
 from terravixens.logical_ids import cluster_id, pin

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from cdktf import DataResource, TerraformOutput, TerraformResourceLifecycle
 from constructs import Construct
 
-from imports.talos.cluster_kubeconfig import ClusterKubeconfig
-from imports.talos.data_talos_client_configuration import DataTalosClientConfiguration
-from imports.talos.data_talos_cluster_health import DataTalosClusterHealth
-from imports.talos.machine_bootstrap import MachineBootstrap
+from terravixens._bindings.talos.cluster_kubeconfig import ClusterKubeconfig
+from terravixens._bindings.talos.data_talos_client_configuration import DataTalosClientConfiguration
+from terravixens._bindings.talos.data_talos_cluster_health import DataTalosClusterHealth
+from terravixens._bindings.talos.machine_bootstrap import MachineBootstrap
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.constructs.talos_node import TalosNode
 from terravixens.logical_ids import cluster_id, pin

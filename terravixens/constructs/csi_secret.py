@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from cdktf import Fn, TerraformResource, TerraformVariable, TerraformVariableValidationConfig, Token
 from constructs import Construct
 
-from imports.kubernetes.namespace_v1 import NamespaceV1
-from imports.kubernetes.secret_v1 import SecretV1
+from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
+from terravixens._bindings.kubernetes.secret_v1 import SecretV1
 from terravixens.config.storage import CsiSecret as CsiSecretSpec
 from terravixens.logical_ids import cluster_id, pin
 from terravixens.standalone.csi_credentials import CSI_VARIABLE

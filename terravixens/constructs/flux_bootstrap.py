@@ -10,9 +10,9 @@ import yaml
 from cdktf import AssetType, Fn, TerraformAsset, TerraformVariable, TerraformVariableValidationConfig, Token
 from constructs import Construct
 
-from imports.helm.release import Release
-from imports.kubernetes.namespace_v1 import NamespaceV1
-from imports.kubernetes.secret_v1 import SecretV1
+from terravixens._bindings.helm.release import Release
+from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
+from terravixens._bindings.kubernetes.secret_v1 import SecretV1
 from terravixens.config.model import FluxConfig
 from terravixens.constructs.cilium import Cilium
 from terravixens.logical_ids import cluster_id, pin

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from cdktf import TerraformOutput, TerraformResource, TerraformResourceLifecycle, TerraformVariable
 from constructs import Construct
 
-from imports.proxmox.download_file import DownloadFile
-from imports.proxmox.network_linux_bridge import NetworkLinuxBridge
-from imports.proxmox.storage_cifs import StorageCifs
-from imports.proxmox.storage_nfs import StorageNfs
-from imports.proxmox.storage_pbs import StoragePbs
-from imports.proxmox.storage_zfspool import StorageZfspool
-from imports.proxmox.user_token import UserToken
-from imports.proxmox.virtual_environment_role import VirtualEnvironmentRole
-from imports.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
+from terravixens._bindings.proxmox.download_file import DownloadFile
+from terravixens._bindings.proxmox.network_linux_bridge import NetworkLinuxBridge
+from terravixens._bindings.proxmox.storage_cifs import StorageCifs
+from terravixens._bindings.proxmox.storage_nfs import StorageNfs
+from terravixens._bindings.proxmox.storage_pbs import StoragePbs
+from terravixens._bindings.proxmox.storage_zfspool import StorageZfspool
+from terravixens._bindings.proxmox.user_token import UserToken
+from terravixens._bindings.proxmox.virtual_environment_role import VirtualEnvironmentRole
+from terravixens._bindings.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
 from terravixens.config.model import ApiUser
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.storage import CifsShare, NfsShare, PbsDatastore, Storage, ZfsPool, password_variable

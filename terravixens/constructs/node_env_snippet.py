@@ -8,7 +8,10 @@ from typing import Literal
 from cdktf import Fn, TerraformVariable
 from constructs import Construct
 
-from imports.proxmox.virtual_environment_file import VirtualEnvironmentFile, VirtualEnvironmentFileSourceRaw
+from terravixens._bindings.proxmox.virtual_environment_file import (
+    VirtualEnvironmentFile,
+    VirtualEnvironmentFileSourceRaw,
+)
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.node_env import (
     CLOUD_CONFIG_FORMAT,

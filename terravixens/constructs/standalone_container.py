@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cdktf import TerraformVariable
 from constructs import Construct
 
-from imports.proxmox.virtual_environment_container import (
+from terravixens._bindings.proxmox.virtual_environment_container import (
     VirtualEnvironmentContainer,
     VirtualEnvironmentContainerCpu,
     VirtualEnvironmentContainerDisk,

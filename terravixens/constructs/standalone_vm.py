@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cdktf import TerraformResourceLifecycle, TerraformVariable, Token
 from constructs import Construct
 
-from imports.proxmox.virtual_environment_vm import (
+from terravixens._bindings.proxmox.virtual_environment_vm import (
     VirtualEnvironmentVm,
     VirtualEnvironmentVmCpu,
     VirtualEnvironmentVmDisk,

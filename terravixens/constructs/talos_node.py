@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
 
-from imports.proxmox.virtual_environment_vm import (
+from terravixens._bindings.proxmox.virtual_environment_vm import (
     VirtualEnvironmentVm,
     VirtualEnvironmentVmAgent,
     VirtualEnvironmentVmCpu,
@@ -16,7 +16,7 @@ from imports.proxmox.virtual_environment_vm import (
     VirtualEnvironmentVmOperatingSystem,
     VirtualEnvironmentVmSerialDevice,
 )
-from imports.talos.machine_configuration_apply import MachineConfigurationApply
+from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
 from terravixens.config.model import Cluster
 from terravixens.config.placement import PlacedNode
 from terravixens.constructs.build import address, locate, null

@@ -158,6 +158,15 @@ def finish_synth(started: Future[runner.Ran], what: str, outdir: Path) -> dict[s
     return read_stacks(outdir)
 
 
+def link_bindings(tree: Path) -> None:
+    """The generated bindings are not committed: the ones this library runs with serve the base's code too, as
+    terravixens._bindings and, for a base from before they moved into the package (ADR 0041), as `imports`."""
+    bindings = Path(__file__).resolve().parents[1] / "_bindings"
+    for link in (tree / "terravixens" / "_bindings", tree / "imports"):
+        if link.parent.is_dir() and not link.exists():
+            link.symlink_to(bindings, target_is_directory=True)
+
+
 def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict[str, Any]]:
     """Synthesizes `site` (a path relative to the repository) with the library as it was at `ref`, in a temporary
     `git worktree` removed afterwards."""
@@ -173,7 +182,7 @@ def synth_at(root: Path, ref: str, site: str, outdir: Path) -> dict[str, dict[st
                 raise OperationError(
                     f"{site} does not exist at {ref}: review a site file tracked at both ends", ExitCode.BAD_INPUT
                 )
-            # imports/ (generated bindings) is not committed: the working tree's serves the base's code too.
+            link_bindings(tree)
             return finish_synth(start_synth(tree, tree / site, outdir, root), f"at {ref}", outdir)
         finally:
             git(root, "worktree", "remove", "--force", str(tree))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from cdktf import Fn
 
-from imports.helm.provider import HelmProvider
-from imports.kubernetes.provider import KubernetesProvider
+from terravixens._bindings.helm.provider import HelmProvider
+from terravixens._bindings.kubernetes.provider import KubernetesProvider
 from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.csi_secret import CsiSecret, CsiSecretProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from imports.proxmox.provider import ProxmoxProvider
-from imports.talos.provider import TalosProvider
+from terravixens._bindings.proxmox.provider import ProxmoxProvider
+from terravixens._bindings.talos.provider import TalosProvider
 from terravixens.config.model import ProxmoxConfig
 
 

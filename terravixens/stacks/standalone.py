@@ -13,7 +13,7 @@ from __future__ import annotations
 from cdktf import TerraformVariable, TerraformVariableValidationConfig, Token
 from constructs import Construct
 
-from imports.proxmox.provider import ProxmoxProvider, ProxmoxProviderSsh, ProxmoxProviderSshNode
+from terravixens._bindings.proxmox.provider import ProxmoxProvider, ProxmoxProviderSsh, ProxmoxProviderSshNode
 from terravixens.config.model import Site
 from terravixens.constructs.standalone_container import StandaloneContainer, StandaloneContainerProps
 from terravixens.constructs.standalone_vm import StandaloneVm, StandaloneVmProps

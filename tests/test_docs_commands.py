@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEW_PATH = "/usr/bin:/bin"
 # Shell builtins and words that are no program.
-BUILTINS = {"cd", "echo", "export", "eval", "umask", ":", "exit", "set", "source", ".", "["}
+BUILTINS = {"cd", "echo", "export", "eval", "umask", ":", "exit", "set", "unset", "source", ".", "["}
 # Programs the docs tell the reader to install (README's requirements) or that run elsewhere, with where it is said.
 PREREQUISITES = {
     "terraform": "README: Terraform >= 1.11 on PATH (or OpenTofu)",
@@ -99,7 +99,11 @@ LINES = documented_lines()
 
 
 def new_shell(home: Path) -> dict[str, str]:
-    return {"PATH": NEW_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
+    """A new shell: the minimal PATH plus where the README's prerequisite Terraform is (the README asks for it on PATH;
+    `--version` then reports it as a user's shell would), nothing of the project's."""
+    terraform = shutil.which("terraform")
+    path = NEW_PATH if terraform is None else f"{NEW_PATH}:{Path(terraform).parent}"
+    return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
 
 
 def test_the_docs_show_commands_and_the_new_shell_has_no_pipenv():

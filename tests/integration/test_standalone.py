@@ -36,7 +36,7 @@ from terravixens.operations.drift import drift
 from terravixens.operations.files import private_process
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.standalone.node_env import FIRST_BOOT, render_env
+from terravixens.standalone.node_env import FIRST_BOOT, render_env, site_lines
 from terravixens.standalone.resolve import load_standalone
 from terravixens.standalone.tokens import layer_variables
 from tests import spec_support
@@ -175,7 +175,7 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def deployed(world, terraform_binary):
     validate = subprocess.run(
-        [sys.executable, "-m", "terravixens.cli", "validate", str(world.site)],
+        [sys.executable, "-m", "terravixens.cli", "validate", "--site", str(world.site)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -184,7 +184,7 @@ def deployed(world, terraform_binary):
     assert validate.returncode == 0, validate.stderr
     assert "4 standalone nodes" in validate.stdout
     stacks = subprocess.run(
-        [sys.executable, "-m", "terravixens.cli", "stacks", str(world.site)],
+        [sys.executable, "-m", "terravixens.cli", "stacks", "--site", str(world.site)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -258,8 +258,12 @@ def test_each_node_gets_its_identity_and_the_token_its_posture_asks_for(deployed
         "jump1": spec_support.SITE_TOKEN,
         "dns1": spec_support.NODE_TOKENS["dns1"],
     }
+    server = load_site(world.site).standalone.spec_server
+    assert server is not None
+    lines = site_lines(bool(server.allow_insecure_http), server.ca_data)
+    assert "TERRAVIXENS_ALLOW_INSECURE_HTTP=yes" in lines  # this site's spec server is plain http, with a reason
     for node, token in expected.items():
-        assert node_env_of(world, node) == render_env(url, node, token), node
+        assert node_env_of(world, node) == render_env(url, node, token, lines), node
 
 
 def spec_get(env_text: str, folder: Path, name: str) -> tuple[subprocess.CompletedProcess, Path]:

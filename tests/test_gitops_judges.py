@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+import subprocess
 
 import pytest
 
@@ -64,8 +65,6 @@ def test_helm_is_the_version_its_module_file_pins():
 
 
 def test_the_decoder_is_built_from_the_modules_its_module_file_pins():
-    import subprocess
-
     done = subprocess.run([str(gitops_tool.binary(gitops_tool.DECODE)), "-version"], capture_output=True, text=True)
     modules = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert modules == {
@@ -82,6 +81,16 @@ def test_the_decoder_is_built_from_the_modules_its_module_file_pins():
     assert modules["github.com/cilium/cilium"] == "v" + support.site_from(support.example_data()).clusters[
         "prod"
     ].cilium.chart_version.removeprefix("v")
+
+
+@pytest.mark.parametrize("binary", ["tools/helm/bin/helm", "tools/k8s-decode/bin/k8s-decode"])
+def test_make_rebuilds_a_judge_only_when_its_module_file_changes(binary):
+    """`make -q` answers 0 when the binary is up to date; treating go.mod as new (-W) makes it a `go build`."""
+    module_file = binary.replace("bin/helm", "go.mod").replace("bin/k8s-decode", "go.mod")
+    make = ["make", "--no-print-directory", "-C", str(gitops_tool.ROOT)]
+    assert subprocess.run([*make, "-q", binary], capture_output=True, timeout=60).returncode == 0
+    dry = subprocess.run([*make, "-n", "-W", module_file, binary], capture_output=True, text=True, timeout=60)
+    assert "go build -mod=readonly" in dry.stdout and binary.rsplit("/", 1)[1] in dry.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------- sites

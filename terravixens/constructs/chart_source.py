@@ -32,6 +32,6 @@ def chart_arguments(
         # The site rule (config/site_rules/charts.py) checked its digest and its Chart.yaml (name, version).
         asset = TerraformAsset(scope, f"{chart}_archive", path=source.archive, type=AssetType.FILE)
         return {"chart": asset.path, "version": pinned}
-    repository = source.oci if source.oci is not None else source.repository
-    assert repository is not None
+    # The model holds exactly one source: no archive, so an OCI path or a repository.
+    repository = source.oci or source.repository or default_repository
     return {"repository": repository, "chart": chart, "version": pinned}

@@ -38,34 +38,33 @@ def _chart_yaml(archive: tarfile.TarFile, chart: str) -> dict | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def archive_problem(source: ChartSource, chart: str, version: str) -> str | None:
-    """What is wrong with a chart archive, or None when it is the pinned chart."""
-    assert source.archive is not None
-    path = FilePath(source.archive)
+def archive_problem(archive_path: str, source: ChartSource, chart: str, version: str) -> str | None:
+    """What is wrong with the chart archive `source` names (`archive_path`), or None when it is the pinned chart."""
+    path = FilePath(archive_path)
     try:
         size = path.stat().st_size
         if size > ARCHIVE_LIMIT:
-            return f"{shown(source.archive)} is {size:,} bytes, not a chart archive: {VENDOR_HINT}"
+            return f"{shown(archive_path)} is {size:,} bytes, not a chart archive: {VENDOR_HINT}"
         data = path.read_bytes()
     except OSError as error:
-        return f"{shown(source.archive)} cannot be read ({error.strerror}): {VENDOR_HINT}, or fix the path"
+        return f"{shown(archive_path)} cannot be read ({error.strerror}): {VENDOR_HINT}, or fix the path"
     digest = f"sha256:{hashlib.sha256(data).hexdigest()}"
     if digest != source.digest:
         return (
-            f"{shown(source.archive)} has digest {digest}, the site pins {source.digest}: {VENDOR_HINT} and pin "
+            f"{shown(archive_path)} has digest {digest}, the site pins {source.digest}: {VENDOR_HINT} and pin "
             f"its digest, or fix `digest`"
         )
     try:
         with tarfile.open(path, mode="r:gz") as archive:
             metadata = _chart_yaml(archive, chart)
     except (tarfile.TarError, OSError, EOFError, yaml.YAMLError) as error:
-        return f"{shown(source.archive)} is not a chart archive ({error}): {VENDOR_HINT}"
+        return f"{shown(archive_path)} is not a chart archive ({error}): {VENDOR_HINT}"
     if metadata is None or metadata.get("name") != chart:
-        return f"{shown(source.archive)} holds no chart {chart!r} ({chart}/Chart.yaml): {VENDOR_HINT}"
+        return f"{shown(archive_path)} holds no chart {chart!r} ({chart}/Chart.yaml): {VENDOR_HINT}"
     found = str(metadata.get("version", ""))
     if found != version.removeprefix("v"):
         return (
-            f"{shown(source.archive)} holds {chart} {found}, the site pins chart_version {version}: vendor "
+            f"{shown(archive_path)} holds {chart} {found}, the site pins chart_version {version}: vendor "
             f"{chart} {version.removeprefix('v')}, or set chart_version to v{found}"
         )
     return None
@@ -81,7 +80,7 @@ def chart_archives(site: Site) -> Iterator[Finding]:
         for section, chart, source, version in sections:
             if source is None or source.archive is None:
                 continue
-            problem = archive_problem(source, chart, version)
+            problem = archive_problem(source.archive, source, chart, version)
             if problem is not None:
                 where: Path = ("clusters", cluster_name, section, "chart", "archive")
                 yield where, problem

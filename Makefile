@@ -93,7 +93,13 @@ TALOS_MINORS := $(patsubst $(TALOS_VALIDATE)/go.v%.mod,%,$(wildcard $(TALOS_VALI
 # etcd's own snapshot checks (etcdutl's `snapshot status`, bbolt, the appended sha256) and, for the tests, genuine
 # snapshots from an embedded etcd on loopback: one binary (docs/adr/0030-etcd-snapshots.md).
 ETCD_SNAPSHOT := tools/etcd-snapshot
-tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot
+# The gitops layer's judges (docs/adr/0043-chart-sources.md): the helm CLI (lint, template, and pull for vendoring
+# charts) built from helm.sh/helm/v3 as its go.mod pins it, with the version stamps Helm's own Makefile sets; and
+# k8s-decode, which decodes every rendered object strictly into its owner's Go API type.
+HELM := tools/helm
+K8S_DECODE := tools/k8s-decode
+tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot $(HELM)/bin/helm \
+	$(K8S_DECODE)/bin/k8s-decode
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
@@ -104,6 +110,21 @@ $(ETCD_SNAPSHOT)/bin/etcd-snapshot: $(wildcard $(ETCD_SNAPSHOT)/*.go) $(ETCD_SNA
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
 	@cd $(ETCD_SNAPSHOT) && GOTOOLCHAIN=local $(STEP) etcd-snapshot -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.etcd-snapshot.tmp . && mv bin/.etcd-snapshot.tmp bin/etcd-snapshot
+
+$(HELM)/bin/helm: $(HELM)/go.mod $(HELM)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(HELM) && version=$$(awk '$$1 == "helm.sh/helm/v3" {print $$2}' go.mod) && \
+		kube=$$(awk '$$1 == "k8s.io/client-go" {print $$2}' go.mod | cut -d. -f2) && \
+		GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w \
+		-X helm.sh/helm/v3/internal/version.version=$$version \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$kube \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$kube" \
+		-o bin/.helm.tmp helm.sh/helm/v3/cmd/helm && mv bin/.helm.tmp bin/helm
+
+$(K8S_DECODE)/bin/k8s-decode: $(wildcard $(K8S_DECODE)/*.go) $(K8S_DECODE)/go.mod $(K8S_DECODE)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(K8S_DECODE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false \
+		-o bin/.k8s-decode.tmp . && mv bin/.k8s-decode.tmp bin/k8s-decode
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.

@@ -61,16 +61,18 @@ def terraform_binary():
 # Lines for the end of the run (the fuzz module's summary); with pytest-xdist (`make test`) each worker hands its
 # lines and its count of validated configurations to the controller, which prints them.
 SUMMARY_LINES: list[str] = []
-_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": []}
+_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": [], "judged": []}
 
 
 def pytest_sessionfinish(session):
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker
+        from tests.gitops_tool import JUDGED
         from tests.talos_tool import VALIDATED
 
         workeroutput["terravixens_lines"] = list(SUMMARY_LINES)
         workeroutput["terravixens_validated"] = dict(VALIDATED)
+        workeroutput["terravixens_judged"] = dict(JUDGED)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -78,11 +80,12 @@ def pytest_testnodedown(node, error):
     output = getattr(node, "workeroutput", {})
     _FROM_WORKERS["lines"] += output.get("terravixens_lines", [])
     _FROM_WORKERS["validated"].append(output.get("terravixens_validated", {}))
+    _FROM_WORKERS["judged"].append(output.get("terravixens_judged", {}))
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The fuzz summary, and how many machine configurations Talos' own library judged in this run
-    (tests/test_talos_validate.py)."""
+    """The fuzz summary, how many machine configurations Talos' own library judged in this run
+    (tests/test_talos_validate.py), and how many gitops objects k8s-decode judged (tests/test_gitops_judges.py)."""
     from collections import Counter
 
     from tests.talos_tool import VALIDATED
@@ -97,3 +100,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"talos-validate: {sum(validated.values())} machine configurations validated ({by_version})"
         )
+    from tests.gitops_tool import JUDGED
+
+    judged = Counter(JUDGED)
+    for counts in _FROM_WORKERS["judged"]:
+        judged.update(counts)
+    if judged:
+        by_kind = ", ".join(f"{kind}: {count}" for kind, count in sorted(judged.items()))
+        terminalreporter.write_line(f"k8s-decode: {sum(judged.values())} gitops objects decoded ({by_kind})")

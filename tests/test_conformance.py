@@ -200,3 +200,28 @@ def test_kubernetes_metadata_block_is_required(example_synth):
 def test_a_stack_with_an_unknown_provider_reports_it_unchecked():
     stack = {"resource": {"aws_s3_bucket": {"state": {"bucket": "x"}}}, "provider": {"aws": [{}]}}
     assert check_stack("other", stack, SCHEMAS) == ([], {"aws"})
+
+
+def test_kubernetes_provider_block_matches_the_real_provider(example_synth):
+    """hashicorp/kubernetes 2.38.0's provider block (`terraform providers schema -json` of the built provider,
+    measured outside the repository): `exec` and `experiments` are lists without max_items, so several blocks conform;
+    a limit the schema does have (a Secret's single metadata block) is still enforced."""
+    provider = SCHEMAS["kubernetes"]["provider"]["block"]
+    assert {
+        name: {key: value for key, value in nested.items() if key != "block"}
+        for name, nested in provider["block_types"].items()
+    } == {"exec": {"nesting_mode": "list"}, "experiments": {"nesting_mode": "list"}}
+    config = copy.deepcopy(example_synth["gitops-prod"]["provider"]["kubernetes"][0])
+    assert findings(config, provider, ignore=("alias",)) == []
+    plugin = {"api_version": "client.authentication.k8s.io/v1", "command": "kubelogin"}
+    config["exec"] = [plugin, {**plugin, "command": "other"}]
+    config["experiments"] = [{"manifest_resource": True}, {"manifest_resource": False}]
+    assert findings(config, provider, ignore=("alias",)) == []
+    config["exec"] = [{"command": "kubelogin"}]
+    assert findings(config, provider, ignore=("alias",)) == [
+        "exec[0].api_version: is required by the schema and missing"
+    ]
+    secret = copy.deepcopy(example_synth["gitops-prod"]["resource"]["kubernetes_secret_v1"]["cluster_flux_sops_age"])
+    secret["metadata"] = [secret["metadata"], secret["metadata"]]
+    schema = SCHEMAS["kubernetes"]["resource_schemas"]["kubernetes_secret_v1"]["block"]
+    assert findings(secret, schema) == ["metadata: has 2 blocks, the schema allows at most 1"]

@@ -345,8 +345,91 @@ class Node(Strict):
         return value
 
 
+SHA256_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def chart_archive_path(value: str) -> str:
+    """A chart archive the synth can find whoever runs it: relative to the project root, or absolute."""
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith("~"):
+        raise ValueError(
+            f"{shown(value)} starts with '~' (a home folder): give a path relative to the project root, e.g. "
+            f"'charts/cilium-1.18.4.tgz', or an absolute one"
+        )
+    if ".." in parts:
+        raise ValueError(
+            f"{shown(value)} climbs with '..': give a path relative to the project root, e.g. "
+            f"'charts/cilium-1.18.4.tgz', or an absolute one"
+        )
+    if not value.endswith(".tgz"):
+        raise ValueError(
+            f"{shown(value)} is not a chart archive: give the .tgz `helm pull` wrote, e.g. 'charts/cilium-1.18.4.tgz'"
+        )
+    return value
+
+
+class ChartSource(Strict):
+    """Where a chart comes from, pinned by the digest of its archive (ADR 0043): exactly one of `repository`,
+    `oci` and `archive`. The version is the section's `chart_version`."""
+
+    repository: str | None = Field(
+        None, description="A Helm chart repository (`https://…`, e.g. a mirror of the default one); fetched at plan."
+    )
+    oci: str | None = Field(
+        None,
+        description="An OCI registry path the chart is pushed under (`oci://registry/path`, without the chart "
+        "name); fetched at plan.",
+    )
+    archive: Annotated[str, AfterValidator(chart_archive_path)] | None = Field(
+        None,
+        description="A chart archive vendored with `helm pull` (air-gapped: nothing is fetched), relative to the "
+        "project root or absolute; its digest and its Chart.yaml are checked when the site is loaded.",
+    )
+    digest: str = Field(
+        description="`sha256:<64 hex>` of the chart archive (`sha256sum` of the .tgz; the `digest` of the "
+        "repository index entry; the `Digest:` `helm pull oci://…` prints)."
+    )
+
+    @field_validator("digest")
+    @classmethod
+    def _sha256(cls, value: str) -> str:
+        if not SHA256_DIGEST.match(value):
+            raise ValueError(
+                f"{shown(value)} is not a sha256 digest: give 'sha256:' and 64 lowercase hex digits "
+                f"(`sha256sum` of the chart archive)"
+            )
+        return value
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).scheme != "https" or not urlsplit(value).hostname):
+            raise ValueError(f"{shown(value)} is not an https URL: give e.g. 'https://helm.cilium.io'")
+        return value
+
+    @field_validator("oci")
+    @classmethod
+    def _oci(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("oci://") or not urlsplit(value).hostname):
+            raise ValueError(f"{shown(value)} is not an OCI reference: give e.g. 'oci://registry.lab.internal/charts'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChartSource:
+        given = [name for name in ("repository", "oci", "archive") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"{' and '.join(given) or 'none'} given: give exactly one of repository, oci and archive "
+                f"(archive for an air-gapped site)"
+            )
+        return self
+
+
 class CiliumConfig(Strict):
     chart_version: Version = Field("v1.18.4", description="Cilium chart version.")
+    chart: ChartSource | None = Field(
+        None, description="Where the Cilium chart comes from; default: `https://helm.cilium.io`, not pinned by digest."
+    )
     l2_interfaces: list[str] = Field(
         default_factory=lambda: ["^eth[0-9]+"],
         description="Interfaces (regular expressions) that answer ARP for LoadBalancer IPs.",
@@ -378,6 +461,11 @@ def object_name(value: str) -> str:
 
 class FluxConfig(Strict):
     chart_version: Version = Field("v2.17.1", description="fluxcd-community `flux2` chart version.")
+    chart: ChartSource | None = Field(
+        None,
+        description="Where the `flux2` chart comes from; default: "
+        "`https://fluxcd-community.github.io/helm-charts`, not pinned by digest.",
+    )
     allow_insecure_http: InsecureHttpReason = Field(None, description=INSECURE_HTTP)
     url: str = Field(
         description="Git URL: `https://…` or `ssh://git@host/org/repo.git` (Flux takes no scp-like "

@@ -11,8 +11,10 @@ from constructs import Construct
 
 from terravixens._bindings.helm.release import Release
 from terravixens.config.model import CiliumConfig
+from terravixens.constructs.chart_source import chart_arguments
 from terravixens.logical_ids import cluster_id, pin
 
+REPOSITORY = "https://helm.cilium.io"
 L2_CHART = Path(__file__).resolve().parent.parent / "charts" / "cilium-l2"
 
 # Talos specifics: no kube-proxy (Cilium replaces it) and the API reached through KubePrism on every node, so
@@ -66,9 +68,7 @@ class Cilium(Construct):
                 self,
                 "release",
                 name="cilium",
-                repository="https://helm.cilium.io",
-                chart="cilium",
-                version=props.config.chart_version.removeprefix("v"),
+                **chart_arguments(self, "cilium", props.config.chart_version, props.config.chart, REPOSITORY),
                 namespace="kube-system",
                 values=[yaml.safe_dump(TALOS_VALUES, sort_keys=True)],
                 wait=True,

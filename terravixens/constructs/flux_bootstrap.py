@@ -14,10 +14,12 @@ from terravixens._bindings.helm.release import Release
 from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
 from terravixens._bindings.kubernetes.secret_v1 import SecretV1
 from terravixens.config.model import FluxConfig
+from terravixens.constructs.chart_source import chart_arguments
 from terravixens.constructs.cilium import Cilium
 from terravixens.logical_ids import cluster_id, pin
 from terravixens.standalone.flux_credentials import CREDENTIALS_VARIABLE
 
+REPOSITORY = "https://fluxcd-community.github.io/helm-charts"
 SYNC_CHART = Path(__file__).resolve().parent.parent / "charts" / "flux-sync"
 
 
@@ -72,9 +74,7 @@ class FluxBootstrap(Construct):
                 self,
                 "release",
                 name="flux2",
-                repository="https://fluxcd-community.github.io/helm-charts",
-                chart="flux2",
-                version=flux.chart_version.removeprefix("v"),
+                **chart_arguments(self, "flux2", flux.chart_version, flux.chart, REPOSITORY),
                 namespace="flux-system",
                 create_namespace=False,
                 wait=True,

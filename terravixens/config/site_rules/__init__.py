@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from terravixens.config.model import Site
-from terravixens.config.site_rules import labels, pools, references, standalone, storage, subnets, uniqueness
+from terravixens.config.site_rules import (
+    charts,
+    labels,
+    pools,
+    references,
+    standalone,
+    storage,
+    subnets,
+    uniqueness,
+)
 from terravixens.config.site_rules.walk import Finding
 
 SiteRule = Callable[[Site], Iterable[Finding]]
@@ -32,6 +41,7 @@ RULES: tuple[SiteRule, ...] = (
     subnets.vip_in_management_subnet,
     uniqueness.unique_addresses,
     pools.pools_clear_of_nodes,
+    charts.chart_archives,
     labels.label_syntax,
     labels.labels_a_worker_may_set,
     labels.taint_syntax,

@@ -1,0 +1,243 @@
+"""The gitops layer judged by the tools that consume it (ADR 0043): Helm lints and renders our charts with the values
+every test site synthesizes, and k8s-decode decodes every rendered object into its owner's Go API type.
+
+The sites are the conformance variants (tests/test_conformance.py: VARIANTS, the example site among them), the same
+sites Talos' own validator judges. The binaries are built by `make tools`; a missing one fails these tests with the
+command that builds it. What a real cluster would add: admission (the CRDs' CEL rules, webhooks) and the
+controllers' own reconciliation (e.g. whether the Git URL answers); neither runs here.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+
+import pytest
+
+from terravixens.config.model import Site
+from tests import gitops_tool, support
+from tests.test_conformance import VARIANTS, _variant
+from tests.test_scenarios import cluster
+
+TOOLS = gitops_tool.ROOT / "tools"
+
+
+def _pinned(module_file: str, module: str) -> str:
+    return re.search(rf"^\s+{re.escape(module)} (v\S+)", (TOOLS / module_file).read_text(), re.M).group(1)
+
+
+@pytest.fixture(scope="module")
+def judged(variant_stacks) -> dict[str, tuple[list[gitops_tool.Release], gitops_tool.Report]]:
+    """variant -> (our releases, the decoder's report on every object they render and every kubernetes_* object)."""
+    found = {}
+    for variant in sorted(VARIANTS):
+        stacks = variant_stacks(variant)
+        releases = gitops_tool.our_releases(stacks)
+        renders = [{"name": r.name, "manifest": gitops_tool.template(r)} for r in releases]
+        found[variant] = (releases, gitops_tool.decode(renders + gitops_tool.kubernetes_objects(stacks)))
+    return found
+
+
+def _expected_objects(variant: str) -> dict[tuple[str, str], int]:
+    """(kind, name) -> count, from the variant's model: what the gitops layer must put in the cluster."""
+    site = support.site_from(_variant(VARIANTS[variant]))
+    expected: dict[tuple[str, str], int] = {}
+    for spec in site.clusters.values():
+        for pool in spec.cilium.pools:
+            expected[("CiliumLoadBalancerIPPool", pool)] = expected.get(("CiliumLoadBalancerIPPool", pool), 0) + 1
+        if spec.cilium.pools:
+            expected[("CiliumL2AnnouncementPolicy", "terravixens-l2")] = 1
+        if spec.flux is not None:
+            expected.update({("GitRepository", "flux-system"): 1, ("Kustomization", "flux-system"): 1})
+            expected.update({("Namespace", "flux-system"): 1, ("Secret", "sops-age"): 1})
+            if spec.flux.git_auth == "secrets_file":
+                expected[("Secret", spec.flux.git_secret)] = 1
+    return expected
+
+
+# ---------------------------------------------------------------------------------------------------------- tools
+def test_helm_is_the_version_its_module_file_pins():
+    pinned = _pinned("helm/go.mod", "helm.sh/helm/v3")
+    assert pinned == "v3.22.0"
+    done = gitops_tool.helm("version", "--template", "{{.Version}}")
+    assert (done.returncode, done.stdout.strip()) == (0, pinned)
+
+
+def test_the_decoder_is_built_from_the_modules_its_module_file_pins():
+    done = subprocess.run([str(gitops_tool.binary(gitops_tool.DECODE)), "-version"], capture_output=True, text=True)
+    modules = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert modules == {
+        module: _pinned("k8s-decode/go.mod", module)
+        for module in (
+            "k8s.io/api",
+            "k8s.io/apimachinery",
+            "github.com/fluxcd/source-controller/api",
+            "github.com/fluxcd/kustomize-controller/api",
+            "github.com/cilium/cilium",
+        )
+    }
+    # The Cilium API is the one of the chart the sites install by default.
+    assert modules["github.com/cilium/cilium"] == "v" + support.site_from(support.example_data()).clusters[
+        "prod"
+    ].cilium.chart_version.removeprefix("v")
+
+
+@pytest.mark.parametrize("binary", ["tools/helm/bin/helm", "tools/k8s-decode/bin/k8s-decode"])
+def test_make_rebuilds_a_judge_only_when_its_module_file_changes(binary):
+    """`make -q` answers 0 when the binary is up to date; treating go.mod as new (-W) makes it a `go build`."""
+    module_file = binary.replace("bin/helm", "go.mod").replace("bin/k8s-decode", "go.mod")
+    make = ["make", "--no-print-directory", "-C", str(gitops_tool.ROOT)]
+    assert subprocess.run([*make, "-q", binary], capture_output=True, timeout=60).returncode == 0
+    dry = subprocess.run([*make, "-n", "-W", module_file, binary], capture_output=True, text=True, timeout=60)
+    assert "go build -mod=readonly" in dry.stdout and binary.rsplit("/", 1)[1] in dry.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------- sites
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_helm_lints_our_charts_with_every_sites_values(variant, variant_stacks):
+    releases = gitops_tool.our_releases(variant_stacks(variant))
+    site = support.site_from(_variant(VARIANTS[variant]))
+    wanted = sum(bool(c.cilium.pools) + (c.flux is not None) for c in site.clusters.values())
+    assert len(releases) == wanted
+    for release in releases:
+        done = gitops_tool.lint(release)
+        assert done.returncode == 0, f"{release.name}: {done.stdout}{done.stderr}"
+        assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_object_decodes_strictly_into_its_api_type(variant, judged):
+    _, report = judged[variant]
+    expected = _expected_objects(variant)
+    assert report.objects == sum(expected.values())
+    found: dict[tuple[str, str], int] = {}
+    for verdict in report.verdicts:
+        found[(verdict.kind, verdict.name)] = found.get((verdict.kind, verdict.name), 0) + 1
+    assert found == expected
+    assert [(v.render, v.kind, v.name, v.errors) for v in report.verdicts if not v.ok] == []
+
+
+def test_the_sites_cover_every_kind_the_gitops_layer_makes(judged):
+    kinds = {kind for _, report in judged.values() for kind in report.kinds}
+    assert kinds == {
+        "CiliumLoadBalancerIPPool",
+        "CiliumL2AnnouncementPolicy",
+        "GitRepository",
+        "Kustomization",
+        "Namespace",
+        "Secret",
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------- broken
+def _judge_site(site: Site, tmp_path) -> gitops_tool.Report:
+    stacks = support.synth(site, tmp_path)
+    renders = [{"name": r.name, "manifest": gitops_tool.template(r)} for r in gitops_tool.our_releases(stacks)]
+    return gitops_tool.decode(renders)
+
+
+def _failures(report: gitops_tool.Report) -> list[tuple[str, str, list[str]]]:
+    return [(v.kind, v.name, v.errors) for v in report.verdicts if not v.ok]
+
+
+def test_an_invalid_interval_in_a_site_fails_with_the_object_and_field(tmp_path):
+    """The model takes any text as `flux.interval`; Flux's CRD does not: the decoder names both objects."""
+    data = support.example_data()
+    cluster(data)["flux"]["interval"] = "10 minutes"
+    report = _judge_site(support.site_from(data), tmp_path)
+    message = (
+        'spec.interval: "10 minutes" is not a duration Flux\'s CRD accepts (pattern ^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$, '
+        "e.g. 10m or 1h30m)"
+    )
+    assert _failures(report) == [
+        ("GitRepository", "flux-system", [message]),
+        ("Kustomization", "flux-system", [message]),
+    ]
+
+
+def test_an_overlapping_pool_fails_with_the_object_and_field(tmp_path):
+    """The site rule (config/site_rules/pools.py) stops this before synth; were it bypassed, the decoder still says
+    what Cilium's operator would do: the later pool is Conflicting."""
+    data = support.example_data()
+    cluster(data)["cilium"]["pools"] = {"services": ["10.12.0.192/27"], "vip": ["10.12.0.200/29"]}
+    with pytest.raises(Exception, match="overlaps pool vip"):
+        support.site_from(copy.deepcopy(data))
+    report = _judge_site(Site.model_validate(data), tmp_path)
+    assert _failures(report) == [
+        (
+            "CiliumLoadBalancerIPPool",
+            "vip",
+            [
+                (
+                    "spec.blocks[0].cidr: 10.12.0.200/29 overlaps 10.12.0.192/27 of CiliumLoadBalancerIPPool "
+                    "services: Cilium marks this pool Conflicting and hands out none of its addresses"
+                )
+            ],
+        )
+    ]
+
+
+def test_unknown_fields_wrong_types_and_invalid_values_are_named():
+    manifest = """
+apiVersion: cilium.io/v2alpha1
+kind: CiliumLoadBalancerIPPool
+metadata: {name: pool}
+spec:
+  blockz: []
+  blocks: [{cidr: "10.0.0.1/24"}, {cidr: "10.0.300.0/24"}]
+  serviceSelector: {matchExpressions: [{key: app, operator: Near}]}
+---
+apiVersion: cilium.io/v2alpha1
+kind: CiliumL2AnnouncementPolicy
+metadata: {name: Policy}
+spec:
+  loadBalancerIPs: true
+  interfaces: ["^eth[0-9"]
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: flux-system, namespace: flux-system}
+spec: {interval: 10m, prune: "yes", sourceRef: {kind: GitRepository, name: flux-system}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: flux-system, namespace: flux-system}
+spec: {interval: 1m, url: "git@host:org/repo.git", ref: {branch: main}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: zero, namespace: flux-system}
+spec: {interval: 0s, url: "https://127.0.0.1/org/repo.git", ref: {branch: main}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRelease
+metadata: {name: x}
+"""
+    report = gitops_tool.decode([{"name": "hand-written", "manifest": manifest}])
+    assert report.objects == 6
+    failures = {(kind, name): errors for kind, name, errors in _failures(report)}
+    pool = failures[("CiliumLoadBalancerIPPool", "pool")]
+    assert pool[0] == 'spec.blocks[0].cidr: "10.0.0.1/24" has host bits set (Cilium reads it as 10.0.0.0/24)'
+    assert pool[1].startswith('spec.blocks[1].cidr: "10.0.300.0/24": netip.ParsePrefix')
+    assert pool[2].startswith("spec.serviceSelector: ") and '"Near" is not a valid label selector operator' in pool[2]
+    assert pool[3] == 'unknown field "spec.blockz"'
+    policy = failures[("CiliumL2AnnouncementPolicy", "Policy")]
+    assert [error.split(":")[0] for error in policy] == ["metadata.name", "spec.interfaces[0]"]
+    assert failures[("Kustomization", "flux-system")] == [
+        "json: cannot unmarshal string into Go struct field KustomizationSpec.spec.prune of type bool"
+    ]
+    [url_error] = failures[("GitRepository", "flux-system")]
+    assert url_error.startswith('spec.url: "git@host:org/repo.git": parse ')
+    assert failures[("GitRepository", "zero")] == ['spec.interval: "0s" must be longer than zero']
+    assert failures[("HelmRelease", "x")] == [
+        "apiVersion/kind source.toolkit.fluxcd.io/v1 HelmRelease: no such type in the judged API modules"
+    ]
+
+
+def test_helm_fails_on_values_our_chart_cannot_render(tmp_path, variant_stacks):
+    [release] = [r for r in gitops_tool.our_releases(variant_stacks("example")) if r.chart.name == "cilium-l2"]
+    broken = gitops_tool.Release(release.name, release.chart, ["pools: not-a-map\nl2Interfaces: []\n"])
+    done = gitops_tool.lint(broken)
+    assert done.returncode != 0
+    assert "templates/pools.yaml" in done.stdout + done.stderr

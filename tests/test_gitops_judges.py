@@ -16,6 +16,7 @@ import subprocess
 import pytest
 
 from terravixens.config.model import Site
+from terravixens.constructs.csi_secret import BUILT_IN_NAMESPACES
 from tests import gitops_tool, support
 from tests.test_conformance import VARIANTS, _variant
 from tests.test_scenarios import cluster
@@ -53,6 +54,10 @@ def _expected_objects(variant: str) -> dict[tuple[str, str], int]:
             expected.update({("Namespace", "flux-system"): 1, ("Secret", "sops-age"): 1})
             if spec.flux.git_auth == "secrets_file":
                 expected[("Secret", spec.flux.git_secret)] = 1
+        if spec.csi is not None:  # the CSI driver's Secret (ADR 0044), and its namespace unless Kubernetes has it
+            expected[("Secret", spec.csi.name)] = 1
+            if spec.csi.namespace not in BUILT_IN_NAMESPACES:
+                expected[("Namespace", spec.csi.namespace)] = expected.get(("Namespace", spec.csi.namespace), 0) + 1
     return expected
 
 

@@ -129,8 +129,8 @@ def test_jsii_environment(tmp_path):
 
 def terraform_folder() -> str:
     found = shutil.which("terraform")
-    if found is None:
-        pytest.skip("no terraform on PATH: cdktf runs it during synth (README: Terraform is a prerequisite)")
+    # A prerequisite (README): cdktf runs it during synth. Missing, the test fails rather than proving nothing.
+    assert found is not None, "no terraform on PATH: install Terraform (README's prerequisites)"
     return str(Path(found).parent)
 
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from terravixens.config.loader import DEFAULT_SITE, SITE_ENV, SiteError
 from terravixens.config.model import Site
 from terravixens.layers import gitops_stack_name
 from terravixens.operations.outcome import ExitCode, OperationError
-from terravixens.standalone.secrets import SECRETS_ENV
+from terravixens.standalone.secrets import SECRETS_ENV, Secrets
 
 
 def layer_env(
@@ -61,49 +62,26 @@ def _standalone_env(
         raise OperationError(f"standalone layers: {error}", ExitCode.BAD_INPUT) from None
 
 
+Location = tuple[Any, ...]  # a field path, as the credential modules yield it
+
+
 def _gitops_env(
     site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None
 ) -> dict[str, dict[str, str]]:
     """gitops-<cluster> -> {TF_VAR_flux_git_credentials: …} for each selected gitops layer whose Flux takes its git
     credentials from the secrets file. Every entry of the secrets file's flux section is checked against the site
     whichever layers are selected (the file is one), the missing ones only for the selected layers."""
-    from terravixens.inputs import InputError, Problem
-    from terravixens.inputs.problems import field_path
-    from terravixens.standalone.flux_credentials import (
-        CREDENTIALS_ENV,
-        clusters_with_credentials,
-        credentials_variable,
-        cross_problems,
-        no_secrets_file,
-    )
-    from terravixens.standalone.resolve import load_site_lines
-    from terravixens.standalone.secrets import WHAT as SECRETS
-    from terravixens.standalone.secrets import load_secrets
+    from terravixens.standalone import flux_credentials as flux
 
-    needed = [
-        name for name in clusters_with_credentials(site) if selected is None or gitops_stack_name(name) in selected
-    ]
-    if not needed:
-        return {}
-    layers = ", ".join(gitops_stack_name(name) for name in needed)
-    try:
-        _, site_lines = load_site_lines(path)
-        if secrets_path is None:
-            problems = [
-                Problem(field_path(location), message, site_lines.of(location))
-                for location, message in no_secrets_file(site, needed)
-            ]
-            raise InputError(path, problems, "site file")
-        secrets, secrets_lines = load_secrets(secrets_path)
-    except (SiteError, InputError) as error:
-        raise OperationError(f"{layers}: {error}", ExitCode.BAD_INPUT) from None
-    problems = [
-        Problem(field_path(location), message, secrets_lines.of(location))
-        for location, message in cross_problems(site, secrets.flux, needed)
-    ]
-    if problems:
-        raise OperationError(f"{layers}: {InputError(Path(secrets_path), problems, SECRETS)}", ExitCode.BAD_INPUT)
-    return {gitops_stack_name(name): {CREDENTIALS_ENV: credentials_variable(secrets.flux[name])} for name in needed}
+    needed = [name for name in flux.clusters_with_credentials(site) if _selected(name, selected)]
+    return _from_secrets_file(
+        path,
+        secrets_path,
+        needed,
+        lambda: flux.no_secrets_file(site, needed),
+        lambda secrets: flux.cross_problems(site, secrets.flux, needed),
+        lambda secrets, name: {flux.CREDENTIALS_ENV: flux.credentials_variable(secrets.flux[name])},
+    )
 
 
 def _csi_env(
@@ -111,20 +89,40 @@ def _csi_env(
 ) -> dict[str, dict[str, str]]:
     """gitops-<cluster> -> {TF_VAR_csi_credentials: …} for each selected gitops layer whose cluster has `csi:`; the
     secrets file's csi section is checked against the site whichever layers are selected, like Flux's."""
+    from terravixens.standalone import csi_credentials as csi
+
+    needed = [name for name in csi.clusters_with_csi(site) if _selected(name, selected)]
+    return _from_secrets_file(
+        path,
+        secrets_path,
+        needed,
+        lambda: csi.no_secrets_file(needed),
+        lambda secrets: csi.cross_problems(site, secrets.csi, needed),
+        lambda secrets, name: {csi.CSI_ENV: csi.csi_variable(secrets.csi[name])},
+    )
+
+
+def _selected(cluster: str, selected: Sequence[str] | None) -> bool:
+    return selected is None or gitops_stack_name(cluster) in selected
+
+
+def _from_secrets_file(
+    path: str,
+    secrets_path: str | None,
+    needed: list[str],
+    missing_file: Callable[[], Iterable[tuple[Location, str]]],
+    cross: Callable[[Secrets], Iterable[tuple[Location, str]]],
+    variables: Callable[[Secrets, str], dict[str, str]],
+) -> dict[str, dict[str, str]]:
+    """The gitops layers' variables taken from the secrets file, for the clusters that need them: no secrets file
+    given, an unreadable one or entries that do not match the site are one input error (exit 2), every problem
+    located in the file to edit (the site's lines when the file is missing, the secrets file's otherwise)."""
     from terravixens.inputs import InputError, Problem
     from terravixens.inputs.problems import field_path
-    from terravixens.standalone.csi_credentials import (
-        CSI_ENV,
-        clusters_with_csi,
-        cross_problems,
-        csi_variable,
-        no_secrets_file,
-    )
     from terravixens.standalone.resolve import load_site_lines
     from terravixens.standalone.secrets import WHAT as SECRETS
     from terravixens.standalone.secrets import load_secrets
 
-    needed = [name for name in clusters_with_csi(site) if selected is None or gitops_stack_name(name) in selected]
     if not needed:
         return {}
     layers = ", ".join(gitops_stack_name(name) for name in needed)
@@ -132,17 +130,15 @@ def _csi_env(
         _, site_lines = load_site_lines(path)
         if secrets_path is None:
             problems = [
-                Problem(field_path(location), message, site_lines.of(location))
-                for location, message in no_secrets_file(needed)
+                Problem(field_path(location), message, site_lines.of(location)) for location, message in missing_file()
             ]
             raise InputError(path, problems, "site file")
         secrets, secrets_lines = load_secrets(secrets_path)
     except (SiteError, InputError) as error:
         raise OperationError(f"{layers}: {error}", ExitCode.BAD_INPUT) from None
     problems = [
-        Problem(field_path(location), message, secrets_lines.of(location))
-        for location, message in cross_problems(site, secrets.csi, needed)
+        Problem(field_path(location), message, secrets_lines.of(location)) for location, message in cross(secrets)
     ]
     if problems:
         raise OperationError(f"{layers}: {InputError(Path(secrets_path), problems, SECRETS)}", ExitCode.BAD_INPUT)
-    return {gitops_stack_name(name): {CSI_ENV: csi_variable(secrets.csi[name])} for name in needed}
+    return {gitops_stack_name(name): variables(secrets, name) for name in needed}

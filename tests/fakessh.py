@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 import asyncssh
 
@@ -24,30 +25,23 @@ TEE = re.compile(r"try_sudo /usr/bin/tee (?P<path>/[A-Za-z0-9._/-]+)'?$")
 SUDO_PROBE = 'if [ "$(id -u)" = "0" ]'
 
 
-class FakeSsh:
-    """An SSH server on `host:port` (0: a free port) that accepts `user`/`password`; files go under `root`."""
+class LoopbackSshServer:
+    """An asyncssh server on its own event-loop thread, on a loopback address only; subclasses say what it accepts
+    and answers (`_listen`). `start` picks a free port (`port` 0), `stop` ends the server, the loop and the thread."""
 
-    def __init__(
-        self,
-        host: str,
-        root: Path,
-        register: Callable[[str, int], None],
-        user: str = "root",
-        password: str = "secret",
-        storage_path: str = "/var/lib/vz",
-    ):
+    what = "the fake SSH server"
+
+    def __init__(self, host: str):
         if not ipaddress.ip_address(host).is_loopback:
-            raise ValueError(f"the fake SSH server must listen on loopback, not {host}")
-        self.host, self.root, self.register = host, root, register
-        self.user, self.password, self.storage_path = user, password, storage_path
+            raise ValueError(f"{self.what} must listen on loopback, not {host}")
+        self.host = host
         self.port = 0
         self.commands: list[str] = []
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.server = None
+        self.server: asyncssh.SSHAcceptor | None = None
 
-    def start(self) -> FakeSsh:
-        self.root.mkdir(parents=True, exist_ok=True)
+    def start(self) -> Self:
         self.thread.start()
         self.server = asyncio.run_coroutine_threadsafe(self._listen(), self.loop).result(timeout=30)
         self.port = self.server.sockets[0].getsockname()[1]
@@ -59,6 +53,30 @@ class FakeSsh:
             asyncio.run_coroutine_threadsafe(self.server.wait_closed(), self.loop).result(timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+
+    async def _listen(self) -> asyncssh.SSHAcceptor:
+        raise NotImplementedError
+
+
+class FakeSsh(LoopbackSshServer):
+    """An SSH server on `host:port` (0: a free port) that accepts `user`/`password`; files go under `root`."""
+
+    def __init__(
+        self,
+        host: str,
+        root: Path,
+        register: Callable[[str, int], None],
+        user: str = "root",
+        password: str = "secret",
+        storage_path: str = "/var/lib/vz",
+    ):
+        super().__init__(host)
+        self.root, self.register = root, register
+        self.user, self.password, self.storage_path = user, password, storage_path
+
+    def start(self) -> FakeSsh:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return super().start()
 
     def local(self, remote: str) -> Path:
         return self.root / remote.lstrip("/")

@@ -12,49 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import re
 import shlex
 import sys
-import threading
 from pathlib import Path
 
 import asyncssh
 
 from terravixens.agent.units import BUNDLE
 from terravixens.operations.spec_push import AGENT, INSTALL
+from tests.fakessh import LoopbackSshServer
 
 AGENT_COMMAND = re.compile(rf"^{re.escape(AGENT)} (?P<args>(converge|run)( [a-z0-9/._-]+| -)*)$")
 
 
-class FakeNode:
+class FakeNode(LoopbackSshServer):
+    what = "the fake node"
+
     def __init__(self, host: str, root: Path, tools: Path, client_key: asyncssh.SSHKey, user: str = "root"):
-        if not ipaddress.ip_address(host).is_loopback:
-            raise ValueError(f"the fake node must listen on loopback, not {host}")
-        self.host, self.root, self.tools, self.user = host, root, tools, user
+        super().__init__(host)
+        self.root, self.tools, self.user = root, tools, user
         self.client_key = client_key
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
-        self.port = 0
-        self.commands: list[str] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.server: asyncssh.SSHAcceptor | None = None
 
     def known_hosts_line(self) -> str:
         return f"[{self.host}]:{self.port} {self.host_key.export_public_key().decode().strip()}\n"
-
-    def start(self) -> FakeNode:
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(self._listen(), self.loop).result(timeout=30)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            asyncio.run_coroutine_threadsafe(self.server.wait_closed(), self.loop).result(timeout=10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
 
     async def _listen(self):
         fake = self

@@ -1,7 +1,7 @@
 """`terravixens completion bash|zsh|fish`: a shell completion script generated from the command table.
 
-The command line hands a tree of words (each command, its subcommands, its options and their help) read from the
-argparse parser it builds from COMMANDS, so a new command or option completes without touching this module. No
+A tree of words (each command, its subcommands, its options and their help) is read from the argparse parser the
+command line builds from COMMANDS (`parsed`), so a new command or option completes without touching this module. No
 dependency: the scripts are plain bash (`complete -F`), zsh (its bashcompinit runs the bash function) and fish
 (`complete -c`); argcomplete would re-run Python on every Tab. Values (site files, layers, clusters) complete as
 file names; command and option names are what a user mistypes.
@@ -13,9 +13,13 @@ file names; command and option names are what a user mistypes.
 
 from __future__ import annotations
 
+import argparse
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from terravixens.arguments import Definition
+from terravixens.exitcodes import ExitCode, codes
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -120,4 +124,42 @@ def words(name: str, help: str, options: Sequence[str], children: Sequence[Words
     return Words(name, help, tuple(options), tuple(children))
 
 
-__all__ = ["SHELLS", "Words", "script", "words"]
+def parsed(top: argparse.ArgumentParser, name: str = "terravixens", help: str = "") -> Words:
+    """The command line's words, read from the argparse parser the command table builds (every command's
+    arguments added)."""
+    options = [option for action in top._actions for option in action.option_strings if option.startswith("--")]
+    children = [
+        parsed(sub, word, next((c.help or "" for c in action._choices_actions if c.dest == word), ""))
+        for action in top._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for word, sub in action.choices.items()
+    ]
+    return words(name, help, options, children)
+
+
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+
+
+def command(args: argparse.Namespace) -> int:
+    """The whole command line comes from `args.command_line` (the command table's parser builder: every command
+    with its arguments), so this module knows no command."""
+    build: Callable[[], argparse.ArgumentParser] = args.command_line
+    print(script(args.shell, parsed(build())), end="")
+    return ExitCode.OK
+
+
+COMPLETION = Definition(
+    arguments,
+    command,
+    codes(ExitCode.OK, ExitCode.INTERRUPTED),
+    examples=(
+        "terravixens completion bash > ~/.local/share/bash-completion/completions/terravixens",
+        "terravixens completion zsh > ~/.zfunc/terravixens.zsh",
+        "terravixens completion fish > ~/.config/fish/completions/terravixens.fish",
+    ),
+)
+
+
+__all__ = ["COMPLETION", "SHELLS", "Words", "arguments", "command", "parsed", "script", "words"]

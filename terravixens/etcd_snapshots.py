@@ -180,6 +180,17 @@ class Taken:
         return f"{self.snapshot.path.name}: {self.verification.summary().split(': ', 1)[1]}; {describe(self.pruned)}"
 
 
+def no_snapshot_reason(text: str) -> str:
+    """`--no-snapshot REASON`: a reason a reader of the log understands, not a bare flag."""
+    reason = " ".join(text.split())
+    if len(reason) < 8:
+        raise ValueError(
+            f"{text!r} is not a reason: say why this run goes without a fresh etcd snapshot, e.g. "
+            f"--no-snapshot 'snapshot taken by hand at 10:02, etcd-snapshots/...'"
+        )
+    return reason
+
+
 # ------------------------------------------------------------------------------------------------------ names
 def stamp(when: datetime) -> str:
     if when.tzinfo is None:
@@ -740,6 +751,7 @@ __all__ = [
     "describe",
     "find_tool",
     "manifest_path",
+    "no_snapshot_reason",
     "parse_name",
     "snapshot_name",
     "verify_snapshot",

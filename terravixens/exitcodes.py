@@ -97,6 +97,13 @@ def meaning(code: IntEnum) -> str:
 # A command's declaration: each code it can return, with what it means for that command ("" when the table says it).
 Declared = Sequence[tuple[IntEnum, str]]
 TABLES: tuple[type[IntEnum], ...] = (ExitCode, MonitorExit, SpecGetExit)
+# What REFUSED means for every operation that synthesizes first (deploy, destroy, restore, decommission, …).
+SYNTH_RULE = "a safety rule stopped synth (its messages printed)"
+
+
+def codes(*entries: IntEnum | tuple[IntEnum, str]) -> Declared:
+    """A command's declaration, written as its codes, each alone or with what it means for that command."""
+    return tuple(entry if isinstance(entry, tuple) else (entry, "") for entry in entries)
 
 
 def epilog(codes: Declared, width: int = 100) -> str:
@@ -141,4 +148,16 @@ def markdown(commands: Sequence[tuple[str, Declared]]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["MEANING", "TABLES", "Declared", "ExitCode", "MonitorExit", "SpecGetExit", "epilog", "markdown", "meaning"]
+__all__ = [
+    "MEANING",
+    "SYNTH_RULE",
+    "TABLES",
+    "Declared",
+    "ExitCode",
+    "MonitorExit",
+    "SpecGetExit",
+    "codes",
+    "epilog",
+    "markdown",
+    "meaning",
+]

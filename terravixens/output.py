@@ -13,6 +13,7 @@ script does not need go to stderr. Standard library only: the operations use it.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TextIO
 
@@ -51,9 +52,10 @@ class Report(Protocol):
     def body(self) -> Mapping[str, Any]: ...
 
 
-def render(report: Report, as_json: bool, out: TextIO, err: TextIO) -> int:
+def render(report: Report, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Prints `report` as its JSON document on `out` (nothing else there), or as its notes on `err` then its lines on
-    `out`; returns its exit code."""
+    `out` (default: stdout and stderr); returns its exit code."""
+    out, err = out or sys.stdout, err or sys.stderr
     if as_json:
         print(dumps(report.command, report.body()), file=out, flush=True)
         return int(report.exit_code)

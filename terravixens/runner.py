@@ -44,10 +44,11 @@ DURATION = re.compile(r"^(\d+)(s|m|h)?$")
 UNITS = {"s": 1, "m": 60, "h": 3600, None: 1}
 
 
-def parse_duration(text: str) -> int:
-    """'90s', '15m', '1h' or plain seconds -> seconds (at least 1)."""
+def parse_duration(text: str, zero: bool = False) -> int:
+    """'90s', '15m', '1h' or plain seconds -> seconds: the one duration parser of the command line and of the
+    environment's deadlines. At least 1, unless `zero` (a wait of 0: once)."""
     found = DURATION.match(text.strip())
-    if not found or int(found.group(1)) == 0:
+    if not found or (int(found.group(1)) == 0 and not zero):
         raise ValueError(f"{text!r} is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h")
     return int(found.group(1)) * UNITS[found.group(2)]
 

@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.backup import backup_state, read_backup, restore_state
 from terravixens.operations.files import private_process, write_private
 from tests.fake_terraform import FakeTerraform, platform_state

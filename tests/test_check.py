@@ -23,13 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.exitcodes import MonitorExit
+from terravixens.exitcodes import ExitCode, MonitorExit
 from terravixens.operations import OperationError
-from terravixens.operations.acceptance import CheckOptions
-from terravixens.operations.check import CheckCommand, check, parse_since, parse_wait
+from terravixens.operations.acceptance import CheckOptions, parse_since, parse_wait
+from terravixens.operations.check import CheckCommand, check
 from terravixens.operations.console import Console
 from terravixens.operations.observe import Since, last_apply
-from terravixens.operations.outcome import ExitCode
 from terravixens.operations.workspace import Workspace
 from tests import fake_kubectl as k
 from tests import support

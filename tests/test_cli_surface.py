@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import argparse
+import inspect
+import json
 import os
 import re
 import shlex
@@ -11,11 +14,13 @@ import shutil
 import stat
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
 from terravixens import cli
+from terravixens.arguments import Definition
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = "sites/example.yaml"
@@ -115,6 +120,48 @@ def test_top_level_help_lists_completion_and_version(capsys):
     assert "--version" in text and re.search(
         r"^    completion +print a bash, zsh or fish completion script$", text, re.M
     )
+
+
+# ------------------------------------------------------------------------------------------- one command, one module
+def _given_types() -> dict[cli.Gives, list[type]]:
+    from terravixens.config.model import Site
+    from terravixens.operations.console import Console
+    from terravixens.operations.terraform import Terraform
+    from terravixens.operations.workspace import Workspace
+
+    return {
+        cli.Gives.ARGUMENTS: [argparse.Namespace],
+        cli.Gives.SITE: [argparse.Namespace, Site],
+        cli.Gives.OPERATION: [argparse.Namespace, Workspace, Terraform, Console],
+    }
+
+
+@pytest.mark.parametrize("entry", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_run_function_takes_what_its_entry_gives_typed(entry):
+    """One wrapper (cli._invoke) for every command: the run function a command's module declares takes exactly what
+    its table entry says the wrapper gives, each parameter typed (no Any), and returns an exit code."""
+    run = entry.declared.run
+    hints = typing.get_type_hints(run)
+    parameters = list(inspect.signature(run).parameters)
+    assert [hints[name] for name in parameters] == _given_types()[entry.gives], entry.name
+    assert hints["return"] is int, entry.name
+    assert inspect.signature(entry.declared.arguments).parameters, entry.name
+
+
+def test_the_command_line_imports_only_the_command_it_runs():
+    """Each command's module is imported when it runs (its Definition named as "module:NAME", as a layer kind names
+    its stack class): `validate` imports no operation of the cluster and no other command's module."""
+    program = (
+        "import sys, terravixens.cli as c\n"
+        "code = c.main(['validate', '--site', 'sites/example.yaml'])\n"
+        "import json; print(json.dumps(sorted(m for m in sys.modules if m.startswith('terravixens.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    assert "terravixens.operations.validate" in loaded
+    others = [entry.definition.partition(":")[0] for entry in cli.COMMANDS if entry.name != "validate"]
+    assert sorted(set(loaded) & set(others)) == []
 
 
 # ------------------------------------------------------------------------------------------------- --version
@@ -254,12 +301,16 @@ def _complete_in(script: str, line: str, folder: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_a_new_command_completes_without_touching_the_completion_module(monkeypatch):
-    extra = cli.Command("frobnicate", "a test command", lambda p: p.add_argument("--wobble"), lambda a: 0, ())
-    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, extra))
-    from terravixens.completion import script
+# A command as a module declares one (tests/test_cli_surface.py:FROBNICATE is its "module:NAME").
+FROBNICATE = Definition(lambda parser: parser.add_argument("--wobble"), lambda args: 0, (), ("terravixens frobnicate",))
 
-    text = script("bash", cli._words(cli.parser()))
+
+def test_a_new_command_completes_without_touching_the_completion_module(monkeypatch):
+    extra = cli.Command("frobnicate", "a test command", f"{__name__}:FROBNICATE")
+    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, extra))
+    from terravixens.completion import parsed, script
+
+    text = script("bash", parsed(cli.parser()))
     assert "frobnicate" in _complete(text, "terravixens frob") and _complete(text, "terravixens frobnicate --w") == [
         "--wobble"
     ]

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.etcd_snapshots import no_snapshot_reason
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.dead_member import (
     DeadMemberOptions,
@@ -29,7 +31,7 @@ from terravixens.operations.dead_member import (
     silent,
     snapshot_before_removal,
 )
-from terravixens.operations.etcd import SnapshotPolicy, no_snapshot_reason
+from terravixens.operations.etcd import SnapshotPolicy
 from terravixens.operations.kube import Kubectl
 from terravixens.operations.workspace import Workspace
 from terravixens.runner import Ran

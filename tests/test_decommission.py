@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.etcd_snapshots import no_snapshot_reason
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.decommission import DecommissionOptions, decommission
 from terravixens.operations.destroy import DestroyOptions, destroy
-from terravixens.operations.etcd import SnapshotPolicy, no_snapshot_reason
+from terravixens.operations.etcd import SnapshotPolicy
 from terravixens.operations.workspace import Workspace
 from tests import etcd_tool
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state

@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.workspace import Workspace

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.acceptance import CheckOptions
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from terravixens.etcd_snapshots import no_snapshot_reason
 from terravixens.exitcodes import ExitCode
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import (
     SnapshotPolicy,
     fresh_snapshot,
-    no_snapshot_reason,
     talosconfig_file,
 )
 from terravixens.operations.outcome import OperationError

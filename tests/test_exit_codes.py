@@ -1395,7 +1395,8 @@ def _interrupt_site_loading(lab: Lab) -> None:
     def interrupted(*_):
         raise KeyboardInterrupt
 
-    lab.monkeypatch.setattr(cli, "load_site", interrupted)
+    lab.monkeypatch.setattr(cli, "load_site", interrupted)  # the one wrapper's, for the commands given the site
+    lab.monkeypatch.setattr("terravixens.operations.validate.load_site", interrupted)  # validate loads its own
 
 
 @case("validate", ExitCode.OK)

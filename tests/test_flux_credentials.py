@@ -32,8 +32,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from terravixens.config.loader import SiteError
+from terravixens.exitcodes import ExitCode
 from terravixens.inputs import InputError
-from terravixens.operations import ExitCode, OperationError
+from terravixens.operations import OperationError
 from terravixens.operations.standalone_env import layer_env, standalone_layer_env
 from terravixens.operations.terraform import Terraform
 from terravixens.stackdiff import diff

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.dead_member import DeadMemberOptions, remove_dead_member
 from terravixens.operations.kube import Kubectl

@@ -52,7 +52,17 @@ def imported(path: Path) -> set[str]:
 
 
 def test_commands_import_steps_never_each_other():
-    assert {"deploy", "destroy", "restore", "decommission", "dead_member", "drift", "check", "snapshot"} <= COMMANDS
+    assert {
+        "deploy",
+        "destroy",
+        "restore",
+        "decommission",
+        "dead_member",
+        "drift",
+        "check",
+        "snapshot",
+        "upgrade",
+    } <= COMMANDS
     for name in sorted(COMMANDS):
         others = {f"terravixens.operations.{other}" for other in COMMANDS - {name}}
         assert not imported(PACKAGE / "operations" / f"{name}.py") & others, name
@@ -109,8 +119,8 @@ def _numbers_bound_to_code_names(path: Path) -> list[str]:
 
 
 def test_exit_codes_are_spelled_in_one_place():
-    """No module keeps its own list of exit codes any more (upgrade's EXIT_* are aliases of the table's, tfwrap's
-    names are the table's members)."""
+    """No module keeps its own list of exit codes any more (upgrade's EXIT_* aliases are gone, tfwrap's names are the
+    table's members)."""
     for path in ours():
         text = path.read_text()
         if path.name != "exitcodes.py":

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.etcd_snapshots import SnapshotStore, manifest_path
-from terravixens.operations import ExitCode, OperationError
+from terravixens.etcd_snapshots import SnapshotStore, manifest_path, no_snapshot_reason
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
-from terravixens.operations.etcd import SnapshotPolicy, no_snapshot_reason
+from terravixens.operations.etcd import SnapshotPolicy
 from terravixens.operations.restore_etcd import RestoreOptions, restore_etcd
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl, service_states

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from terravixens.exitcodes import ExitCode
 from terravixens.guard import GuardContext, check_plan, node_view, refusals, site_roles
 from terravixens.guard.plan import read_plan
-from terravixens.operations import ExitCode, OperationError
+from terravixens.operations import OperationError
 from terravixens.operations import scale_in as scale_in_module
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from terravixens.etcd_snapshots import SnapshotStore, manifest_path
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.snapshot import SnapshotOptions, list_snapshots, take_snapshot
 from terravixens.operations.workspace import Workspace

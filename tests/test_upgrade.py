@@ -20,20 +20,19 @@ import pytest
 
 from terravixens.config.model import TalosImage
 from terravixens.exitcodes import ExitCode
+from terravixens.operations.upgrade import RESUME, kubernetes_upgrade, rolling_upgrade
+from terravixens.runner import parse_duration
 from terravixens.talos.image import schematic_id
-from terravixens.talosctl import Talosctl, parse_duration
-from terravixens.upgrade import (
-    RESUME,
+from terravixens.talos.rolling import (
     Running,
     describe_kubernetes,
-    kubernetes_upgrade,
     not_on_target,
-    parse_version,
     release,
-    rolling_upgrade,
     skips_a_minor,
     upgrade_plan,
 )
+from terravixens.talos_versions import parse_version
+from terravixens.talosctl import Talosctl
 from tests import etcd_tool, processes, support
 from tests.fake_terraform import Outputs
 
@@ -1045,7 +1044,7 @@ def test_no_verified_snapshot_stops_before_the_control_plane(tmp_path, damage):
 
 def test_a_snapshot_that_fails_before_a_later_control_plane_keeps_what_is_done(site, tmp_path):
     from terravixens.operations.outcome import OperationError
-    from terravixens.upgrade import Snapshots
+    from terravixens.operations.upgrade import Snapshots
 
     taken: list[str] = []
 
@@ -1113,21 +1112,20 @@ def test_a_dry_run_says_what_the_run_would_refuse_with_its_exit_code(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------- talosconfig
-def _command(tmp_path: Path, fake: Fake, tf: Outputs, talosconfig: str | None, capsys) -> tuple[int, list, str]:
-    from terravixens.upgrade import command
+def _command(
+    tmp_path: Path, fake: Fake, tf: Outputs, talosconfig: str | None, capsys, monkeypatch
+) -> tuple[int, list, str]:
+    """`terravixens upgrade prod --dry-run` through the command line, in this process: its Terraform (the seam of
+    terravixens.cli, read only for the platform layer's talosconfig output) is `tf`."""
+    from terravixens import cli
 
-    site = support.site_from(site_data())
-    umask = os.umask(0o022)  # command() sets 077 for the process, as the operations do: given back afterwards
+    site_file = tmp_path / "site.yaml"
+    site_file.write_text(json.dumps(site_data()))
+    monkeypatch.setattr(cli, "_terraform", lambda layer_env: tf)
+    umask = os.umask(0o022)  # the operation sets 077 for the process, as the operations do: given back afterwards
     os.umask(umask)
-    code = command(
-        site,
-        "prod",
-        fake.talosctl(),
-        dry_run=True,
-        talosconfig=talosconfig,
-        terraform=lambda: tf,
-        root=tmp_path,
-    )
+    given = ["--talosconfig", talosconfig] if talosconfig else []
+    code = cli.main(["upgrade", "prod", "--site", str(site_file), "--talosctl", str(fake.path), "--dry-run", *given])
     os.umask(umask)
     used = {call[1] for call in fake.calls()}
     return code, sorted(used), capsys.readouterr().err
@@ -1137,22 +1135,22 @@ def test_the_talosconfig_is_the_given_one_else_the_local_one_else_the_platform_l
     monkeypatch.chdir(tmp_path)
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
     tf = Outputs({"talosconfig": "context: prod\n"})
-    assert _command(tmp_path, fake, tf, "mine", capsys)[:2] == (0, ["mine"]) and tf.calls == []
+    assert _command(tmp_path, fake, tf, "mine", capsys, monkeypatch)[:2] == (0, ["mine"]) and tf.calls == []
     (tmp_path / "cdktf.out" / "stacks" / "platform-prod").mkdir(parents=True)
-    code, used, _ = _command(tmp_path, fake, tf, None, capsys)
+    code, used, _ = _command(tmp_path, fake, tf, None, capsys, monkeypatch)
     assert code == 0 and tf.calls == [("platform-prod", "output", "-raw", "talosconfig")]
     [written] = [path for path in used if path != "mine"]
     assert written.endswith("/talosconfig") and not Path(written).exists()  # 0600 in a 0700 folder, removed after
     (tmp_path / "talosconfig").write_text("context: local\n")  # upgrade's default before: still taken first
     tf.calls.clear()
-    assert _command(tmp_path, fake, tf, None, capsys)[:2] == (0, sorted({"mine", written, "talosconfig"}))
+    assert _command(tmp_path, fake, tf, None, capsys, monkeypatch)[:2] == (0, sorted({"mine", written, "talosconfig"}))
     assert tf.calls == []
 
 
 def test_no_talosconfig_anywhere_is_bad_input_naming_the_ways_out(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.6"))
-    code, used, err = _command(tmp_path, fake, Outputs({}), None, capsys)
+    code, used, err = _command(tmp_path, fake, Outputs({}), None, capsys, monkeypatch)
     assert code == ExitCode.BAD_INPUT and used == []
     assert err == (
         "terravixens upgrade: no talosconfig: none given (--talosconfig FILE), no ./talosconfig here, and "
@@ -1160,7 +1158,7 @@ def test_no_talosconfig_anywhere_is_bad_input_naming_the_ways_out(tmp_path, caps
         "output from)\n"
     )
     (tmp_path / "cdktf.out" / "stacks" / "platform-prod").mkdir(parents=True)  # deployed here, no output (yet)
-    code, used, err = _command(tmp_path, fake, Outputs({}), None, capsys)
+    code, used, err = _command(tmp_path, fake, Outputs({}), None, capsys, monkeypatch)
     assert code == ExitCode.BAD_INPUT and used == []
     assert "platform-prod has no talosconfig output" in err and "--talosconfig FILE" in err
 

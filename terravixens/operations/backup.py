@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from terravixens.exitcodes import ExitCode
 from terravixens.inputs import InputError, load_json, read_text
 from terravixens.operations.files import write_private
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 
 STATE_LIMIT = 1024 * 1024 * 1024

@@ -13,22 +13,19 @@ See docs/adr/0039-acceptance-check-and-talos-drift.md.
 
 from __future__ import annotations
 
+import argparse
 import io
-import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
-from terravixens import runner
-from terravixens.operations.acceptance import VERDICT, CheckOptions, run
+from terravixens.arguments import Definition, json_option, site_option
+from terravixens.exitcodes import ExitCode, MonitorExit, codes
+from terravixens.operations.acceptance import VERDICT, CheckOptions, check_options, run
 from terravixens.operations.console import Console
 from terravixens.operations.kube import Kubectl
-from terravixens.operations.observe import Since, shown_time
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.output import dumps
-
-ZERO = re.compile(r"^0+[smh]?$")
 
 
 @dataclass(frozen=True)
@@ -38,34 +35,6 @@ class CheckCommand:
 
     json: bool = False
     synth: bool = True
-
-
-def parse_since(text: str, now: datetime | None = None) -> Since:
-    """`--since`: a duration back from now (`30m`, `2h`) or a UTC time (`2026-01-10T10:02:00Z`)."""
-    now = now or datetime.now(UTC)
-    try:
-        return Since(now - timedelta(seconds=runner.parse_duration(text)), f"--since {text.strip()}")
-    except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise OperationError(
-            f"--since {text!r}: give a duration back from now (30m, 2h) or a time like 2026-01-10T10:02:00Z",
-            ExitCode.BAD_INPUT,
-        ) from None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return Since(when, f"--since {shown_time(when)}")
-
-
-def parse_wait(text: str, option: str) -> int:
-    """A duration that may be 0 (`--wait 0`: one pass)."""
-    if ZERO.match(text.strip()):
-        return 0
-    try:
-        return runner.parse_duration(text)
-    except ValueError as error:
-        raise OperationError(f"{option}: {error}", ExitCode.BAD_INPUT) from None
 
 
 def check(
@@ -111,4 +80,66 @@ def check(
     return report.exit_code
 
 
-__all__ = ["CheckCommand", "CheckOptions", "check", "parse_since", "parse_wait"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("cluster")
+    json_option(parser, " (terravixens/check/v1: the verdict and each check's problems)")
+    parser.add_argument(
+        "--since",
+        metavar="DURATION|TIME",
+        help="the log check's window: a duration back from now (30m) or a UTC time (2026-01-10T10:02:00Z); "
+        "default: the last apply (the newest state backup of the cluster's layers)",
+    )
+    parser.add_argument(
+        "--wait",
+        default="0",
+        metavar="DURATION",
+        help="keep checking (every 10s) while something fails, up to this long (default 0: once)",
+    )
+    parser.add_argument("--talosconfig", metavar="FILE", help="default: the platform layer's talosconfig output")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="default: the platform layer's kubeconfig output")
+    parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary")
+    parser.add_argument("--kubectl", help="the kubectl binary (default: $KUBECTL or kubectl)")
+    parser.add_argument(
+        "--timeout",
+        dest="check_timeout",
+        default="60s",
+        metavar="DURATION",
+        help="deadline of each talosctl call, and how long `talosctl health` waits (default 60s); kubectl's: "
+        "$TERRAVIXENS_KUBECTL_TIMEOUT",
+    )
+    parser.add_argument("--tail", type=int, default=300, metavar="N", help="lines read per log and node (default 300)")
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    kubectl = Kubectl(args.kubectl) if args.kubectl else None
+    if args.json:  # check() prints its document, and only that, on the console it is given: stdout
+        console = Console(journal=console.journal)
+    options = check_options(args, "--wait")
+    return check(ws, args.cluster, tf, options, console, CheckCommand(json=args.json), kubectl)
+
+
+CHECK = Definition(
+    arguments,
+    command,
+    codes(
+        (MonitorExit.IN_SYNC, "every check passed"),
+        (
+            MonitorExit.ERROR,
+            (
+                "a check could not look (no talosconfig or kubeconfig, talosctl or kubectl missing, failing or "
+                "unanswered) and none found a problem; or a bad site, option or cluster name"
+            ),
+        ),
+        (MonitorExit.FOUND, "a check found a problem: one line each, with what to do (found wins)"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens check prod",
+        "terravixens check prod --wait 5m --json",
+    ),
+)
+
+
+__all__ = ["CHECK", "CheckCommand", "CheckOptions", "arguments", "check", "command"]

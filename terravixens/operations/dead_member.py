@@ -31,18 +31,29 @@ remove-member whose call hung or was stopped is said to be "not known" there, wi
 
 from __future__ import annotations
 
+import argparse
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from terravixens.arguments import (
+    Definition,
+    duration,
+    no_snapshot_option,
+    site_option,
+    talosconfig_option,
+    talosctl_option,
+    whole,
+)
 from terravixens.config.addressing import node_address
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import TALOSCONFIG_UNIT, SnapshotPolicy, fresh_snapshot, platform_talosconfig
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import apply_address, state_addresses
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
@@ -374,3 +385,100 @@ def remove_member(talosctl: Talosctl, healthy: str, through: str, member: Member
         if again.ok
         else f"could not read the members back ({again.reason[:200]})",
     )
+
+
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument("node")
+    talosconfig_option(parser)
+    talosctl_option(parser)
+    parser.add_argument("--confirm", metavar="SITE/CLUSTER/NODE", help="the typed confirmation, for unattended runs")
+    no_snapshot_option(parser, "right before the member's removal")
+    parser.add_argument(
+        "--probes",
+        type=whole(2, "number of probes", "a single probe cannot tell a dead node from a reboot"),
+        default=4,
+        metavar="N",
+        help="probe NODE (talosctl version) N times over the window; one answer refuses (default 4)",
+    )
+    parser.add_argument(
+        "--probe-window",
+        type=duration,
+        default="60s",
+        metavar="DURATION",
+        help="the period NODE must stay silent, e.g. 60s, 5m (default 60s)",
+    )
+    parser.add_argument(
+        "--probe-timeout",
+        type=duration,
+        default="10s",
+        metavar="DURATION",
+        help="deadline of each probe (default 10s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=duration,
+        default="60s",
+        metavar="DURATION",
+        help="deadline of each other talosctl call (default 60s)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="proceed even though the node answers `talosctl version` "
+        "(a live node whose etcd is broken); still confirmed",
+    )
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    # Without --talosconfig the operation reads the platform layer's output after synth (a placeholder until then).
+    talosctl = Talosctl(args.talosctl, args.talosconfig or "", args.timeout, probe_timeout=args.probe_timeout)
+    options = DeadMemberOptions(
+        confirm=args.confirm,
+        force=args.force,
+        probes=args.probes,
+        probe_window=args.probe_window,
+        before_irreversible=snapshot_before_removal(ws, SnapshotPolicy(skip_reason=args.no_snapshot)),
+        talosconfig_from_layer=args.talosconfig is None,
+    )
+    return remove_dead_member(ws, args.cluster, args.node, tf, talosctl, console=console, options=options)
+
+
+REMOVE_DEAD_MEMBER = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "the member is removed and its apply forgotten; take the node out of the site next"),
+        (
+            ExitCode.REFUSED,
+            (
+                f"the node answered a probe (remove it the normal way), a probe failed for another "
+                f"reason than silence, no control plane lists etcd members (quorum lost), or "
+                f"{SYNTH_RULE}"
+            ),
+        ),
+        (ExitCode.BAD_INPUT, "site file, unknown cluster, not a control plane"),
+        (ExitCode.DECLINED, "the typed SITE/CLUSTER/NODE was not given"),
+        (
+            ExitCode.FAILED,
+            (
+                "a talosctl, kubectl or terraform call failed, hung or is missing (the message says what "
+                "is done and what is not)"
+            ),
+        ),
+        (
+            ExitCode.BACKUP_FAILED,
+            (
+                "the state backup, or the etcd snapshot right before the removal (through another control plane), "
+                "failed: etcd untouched; --no-snapshot REASON goes on without the snapshot"
+            ),
+        ),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens remove-dead-member prod cp-c",
+        "terravixens remove-dead-member prod cp-c --probes 6 --probe-window 2m",
+    ),
+)

@@ -26,10 +26,13 @@ snapshot and removed afterwards.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field, replace
 
+from terravixens.arguments import Definition, no_snapshot_option, site_option, talosctl_options
 from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
 from terravixens.decommission_settings import Decommission
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.guard.plan import Plan
 from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.logical_ids import cluster_id
@@ -39,7 +42,7 @@ from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, talosconfig_file
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import (
     apply_address,
     apply_saved,
@@ -330,4 +333,74 @@ def _teardown(
         console.step(layer, "secrets", "kept (prevent_destroy); --destroy-secrets removes them, last")
 
 
-__all__ = ["DecommissionOptions", "apply_address", "decommission", "state_addresses"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument("--confirm", metavar="SITE/CLUSTER", help="the typed confirmation, for unattended runs")
+    parser.add_argument("--yes", action="store_true", help="do not ask before each step")
+    parser.add_argument(
+        "--delete-vms", action="store_true", help="also delete the VMs (default: kept, in maintenance mode)"
+    )
+    parser.add_argument(
+        "--destroy-secrets",
+        action="store_true",
+        help="last: destroy the machine secrets (the cluster's identity) for good",
+    )
+    no_snapshot_option(parser, "before the first reset")
+    talosctl_options(parser, "5m", " (the etcd snapshot)")
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    options = DecommissionOptions(
+        confirm=args.confirm,
+        delete_vms=args.delete_vms,
+        destroy_secrets=args.destroy_secrets,
+        yes=args.yes,
+        snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+        talosctl=Talosctl(args.talosctl, timeout=args.timeout),
+        talosconfig=args.talosconfig,
+    )
+    return decommission(ws, args.cluster, tf, options, console=console)
+
+
+DECOMMISSION = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "every node reset (VMs and secrets as asked)"),
+        (
+            ExitCode.REFUSED,
+            (
+                f"the gitops layer still has resources, the cluster is not converged, the guard "
+                f"refused a step, or {SYNTH_RULE}"
+            ),
+        ),
+        (ExitCode.BAD_INPUT, "site file, unknown cluster"),
+        (ExitCode.DECLINED, "the typed SITE/CLUSTER or a step's yes"),
+        ExitCode.FAILED,
+        (
+            ExitCode.BACKUP_FAILED,
+            (
+                "no verified etcd snapshot before the first reset (nothing was changed; --no-snapshot REASON goes "
+                "on without), or a state backup failed"
+            ),
+        ),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens decommission prod",
+        "terravixens decommission prod --delete-vms --confirm homelab/prod --yes",
+    ),
+)
+
+
+__all__ = [
+    "DECOMMISSION",
+    "DecommissionOptions",
+    "apply_address",
+    "arguments",
+    "command",
+    "decommission",
+    "state_addresses",
+]

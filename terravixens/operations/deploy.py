@@ -18,16 +18,27 @@ cluster (terravixens.operations.acceptance, ADR 0039); problems stop the deploy 
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from terravixens.arguments import (
+    Definition,
+    allow_reboot_option,
+    batch,
+    duration,
+    no_snapshot_option,
+    secrets_option,
+    site_option,
+)
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.operations import acceptance, scale_in, summary
 from terravixens.operations.console import Console
+from terravixens.operations.etcd import SnapshotPolicy
 from terravixens.operations.files import remove_quietly, require_new_file, write_new
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
-from terravixens.operations.outcome import ExitCode
 from terravixens.operations.scale_in import ScaleInOptions
 from terravixens.operations.steps import (
     PLAN_FILE,
@@ -157,4 +168,144 @@ def deploy(
     return ExitCode.OK
 
 
-__all__ = ["PLAN_FILE", "DeployOptions", "LayerPlan", "deploy", "deploy_layer", "plan_json_path"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("layers", nargs="*", metavar="LAYER", help="layers to deploy, in apply order (default: all)")
+    parser.add_argument("--all", action="store_true", help="every layer of the site (the default without LAYER)")
+    parser.add_argument("--yes", action="store_true", help="apply without asking (the guard still runs)")
+    allow_reboot_option(parser)
+    parser.add_argument(
+        "--save-plan-json",
+        metavar="PATH",
+        help="also write the plan's JSON to this new file (0600; it holds secrets; never overwritten)",
+    )
+    parser.add_argument("--lock-timeout", default="0s", help="wait this long for a state lock (e.g. 60s)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="plan, guard and show what would run (a scale-in: its steps), apply nothing",
+    )
+    secrets_option(parser)
+    steps = parser.add_argument_group(
+        "scale-in",
+        "a platform layer whose plan takes control planes out of etcd runs as steps: new nodes first, then one "
+        "control plane per apply, each with an etcd snapshot, talosctl health and the etcd members read back "
+        "(ADR 0037)",
+    )
+    steps.add_argument(
+        "--worker-batch",
+        type=batch,
+        default=None,
+        metavar="N",
+        help="workers that leave go N per apply, each batch health-checked (default: all in one apply)",
+    )
+    no_snapshot_option(steps, "before each scale-in step that changes etcd")
+    steps.add_argument(
+        "--talosconfig",
+        help="talosctl client configuration (default: the platform layer's talosconfig output, 0600, removed after)",
+    )
+    steps.add_argument("--talosctl", default="talosctl", help="the talosctl binary (the scale-in steps, and --check)")
+    steps.add_argument(
+        "--talosctl-timeout",
+        type=duration,
+        default="10m",
+        metavar="DURATION",
+        help="deadline of each talosctl call (health waits up to it), e.g. 90s, 10m (default 10m)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="after each cluster's platform and gitops layers: `terravixens check CLUSTER`; its problems exit 6",
+    )
+    parser.add_argument(
+        "--check-wait",
+        default="5m",
+        metavar="DURATION",
+        help="with --check: keep checking (every 10s) while something fails, up to this long (default 5m; 0: once)",
+    )
+    parser.add_argument(
+        "--check-timeout",
+        default="60s",
+        metavar="DURATION",
+        help="with --check: deadline of each talosctl call, and how long `talosctl health` waits (default 60s)",
+    )
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    options = DeployOptions(
+        yes=args.yes,
+        allow_reboot=frozenset(args.allow_reboot),
+        lock_timeout=args.lock_timeout,
+        save_plan_json=Path(args.save_plan_json) if args.save_plan_json else None,
+        dry_run=args.dry_run,
+        scale_in=ScaleInOptions(
+            worker_batch=args.worker_batch,
+            snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+            talosctl=args.talosctl,
+            talosconfig=args.talosconfig,
+            timeout=args.talosctl_timeout,
+        ),
+        check=acceptance.check_options(args, "--check-wait") if args.check else None,
+    )
+    return deploy(ws, None if args.all else args.layers, tf, options, console)
+
+
+DEPLOY = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "applied, or no changes, or --dry-run (nothing applied)"),
+        (
+            ExitCode.REFUSED,
+            (
+                f"the plan guard refused a layer's plan or a scale-in step's, a step's plan is not the step, or "
+                f"{SYNTH_RULE}; that step and later layers untouched"
+            ),
+        ),
+        (
+            ExitCode.BAD_INPUT,
+            (
+                "site file, unknown layer, secrets file, --save-plan-json names an existing file, or a scale-in "
+                "without a talosconfig"
+            ),
+        ),
+        ExitCode.DECLINED,
+        (
+            ExitCode.FAILED,
+            (
+                "terraform failed (the state before it is in the backup printed) or is missing; or in a scale-in, "
+                "talosctl health or the etcd members before or after a step are not what it expects: the last line "
+                "says which steps are done; run it again once fixed, it resumes; or --check could not read the "
+                "cluster after its apply"
+            ),
+        ),
+        (
+            ExitCode.BACKUP_FAILED,
+            (
+                "a state backup, or the etcd snapshot before a scale-in step, could not be taken and verified: "
+                "that step applied nothing"
+            ),
+        ),
+        (ExitCode.CHECK_FAILED, "--check found problems after the apply (one line each, with what to do)"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens deploy --dry-run",
+        "terravixens deploy hypervisors platform-prod --yes",
+        "terravixens deploy platform-prod --check",
+    ),
+)
+
+
+__all__ = [
+    "DEPLOY",
+    "PLAN_FILE",
+    "DeployOptions",
+    "LayerPlan",
+    "arguments",
+    "command",
+    "deploy",
+    "deploy_layer",
+    "plan_json_path",
+]

@@ -12,13 +12,16 @@ destroyed before their parents (ADR 0025).
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
+from terravixens.arguments import Definition, secrets_option, site_option
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.operations import summary
 from terravixens.operations.backup import backup_state, pull_state
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import apply_saved, guard_context, judge, make_plan, managed_count, typed_confirmation
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
@@ -113,3 +116,40 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
         f"destroyed {layer}; restore the state with: terravixens restore {layer} {backup.path.relative_to(ws.root)}"
     )
     return ExitCode.OK
+
+
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("layer")
+    parser.add_argument("--confirm", metavar="SITE/LAYER", help="the typed confirmation, for unattended runs")
+    secrets_option(parser)
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    return destroy(ws, args.layer, tf, DestroyOptions(confirm=args.confirm), console)
+
+
+DESTROY = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "destroyed, or nothing to destroy"),
+        (
+            ExitCode.REFUSED,
+            (
+                f"the guard or prevent_destroy refused (a platform layer is decommissioned), a nested "
+                f"host's layer still has guests, or {SYNTH_RULE}"
+            ),
+        ),
+        (ExitCode.BAD_INPUT, "site file, unknown layer"),
+        (ExitCode.DECLINED, "the typed SITE/LAYER was not given"),
+        ExitCode.FAILED,
+        ExitCode.BACKUP_FAILED,
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens destroy gitops-prod",
+        "terravixens destroy gitops-prod --confirm homelab/gitops-prod",
+    ),
+)

@@ -13,12 +13,16 @@ found wins (2), the lines say both. See docs/adr/0039-acceptance-check-and-talos
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from terravixens.arguments import Definition, json_option, secrets_option, site_option
+from terravixens.exitcodes import ExitCode, MonitorExit, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations import summary
+from terravixens.operations.acceptance import parse_wait
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl
@@ -34,10 +38,10 @@ from terravixens.operations.observe import (
     read_members,
     site_nodes,
 )
-from terravixens.operations.outcome import MonitorExit
 from terravixens.operations.steps import make_plan
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+from terravixens.output import render
 from terravixens.roles import Role
 from terravixens.talos_versions import parse_version
 from terravixens.talosctl import Talosctl
@@ -348,11 +352,67 @@ def _kube_differences(nodes: Sequence[SiteNode], kube_nodes: list[KubeNode]) -> 
     return found
 
 
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("layers", nargs="*", metavar="LAYER")
+    secrets_option(parser)
+    parser.add_argument(
+        "--terraform-only",
+        action="store_true",
+        help="only what Terraform's providers read back: skip the Talos side (versions, images, etcd members, "
+        "Kubernetes Nodes)",
+    )
+    parser.add_argument("--talosctl", default="talosctl", help="the talosctl binary (Talos side)")
+    parser.add_argument(
+        "--timeout", default="60s", metavar="DURATION", help="deadline of each talosctl call (default 60s)"
+    )
+    json_option(parser, " (terravixens/drift/v1: each layer's changes and Talos side; progress on stderr)")
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    # --timeout is parsed here, not by argparse: a bad one is ERROR (1), never 2, which means drift (MonitorExit).
+    timeout = parse_wait(args.timeout, "--timeout") or 1
+    talos = TalosSide(not args.terraform_only, Talosctl(args.talosctl, timeout=timeout))
+    return render(drift_report(ws, args.layers, tf, console, talos=talos), args.json)
+
+
+DRIFT = Definition(
+    arguments,
+    command,
+    codes(
+        MonitorExit.IN_SYNC,
+        (
+            MonitorExit.ERROR,
+            (
+                "a bad site file, an unknown layer, terraform failing, or a safety rule stopping synth; or a "
+                "Talos-side reading (talosctl, kubectl) that could not be made and no drift found"
+            ),
+        ),
+        (
+            MonitorExit.FOUND,
+            (
+                "a layer's plan would change something, or the Talos side differs from the site (version, "
+                "schematic, etcd members, Kubernetes Nodes); found wins over a reading that could not be made"
+            ),
+        ),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens drift",
+        "terravixens drift platform-prod --terraform-only --json",
+    ),
+)
+
+
 __all__ = [
+    "DRIFT",
     "DriftReport",
     "LayerDrift",
     "TalosDrift",
     "TalosSide",
+    "arguments",
+    "command",
     "drift",
     "drift_report",
     "outside_changes",

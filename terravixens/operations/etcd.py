@@ -18,10 +18,11 @@ from pathlib import Path
 
 from terravixens.config.addressing import node_address
 from terravixens.etcd_snapshots import DEFAULT_KEEP, SnapshotError, SnapshotStore, Taken
+from terravixens.exitcodes import ExitCode
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.files import private_directory, write_private
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl
@@ -43,17 +44,6 @@ class SnapshotPolicy:
     def __post_init__(self) -> None:
         if self.skip_reason is not None and not self.skip_reason.strip():
             raise ValueError("--no-snapshot needs a reason, e.g. --no-snapshot 'etcd restored from backup at 10:02'")
-
-
-def no_snapshot_reason(text: str) -> str:
-    """`--no-snapshot REASON`: a reason a reader of the log understands, not a bare flag."""
-    reason = " ".join(text.split())
-    if len(reason) < 8:
-        raise ValueError(
-            f"{text!r} is not a reason: say why this run goes without a fresh etcd snapshot, e.g. "
-            f"--no-snapshot 'snapshot taken by hand at 10:02, etcd-snapshots/...'"
-        )
-    return reason
 
 
 def control_plane_addresses(ws: Workspace, cluster_name: str) -> dict[str, str]:
@@ -183,7 +173,6 @@ __all__ = [
     "SnapshotPolicy",
     "control_plane_addresses",
     "fresh_snapshot",
-    "no_snapshot_reason",
     "platform_talosconfig",
     "talosconfig_file",
     "talosconfig_of",

@@ -9,7 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations.outcome import OperationError
 
 PRIVATE_UMASK = 0o077
 

@@ -62,6 +62,14 @@ class Journal:
         self.done.append(f"{name} ({entry.note})" if entry.note else name)
         self.current = self.step = None
 
+    def did(self, *units: str) -> None:
+        """`units` are done, outside a `with unit()` block: work that ends together or in part (an upgrade's batch of
+        workers, of which some may be upgraded and others not)."""
+        for name in units:
+            if name in self.pending:
+                self.pending.remove(name)
+            self.done.append(name)
+
     def outcome_unknown(self, why: str) -> None:
         """The current unit may have happened or not: its call hung or was stopped after it was sent (an etcd member
         removal that reached etcd, or not). A stop now counts it apart, neither done nor not done, with `why` (what

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terravixens import runner
+from terravixens.exitcodes import ExitCode
 from terravixens.operations.console import Console
 from terravixens.operations.files import private_directory, write_private
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 
 TIMEOUT_ENV = "TERRAVIXENS_KUBECTL_TIMEOUT"

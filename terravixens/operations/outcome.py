@@ -1,9 +1,9 @@
-"""What an operation ends with: an exit code from the one table (terravixens.exitcodes, re-exported here so existing
-imports keep working), or an OperationError carrying its message and code."""
+"""What an operation ends with: an exit code from the one table (terravixens.exitcodes, imported from there by
+everyone), or an OperationError carrying its message and code."""
 
 from __future__ import annotations
 
-from terravixens.exitcodes import ExitCode, MonitorExit
+from terravixens.exitcodes import ExitCode
 
 
 class OperationError(Exception):
@@ -14,4 +14,4 @@ class OperationError(Exception):
         self.code = code
 
 
-__all__ = ["ExitCode", "MonitorExit", "OperationError"]
+__all__ = ["OperationError"]

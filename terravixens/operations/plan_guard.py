@@ -5,11 +5,14 @@ gathers all of that itself."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from terravixens.arguments import Definition, allow_reboot_option, json_option, site_option
 from terravixens.config.model import Site
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.guard import (
     GuardContext,
     RebootChecks,
@@ -25,7 +28,8 @@ from terravixens.guard.checks.base import Violation
 from terravixens.guard.context import AmbiguousRoles
 from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
 from terravixens.inputs import InputError, Problem, load_json, read_text
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
+from terravixens.output import render
 
 
 @dataclass(frozen=True)
@@ -151,4 +155,63 @@ def plan_guard(site: Site, options: GuardOptions, err: TextIO, out: TextIO) -> i
     return render(plan_guard_report(site, options), False, out, err)
 
 
-__all__ = ["GuardOptions", "GuardReport", "plan_guard", "plan_guard_report"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", help="output of `terraform show -json PLANFILE` ('-' for standard input)")
+    site_option(
+        parser,
+        "site file: roles, and what its nodes want from L0 (default: $TERRAVIXENS_SITE or sites/example.yaml)",
+    )
+    parser.add_argument("--layer", help="the layer the plan is of (platform-<cluster>): roles of that cluster only")
+    allow_reboot_option(parser)
+    parser.add_argument(
+        "--plan-log",
+        help="`terraform plan -json` output of the same plan (tells the guard which reboot checks could not run)",
+    )
+    parser.add_argument(
+        "--deployed-state",
+        action="append",
+        default=[],
+        metavar="STATE",
+        help="a platform layer's `terraform state pull` (what its VMs use; repeatable)",
+    )
+    parser.add_argument(
+        "--teardown",
+        action="store_true",
+        help="the plan is a `plan -destroy`: its deletions are the request (nodes leave), and "
+        "what the site's nodes want from L0 does not count",
+    )
+    parser.add_argument("--max-size-mib", type=int, default=512, help="refuse larger plan files (default 512)")
+    json_option(parser, " (terravixens/plan-guard/v1: the verdict and every violation)")
+
+
+def command(args: argparse.Namespace, site: Site) -> int:
+    options = GuardOptions(
+        plan=args.plan,
+        layer=args.layer,
+        allow_reboot=frozenset(args.allow_reboot),
+        plan_log=args.plan_log,
+        deployed_states=tuple(args.deployed_state),
+        teardown=args.teardown,
+        limit=args.max_size_mib * 1024 * 1024,
+    )
+    return render(plan_guard_report(site, options), args.json)
+
+
+PLAN_GUARD = Definition(
+    arguments,
+    command,
+    codes(
+        ExitCode.OK,
+        (ExitCode.REFUSED, "the plan breaks a promise: one line per problem and why"),
+        (ExitCode.BAD_INPUT, "not a plan (or a state, log or site that cannot be read)"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terraform show -json plan.tfplan | terravixens plan-guard - --layer platform-prod",
+        "terravixens plan-guard plan.json --layer platform-prod --allow-reboot cp-a --plan-log plan.log --json",
+    ),
+)
+
+
+__all__ = ["PLAN_GUARD", "GuardOptions", "GuardReport", "arguments", "command", "plan_guard", "plan_guard_report"]

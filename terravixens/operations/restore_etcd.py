@@ -29,6 +29,7 @@ resets every control plane again (harmless for a node already wiped).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -39,6 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from terravixens.arguments import Definition, duration, no_snapshot_option, site_option, talosctl_options
 from terravixens.config.addressing import node_address
 from terravixens.etcd_snapshots import (
     DIGEST_SIZE,
@@ -49,12 +51,13 @@ from terravixens.etcd_snapshots import (
     parse_name,
     verify_snapshot,
 )
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
 from terravixens.operations.files import private_directory
 from terravixens.operations.journal import Journal
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import typed_confirmation
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
@@ -516,4 +519,101 @@ def _wait_preparing(
         options.sleep(options.poll)
 
 
-__all__ = ["RestoreOptions", "Source", "check_source", "observe", "restore_etcd"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="FILE",
+        help="the snapshot (etcd-snapshots/..., or any `talosctl etcd snapshot` file); verified first",
+    )
+    parser.add_argument(
+        "--skip-hash-check",
+        action="store_true",
+        help="FILE is a `db` copied out of an etcd data directory, without etcd's digest: restored with talosctl "
+        "bootstrap --recover-skip-hash-check (nothing proves it is intact)",
+    )
+    parser.add_argument("--confirm", metavar="SITE/CLUSTER", help="the typed confirmation, for unattended runs")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="restore even though etcd answers (every write since FILE is lost; a fresh snapshot of it is taken first)",
+    )
+    no_snapshot_option(parser, "with --force, before the resets")
+    talosctl_options(parser, "15m", ", and of the wait for etcd to be Preparing")
+    parser.add_argument(
+        "--poll",
+        type=duration,
+        default="5s",
+        metavar="DURATION",
+        help="time between two `talosctl service etcd` while waiting for Preparing (default 5s)",
+    )
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    if args.no_snapshot is not None and not args.force:
+        raise OperationError(
+            "--no-snapshot goes with --force: only an etcd that still answers is snapshotted before it is "
+            "restored over; nothing was done",
+            ExitCode.BAD_INPUT,
+        )
+    options = RestoreOptions(
+        source=Path(args.source),
+        confirm=args.confirm,
+        force=args.force,
+        skip_hash_check=args.skip_hash_check,
+        talosconfig=args.talosconfig,
+        snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
+        timeout=args.timeout,
+        poll=args.poll,
+    )
+    return restore_etcd(ws, args.cluster, tf, Talosctl(args.talosctl, timeout=args.timeout), options, console)
+
+
+RESTORE_ETCD = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "etcd restored on the bootstrap node, every control plane joined, talosctl health passed"),
+        (
+            ExitCode.REFUSED,
+            (
+                "etcd answers (a control plane lists its members) and no --force: restoring would lose every "
+                f"write since the snapshot; or {SYNTH_RULE}; nothing was done"
+            ),
+        ),
+        (
+            ExitCode.BAD_INPUT,
+            (
+                "site file, unknown cluster, FILE missing, not a verified snapshot, another cluster's, or without "
+                "etcd's digest and no --skip-hash-check; nothing was done"
+            ),
+        ),
+        (ExitCode.DECLINED, "the typed SITE/CLUSTER was not given; nothing was done"),
+        (
+            ExitCode.FAILED,
+            (
+                "a reset, the wait for Preparing, the bootstrap or health failed or hung: the last line says which "
+                "control planes are reset; run it again once fixed"
+            ),
+        ),
+        (ExitCode.BACKUP_FAILED, "with --force: no fresh snapshot of the etcd that answers; nothing was done"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=("terravixens restore-etcd prod --from etcd-snapshots/homelab/prod/FILE.snapshot",),
+)
+
+
+__all__ = [
+    "RESTORE_ETCD",
+    "RestoreOptions",
+    "Source",
+    "arguments",
+    "check_source",
+    "command",
+    "observe",
+    "restore_etcd",
+]

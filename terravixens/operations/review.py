@@ -14,23 +14,27 @@ Above the tables, a mermaid picture of the blast radius: the working tree's site
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from terravixens import runner
-from terravixens.config.loader import SiteError, load_site
+from terravixens.arguments import Definition, json_option, site_option
+from terravixens.config.loader import DEFAULT_SITE, SITE_ENV, SiteError, load_site
 from terravixens.config.model import Site
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.inputs import InputError, load_json, load_yaml, read_text
 from terravixens.logical_ids import owner_of
-from terravixens.operations.files import private_directory
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.files import private_directory, require_new_file, write_new
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.show import guest_key, hypervisor_key, keys, layer_key, mermaid, node_key, view
 from terravixens.operations.summary import owner
+from terravixens.output import render
 from terravixens.stackdiff import Changes, diff
 from terravixens.synth import rule_messages
 
@@ -388,4 +392,62 @@ def review_dirs(before: Path, after: Path, site: Site | None = None) -> Review:
     return Review(markdown(f"`{before}` → `{after}`", None, found, site), 0, found)
 
 
-__all__ = ["Named", "Review", "named_by_change", "picture", "review_dirs", "review_ref", "rows", "touched"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", nargs="?", help="git ref to compare the working tree with (e.g. origin/main)")
+    site_option(parser, "site file, relative to the repository (default: $TERRAVIXENS_SITE or sites/example.yaml)")
+    parser.add_argument("--before", help="compare two cdktf.out directories instead: the old one")
+    parser.add_argument("--after", help="the new cdktf.out directory")
+    parser.add_argument("--output", help="also write the Markdown to this new file (never overwritten)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when an address of an unnamed node changes")
+    json_option(parser, " (terravixens/review/v1: every changed address, and the Markdown)")
+
+
+def command(args: argparse.Namespace) -> int:
+    if args.output:  # before two synths: an output that cannot be written costs nothing
+        require_new_file(Path(args.output), "--output")
+    if args.before or args.after:
+        if not (args.before and args.after) or args.base:
+            raise OperationError("give BASE, or both --before and --after", ExitCode.BAD_INPUT)
+        result = review_dirs(Path(args.before), Path(args.after))
+    else:
+        if not args.base:
+            raise OperationError("give BASE (a git ref), or --before DIR --after DIR", ExitCode.BAD_INPUT)
+        result = review_ref(Path.cwd(), args.base, args.site or os.environ.get(SITE_ENV) or str(DEFAULT_SITE))
+    if args.output:
+        write_new(Path(args.output), result.text + "\n", "--output", private=False)
+    return render(replace(result, strict=args.strict), args.json)
+
+
+REVIEW = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "the Markdown is printed (and written to --output)"),
+        (
+            ExitCode.REFUSED,
+            ("with --strict: an address of a node the change does not name changes; or a safety rule stopped a synth"),
+        ),
+        (ExitCode.BAD_INPUT, "no BASE, unknown ref, a synth that fails, or --output names an existing file"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens review origin/main",
+        "terravixens review --before old/cdktf.out --after cdktf.out --json",
+    ),
+)
+
+
+__all__ = [
+    "REVIEW",
+    "Named",
+    "Review",
+    "arguments",
+    "command",
+    "named_by_change",
+    "picture",
+    "review_dirs",
+    "review_ref",
+    "rows",
+    "touched",
+]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from terravixens.catalogue import NODE_APPLY, VMS
 from terravixens.config.addressing import node_address
 from terravixens.config.model import Site
+from terravixens.exitcodes import ExitCode
 from terravixens.guard import Fate, GuardContext, Plan, node_view, site_roles
 from terravixens.guard.nodes import NodeView
 from terravixens.layers import platform_stack_name
@@ -43,7 +44,7 @@ from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, talosconfig_file
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.kube import Kubectl, delete_nodes, kubeconfig_of
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import LayerPlan, apply_saved, confirm, guard_context, judge, left_nodes, make_plan
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace

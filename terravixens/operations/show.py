@@ -19,16 +19,20 @@ whose every character outside a small safe set is an entity code (`#35;`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from terravixens.arguments import Definition, site_option
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.layers import HYPERVISORS, platform_stack_name, site_layers
 from terravixens.standalone.layout import layer_of_node
 from terravixens.standalone.topology import placement
@@ -544,10 +548,46 @@ def show(site: Site, fmt: str, out: TextIO) -> None:
         render_table(shown, out)
 
 
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "mermaid"),
+        default="table",
+        help="table (default), json (schema terravixens/show/v1) or mermaid (a graph)",
+    )
+    parser.add_argument("--json", action="store_true", help="the same as --format json (as every --json command)")
+
+
+def command(args: argparse.Namespace, site: Site) -> int:
+    show(site, "json" if args.json else args.format, sys.stdout)
+    return ExitCode.OK
+
+
+SHOW = Definition(
+    arguments,
+    command,
+    codes(
+        ExitCode.OK,
+        (ExitCode.BAD_INPUT, "the site file has problems: every one printed, with its file and line"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens show",
+        "terravixens show --site sites/standalone.yaml --format mermaid",
+        "terravixens show --json",
+    ),
+)
+
+
 __all__ = [
     "FORMATS",
     "SCHEMA",
+    "SHOW",
     "SiteView",
+    "arguments",
+    "command",
     "guest_key",
     "hypervisor_key",
     "keys",

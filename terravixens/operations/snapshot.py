@@ -13,18 +13,22 @@ layer initialised first, the output written privately and removed afterwards). N
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from terravixens.arguments import Definition, json_option, site_option, talosctl_options, whole
 from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, describe
+from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
+from terravixens.output import render
 from terravixens.talosctl import Talosctl
 
 SNAPSHOT_TIMEOUT = 5 * 60  # a snapshot of a few hundred MB streams in seconds; gigabytes need more (--timeout)
@@ -213,4 +217,68 @@ def _utc(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-__all__ = ["SnapshotList", "SnapshotOptions", "list_snapshots", "snapshot_list", "take_snapshot"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_option(parser)
+    parser.add_argument("cluster")
+    parser.add_argument(
+        "--list", action="store_true", help="list the kept snapshots (time, node, reason, size, verified); runs nothing"
+    )
+    json_option(parser, " with --list (terravixens/snapshot-list/v1)")
+    parser.add_argument(
+        "--keep",
+        type=whole(1, "number of snapshots to keep", "the new one is always kept"),
+        metavar="N",
+        help="retention: keep the newest N verified snapshots of the cluster (default 10; unverified ones are never "
+        "removed)",
+    )
+    talosctl_options(parser, "5m", " (the snapshot's stream)")
+
+
+def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Console) -> int:
+    if args.list:
+        if args.keep is not None:
+            raise OperationError("--keep applies when a snapshot is taken; --list only lists", ExitCode.BAD_INPUT)
+        return render(snapshot_list(ws, args.cluster), args.json)
+    if args.json:
+        raise OperationError("--json goes with --list (a snapshot being taken prints its progress)", ExitCode.BAD_INPUT)
+    options = SnapshotOptions(
+        keep=DEFAULT_KEEP if args.keep is None else args.keep,
+        talosconfig=args.talosconfig,
+        talosctl=Talosctl(args.talosctl, timeout=args.timeout),
+    )
+    return take_snapshot(ws, args.cluster, tf, options, console)
+
+
+SNAPSHOT = Definition(
+    arguments,
+    command,
+    codes(
+        (ExitCode.OK, "the snapshot is kept (its path, verification and what retention removed printed), or the list"),
+        (ExitCode.REFUSED, SYNTH_RULE),
+        (ExitCode.BAD_INPUT, "site file, unknown cluster, bad option, no talosconfig output (give --talosconfig)"),
+        (ExitCode.FAILED, "synth or terraform init (to read the talosconfig output) failed"),
+        (
+            ExitCode.BACKUP_FAILED,
+            "no control plane gave a snapshot that verifies (each one's reason printed); nothing was kept",
+        ),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens snapshot prod",
+        "terravixens snapshot prod --list --json",
+        "terravixens snapshot prod --keep 20 --talosconfig ./talosconfig",
+    ),
+)
+
+
+__all__ = [
+    "SNAPSHOT",
+    "SnapshotList",
+    "SnapshotOptions",
+    "arguments",
+    "command",
+    "list_snapshots",
+    "snapshot_list",
+    "take_snapshot",
+]

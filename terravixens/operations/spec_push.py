@@ -13,16 +13,25 @@ key is not in known_hosts is refused, never trusted on first use (a push carries
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import os
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from terravixens.agent import bundle
 from terravixens.agent.units import BUNDLE
+from terravixens.arguments import Definition, site_option
+from terravixens.config.loader import SiteError
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.runner import Ran, run
+from terravixens.standalone.catalog import CatalogError
+from terravixens.standalone.resolve import load_standalone
+from terravixens.standalone.secrets import SECRETS_ENV
 
 AGENT = f"PYTHONPATH={BUNDLE} python3 -m terravixens.agent"
 INSTALL = f"umask 022 && mkdir -p {Path(BUNDLE).parent} && base64 -d > {BUNDLE}.new && mv {BUNDLE}.new {BUNDLE}"
@@ -119,3 +128,96 @@ def lines(node: str, verb: str, outcome: Outcome) -> list[str]:
 def remote_shell(argv: list[str]) -> str:
     """How a remote command reads in docs and errors."""
     return shlex.join(argv)
+
+
+# ------------------------------------------------------------------------------------------------- command line
+AGENT_FAILED = (
+    "ssh or the agent failed, or a section failed on the node (the last line says which; the others are applied)"
+)
+
+
+def push_arguments(parser: argparse.ArgumentParser, secrets: bool = True) -> None:
+    parser.add_argument("node", help="the standalone node's name")
+    site_option(parser, "the site file", required=True)
+    if secrets:
+        parser.add_argument("--secrets", help=f"the secrets file (default ${SECRETS_ENV}): the users' ssh keys")
+    parser.add_argument("--address", help="where to reach the node (default: its first address in the site file)")
+    parser.add_argument("--port", type=int, default=22, help="its SSH port (default 22)")
+    parser.add_argument("--user", default="root", help="the SSH user (default root)")
+    parser.add_argument("--identity", help="the SSH private key (default: ssh's own)")
+    parser.add_argument("--known-hosts", help="a known_hosts file (default: ssh's own; unknown host keys are refused)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds for each SSH call (default 900)")
+    parser.add_argument("--dry-run", action="store_true", help="the agent prints what it would change")
+    parser.add_argument("--json", action="store_true", help="print the agent's JSON result only")
+
+
+def handoff_arguments(parser: argparse.ArgumentParser) -> None:
+    push_arguments(parser, secrets=False)
+
+
+def _target(args: argparse.Namespace) -> tuple[dict[str, Any], SshTarget] | int:
+    """The node's resolved spec and its SSH target (--address, or the node's first address in the site file); or
+    BAD_INPUT, the problem printed."""
+    try:
+        standalone = load_standalone(args.site, getattr(args, "secrets", None) or os.environ.get(SECRETS_ENV))
+    except (SiteError, CatalogError) as error:
+        print(error, file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    node = standalone.nodes.get(args.node)
+    if node is None:
+        names = ", ".join(sorted(standalone.nodes))
+        print(f"spec: {args.node!r} is not a standalone node of {args.site}: use one of {names}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    host = args.address or node.placed.nics[0].address.split("/")[0]
+    known = Path(args.known_hosts) if args.known_hosts else None
+    identity = Path(args.identity) if args.identity else None
+    target = SshTarget(host, args.port, args.user, identity, known, args.timeout)
+    return standalone.documents.get(args.node) or {}, target
+
+
+def _shown(args: argparse.Namespace, verb: str, outcome: Outcome) -> int:
+    if args.json and outcome.result is not None:
+        print(json.dumps(outcome.result))
+    else:
+        print("\n".join(lines(args.node, verb, outcome)))
+    return ExitCode.OK if outcome.ok else ExitCode.FAILED
+
+
+def push_command(args: argparse.Namespace) -> int:
+    found = _target(args)
+    if isinstance(found, int):
+        return found
+    document, target = found
+    return _shown(args, "push", push(target, document, dry_run=args.dry_run))
+
+
+def handoff_command(args: argparse.Namespace) -> int:
+    found = _target(args)
+    if isinstance(found, int):
+        return found
+    return _shown(args, "handoff", handoff(found[1], dry_run=args.dry_run))
+
+
+SPEC_PUSH = Definition(
+    push_arguments,
+    push_command,
+    codes(
+        ExitCode.OK,
+        (ExitCode.BAD_INPUT, "site, specs, secrets or node name unusable: nothing sent"),
+        (ExitCode.FAILED, AGENT_FAILED),
+    ),
+    examples=(
+        "terravixens spec push dns1 --site sites/standalone.yaml --secrets secrets.yaml",
+        "terravixens spec push dns1 --site sites/standalone.yaml --dry-run",
+    ),
+)
+SPEC_HANDOFF = Definition(
+    handoff_arguments,
+    handoff_command,
+    codes(
+        ExitCode.OK,
+        (ExitCode.BAD_INPUT, "site or node name unusable: nothing sent"),
+        (ExitCode.FAILED, AGENT_FAILED),
+    ),
+    examples=("terravixens spec handoff dns1 --site sites/standalone.yaml --json",),
+)

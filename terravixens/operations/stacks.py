@@ -4,13 +4,16 @@ document with each layer's level, kind, cluster and the layer it is applied afte
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from terravixens.arguments import Definition, json_option, site_argument
 from terravixens.config.model import Site
-from terravixens.exitcodes import ExitCode
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.layers import Layer, site_layers
+from terravixens.output import render
 
 
 @dataclass(frozen=True)
@@ -46,4 +49,25 @@ def stacks(site: Site) -> StacksReport:
     return StacksReport(site.site, tuple(site_layers(site)))
 
 
-__all__ = ["StacksReport", "stacks"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_argument(parser)
+    json_option(parser, " (terravixens/stacks/v1: each stack's level, kind, cluster and predecessor)")
+
+
+def command(args: argparse.Namespace, site: Site) -> int:
+    return render(stacks(site), args.json)
+
+
+STACKS = Definition(
+    arguments,
+    command,
+    codes(ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.INTERRUPTED),
+    examples=(
+        "terravixens stacks --site sites/example.yaml",
+        "terravixens stacks --json",
+    ),
+)
+
+
+__all__ = ["STACKS", "StacksReport", "arguments", "command", "stacks"]

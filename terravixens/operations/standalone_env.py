@@ -20,8 +20,9 @@ from typing import Any
 
 from terravixens.config.loader import DEFAULT_SITE, SITE_ENV, SiteError
 from terravixens.config.model import Site
+from terravixens.exitcodes import ExitCode
 from terravixens.layers import gitops_stack_name
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.standalone.secrets import SECRETS_ENV, Secrets
 
 

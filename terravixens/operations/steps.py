@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from terravixens.catalogue import NODE_APPLY, VMS
+from terravixens.exitcodes import ExitCode
 from terravixens.guard import (
     GuardContext,
     RebootChecks,
@@ -31,7 +32,7 @@ from terravixens.operations.backup import Backup, backup_state, local_state, pul
 from terravixens.operations.console import Console
 from terravixens.operations.files import remove_quietly
 from terravixens.operations.journal import Journal, Unit
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Result, Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.standalone.layout import STANDALONE

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from terravixens import provider_install, runner
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations.outcome import OperationError
 
 TAIL_LINES = 25
 # `terraform output` on a state without any output (a layer never applied, or destroyed): Terraform 1.11 prints this

@@ -5,13 +5,17 @@ stderr) or as the `terravixens/validate/v1` document (terravixens.output)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from terravixens.arguments import Definition, json_option, site_argument, site_from_positional
+from terravixens.config.loader import SiteError, load_site
 from terravixens.config.model import Site
-from terravixens.exitcodes import ExitCode
+from terravixens.exitcodes import ExitCode, codes
 from terravixens.inputs import InputError
+from terravixens.output import render
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,40 @@ def validate_report(site: Site, site_path: str | None) -> ValidateReport:
 def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int:
     """OK and a summary on `out` when the site (already loaded and checked) and its standalone specs are sound;
     BAD_INPUT and every spec problem on `err` otherwise."""
-    from terravixens.output import render
-
     return render(validate_report(site, site_path), False, out, err)
 
 
-__all__ = ["ValidateReport", "validate", "validate_report"]
+# ------------------------------------------------------------------------------------------------- command line
+def arguments(parser: argparse.ArgumentParser) -> None:
+    site_argument(parser)
+    json_option(parser, " (terravixens/validate/v1: counts, or every problem)")
+
+
+def command(args: argparse.Namespace) -> int:
+    """`terravixens validate`: it loads the site itself, because with --json a site that does not load is a document
+    too (its problems), not only text."""
+    if not site_from_positional(args, "validate"):
+        return ExitCode.BAD_INPUT
+    try:
+        site = load_site(args.site)
+    except SiteError as error:
+        return render(ValidateReport(str(args.site or error.path), None, (error,)), args.json)
+    return render(validate_report(site, args.site), args.json)
+
+
+VALIDATE = Definition(
+    arguments,
+    command,
+    codes(
+        ExitCode.OK,
+        (ExitCode.BAD_INPUT, "the site file (or a standalone spec) has problems: every one printed"),
+        ExitCode.INTERRUPTED,
+    ),
+    examples=(
+        "terravixens validate --site sites/example.yaml",
+        "terravixens validate --site sites/example.yaml --json",
+    ),
+)
+
+
+__all__ = ["VALIDATE", "ValidateReport", "arguments", "command", "validate", "validate_report"]

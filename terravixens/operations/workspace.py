@@ -16,8 +16,9 @@ from typing import Any
 
 from terravixens.config.model import Site
 from terravixens.decommission_settings import Decommission
+from terravixens.exitcodes import ExitCode
 from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
-from terravixens.operations.outcome import ExitCode, OperationError
+from terravixens.operations.outcome import OperationError
 from terravixens.synth import rule_messages, synth_failure
 
 Transform = Callable[[str, dict[str, Any]], dict[str, Any]]

@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from terravixens import provider_install
-from terravixens.operations import ExitCode
+from terravixens.exitcodes import ExitCode
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.files import private_process
 from tests import support

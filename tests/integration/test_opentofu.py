@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from terravixens import provider_install
-from terravixens.operations import ExitCode
+from terravixens.exitcodes import ExitCode
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.files import private_process

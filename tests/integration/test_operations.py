@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from terravixens import provider_install
-from terravixens.exitcodes import MonitorExit
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode, MonitorExit
+from terravixens.operations import OperationError
 from terravixens.operations.check import CheckCommand, check
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from terravixens import provider_install
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.files import private_process

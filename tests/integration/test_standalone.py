@@ -29,7 +29,8 @@ import yaml
 
 from terravixens import provider_install
 from terravixens.config.loader import load_site
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.destroy import DestroyOptions, destroy
 from terravixens.operations.drift import drift

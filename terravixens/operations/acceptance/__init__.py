@@ -19,12 +19,14 @@ never hidden behind a reading that failed elsewhere; else 1 (ERROR) when a check
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from terravixens import runner
 from terravixens.exitcodes import ExitCode, MonitorExit
 from terravixens.operations.acceptance import (
     certificates,
@@ -75,6 +77,46 @@ class CheckOptions:
     interval: float = WAIT_INTERVAL
     talosctl: str = "talosctl"
     timeout: int = DEFAULT_TIMEOUT
+
+
+def parse_since(text: str, now: datetime | None = None) -> Since:
+    """`--since`: a duration back from now (`30m`, `2h`) or a UTC time (`2026-01-10T10:02:00Z`)."""
+    now = now or datetime.now(UTC)
+    try:
+        return Since(now - timedelta(seconds=runner.parse_duration(text)), f"--since {text.strip()}")
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise OperationError(
+            f"--since {text!r}: give a duration back from now (30m, 2h) or a time like 2026-01-10T10:02:00Z",
+            ExitCode.BAD_INPUT,
+        ) from None
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return Since(when, f"--since {shown_time(when)}")
+
+
+def parse_wait(text: str, option: str) -> int:
+    """A duration that may be 0 (`--wait 0`: one pass); a bad one is BAD_INPUT naming `option`."""
+    try:
+        return runner.parse_duration(text, zero=True)
+    except ValueError as error:
+        raise OperationError(f"{option}: {error}", ExitCode.BAD_INPUT) from None
+
+
+def check_options(args: argparse.Namespace, wait_option: str) -> CheckOptions:
+    """The options of `check`'s or `deploy --check`'s arguments. Durations are parsed here, not by argparse: a bad
+    one is BAD_INPUT (ERROR for the monitor), never argparse's 2 (which `check` reserves for a problem found)."""
+    return CheckOptions(
+        talosconfig=getattr(args, "talosconfig", None),
+        kubeconfig=getattr(args, "kubeconfig", None),
+        since=parse_since(args.since) if getattr(args, "since", None) else None,
+        tail=getattr(args, "tail", DEFAULT_TAIL),
+        wait=parse_wait(getattr(args, wait_option.lstrip("-").replace("-", "_")), wait_option),
+        talosctl=args.talosctl,
+        timeout=parse_wait(args.check_timeout, "--timeout") or 1,
+    )
 
 
 @dataclass(frozen=True)
@@ -250,7 +292,10 @@ __all__ = [
     "Result",
     "Status",
     "after_deploy",
+    "check_options",
     "checked_after",
     "judge",
+    "parse_since",
+    "parse_wait",
     "run",
 ]

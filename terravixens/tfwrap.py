@@ -1,10 +1,10 @@
-"""`terravixens-terraform`: the Terraform that `npx cdktf` runs in this repository (docs/adr/0031).
+"""`terravixens-terraform`: the Terraform that `bin/cdktf` (and `npx cdktf`) runs in this repository (docs/adr/0031).
 
 cdktf 0.21 runs `$TERRAFORM_BINARY_NAME` (else `terraform`) in `cdktf.out/stacks/<layer>/`: `version`, `init`,
 `providers lock`, `plan -input=false -out plan` (`cdktf diff`), `apply [-auto-approve]` (`cdktf deploy`, in a pty,
 answering Terraform's "Do you want to perform these actions?" with its own Approve/Dismiss prompt), `destroy
-[-auto-approve]` and `output -json`. The repository's .npmrc points TERRAFORM_BINARY_NAME at
-scripts/terravixens-terraform, which runs this:
+[-auto-approve]` and `output -json`. `bin/cdktf` (and the repository's .npmrc, for `npx cdktf`) points
+TERRAFORM_BINARY_NAME at scripts/terravixens-terraform, which runs this:
 
 - `apply` is `terravixens deploy LAYER` without its synth (cdktf just synthesized): plan -out → guard → per-node
   summary → cdktf's approval (or -auto-approve) → verified state backup → apply of that saved plan.
@@ -24,8 +24,9 @@ wrapper's own exit codes are those of the one table (terravixens.exitcodes.ExitC
 through return Terraform's own.
 
 Whatever runs: umask 077, HashiCorp's checkpoint off, and the layer's local state folder 0700 and its files 0600
-before Terraform starts (terravixens.state_files). The real binary is $TERRAVIXENS_TERRAFORM (the .npmrc keeps a
-TERRAFORM_BINARY_NAME the user had set there), else `terraform` on PATH.
+before Terraform starts (terravixens.state_files). The real binary is $TERRAVIXENS_TERRAFORM (`bin/cdktf` and the .npmrc
+keep a TERRAFORM_BINARY_NAME the user had set there), else `terraform` on PATH. The commands its refusals name are
+spelled once, in terravixens.guarded_path.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from terravixens import runner
 from terravixens.exitcodes import ExitCode
-from terravixens.guarded_path import CONFIRM_ENV, ENV_NAME, WRAPPER, commands
+from terravixens.guarded_path import CDKTF, CONFIRM_ENV, ENV_NAME, TERRAVIXENS, WRAPPER, commands
 from terravixens.operations.console import Console
 from terravixens.state_files import tighten_local_state, tighten_tree
 
@@ -241,7 +242,7 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
     if stack_dir.parent.name != "stacks" or not (stack_dir / "cdk.tf.json").is_file():
         say(
             f"`{command}` here ({stack_dir}) is not a layer cdktf synthesized (cdktf.out/stacks/<layer>/): nothing "
-            f"was done. Run terravixens' commands from the repository: `pipenv run terravixens deploy LAYER`."
+            f"was done. Run terravixens' commands from the repository: `{TERRAVIXENS} deploy LAYER`."
         )
         return BAD_INPUT
     problem = refuse_options(command, layer, args)
@@ -251,8 +252,8 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
     confirmation = os.environ.get(CONFIRM_ENV)
     if command == "destroy" and not confirmation:
         say(
-            f"cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
-            f"terravixens destroy {layer}` (it asks), or `{CONFIRM_ENV}=SITE/{layer} npx cdktf destroy {layer} "
+            f"cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `{TERRAVIXENS} "
+            f"destroy {layer}` (it asks), or `{CONFIRM_ENV}=SITE/{layer} {CDKTF} destroy {layer} "
             f"--ignore-missing-stack-dependencies`."
         )
         return DECLINED
@@ -275,8 +276,8 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
 
     console = CdktfConsole()
     again = (
-        f"run `npx cdktf {'deploy' if command == 'apply' else 'destroy'} {layer}` again, or `pipenv run "
-        f"terravixens drift {layer}` to see where {layer} stands"
+        f"run `{CDKTF} {'deploy' if command == 'apply' else 'destroy'} {layer}` again, or `{TERRAVIXENS} drift "
+        f"{layer}` to see where {layer} stands"
     )
     try:
         ws = Workspace(site, root=root, outdir=stack_dir.parent.parent)

@@ -34,10 +34,11 @@ def test_every_stack_of_the_app_carries_the_requirement(example_synth):
         [rule] = variable["validation"]
         assert rule["condition"] == f"${{var.{VARIABLE}}}"
         for command in (
-            f"`npx cdktf deploy {layer}`",
-            f"`pipenv run terravixens deploy {layer}`",
-            f"`pipenv run terravixens destroy {layer}`",
-            f"`pipenv run terravixens drift {layer}`",
+            f"`bin/cdktf deploy {layer}`",
+            f"`bin/terravixens deploy {layer}`",
+            f"`bin/terravixens destroy {layer}`",
+            f"`bin/terravixens drift {layer}`",
+            f"`bin/cdktf diff {layer}`",
         ):
             assert command in rule["error_message"], (layer, command)
         assert "${" not in rule["error_message"].replace(f"${{var.{VARIABLE}}}", "")
@@ -119,7 +120,7 @@ def test_terraform_stops_every_unguarded_plan_with_the_commands_to_use(requireme
     said = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1, said
     assert "Layer hypervisors is planned and applied through terravixens only" in said
-    assert "`npx cdktf deploy hypervisors` from the repository" in said
+    assert "`bin/cdktf deploy hypervisors` from the repository" in said
     assert serial(requirement_only) == before
 
 
@@ -266,7 +267,7 @@ def test_what_the_guarded_path_cannot_honour_is_refused_before_terraform(layer, 
     assert result.returncode == 2
     said = " ".join(result.stderr.split())
     assert "does not go through terravixens' guard" in said and "nothing was done" in said
-    assert "`pipenv run terravixens deploy hypervisors`" in said
+    assert "`bin/terravixens deploy hypervisors`" in said
     assert calls(log) == []
 
 
@@ -276,8 +277,8 @@ def test_cdktf_destroy_without_the_typed_confirmation_is_declined_with_the_comma
     assert result.returncode == 3
     said = " ".join(result.stderr.split())
     assert (
-        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
-        "terravixens destroy hypervisors` (it asks), or `TERRAVIXENS_CONFIRM=SITE/hypervisors npx cdktf destroy "
+        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `bin/terravixens "
+        "destroy hypervisors` (it asks), or `TERRAVIXENS_CONFIRM=SITE/hypervisors bin/cdktf destroy "
         "hypervisors --ignore-missing-stack-dependencies`."
     ) in said
     assert calls(log) == []
@@ -362,8 +363,8 @@ def test_an_interrupted_cdktf_deploy_ends_terraform_and_says_what_is_done(layer,
     assert code == ExitCode.INTERRUPTED and "Traceback" not in stderr
     assert stderr.splitlines()[-1] == (
         "terravixens-terraform: interrupted by SIGTERM (terraform init stopped with its process group) at hypervisors "
-        "(init): done: nothing; not done: hypervisors; run `npx cdktf deploy hypervisors` again, or `pipenv run "
-        "terravixens drift hypervisors` to see where hypervisors stands"
+        "(init): done: nothing; not done: hypervisors; run `bin/cdktf deploy hypervisors` again, or `bin/terravixens "
+        "drift hypervisors` to see where hypervisors stands"
     )
     assert len(pids) == 2 and processes.all_gone(pids)  # terraform and the child that held its output
 

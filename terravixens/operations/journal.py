@@ -1,7 +1,7 @@
 """What an operation has done and has not done yet: its units of work (synth, each layer, each decommission step)
 and the step inside the current one, so that a stop or an interrupt ends with one line saying where it stopped.
 Kept by the Console (terravixens.operations.console); read by the command lines (`terravixens`, and
-`terravixens-terraform`, the Terraform `npx cdktf` runs)."""
+`terravixens-terraform`, the Terraform `bin/cdktf` runs)."""
 
 from __future__ import annotations
 

@@ -241,8 +241,8 @@ def test_cdktf_without_the_repository_npmrc_is_refused_with_the_command_to_use(p
     assert result.returncode != 0
     said = flat(result.output)
     assert "Layer hypervisors is planned and applied through terravixens only" in said, result.output[-4000:]
-    assert "`npx cdktf deploy hypervisors` from the repository" in said
-    assert "`pipenv run terravixens deploy hypervisors`" in said
+    assert "`bin/cdktf deploy hypervisors` from the repository" in said
+    assert "`bin/terravixens deploy hypervisors`" in said
     assert inventory(fake) == before
     assert json.loads((root / "state" / f"{L0}.tfstate").read_text())["serial"] == serial
 

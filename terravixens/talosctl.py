@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from terravixens import runner
-from terravixens.runner import Ran, parse_duration
+from terravixens.runner import Ran
 
 DEFAULT_TIMEOUT = 15 * 60
 # talosctl gets the timeout itself (upgrade --timeout, health --wait-timeout) and reports it; the process is only
@@ -354,7 +354,6 @@ __all__ = [
     "log_lines",
     "members",
     "node_errors",
-    "parse_duration",
     "schematic",
     "server_tag",
     "service_states",

@@ -122,6 +122,19 @@ def test_top_level_help_lists_completion_and_version(capsys):
     )
 
 
+def test_top_level_help_lists_every_subcommand_of_a_group(capsys, monkeypatch):
+    """A group's line is derived from the table: `spec push` and `spec handoff` were missing from a hand-kept one."""
+    monkeypatch.setenv("COLUMNS", "200")  # one line per command (argparse wraps at the terminal's width)
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for group in cli.GROUPS:
+        under = [entry.name.split()[1] for entry in cli.COMMANDS if entry.name.split()[0] == group]
+        [line] = [line for line in lines if re.match(rf"^    {group} ", line)]
+        assert line.endswith(f"{cli.GROUPS[group]}: {', '.join(under)}"), line
+    assert any(line.endswith("specs: validate, serve, get, push, handoff") for line in lines)
+
+
 # ------------------------------------------------------------------------------------------- one command, one module
 def _given_types() -> dict[cli.Gives, list[type]]:
     from terravixens.config.model import Site

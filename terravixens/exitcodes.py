@@ -2,9 +2,9 @@
 
 A code means the same thing whichever command returns it, so a script or a CI job can act on it without knowing the
 command: 1 is always "a safety check refused, nothing done", 4 always "an external step failed, stopped". Each
-command declares the codes it can return (terravixens.cli: the command table); its `--help` epilog and the exit-code
-section of docs/commands.md are rendered from this module and that declaration (tests/test_exit_codes.py fails when
-the docs and the table disagree).
+command declares the codes it can return in its module (terravixens.arguments.Definition); its `--help` epilog and
+the exit-code section of docs/commands.md are rendered from this module and that declaration
+(tests/test_exit_codes.py fails when the docs and the table disagree).
 
 Read-only monitors (`drift`, `check`) speak `terraform plan -detailed-exitcode` instead (MonitorExit): 2 must always
 mean "found", so every error is 1 there; when something was found and something else could not be read, found wins

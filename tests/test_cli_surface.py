@@ -89,7 +89,7 @@ def _subparser(top, name: str):
 # --------------------------------------------------------------------------------------------- examples, help
 @pytest.mark.parametrize("entry", cli.COMMANDS, ids=lambda c: c.name)
 def test_every_command_has_examples_that_parse(entry):
-    assert entry.examples, f"{entry.name}: declare examples=(...) in its COMMANDS entry"
+    assert entry.examples, f"{entry.name}: declare examples=(...) in its Definition (its module)"
     for example in entry.examples:
         words = shlex.split(example)
         start = words.index("terravixens") + 1

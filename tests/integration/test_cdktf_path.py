@@ -265,8 +265,8 @@ def test_npx_cdktf_destroy_asks_for_the_typed_confirmation_then_runs_the_guard(p
     result = run(root, env, *argv)
     assert result.returncode != 0
     assert (
-        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `pipenv run "
-        "terravixens destroy hypervisors`"
+        "cdktf cannot ask for the typed confirmation a destroy needs: nothing was destroyed. Run `bin/terravixens "
+        "destroy hypervisors`"
     ) in flat(result.output)
 
     result = run(root, env, *argv, TERRAVIXENS_CONFIRM="homelab/hypervisors")

@@ -44,7 +44,7 @@ DURATION = re.compile(r"^(\d+)(s|m|h)?$")
 UNITS = {"s": 1, "m": 60, "h": 3600, None: 1}
 
 
-def parse_duration(text: str, zero: bool = False) -> int:
+def parse_duration(text: str, *, zero: bool = False) -> int:
     """'90s', '15m', '1h' or plain seconds -> seconds: the one duration parser of the command line and of the
     environment's deadlines. At least 1, unless `zero` (a wait of 0: once)."""
     found = DURATION.match(text.strip())

@@ -12,16 +12,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 1
-NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,127}$")
-SERVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$")
-SHELL = re.compile(r"^/[A-Za-z0-9_/.-]{1,127}$")
-FQDN = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
-KEY = re.compile(r"^[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,3}( [^\n]{0,200})?$")
-INTERVAL = re.compile(r"^[1-9][0-9]{0,5}[smh]$")
-TRIGGERS = ("boot", "interval", "manual")
+from terravixens.inputs import shown
+from terravixens.standalone import vocabulary as words
+from terravixens.standalone.vocabulary import SCHEMA_VERSION
+
+# The agent's patterns are the spec's vocabulary (terravixens/standalone/vocabulary.py), the server's too: one
+# table, matched whole (tests/test_spec_vocabulary.py names each of them and refuses the same values on both sides).
+NAME, FQDN, USERNAME, GROUP = words.LABEL, words.DOMAIN, words.USERNAME, words.GROUP
+PACKAGE, SERVICE, SHELL, KEY = words.PACKAGE, words.SERVICE, words.SHELL, words.PUBLIC_KEY
+TRIGGERS, NODE_TYPES = words.TRIGGERS, words.NODE_TYPES
+__all__ = ["SCHEMA_VERSION", "BadSpec", "Desired", "User", "read"]
 
 
 class BadSpec(Exception):
@@ -74,18 +74,50 @@ def _kind(kind: type | tuple[type, ...]) -> str:
 
 def _names(values: list, path: str, pattern: re.Pattern[str], what: str) -> tuple[str, ...]:
     for value in values:
-        if not isinstance(value, str) or not pattern.match(value):
+        if not words.matches(pattern, value):
             raise BadSpec(f"spec field {path}: {str(value)[:64]!r} is not a {what}: fix the spec and fetch it again")
     return tuple(values)
+
+
+def _user(name: object, settings: object) -> User:
+    problem = words.user_problem(name)
+    if problem:
+        raise BadSpec(f"spec field access.users: {problem}: fix the spec and fetch it again")
+    where = f"access.users.{name}"
+    if not isinstance(settings, dict):
+        raise BadSpec(f"spec field {where}: is not a mapping: fetch the spec from the server")
+    groups = _get(settings, "groups", list, [])
+    keys = _get(settings, "ssh_authorized_keys", list, [])
+    return User(
+        str(name),
+        _get(settings, "sudo", bool, False) if "sudo" in settings else False,
+        _names([_get(settings, "shell", str, "/bin/bash")], f"{where}.shell", SHELL, "shell path")[0],
+        _names(groups, f"{where}.groups", GROUP, "group name"),
+        _names(keys, f"{where}.ssh_authorized_keys", KEY, "public key (TYPE BASE64 [comment])"),
+    )
+
+
+def _type_config(document: dict, node_type: str) -> dict[str, Any]:
+    config = _get(document, f"config.{node_type}", dict, {})
+    for key in ("guest_agent", "regenerate_host_keys"):
+        if key in config:
+            _get(config, key, bool)
+    repository = config.get("repository", words.PVE_REPOSITORIES[0])
+    if repository not in words.PVE_REPOSITORIES:
+        raise BadSpec(
+            f"spec field config.{node_type}.repository: {str(repository)[:32]!r} is not one of "
+            f"{', '.join(words.PVE_REPOSITORIES)}: fix the spec"
+        )
+    return config
 
 
 def read(document: Any) -> Desired:
     if not isinstance(document, dict):
         raise BadSpec("the spec is not a JSON object: give the document `spec get` wrote or `spec serve` answers")
-    if document.get("schema_version") != SCHEMA_VERSION:
+    if document.get("schema_version") != SCHEMA_VERSION or isinstance(document.get("schema_version"), bool):
         raise BadSpec(
-            f"spec field schema_version: {document.get('schema_version')!r} is not {SCHEMA_VERSION}: update "
-            f"terravixens on the node or the driver"
+            f"spec field schema_version: {shown(document.get('schema_version'), 16)} is not {SCHEMA_VERSION}: "
+            f"update terravixens on the node or the driver"
         )
     identity = _get(document, "identity.name", str)
     hostname = _get(document, "identity.hostname", str)
@@ -93,25 +125,11 @@ def read(document: Any) -> Desired:
     _names([identity, hostname], "identity", NAME, "DNS label")
     _names([fqdn], "identity.fqdn", FQDN, "DNS name")
     node_type = _get(document, "node.type", str)
-    if node_type not in ("vm", "ct", "pve"):
-        raise BadSpec(f"spec field node.type: {node_type[:16]!r} is not vm, ct or pve: fetch the spec from the server")
-    users = []
-    for name, settings in sorted(_get(document, "access.users", dict, {}).items()):
-        _names([name], "access.users", USERNAME, "user name")
-        where = f"access.users.{name}"
-        if not isinstance(settings, dict):
-            raise BadSpec(f"spec field {where}: is not a mapping: fetch the spec from the server")
-        users.append(
-            User(
-                name,
-                _get(settings, "sudo", bool, False) if "sudo" in settings else False,
-                _names([_get(settings, "shell", str, "/bin/bash")], f"{where}.shell", SHELL, "shell path")[0],
-                _names(_get(settings, "groups", list, []), f"{where}.groups", USERNAME, "group name"),
-                _names(
-                    _get(settings, "ssh_authorized_keys", list, []), f"{where}.ssh_authorized_keys", KEY, "public key"
-                ),
-            )
+    if node_type not in NODE_TYPES:
+        raise BadSpec(
+            f"spec field node.type: {node_type[:16]!r} is not {', '.join(NODE_TYPES)}: fetch the spec from the server"
         )
+    users = [_user(name, settings) for name, settings in sorted(_get(document, "access.users", dict, {}).items())]
     ssh = _get(document, "access.ssh", dict, {})
     packages = list(_names(_get(document, "platform.packages", list, []), "platform.packages", PACKAGE, "package name"))
     enable = list(
@@ -120,7 +138,7 @@ def read(document: Any) -> Desired:
     disable = _names(
         _get(document, "platform.services.disable", list, []), "platform.services.disable", SERVICE, "unit"
     )
-    config = _get(document, f"config.{node_type}", dict, {})
+    config = _type_config(document, node_type)
     if node_type == "vm" and config.get("guest_agent", True):
         packages.append("qemu-guest-agent")  # Proxmox reads the guest's addresses from it
         enable.append("qemu-guest-agent")
@@ -128,11 +146,12 @@ def read(document: Any) -> Desired:
         packages.append("unattended-upgrades")
         enable.append("unattended-upgrades")
     trigger = _get(document, "run.trigger", str, "interval")
-    interval = document.get("run", {}).get("interval") if isinstance(document.get("run"), dict) else None
     if trigger not in TRIGGERS:
         raise BadSpec(f"spec field run.trigger: {trigger[:16]!r} is not one of {', '.join(TRIGGERS)}: fix the spec")
-    if trigger == "interval" and not (isinstance(interval, str) and INTERVAL.match(interval)):
-        raise BadSpec(f"spec field run.interval: {str(interval)[:16]!r} is not a duration like 30m: fix the spec")
+    interval = _get(document, "run", dict).get("interval") if trigger == "interval" else None
+    problem = words.interval_problem(interval) if trigger == "interval" else None
+    if problem:
+        raise BadSpec(f"spec field run.interval: {problem}: fix the spec")
     return Desired(
         identity=identity,
         node_type=node_type,
@@ -146,5 +165,5 @@ def read(document: Any) -> Desired:
         disable=disable,
         config=config,
         trigger=trigger,
-        interval=interval if trigger == "interval" else None,
+        interval=interval,
     )

@@ -12,16 +12,13 @@ the posture are read again by each run (node.env and the spec), so a rotation or
 
 from __future__ import annotations
 
+from terravixens.standalone.vocabulary import interval_seconds
+
 SERVICE = "terravixens-agent.service"
 TIMER = "terravixens-agent.timer"
 UNIT_DIR = "/etc/systemd/system"
 BUNDLE = "/usr/local/lib/terravixens/agent.pyz"
 RECORD = "/var/lib/terravixens/last-run.json"
-SECONDS = {"s": 1, "m": 60, "h": 3600}
-
-
-def _seconds(interval: str) -> int:
-    return int(interval[:-1]) * SECONDS[interval[-1]]
 
 
 def service(trigger: str, interval: str | None) -> str:
@@ -44,7 +41,7 @@ def service(trigger: str, interval: str | None) -> str:
 
 
 def timer(interval: str) -> str:
-    jitter = min(300, _seconds(interval) // 10)
+    jitter = min(300, interval_seconds(interval) // 10)
     return (
         "# terravixens: rendered by the agent from the spec's run (docs/standalone.md); edits are replaced\n"
         "[Unit]\n"

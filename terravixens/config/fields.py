@@ -84,7 +84,7 @@ class Strict(BaseModel):
 
 # ---------------------------------------------------------------------------------------------------------- fields
 def dns_name(value: str) -> str:
-    if not DNS_LABEL.match(value):
+    if not DNS_LABEL.fullmatch(value):
         raise ValueError(
             f"{shown(value)} is not a DNS-safe name: use 1-63 lowercase letters, digits and '-', starting with a "
             f"letter and not ending with '-' (e.g. {_dns_suggestion(value)!r})"

@@ -130,7 +130,7 @@ def parse(text: str, path: Path | str) -> NodeEnv:
                     lines["TERRAVIXENS_CA_FILE"],
                 )
             )
-    if identity is not None and not IDENTITY.match(identity):
+    if identity is not None and not IDENTITY.fullmatch(identity):
         problems.append(
             Problem(
                 "TERRAVIXENS_IDENTITY",
@@ -138,7 +138,7 @@ def parse(text: str, path: Path | str) -> NodeEnv:
                 lines["TERRAVIXENS_IDENTITY"],
             )
         )
-    if token is not None and not TOKEN.match(token):
+    if token is not None and not TOKEN.fullmatch(token):
         problems.append(
             Problem(
                 "TERRAVIXENS_TOKEN",

@@ -87,7 +87,7 @@ def _yaml_files(folder: Path, what: str, errors: list[InputError]) -> list[Path]
                 )
             )
         elif entry.name.endswith(".yaml"):
-            if not DNS_LABEL.match(path.stem):
+            if not DNS_LABEL.fullmatch(path.stem):
                 message = (
                     f"name {shown(path.stem)} is not a DNS label: the file name is the {what.split()[0]}'s "
                     f"name, referenced from the site file; use lowercase letters, digits and '-'"

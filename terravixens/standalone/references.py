@@ -13,6 +13,7 @@ from pathlib import Path
 from terravixens.config.loader import WHAT as SITE
 from terravixens.config.model import Site
 from terravixens.inputs import Lines, shown
+from terravixens.standalone import vocabulary as words
 from terravixens.standalone.catalog import SPEC, Catalog
 from terravixens.standalone.secrets import WHAT as SECRETS
 from terravixens.standalone.secrets import Secrets
@@ -140,7 +141,17 @@ def unique_names(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
         spec = catalog.specs.get(nodes[name].spec)
         if spec is None:
             continue
-        owner = seen.setdefault(spec.fqdn_for(name), name)
+        fqdn = spec.fqdn_for(name)
+        if not words.matches(words.DOMAIN, fqdn):  # a hostname and a domain each valid, too long together
+            yield site_file.problem(
+                ("standalone", "nodes", name, "spec"),
+                (
+                    f"the node would be named {shown(fqdn)} ({len(fqdn)} characters), longer than a DNS name (253): "
+                    f"shorten its spec's identity.domain or hostname"
+                ),
+            )
+            continue
+        owner = seen.setdefault(fqdn, name)
         if owner != name:
             yield site_file.problem(
                 ("standalone", "nodes", name, "spec"),

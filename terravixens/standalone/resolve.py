@@ -22,8 +22,9 @@ from terravixens.standalone.catalog import Catalog, CatalogError, load_catalog
 from terravixens.standalone.posture import Posture
 from terravixens.standalone.references import Found, SecretsFile, SiteFile, secret_references, site_references
 from terravixens.standalone.secrets import Secrets, load_secrets
-from terravixens.standalone.spec import SCHEMA_VERSION, CtConfig, PveConfig, Spec, VmConfig
+from terravixens.standalone.spec import CtConfig, PveConfig, Spec, VmConfig
 from terravixens.standalone.topology import PlacedNode, placement
+from terravixens.standalone.vocabulary import SCHEMA_VERSION
 
 
 def _raise_if_any(found: list[Found], earlier: list[InputError]) -> None:

@@ -30,14 +30,11 @@ from terravixens.standalone.files import load_model
 from terravixens.standalone.flux_credentials import FluxCredentials
 from terravixens.standalone.node_env import TOKEN_PATTERN
 from terravixens.standalone.spec import KeyName
+from terravixens.standalone.vocabulary import PUBLIC_KEY, matches
 
 WHAT = "secrets file"
 SECRETS_ENV = "TERRAVIXENS_SECRETS"
 SECRETS_LIMIT = 1024 * 1024
-SSH_KEY = re.compile(
-    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
-    r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]{0,200})?$"
-)
 TOKEN = re.compile(TOKEN_PATTERN)
 
 
@@ -48,7 +45,7 @@ def _public_key(value: str) -> str:
             "holds a PRIVATE key: give the public key (the .pub file, one line 'ssh-ed25519 AAAA… "
             "comment'), and treat the private key as leaked"
         )
-    if not SSH_KEY.match(value):
+    if not matches(PUBLIC_KEY, value):
         raise ValueError(
             "is not an OpenSSH public key: give one line 'TYPE BASE64 [comment]', e.g. the content of "
             "~/.ssh/id_ed25519.pub"
@@ -57,7 +54,7 @@ def _public_key(value: str) -> str:
 
 
 def _token(value: str) -> str:
-    if not TOKEN.match(value):
+    if not TOKEN.fullmatch(value):
         raise ValueError(
             "is not a usable token: give 32 to 512 characters of letters, digits and + / = . _ ~ - "
             "(make one with: openssl rand -base64 32)"

@@ -18,24 +18,18 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from terravixens.config.model import DnsName, InterfaceAddress, PlainAddress, Strict
+from terravixens.standalone import vocabulary as words
 
-SCHEMA_VERSION = 1
-USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
-PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,127}$")
-SERVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$")
-DOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
-DURATION = re.compile(r"^([1-9][0-9]{0,5})(s|m|h)$")
-SECONDS = {"s": 1, "m": 60, "h": 3600}
-RESERVED_USERS = {"root", "daemon", "bin", "sys", "nobody"}
+# The words of a spec live in terravixens/standalone/vocabulary.py, which the node agent reads too; the Literal
+# types below repeat three of them for the JSON Schema (tests/test_spec_vocabulary.py pins them to it).
 
 
 def _matching(pattern: re.Pattern[str], what: str, example: str) -> Callable[[str], str]:
     def check(value: str) -> str:
-        if not pattern.match(value):
+        if not words.matches(pattern, value):
             raise ValueError(f"{value[:64]!r} is not a valid {what}, e.g. {example!r}")
         return value
 
@@ -43,34 +37,34 @@ def _matching(pattern: re.Pattern[str], what: str, example: str) -> Callable[[st
 
 
 def _username(value: str) -> str:
-    _matching(USERNAME, "user name (lowercase, up to 32 characters, starting with a letter or '_')", "ops")(value)
-    if value in RESERVED_USERS:
-        raise ValueError(f"{value!r} is a system account: terravixens manages its own users; pick another name")
+    problem = words.user_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
-def duration_seconds(value: str) -> int:
-    match = DURATION.match(value)
-    if match is None:
-        raise ValueError(f"{value[:32]!r} is not a duration: write a number and s, m or h, e.g. '30m'")
-    return int(match.group(1)) * SECONDS[match.group(2)]
+def _shell(value: str) -> str:
+    if not words.matches(words.SHELL, value):
+        raise ValueError(f"{value[:64]!r} is not a shell path: give an absolute path, e.g. '/bin/bash'")
+    return value
 
 
 def _duration(value: str) -> str:
-    if not DURATION.match(value):
-        raise ValueError(f"{value[:32]!r} is not a duration: write a number and s, m or h, e.g. '30m'")
-    if not 60 <= duration_seconds(value) <= 86_400:
-        raise ValueError(f"{value!r} is out of range: converge between every minute (1m) and once a day (24h)")
+    problem = words.interval_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
-Domain = Annotated[str, AfterValidator(_matching(DOMAIN, "DNS domain", "lab.internal"))]
+Domain = Annotated[str, AfterValidator(_matching(words.DOMAIN, "DNS domain", "lab.internal"))]
 Username = Annotated[str, AfterValidator(_username)]
 KeyName = Annotated[
-    str, AfterValidator(_matching(KEY_NAME, "ssh key name (a key of ssh_keys in the secrets file)", "alice"))
+    str, AfterValidator(_matching(words.KEY_NAME, "ssh key name (a key of ssh_keys in the secrets file)", "alice"))
 ]
-Package = Annotated[str, AfterValidator(_matching(PACKAGE, "package name", "unbound"))]
-Service = Annotated[str, AfterValidator(_matching(SERVICE, "systemd unit name", "unbound.service"))]
+Package = Annotated[str, AfterValidator(_matching(words.PACKAGE, "package name", "unbound"))]
+Service = Annotated[str, AfterValidator(_matching(words.SERVICE, "systemd unit name", "unbound.service"))]
+Group = Annotated[str, AfterValidator(_matching(words.GROUP, "group name", "adm"))]
+Shell = Annotated[str, AfterValidator(_shell)]
 Duration = Annotated[str, AfterValidator(_duration)]
 
 
@@ -98,15 +92,8 @@ class Network(Strict):
 class User(Strict):
     sudo: bool = False
     ssh_keys: list[KeyName] = Field(default_factory=list, description="Names of public keys in the secrets file.")
-    shell: str = "/bin/bash"
-    groups: list[Annotated[str, AfterValidator(_matching(USERNAME, "group name", "adm"))]] = Field(default_factory=list)
-
-    @field_validator("shell")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not re.match(r"^/[A-Za-z0-9_/.-]{1,127}$", value):
-            raise ValueError(f"{value[:64]!r} is not a shell path: give an absolute path, e.g. '/bin/bash'")
-        return value
+    shell: Shell = "/bin/bash"
+    groups: list[Group] = Field(default_factory=list)
 
 
 class Access(Strict):
@@ -155,7 +142,7 @@ class TypeConfig(Strict):
     ct: CtConfig | None = None
 
     def types(self) -> list[str]:
-        return [name for name in ("pve", "vm", "ct") if getattr(self, name) is not None]
+        return [name for name in words.NODE_TYPES if getattr(self, name) is not None]
 
 
 class Run(Strict):
@@ -172,7 +159,7 @@ class Run(Strict):
 
     @property
     def every(self) -> str | None:
-        return (self.interval or "30m") if self.trigger == "interval" else None
+        return (self.interval or words.DEFAULT_INTERVAL) if self.trigger == "interval" else None
 
 
 class Spec(Strict):

@@ -7,6 +7,8 @@
 `--dry-run` plans every section against the node as it is (a later section may then list a step that an earlier
 one would have made unnecessary, e.g. keys of a user not yet added) and changes nothing. A failing step stops its
 section (the rest of it would build on it) and the run goes on with the next: the result says which failed and why.
+A change refused when planned (a link the agent will not follow, a system account) is never run, in a dry run too:
+it fails its section without stopping the section's other changes, which do not build on it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 from terravixens.agent.desired import SCHEMA_VERSION, Desired
 from terravixens.agent.sections import SECTIONS
-from terravixens.agent.system import Node
+from terravixens.agent.system import Node, Refused
 
 
 @dataclass
@@ -78,19 +80,29 @@ def converge(node: Node, want: Desired, dry_run: bool = False) -> Result:
         results.append(result)
         try:
             changes = section.plan(node, want)
+        except Refused as error:
+            result.failed = str(error)
+            continue
         except OSError as error:
             result.failed = f"cannot read the node: {error}"
             continue
+        failures = []
         for change in changes:
+            if change.refused:
+                failures.append(f"{change.text}: {change.refused}")
+                continue
             if dry_run:
                 result.changes.append(change.text)
                 continue
             try:
                 failure = change.step()
+            except Refused as error:
+                failure = str(error)
             except OSError as error:
                 failure = f"{error.strerror or error}: {getattr(error, 'filename', '') or ''}".rstrip(": ")
             if failure:
-                result.failed = f"{change.text}: {failure}"
+                failures.append(f"{change.text}: {failure}")
                 break
             result.changes.append(change.text)
+        result.failed = "; ".join(failures) or None
     return Result(want.identity, dry_run, results, time.monotonic() - started)

@@ -7,7 +7,9 @@ so one failing section does not hide what the others did.
 
 What the agent never does, on purpose: remove a package or a user that left the spec (a package may be a
 dependency of another, a user's home holds data): a user that left loses what the agent gave it (sudo, its
-managed authorized_keys); a package stays.
+managed authorized_keys); a package stays. Nor does it manage an account that exists on the node as a system account
+(accounts.py), or follow a link it did not make (system.py): such an item is planned as a refused change — its
+section fails, naming it, and the section's other items, and the other sections, are still applied.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from terravixens.agent import units
-from terravixens.agent.desired import Desired
-from terravixens.agent.system import INSTALL_TIMEOUT, Node, accounts, memberships
+from terravixens.agent.accounts import Account, accounts, memberships, refusals
+from terravixens.agent.desired import Desired, User
+from terravixens.agent.system import INSTALL_TIMEOUT, Node, Refused
 
 MANAGED = "# terravixens: managed by the agent from the spec; edits are replaced\n"
 SUDOERS = "/etc/sudoers.d"
@@ -28,13 +31,18 @@ PVE_SOURCES = "/etc/apt/sources.list.d/terravixens-pve.sources"
 ENABLED = {"enabled", "enabled-runtime", "static", "alias", "indirect", "generated"}
 
 
+Step = Callable[[], str | None]
+
+
 @dataclass(frozen=True)
 class Change:
     text: str
-    step: Callable[[], str | None]  # None: done; else why not (one line)
+    step: Step  # None: done; else why not (one line)
+    refused: str | None = None  # known when planned: never run, the section fails with this line (dry run too)
 
 
-Step = Callable[[], str | None]
+def refused(text: str, why: str) -> Change:
+    return Change(text, fail(why), why)
 
 
 def call(node: Node, *argv: str, timeout: float | None = None) -> Step:
@@ -120,9 +128,13 @@ class Users:
 
     def plan(self, node: Node, want: Desired) -> list[Change]:
         present, groups = accounts(node), memberships(node)
+        system = refusals(node, [user.name for user in want.users])
         changes = []
         for user in want.users:
             account = present.get(user.name)
+            if user.name in system:
+                changes.append(refused(f"user {user.name}", system[user.name]))
+                continue
             if account is None:
                 argv = ["useradd", "--create-home", "--shell", user.shell]
                 if user.groups:
@@ -153,11 +165,14 @@ class Sudo:
     def plan(self, node: Node, want: Desired) -> list[Change]:
         changes = []
         wanted = {f"{SUDO_PREFIX}{user.name}": user.name for user in want.users if user.sudo}
+        system = refusals(node, list(wanted.values()))
         for file_name, user in sorted(wanted.items()):
+            if user in system:
+                changes.append(refused(f"sudo for {user}", system[user]))
+                continue
             text = f"{MANAGED}{user} ALL=(ALL:ALL) NOPASSWD:ALL\n"
             changes += _file_change(node, f"{SUDOERS}/{file_name}", text, 0o440)
-        folder = node.path(SUDOERS)
-        present = sorted(p.name for p in folder.iterdir() if p.name.startswith(SUDO_PREFIX)) if folder.is_dir() else []
+        present = [name for name in node.names(SUDOERS) if name.startswith(SUDO_PREFIX)]
         for file_name in present:
             if file_name not in wanted:
                 path = f"{SUDOERS}/{file_name}"
@@ -166,41 +181,61 @@ class Sudo:
 
 
 class Ssh:
-    """The users' authorized_keys (only the keys the spec names: the file is the agent's) and the posture's sshd
-    policy; a user that left the spec loses a file the agent wrote, never one it did not."""
+    """The posture's sshd policy, then the users' authorized_keys (only the keys the spec names: the file is the
+    agent's); a user that left the spec loses a file the agent wrote, never one it did not. Each user's files are
+    reached without following a link (`~/.ssh -> /etc` is refused, naming it): the policy and the other users are
+    still applied."""
 
     name = "ssh"
 
     def plan(self, node: Node, want: Desired) -> list[Change]:
-        changes: list[Change] = []
-        present = accounts(node)
-        for user in want.users:
-            account = present.get(user.name)
-            if account is None:  # the users section adds it first; planned again after users applied
-                changes.append(Change(f"authorized_keys of {user.name}", fail(f"user {user.name} does not exist")))
-                continue
-            owner = (account.uid, account.gid)
-            path = f"{account.home}/.ssh/authorized_keys"
-            text = MANAGED + "".join(f"{key}\n" for key in user.keys)
-            folder = f"{account.home}/.ssh"
-            if node.read(path) != text or node.mode(path) != 0o600 or node.mode(folder) != 0o700:
-                changes.append(
-                    Change(
-                        f"authorized_keys of {user.name}: {len(user.keys)} key(s)",
-                        steps(directory(node, folder, owner), write(node, path, text, 0o600, owner)),
-                    )
-                )
-        wanted = {user.name for user in want.users}
-        for name, account in sorted(present.items()):
-            path = f"{account.home}/.ssh/authorized_keys"
-            if name not in wanted and account.home.startswith("/home/") and (node.read(path) or "").startswith(MANAGED):
-                changes.append(Change(f"remove authorized_keys of {name} (left the spec)", remove(node, path)))
         policy = (
             f"{MANAGED}PasswordAuthentication {'yes' if want.password_authentication else 'no'}\n"
             f"PermitRootLogin {'prohibit-password' if want.permit_root_login else 'no'}\n"
         )
         reload = call(node, "systemctl", "try-reload-or-restart", "ssh.service")
-        return changes + _file_change(node, SSHD_DROP_IN, policy, 0o644, reload)
+        changes = _file_change(node, SSHD_DROP_IN, policy, 0o644, reload)
+        present = accounts(node)
+        system = refusals(node, [user.name for user in want.users])
+        for user in want.users:
+            account = present.get(user.name)
+            if user.name in system:
+                changes.append(refused(f"authorized_keys of {user.name}", system[user.name]))
+                continue
+            if account is None:  # the users section adds it first; planned again after users applied
+                changes.append(Change(f"authorized_keys of {user.name}", fail(f"user {user.name} does not exist")))
+                continue
+            try:
+                changes += self._keys(node, user, account)
+            except Refused as error:
+                changes.append(refused(f"authorized_keys of {user.name}", str(error)))
+        wanted = {user.name for user in want.users}
+        for name, account in sorted(present.items()):
+            path = f"{account.home}/.ssh/authorized_keys"
+            if name in wanted or not account.home.startswith("/home/"):
+                continue
+            text = f"remove authorized_keys of {name} (left the spec)"
+            try:
+                if (node.read(path) or "").startswith(MANAGED):
+                    changes.append(Change(text, remove(node, path)))
+            except Refused as error:
+                changes.append(refused(text, str(error)))
+        return changes
+
+    @staticmethod
+    def _keys(node: Node, user: User, account: Account) -> list[Change]:
+        folder = f"{account.home}/.ssh"
+        path = f"{folder}/authorized_keys"
+        text = MANAGED + "".join(f"{key}\n" for key in user.keys)
+        if node.read(path) == text and node.mode(path) == 0o600 and node.mode(folder) == 0o700:
+            return []
+        owner = (account.uid, account.gid)
+        return [
+            Change(
+                f"authorized_keys of {user.name}: {len(user.keys)} key(s)",
+                steps(directory(node, folder, owner), write(node, path, text, 0o600, owner)),
+            )
+        ]
 
 
 class Packages:
@@ -282,8 +317,9 @@ class TypeConfig:
         return []
 
     def _host_keys(self, node: Node) -> str | None:
-        for key in node.path("/etc/ssh").glob("ssh_host_*"):
-            key.unlink()
+        for key in node.names("/etc/ssh"):
+            if key.startswith("ssh_host_"):
+                node.remove(f"/etc/ssh/{key}")
         # -A makes every missing host key type; -f PREFIX: under the root, not the machine's /etc/ssh.
         failure = call(node, "ssh-keygen", "-A", "-f", str(node.root))()
         if failure:

@@ -76,43 +76,62 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.close(folder)
 
 
-def run(options: GetOptions, *, request=request_once, **retry) -> int:
-    def say(line: str) -> None:
-        print(f"spec get: {line}", file=sys.stderr)
+@dataclass(frozen=True)
+class Fetched:
+    """A verified spec (`code` OK, its bytes and identity), or the exit code of why there is none (already said)."""
 
+    code: SpecGetExit
+    body: bytes = b""
+    identity: str = ""
+
+
+def _say(line: str) -> None:
+    print(f"spec get: {line}", file=sys.stderr)
+
+
+def fetch(options: GetOptions, *, request=request_once, **retry) -> Fetched:
+    """The node's spec, fetched and verified, in memory: nothing is written (the agent writes it itself, without
+    following a link, or not at all in a dry run)."""
     try:
         env = envfile.load(options.env_file)
     except InputError as error:
         print(error, file=sys.stderr)
-        return USAGE
+        return Fetched(USAGE)
     try:
         answer = with_retries(
             lambda timeout: request(env.server, env.identity, env.token, env.ca_file, timeout, env.ca_pem),
             budget=options.budget,
             attempt_timeout=options.attempt_timeout,
-            report=say,
+            report=_say,
             **retry,
         )
         if answer is None:
-            say(f"gave up: {env.server} did not answer within {options.budget:g} s")
-            return UNREACHABLE
+            _say(f"gave up: {env.server} did not answer within {options.budget:g} s")
+            return Fetched(UNREACHABLE)
         if answer.status in (401, 403):
-            say(f"refused ({answer.status}): check TERRAVIXENS_TOKEN against the node's posture on the server")
-            return REFUSED
+            _say(f"refused ({answer.status}): check TERRAVIXENS_TOKEN against the node's posture on the server")
+            return Fetched(REFUSED)
         if answer.status == 404:
-            say(f"the server does not know identity {env.identity!r}: check TERRAVIXENS_IDENTITY and the site file")
-            return UNKNOWN
+            _say(f"the server does not know identity {env.identity!r}: check TERRAVIXENS_IDENTITY and the site file")
+            return Fetched(UNKNOWN)
         if answer.status != 200:
-            say(f"unexpected answer HTTP {answer.status}")
-            return UNVERIFIED
+            _say(f"unexpected answer HTTP {answer.status}")
+            return Fetched(UNVERIFIED)
         verify(answer, env.identity)
     except Permanent as error:
-        say(str(error))
-        return UNVERIFIED
+        _say(str(error))
+        return Fetched(UNVERIFIED)
+    return Fetched(OK, answer.body, env.identity)
+
+
+def run(options: GetOptions, *, request=request_once, **retry) -> int:
+    fetched = fetch(options, request=request, **retry)
+    if fetched.code != OK:
+        return fetched.code
     try:
-        write_atomically(options.out, answer.body)
+        write_atomically(options.out, fetched.body)
     except OSError as error:
-        say(f"cannot write {options.out} ({error.strerror})")
+        _say(f"cannot write {options.out} ({error.strerror})")
         return UNWRITABLE
-    print(f"{options.out}: spec of {env.identity!r} written ({len(answer.body):,} bytes)")
+    print(f"{options.out}: spec of {fetched.identity!r} written ({len(fetched.body):,} bytes)")
     return OK

@@ -1,4 +1,4 @@
-"""The agent follows no link it did not make (issue 26, the high finding and `--record`; ADR 0050).
+"""The agent follows no link it did not make (issue 26, the high finding and `--record`; ADR 0052).
 
 Each test reproduces a finding of the red team on main b4ffe4b and fails there: `~/.ssh -> /etc` made the folder
 0700, owned by the user, with an authorized_keys in it (root escalation; here the link points at the throwaway
@@ -256,3 +256,16 @@ def test_a_large_file_is_refused_not_read_whole(tmp_path):
         sparse.truncate(64 * 1024 * 1024)
     with pytest.raises(Refused, match=r"is larger than 4,194,304 bytes"):
         Node(root, tools).read("/home/ops/.ssh/authorized_keys")
+
+
+def test_os_release_as_debian_links_it_is_read_from_usr_lib(tmp_path):
+    """Debian's /etc/os-release is a link to ../usr/lib/os-release: the nested pve host's repository still gets the
+    node's suite (os-release(5)'s fallback), without the link being followed."""
+    root, tools = node_root(tmp_path)
+    (root / "usr/lib/os-release").write_text('PRETTY_NAME="Debian 12"\nVERSION_CODENAME=bookworm\n')
+    (root / "etc/os-release").unlink()
+    (root / "etc/os-release").symlink_to("../usr/lib/os-release")
+    pve = spec_document(node_type="pve", config={"repository": "no-subscription"}, packages=[], enable=[])
+    result = converge(Node(root, tools), desired.read(pve))
+    assert result.ok, result.document()
+    assert "Suites: bookworm\n" in (root / "etc/apt/sources.list.d/terravixens-pve.sources").read_text()

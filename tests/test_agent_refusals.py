@@ -1,4 +1,4 @@
-"""What the agent refuses in a resolved spec, and on the node, before it changes anything (issue 26; ADR 0050).
+"""What the agent refuses in a resolved spec, and on the node, before it changes anything (issue 26; ADR 0052).
 
 Each test reproduces a finding of the red team on main b4ffe4b and fails there:
 - medium "system accounts are accepted as spec users": `root` in a resolved spec replaced root's authorized_keys,

@@ -12,8 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Where machines keep checkouts, homes and temporary files. Paths a product writes on a node (/etc/terravixens,
-# /var/lib/terravixens) or that an example names on purpose (/proc/self/environ, /dev/sda) are not machine paths.
-MACHINE_PATH = re.compile(r"(?<![\w.~$/-])/(?:tmp|root|home|work|Users|private|var/folders|mnt)/[^\s`'\")]*")
+# /var/lib/terravixens, the example spec user's /home/ops/.ssh) or that an example names on purpose
+# (/proc/self/environ, /dev/sda) are not machine paths.
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~$/-])/(?:tmp|root|home(?!/ops/\.ssh\b)|work|Users|private|var/folders|mnt)/[^\s`'\")]*"
+)
 
 
 def machine_paths(text: str) -> list[str]:
@@ -47,6 +50,7 @@ def test_the_check_finds_what_it_looks_for():
         "/tmp/tv-fuzz-x/slowest.yaml",
     ]
     assert machine_paths(f"secrets checked ({ROOT}/docs/examples/lab-secrets.yaml)") != []
+    assert machine_paths("agent: /home/ops/.ssh is a symbolic link; kept in /home/alice/src") == ["/home/alice/src"]
     assert (
         machine_paths(
             "TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem; '${file(\"/proc/self/environ\")}' "

@@ -1,4 +1,4 @@
-"""One spec vocabulary (issue 29 item 4, issue 26; ADR 0050): the server's model and the node agent read the same
+"""One spec vocabulary (issue 29 item 4, issue 26; ADR 0052): the server's model and the node agent read the same
 words from terravixens/standalone/vocabulary.py, so what one refuses the other refuses.
 
 - every spec the server resolves from the example site is read by the agent without error;

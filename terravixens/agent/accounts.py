@@ -1,5 +1,5 @@
 """The node's accounts as the agent reads them (/etc/passwd, /etc/group, /etc/login.defs under the root), and the
-account rule: a spec user is a regular login account — never root, never a system account (ADR 0050).
+account rule: a spec user is a regular login account — never root, never a system account (ADR 0052).
 
 The names a spec never manages (root, sshd, www-data, systemd-*, _apt, …) are refused before anything changes, by
 the server and the agent alike (terravixens/standalone/vocabulary.py). What only the node knows is checked here: a

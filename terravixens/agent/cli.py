@@ -7,7 +7,7 @@ are applied).
 
 `--dry-run` writes nothing at all: `run --dry-run` keeps the fetched spec in memory (spec.json is not replaced) and
 `--record` is not written (stderr says so; the result is on stdout). `--record` is a node path: absolute, without
-`.` or `..`, written under the root without following a link (ADR 0050); anything else is refused before anything
+`.` or `..`, written under the root without following a link (ADR 0052); anything else is refused before anything
 is done.
 """
 
@@ -135,8 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         node = Node.at(args.root, args.tools)
         if args.record:
             node_parts(args.record)
-    except (Unusable, Refused) as error:
-        _say(f"{error} (nothing changed)" if isinstance(error, Refused) else str(error))
+    except Unusable as error:
+        _say(str(error))
+        return USAGE
+    except Refused as error:
+        _say(f"--record: {error} (nothing changed)")
         return USAGE
     try:
         return _main(node, args)

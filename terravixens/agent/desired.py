@@ -82,7 +82,7 @@ def _names(values: list, path: str, pattern: re.Pattern[str], what: str) -> tupl
 def _user(name: object, settings: object) -> User:
     problem = words.user_problem(name)
     if problem:
-        raise BadSpec(f"spec field access.users: {problem}: fix the spec and fetch it again")
+        raise BadSpec(f"spec field access.users: {problem}")
     where = f"access.users.{name}"
     if not isinstance(settings, dict):
         raise BadSpec(f"spec field {where}: is not a mapping: fetch the spec from the server")

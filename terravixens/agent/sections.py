@@ -332,7 +332,7 @@ class TypeConfig:
             if node.read(PVE_SOURCES) is None:
                 return []
             return [Change(f"remove {PVE_SOURCES}", remove(node, PVE_SOURCES))]
-        release = dict(line.split("=", 1) for line in (node.read("/etc/os-release") or "").splitlines() if "=" in line)
+        release = dict(line.split("=", 1) for line in _os_release(node).splitlines() if "=" in line)
         suite = release.get("VERSION_CODENAME", "").strip('"') or "trixie"
         uri, component = {
             "no-subscription": ("http://download.proxmox.com/debian/pve", "pve-no-subscription"),
@@ -343,6 +343,16 @@ class TypeConfig:
             "Signed-By: /usr/share/keyrings/proxmox-archive-keyring.gpg\n"
         )
         return _file_change(node, PVE_SOURCES, text, 0o644)
+
+
+def _os_release(node: Node) -> str:
+    """/etc/os-release, or /usr/lib/os-release when it is missing (os-release(5)) or a link (Debian makes it one to
+    ../usr/lib/os-release; the agent reads no file through a link)."""
+    try:
+        text = node.read("/etc/os-release")
+    except Refused:
+        text = None
+    return text if text is not None else node.read("/usr/lib/os-release") or ""
 
 
 class Run:

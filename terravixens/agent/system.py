@@ -5,7 +5,7 @@ On a guest the root is `/` and the managers are the system's own (`apt-get`, `dp
 a folder of stand-ins (`--tools`): the system's managers act on `/` whatever root the agent was given, so a root
 without its own tools is refused rather than half-applied to the machine it runs on.
 
-The agent follows no link it did not make (ADR 0050). Every node path is walked from the root one folder at a time,
+The agent follows no link it did not make (ADR 0052). Every node path is walked from the root one folder at a time,
 each opened with O_NOFOLLOW from the folder before it (openat), so a link anywhere on the way — a user's `~/.ssh ->
 /etc`, a home that is itself a link, `/etc/sudoers.d -> …` — is refused in one line naming it (`Refused`), never
 followed, and nothing escapes the root. Files are read only when they are regular files (a FIFO or /dev/zero behind

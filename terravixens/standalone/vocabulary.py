@@ -1,5 +1,5 @@
 """The spec's vocabulary, written once: what the server's model (spec.py, secrets.py, resolve.py) and the node agent
-(terravixens/agent/desired.py) both accept — so a value one refuses, the other refuses too (ADR 0050).
+(terravixens/agent/desired.py) both accept — so a value one refuses, the other refuses too (ADR 0052).
 
     SCHEMA_VERSION, NODE_TYPES, TRIGGERS, DEFAULT_INTERVAL     the resolved spec's fixed words
     LABEL DOMAIN USERNAME GROUP KEY_NAME PACKAGE SERVICE SHELL PUBLIC_KEY DURATION   the patterns

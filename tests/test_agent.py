@@ -224,6 +224,8 @@ def test_the_bundle_runs_on_a_bare_python_and_holds_only_the_agents_modules(tmp_
     assert data == bundle.build()  # reproducible: the same files, the same bytes
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     assert "terravixens/agent/__main__.py" in names and "terravixens/specclient/get.py" in names
+    # The spec's vocabulary, shared with the server (ADR 0052), and the account rule travel with the agent.
+    assert "terravixens/standalone/vocabulary.py" in names and "terravixens/agent/accounts.py" in names
     assert not [n for n in names if n.startswith(("terravixens/config", "terravixens/operations", "terravixens/cli"))]
     pyz = tmp_path / "agent.pyz"
     pyz.write_bytes(data)

@@ -330,3 +330,11 @@ def test_a_nodes_fqdn_longer_than_a_dns_name_is_refused_by_the_server(tmp_path):
     with pytest.raises(CatalogError) as raised:
         load_standalone(site, secrets)
     assert "longer than a DNS name (253): shorten its spec's identity.domain or hostname" in str(raised.value)
+
+
+def test_the_docs_list_exactly_the_refused_account_names():
+    """docs/standalone.md's table names each refused account: the list is the vocabulary's, not a copy that ages."""
+    text = (ROOT / "docs/standalone.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith("| a spec user named like a system account")]
+    listed = {name for quoted in re.findall(r"`([^`]+)`", row.split(" | ")[0]) for name in quoted.split()}
+    assert listed == {*words.SYSTEM_ACCOUNTS, *(f"{prefix}*" for prefix in words.SYSTEM_PREFIXES)}

@@ -90,6 +90,19 @@ def _lstat_kind(name: str, folder: int) -> str:
         return "not a folder"
 
 
+def _bounded(fd: int) -> bytes | None:
+    """The rest of the file, or None when it holds more than READ_LIMIT bytes (a file can grow after fstat)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= READ_LIMIT:
+        chunk = os.read(fd, min(1 << 16, READ_LIMIT + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    return None
+
+
 def _trusted(folder: int) -> bool:
     """A folder only the agent's own user (root on a node) can write: no one else can have put a name in it."""
     info = os.fstat(folder)
@@ -202,10 +215,8 @@ class Node:
                         f"{absolute} has {info.st_nlink} names (hard links) in a folder others can write: the agent "
                         f"reads no file it cannot tell is this one; remove it"
                     )
-                data = os.read(fd, READ_LIMIT + 1)
-                while data and len(data) <= READ_LIMIT and (chunk := os.read(fd, READ_LIMIT + 1 - len(data))):
-                    data += chunk
-                if len(data) > READ_LIMIT:
+                data = _bounded(fd) if info.st_size <= READ_LIMIT else None
+                if data is None:
                     raise Refused(f"{absolute} is larger than {READ_LIMIT:,} bytes: the agent reads none that large")
                 return data.decode("utf-8", "surrogateescape")
             finally:

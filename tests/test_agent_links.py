@@ -269,3 +269,16 @@ def test_os_release_as_debian_links_it_is_read_from_usr_lib(tmp_path):
     result = converge(Node(root, tools), desired.read(pve))
     assert result.ok, result.document()
     assert "Suites: bookworm\n" in (root / "etc/apt/sources.list.d/terravixens-pve.sources").read_text()
+
+
+def test_another_users_linked_ssh_folder_is_left_alone_and_fails_nothing(tmp_path):
+    """`debian` (not in the spec) keeps ~/.ssh in a dotfiles folder through a link: the agent has nothing of its own
+    there to take back, reads nothing through it, and the ssh section succeeds."""
+    root, tools = node_root(tmp_path)
+    dotfiles = root / "home/debian/dotfiles/ssh"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "authorized_keys").write_text("# terravixens: managed by the agent from the spec; edits are replaced\n")
+    (root / "home/debian/.ssh").symlink_to("dotfiles/ssh")
+    code, result, stderr = _run(root, tools, tmp_path)
+    assert code == 0 and not _failed(result), stderr
+    assert (dotfiles / "authorized_keys").exists()

@@ -26,13 +26,24 @@ from hypothesis import settings  # noqa: E402
 from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
 from tests import lifecycle  # noqa: E402
-from tests.test_lifecycle_walk import BUDGET, RULES_RUN, Walk  # noqa: E402
+from tests.test_lifecycle_walk import (  # noqa: E402
+    BUDGET,
+    GROWING_BUDGET,
+    LARGE_BUDGET,
+    RULES_RUN,
+    WALKS,
+    GrowingWalk,
+    LargeWalk,
+    Walk,
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--walks", type=int, default=BUDGET.max_examples)
+    parser.add_argument("--walks", type=int, default=BUDGET.max_examples, help="walks from the example's size")
     parser.add_argument("--steps", type=int, default=BUDGET.stateful_step_count)
+    parser.add_argument("--large", type=int, default=LARGE_BUDGET.max_examples, help="walks from 3+20 and 5+50 nodes")
+    parser.add_argument("--growing", type=int, default=GROWING_BUDGET.max_examples, help="walks growing a cluster")
     args = parser.parse_args()
     load = os.getloadavg()
     print(
@@ -40,12 +51,22 @@ def main() -> None:
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} at start"
     )
     started = time.perf_counter()
-    run_state_machine_as_test(Walk, settings=settings(BUDGET, max_examples=args.walks, stateful_step_count=args.steps))
+    runs = [
+        (Walk, args.walks, settings(BUDGET, stateful_step_count=args.steps)),
+        (LargeWalk, args.large, settings(LARGE_BUDGET, stateful_step_count=args.steps)),
+        (GrowingWalk, args.growing, GROWING_BUDGET),
+    ]
+    for machine, walks, config in runs:
+        if walks:
+            run_state_machine_as_test(machine, settings=settings(config, max_examples=walks))
     lifecycle.validate_queued()  # as the test does: one batch per Talos minor after the walks
     wall = time.perf_counter() - started
     steps = sum(RULES_RUN.values())
     seconds = lifecycle.SECONDS
-    print(f"walks: {args.walks} of up to {args.steps} steps; {steps} steps in {wall:.1f} s: {steps / wall:.2f} steps/s")
+    kinds = ", ".join(f"{n} {m.__name__} (up to {c.stateful_step_count} steps)" for m, n, c in runs)
+    print(f"walks: {kinds}; {steps} steps in {wall:.1f} s: {steps / wall:.2f} steps/s")
+    largest = max((p + w, p, w) for _, sizes in WALKS for p, w in sizes)
+    print(f"largest site: {largest[1]} control planes + {largest[2]} workers")
     print(
         f"synth: {lifecycle.SYNTHS['synth']} (+{lifecycle.SYNTHS['cached']} cached), {seconds['synth']:.1f} s "
         f"({seconds['synth'] / max(lifecycle.SYNTHS['synth'], 1):.2f} s each); judge: {seconds['judge']:.1f} s "

@@ -84,11 +84,17 @@ CLUSTER_WIDE = {"talos_patch", "pin_contract", "talos_minor", "move_contract", "
 NODE_SET = {"add_worker", "remove_worker", "add_control_planes", "remove_control_planes", "promote_workers"}
 GUEST_OPS = {"add_guest", "remove_guest", "resize_guest", "respec_guest"}
 STARTS = {
-    # name -> (talos_version, config_contract): a young cluster, one that pinned its contract, one a minor ahead.
+    # name -> (talos_version, config_contract): a young cluster, one that pinned its contract, one a minor ahead;
+    # then sites of other sizes (SIZES): one control plane alone, and pools well past the example's.
     "v1.11.5": ("v1.11.5", None),
     "v1.11.6-pinned": ("v1.11.6", "v1.11"),
     "v1.12.7-pinned": ("v1.12.7", "v1.11"),
+    "cp1": ("v1.11.5", None),
+    "cp3-wk20": ("v1.11.6", "v1.11"),
+    "cp5-wk50": ("v1.12.7", "v1.11"),
 }
+# start -> (control planes, workers): the example's nodes first (cp-a.., wk-a, wk-b), then new ones (`resized`).
+SIZES = {"cp1": (1, 0), "cp3-wk20": (3, 20), "cp5-wk50": (5, 50)}
 
 Edit = dict[str, Any]
 
@@ -102,7 +108,28 @@ def start_data(start: str = "v1.11.5") -> dict:
     cluster(data)["talos_version"] = talos
     if contract:
         cluster(data)["config_contract"] = contract
+    if start in SIZES:
+        resized(data, *SIZES[start])
     return data
+
+
+def resized(data: dict, planes: int, workers: int) -> None:
+    """The example cluster with `planes` control planes and `workers` workers: its own nodes kept in name order
+    (cp-a, cp-b, cp-c, wk-a, wk-b), then new ones (cp-d.., wk-s01..) on both hypervisors with free addresses."""
+    c = cluster(data)
+    for kind, wanted, names in (
+        ("control_planes", planes, [f"cp-{letter}" for letter in "defghijk"]),
+        ("workers", workers, [f"wk-s{index:02d}" for index in range(1, 100)]),
+    ):
+        nodes = c.setdefault(kind, {})
+        for name in sorted(nodes)[wanted:]:
+            del nodes[name]
+        base = 2000 if kind == "control_planes" else 2300
+        for name in names[: max(wanted - len(nodes), 0)]:
+            free = min(set(range(100, 250)) - used_octets(data))
+            nodes[name] = new_node(base + free, free, ("pve1", "pve2")[free % 2])
+    if not c["workers"]:
+        del c["workers"]
 
 
 def cluster(data: dict) -> dict:

@@ -67,8 +67,15 @@ def test_agent_converge_reports_a_no_change_run():
 
 
 def test_lifecycle_walk_reports_steps_per_second():
-    result = run_benchmark("benchmarks/lifecycle_walk.py", "--walks", "1", "--steps", "2")
+    result = run_benchmark(
+        "benchmarks/lifecycle_walk.py", "--walks", "1", "--steps", "2", "--large", "0", "--growing", "0"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"^walks: 1 of up to 2 steps; \d+ steps in \d+\.\d s: \d+\.\d\d steps/s$", result.stdout, re.M)
+    assert re.search(
+        r"^walks: 1 Walk \(up to 2 steps\), 0 LargeWalk \(up to 2 steps\), 0 GrowingWalk \(up to 16 steps\); \d+ steps "
+        r"in \d+\.\d s: \d+\.\d\d steps/s$",
+        result.stdout,
+        re.M,
+    ), result.stdout
     assert re.search(r"^synth: \d+ \(\+\d+ cached\), ", result.stdout, re.M), result.stdout
     assert machine_paths(result.stdout) == []

@@ -12,8 +12,14 @@ loader and the safety rules are the judge: a site they refuse fails the walk, it
 After each step tests/lifecycle.py judges the difference of the synthesized JSON (see its docstring); a failure
 prints the walk as JSON, shrunk by hypothesis, which tests/lifecycle_replay.py turns into a regression test.
 
-Budget: `make test` runs BUDGET (derandomized: the same walks every run); `pytest -m fuzz_nightly` runs NIGHTLY
-(ten times as many walks, fresh randomness).
+Walks at every size (issue 27): a walk may repeat a kind of edit (one step in four); `Walk` starts from the example's
+size at three Talos positions or from one control plane alone, `LargeWalk` from 3 + 20 and 5 + 50 nodes, and
+`GrowingWalk` grows one control plane alone to 7 control planes (1 -> 3 -> 5 -> 7) and past 10 workers, one node at a
+time, with other edits on the way.
+
+Budget: `make test` runs BUDGET, LARGE_BUDGET and GROWING_BUDGET (derandomized: the same walks every run; a test
+asserts every start and every edit was taken and that a walk grew); `pytest -m fuzz_nightly` runs ten times as many
+walks, each twice as long, with fresh randomness.
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ from tests import lifecycle
 from tests.conftest import SUMMARY_LINES
 from tests.lifecycle import STARTS, Walker, cluster, cluster_nodes, guests, used_octets
 
-EXAMPLES, STEPS = 16, 8
+EXAMPLES, STEPS = 10, 8  # walks (Walk) from the example's size (three Talos positions) and one control plane alone
+LARGE, LARGE_EXAMPLES = ["cp3-wk20", "cp5-wk50"], 3  # walks (LargeWalk) from large sites
+GROWING, GROWING_STEPS = 3, 16  # growing walks (GrowingWalk), from one control plane alone
 BUDGET = settings(
     max_examples=EXAMPLES,
     stateful_step_count=STEPS,
@@ -49,9 +57,21 @@ BUDGET = settings(
     # synthesizes a new site per attempt and ran for over five minutes on the shared machine.
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
-NIGHTLY = settings(BUDGET, max_examples=int(os.environ.get("TERRAVIXENS_WALK_EXAMPLES", str(EXAMPLES * 10))))
-NIGHTLY = settings(NIGHTLY, derandomize=False)
+LARGE_BUDGET = settings(BUDGET, max_examples=LARGE_EXAMPLES)
+GROWING_BUDGET = settings(BUDGET, max_examples=GROWING, stateful_step_count=GROWING_STEPS)
+# Nightly: ten times the walks (TERRAVIXENS_WALK_EXAMPLES), each twice as long, fresh randomness.
+NIGHTLY = settings(
+    BUDGET,
+    max_examples=int(os.environ.get("TERRAVIXENS_WALK_EXAMPLES", str(EXAMPLES * 10))),
+    stateful_step_count=STEPS * 2,
+    derandomize=False,
+)
+LARGE_NIGHTLY = settings(NIGHTLY, max_examples=max(NIGHTLY.max_examples * LARGE_EXAMPLES // EXAMPLES, 1))
+GROWING_NIGHTLY = settings(
+    NIGHTLY, max_examples=max(NIGHTLY.max_examples * GROWING // EXAMPLES, 1), stateful_step_count=GROWING_STEPS * 2
+)
 RULES_RUN: Counter = Counter()  # machine rule -> steps taken with it, across the process
+WALKS: list[tuple[str, list[tuple[int, int]]]] = []  # (start, (control planes, workers) after each step) per walk
 HOSTNAME_LABELS = ["node.kubernetes.io/pool", "topology.kubernetes.io/zone", "example.com/tier"]
 TAINT_KEYS = ["dedicated", "example.com/gpu"]
 POOL_BLOCKS = [f"10.12.0.{128 + 16 * i}/28" for i in range(8)]  # clear of the nodes' 10.12.0.x (< 128)
@@ -120,26 +140,43 @@ class Walk(RuleBasedStateMachine):
         except BaseException:
             self.failed = True
             raise
+        planes, workers = len(cluster(self.data)["control_planes"]), len(cluster(self.data).get("workers", {}))
+        self.sizes.append((planes, workers))
 
     def teardown(self) -> None:
         if self.walker is not None and not self.failed:
             self.walker.queue_for_validation()  # judged in one batch after the walks (run_walks)
+            WALKS.append((self.walker.start, self.sizes))
 
-    @initialize(start=st.sampled_from(sorted(STARTS)))
+    # In STARTS' order: derandomized, these are the walks `make test` runs; a test asserts every start and every edit
+    # was taken (another order left cilium_pools untaken).
+    @initialize(start=st.sampled_from([start for start in STARTS if start not in LARGE]))
     def begin(self, start: str) -> None:
+        self.start(start)
+
+    def start(self, start: str) -> None:
         self.walker = Walker(start=start, tag=self.tag)
         self.removed: list[str] = []
+        c = cluster(self.data)
+        self.sizes: list[tuple[int, int]] = [(len(c["control_planes"]), len(c.get("workers", {})))]
 
     @rule(data=st.data())
     def edit(self, data) -> None:
         enabled = [name for name, (_, ok, weight) in sorted(EDITS.items()) if ok(self) for _ in range(weight)]
-        # A walk tries kinds of edit it has not taken yet first, and the list turns with each step: hypothesis draws
-        # low indices far more often than high ones, which left the end of a fixed list untaken.
-        choices = [name for name in enabled if name not in self.taken] or enabled
-        turn = (7 * len(self.taken) + self.serial) % len(choices)
-        name = data.draw(st.sampled_from(choices[turn:] + choices[:turn]), label="edit")
+        name = self.choose(data, enabled)
         self.taken.add(name)
         EDITS[name][0](self, data)
+
+    def choose(self, data, enabled: list[str]) -> str:
+        """A walk tries kinds of edit it has not taken yet first, but one step in four may repeat a kind (a second
+        worker, a second rename); the list turns with each step: hypothesis draws low indices far more often than
+        high ones, which left the end of a fixed list untaken."""
+        fresh = [name for name in enabled if name not in self.taken]
+        # (hypothesis draws the first element of a list most often: the common answer comes first)
+        repeat = not fresh or data.draw(st.sampled_from([False, True, False, False]), label="repeat a kind")
+        choices = enabled if repeat else fresh
+        turn = (7 * len(self.taken) + self.serial) % len(choices)
+        return data.draw(st.sampled_from(choices[turn:] + choices[:turn]), label="edit")
 
     # ------------------------------------------------------------------------------------------ node set
     @edit_rule()
@@ -354,6 +391,37 @@ class Walk(RuleBasedStateMachine):
 
 
 MACHINE_RULES = sorted(EDITS)
+GROWN_WORKERS, GROWN_PLANES = 10, 7  # what a growing walk reaches before it edits anything else at will
+
+
+class LargeWalk(Walk):
+    """A walk from a site whose worker pool is well past the example's (3 + 20, 5 + 50 nodes): every edit where
+    a node is one of many, and a new name sorts among dozens."""
+
+    @initialize(start=st.sampled_from(LARGE))
+    def begin(self, start: str) -> None:
+        self.start(start)
+
+
+class GrowingWalk(Walk):
+    """A walk that grows a cluster from one control plane alone: workers one at a time past GROWN_WORKERS, control
+    planes 1 -> 3 -> 5 -> 7, with one step in four any other edit on the way (so renames, moves, removals and
+    upgrades happen at every size); once grown, any edit. A defect that appears only past some size, or that
+    depends on a node's place among many, shows on the step that crosses it."""
+
+    @initialize(start=st.just("cp1"))
+    def begin(self, start: str) -> None:
+        self.start(start)
+
+    def choose(self, data, enabled: list[str]) -> str:
+        c = cluster(self.data)
+        grow = [
+            *(["add_worker"] * 3 if len(c.get("workers", {})) < GROWN_WORKERS else []),
+            *(["add_control_planes"] if len(c["control_planes"]) < GROWN_PLANES else []),
+        ]
+        if grow and data.draw(st.sampled_from([True, False, True, True]), label="grow"):
+            return data.draw(st.sampled_from(grow), label="edit")
+        return super().choose(data, enabled)
 
 
 def test_every_listed_edit_is_a_rule():
@@ -387,30 +455,50 @@ def test_every_listed_edit_is_a_rule():
     )
 
 
-def run_walks(machine: type[Walk], config: settings) -> str:
-    before = (lifecycle.SYNTHS["synth"], sum(RULES_RUN.values()), len(lifecycle.VALIDATED_KEYS))
+def run_walks(*runs: tuple[type[Walk], settings]) -> str:
+    before = (lifecycle.SYNTHS["synth"], sum(RULES_RUN.values()), len(lifecycle.VALIDATED_KEYS), len(WALKS))
     started = time.monotonic()
-    run_state_machine_as_test(machine, settings=config)
+    for machine, config in runs:
+        run_state_machine_as_test(machine, settings=config)
     lifecycle.validate_queued()
     steps = sum(RULES_RUN.values()) - before[1]
+    walks = WALKS[before[3] :]
+    kinds = " + ".join(f"{c.max_examples} {m.__name__} of up to {c.stateful_step_count} steps" for m, c in runs)
+    planes = max(p for _, sizes in walks for p, _ in sizes)
+    workers = max(w for _, sizes in walks for _, w in sizes)
     return (
-        f"lifecycle walk: {config.max_examples} walks of up to {config.stateful_step_count} steps, {steps} steps in "
-        f"{time.monotonic() - started:.0f} s ({lifecycle.SYNTHS['synth'] - before[0]} synths), "
-        f"{len(lifecycle.VALIDATED_KEYS) - before[2]} node configurations judged by Talos' validator"
+        f"lifecycle walk: {kinds}, {steps} steps in {time.monotonic() - started:.0f} s "
+        f"({lifecycle.SYNTHS['synth'] - before[0]} synths), {len(lifecycle.VALIDATED_KEYS) - before[2]} node "
+        f"configurations judged by Talos' validator; starts {dict(sorted(Counter(s for s, _ in walks).items()))}; "
+        f"largest {planes} control planes, {workers} workers"
+    )
+
+
+def grew(sizes: list[tuple[int, int]]) -> bool:
+    """Whether a walk's control planes went 1 -> 3 -> 5 -> 7 and its workers past GROWN_WORKERS."""
+    planes = [p for p, _ in sizes]
+    return (
+        all(planes.index(n) < planes.index(n + 2) for n in (1, 3, 5) if n in planes and n + 2 in planes)
+        and {1, 3, 5, 7} <= set(planes)
+        and max(w for _, w in sizes) >= GROWN_WORKERS
     )
 
 
 def test_the_lifecycle_promise_holds_on_random_walks():
     with lifecycle.counting_safety_rules() as safety:
-        SUMMARY_LINES.append(run_walks(Walk, BUDGET))
+        SUMMARY_LINES.append(run_walks((Walk, BUDGET), (LargeWalk, LARGE_BUDGET), (GrowingWalk, GROWING_BUDGET)))
     assert sorted(RULES_RUN) == MACHINE_RULES, f"rules never taken: {sorted(set(MACHINE_RULES) - set(RULES_RUN))}"
     assert sorted(safety) == sorted(rule.code for rule in ALL_RULES)
+    assert {start for start, _ in WALKS} == set(STARTS), f"starts never taken: {set(STARTS) - {s for s, _ in WALKS}}"
+    assert any(grew(sizes) for _, sizes in WALKS), f"no walk grew: {[sizes for _, sizes in WALKS]}"
+    repeated = [RULES_RUN[name] for name in ("add_worker", "rename", "readdress")]
+    assert min(repeated) >= 2, f"kinds of edit a walk repeats, taken {repeated} times"
 
 
 @pytest.mark.fuzz_nightly
 def test_the_lifecycle_promise_holds_on_random_walks_nightly():
     with lifecycle.counting_safety_rules():
-        SUMMARY_LINES.append(run_walks(Walk, NIGHTLY))
+        SUMMARY_LINES.append(run_walks((Walk, NIGHTLY), (LargeWalk, LARGE_NIGHTLY), (GrowingWalk, GROWING_NIGHTLY)))
 
 
 # ---------------------------------------------------------------------------------------- the walk can fail
@@ -456,3 +544,18 @@ def test_a_node_patch_naming_other_nodes_addresses_is_caught_and_shrunk(monkeypa
         lifecycle.replay(walk, tag=BrokenWalk.tag)
     monkeypatch.undo()
     lifecycle.replay(walk)  # the same walk holds on the real construct
+
+
+def test_a_count_leaking_past_the_example_size_is_caught_from_a_large_start(monkeypatch):
+    """A plausible bug invisible around the example: once the pool is larger than 3, each worker's patch carries the
+    pool's size. One worker added to the example (2 -> 3 workers) keeps the promise; the same edit from the 3 + 20
+    start breaks it for every other worker."""
+    import terravixens.constructs.talos_node as talos_node
+    from tests.test_size_sweep import pool_size_label
+
+    monkeypatch.setattr(talos_node, "node_patch", pool_size_label(talos_node.node_patch))
+    tag = "broken: pool size in each worker's patch"
+    edit = {"op": "add_worker", "node": "wk-01", "vm_id": 1301, "octet": 240, "hypervisor": "pve2"}
+    Walker(start="v1.11.5", tag=tag).step(edit)  # judged as a walk judges a step (Talos' validator aside)
+    with pytest.raises(AssertionError, match=r"wk-s07_apply changed: it belongs to wk-s07"):
+        Walker(start="cp3-wk20", tag=tag).step(edit)

@@ -25,7 +25,7 @@ export CDKTF_DISABLE_PLUGIN_CACHE_ENV := 1
 # cdktf get wants a heap limit in NODE_OPTIONS (it warns otherwise); the bindings need far less than 8 GiB.
 export NODE_OPTIONS := --disable-warning=DEP0044 --max-old-space-size=8192
 
-.PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mirror tofu providers provider-env tools clean
+.PHONY: setup setup-test synth lint test test-unit test-integration test-fuzz-nightly mutation mirror tofu providers provider-env tools clean
 
 BINDINGS := terravixens/_bindings
 ASKED_MIRROR := $(if $(filter mirror,$(TERRAVIXENS_PROVIDERS)),mirror)
@@ -190,5 +190,11 @@ test-integration: setup-test
 test-fuzz-nightly: setup-test
 	pipenv run pytest -m fuzz_nightly tests/test_fuzz_site.py tests/test_lifecycle_walk.py
 
+# Mutation testing of the code that keeps the lifecycle promise and the guard (not in `make test`; nightly): mutmut
+# as pyproject.toml [tool.mutmut] configures it; the score per module, every survivor, and the survivors compared with
+# tests/mutation_survivors.txt (scripts/mutation.py, docs/adr/0050-mutation-testing-and-size-sweep.md).
+mutation: setup-test
+	pipenv run python scripts/mutation.py
+
 clean:
-	rm -rf cdktf.out .pytest_cache
+	rm -rf cdktf.out .pytest_cache mutants

@@ -192,7 +192,7 @@ test-fuzz-nightly: setup-test
 
 # Mutation testing of the code that keeps the lifecycle promise and the guard (not in `make test`; nightly): mutmut
 # as pyproject.toml [tool.mutmut] configures it; the score per module, every survivor, and the survivors compared with
-# tests/mutation_survivors.txt (scripts/mutation.py, docs/adr/0050-mutation-testing-and-size-sweep.md).
+# tests/mutation_survivors.txt (scripts/mutation.py, docs/adr/0051-mutation-testing-and-size-sweep.md).
 mutation: setup-test
 	pipenv run python scripts/mutation.py
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make mutation`: mutation testing of the code that keeps the lifecycle promise and the guard (issue 27, ADR 0050).
+"""`make mutation`: mutation testing of the code that keeps the lifecycle promise and the guard (issue 27, ADR 0051).
 
     pipenv run python scripts/mutation.py [--keep] [--max-children N] [--no-fork-check]
 

@@ -106,6 +106,24 @@ def test_cifs_and_pbs_passwords_are_sensitive_variables_never_values(stored_synt
         variable = stack["variable"][name]
         assert variable["sensitive"] is True and variable["nullable"] is False and "default" not in variable
         assert f"TF_VAR_{name}" in variable["description"]
+    # Who the password is for, and where it comes from (pinned whole: an operator reads it in `terraform plan`).
+    assert {name: body for name, body in stack["variable"].items() if name.startswith("storage_password_")} == {
+        "storage_password_share": {
+            "type": "string",
+            "sensitive": True,
+            "nullable": False,
+            "description": "Password of storage share's SMB user pve: TF_VAR_storage_password_share in the deploy's "
+            "environment, never in the site file or the synthesized JSON.",
+        },
+        "storage_password_backups": {
+            "type": "string",
+            "sensitive": True,
+            "nullable": False,
+            "description": "Password of storage backups's Proxmox Backup Server user or API token backup@pbs!pve: "
+            "TF_VAR_storage_password_backups in the deploy's environment, never in the site file or the synthesized "
+            "JSON.",
+        },
+    }
     assert PASSWORD not in json.dumps(stored_synth)
 
 

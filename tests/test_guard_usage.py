@@ -31,7 +31,8 @@ from terravixens.guard.context import (
     pve_vm_id,
     site_usage,
 )
-from terravixens.guard.plan import load_plan_data
+from terravixens.guard.nodes import Event
+from terravixens.guard.plan import Change, load_plan_data
 from terravixens.inputs import InputError
 from tests import support
 
@@ -341,3 +342,77 @@ def test_the_plan_log_names_the_applies_and_nodes_whose_reboot_check_could_not_r
 )
 def test_apply_node_address(values, expected):
     assert apply_node_address(values) == expected
+
+
+# ------------------------------------------------------------------------------------ what a lost machine says
+ADDRESS = "proxmox_virtual_environment_vm.node_wk-a_vm"
+
+
+def replaced(actions=("delete", "create"), reason=None, paths=(), action="replaced", again=None) -> Event:
+    change = Change(ADDRESS, VM, "node_wk-a_vm", tuple(actions), action_reason=reason, replace_paths=tuple(paths))
+    return Event("VM", action, ADDRESS, ("pve", "pve1", 1201), change, again)
+
+
+@pytest.mark.parametrize(
+    ("event", "why", "fix"),
+    [
+        (
+            replaced(("create", "forget")),
+            "the old one is left running: destroy = false",
+            "revert the change that forces the replacement",
+        ),
+        (
+            replaced(reason="replace_because_tainted"),
+            "it is tainted",
+            f"if the machine is healthy, `terraform untaint {ADDRESS}` and plan again",
+        ),
+        (replaced(reason="replace_by_request"), "-replace asked for it", f"plan without `-replace={ADDRESS}`"),
+        (
+            replaced(reason="replace_by_triggers"),
+            "its replace_triggered_by changed",
+            "revert what its replace_triggered_by refers to",
+        ),
+        (replaced(paths=[("vm_id",), ("disk", 0, "size")]), "forced by vm_id, disk.0.size", "revert that change"),
+        (
+            replaced(),
+            "",
+            (
+                "Find the attribute that forces it (compare before and after in the plan's JSON: "
+                "`terravixens deploy LAYER --dry-run --save-plan-json FILE`) and revert it"
+            ),
+        ),
+        (replaced(reason="replace_because_cannot_update", paths=[("vm_id",)]), "forced by vm_id", "revert that change"),
+        (
+            replaced(action="deleted", reason="replace_by_request"),
+            "",
+            (
+                f"keep {ADDRESS} in the configuration (a `moved` block if its address must change), or take the "
+                "node out of the site to remove it"
+            ),
+        ),
+        (
+            replaced(action="forgotten"),
+            "",
+            f"drop the `removed` block for {ADDRESS}, or take the node out of the site first",
+        ),
+    ],
+)
+def test_each_way_to_lose_a_machine_says_why_and_what_to_do(event, why, fix):
+    assert event.why() == why
+    assert event.fix() == fix
+    assert event.says() == f"VM pve1/1201 {event.action} at {ADDRESS}" + (f" ({why})" if why else "")
+
+
+def test_a_machine_created_again_elsewhere_says_where_and_how_to_move_it():
+    again = Change("proxmox_virtual_environment_vm.other", VM, "other", ("create",))
+    event = replaced(action="deleted", again=again)
+    assert event.says() == f"VM pve1/1201 deleted at {ADDRESS}, created again at proxmox_virtual_environment_vm.other"
+    assert (
+        event.fix() == f"add `moved {{ from = {ADDRESS}  to = proxmox_virtual_environment_vm.other }}` so that "
+        "Terraform moves it in state"
+    )
+    retyped = replaced(action="deleted", again=Change("x.other", "x", "other", ("create",)))
+    assert retyped.fix() == (
+        f"keep the resource type {VM} (a `moved` block cannot change a resource's type unless the provider supports "
+        "that move)"
+    )

@@ -416,3 +416,15 @@ def test_a_machine_created_again_elsewhere_says_where_and_how_to_move_it():
         f"keep the resource type {VM} (a `moved` block cannot change a resource's type unless the provider supports "
         "that move)"
     )
+
+
+@pytest.mark.parametrize("module", ["hypervisor_keeps_used", "storage_kept_while_used"])
+def test_a_refusal_names_four_users_and_counts_the_rest(module):
+    import importlib
+
+    users = importlib.import_module(f"terravixens.guard.checks.{module}")._users
+    assert users(set()) == ""
+    assert users({"b", "a"}) == "a, b"
+    assert users({"d", "c", "b", "a"}) == "a, b, c, d"
+    assert users({"e", "d", "c", "b", "a"}) == "a, b, c, d and 1 more"
+    assert users({f"u{i}" for i in range(7)}) == "u0, u1, u2, u3 and 3 more"

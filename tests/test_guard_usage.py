@@ -31,7 +31,7 @@ from terravixens.guard.context import (
     pve_vm_id,
     site_usage,
 )
-from terravixens.guard.nodes import Event
+from terravixens.guard.nodes import APPLY, Event
 from terravixens.guard.plan import Change, load_plan_data
 from terravixens.inputs import InputError
 from tests import support
@@ -428,3 +428,50 @@ def test_a_refusal_names_four_users_and_counts_the_rest(module):
     assert users({"d", "c", "b", "a"}) == "a, b, c, d"
     assert users({"e", "d", "c", "b", "a"}) == "a, b, c, d and 1 more"
     assert users({f"u{i}" for i in range(7)}) == "u0, u1, u2, u3 and 3 more"
+
+
+# ------------------------------------------------------------------------------------ PG001's message, part by part
+def lost(kind="VM", action="replaced", actions=("delete", "create"), again=None, reason=None) -> Event:
+    address = ADDRESS if kind == "VM" else "talos_machine_configuration_apply.node_wk-a_apply"
+    kind = "VM" if kind == "VM" else APPLY
+    change = Change(address, address.split(".")[0], address.split(".")[1], tuple(actions), action_reason=reason)
+    identity = ("pve", "pve1", 1201) if kind == "VM" else ("talos", "10.0.0.61")
+    return Event(kind, action, address, identity, change, again)
+
+
+def test_pg001_says_the_worst_a_node_would_go_through():
+    from terravixens.guard.checks.staying_node_kept import _consequence
+
+    apply = APPLY
+    assert _consequence([lost(), lost(apply)]) == "wiped"
+    assert _consequence([lost()]) == "destroyed and re-created"
+    assert _consequence([lost(action="deleted"), lost(apply, action="deleted")]) == "reset (wiped)"
+    assert _consequence([lost(action="deleted")]) == "left without a machine"
+    assert _consequence([lost(action="forgotten", actions=("forget",))]) == "left running outside Terraform"
+
+
+def test_pg001_details_each_loss():
+    from terravixens.guard.checks.staying_node_kept import _detail, _headline
+
+    elsewhere = Change("module.m.proxmox_virtual_environment_vm.x", VM, "x", ("create",))
+    moved = lost(action="deleted", actions=("delete",), again=elsewhere)
+    assert _headline(moved) == f"{ADDRESS} would be deleted and {elsewhere.address} would create it again"
+    assert _detail(moved) == (
+        f"its VM pve1/1201 moves from {ADDRESS} to {elsewhere.address} (its address changed without a `moved` block)"
+    )
+    forgotten = lost(action="deleted", actions=("forget",), again=Change("other.x", "other", "x", ("create",)))
+    assert _headline(forgotten) == f"{ADDRESS} would be forgotten and other.x would create it again"
+    assert _detail(forgotten) == (
+        f"its VM pve1/1201 moves from {ADDRESS} to other.x (its resource type changed; the old one is forgotten, "
+        "left running with the same identity)"
+    )
+    assert _headline(lost()) == f"{ADDRESS} would be replaced"
+    assert _detail(lost(action="deleted")) == "its VM pve1/1201 is deleted and nothing creates it again"
+    assert _detail(lost(APPLY, action="deleted")) == (
+        "its configuration apply of 10.0.0.61 is deleted and nothing applies it again"
+    )
+    assert _detail(lost(action="forgotten")) == (
+        "its VM pve1/1201 is forgotten (a `removed` block): the next plan would create it again"
+    )
+    assert _detail(lost()) == "its VM pve1/1201 is replaced"
+    assert _detail(lost(reason="replace_by_request")) == "its VM pve1/1201 is replaced (-replace asked for it)"

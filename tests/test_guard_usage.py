@@ -31,7 +31,7 @@ from terravixens.guard.context import (
     pve_vm_id,
     site_usage,
 )
-from terravixens.guard.nodes import APPLY, Event
+from terravixens.guard.nodes import APPLY, Event, Fate, NodesView, NodeView
 from terravixens.guard.plan import Change, load_plan_data
 from terravixens.inputs import InputError
 from tests import support
@@ -475,3 +475,35 @@ def test_pg001_details_each_loss():
     )
     assert _detail(lost()) == "its VM pve1/1201 is replaced"
     assert _detail(lost(reason="replace_by_request")) == "its VM pve1/1201 is replaced (-replace asked for it)"
+
+
+# ------------------------------------------------------------------------------------ the per-node summary line
+def view(*nodes: tuple[str, Fate, bool]) -> NodesView:
+    """Nodes by (name, fate, changed in place)."""
+    events = {True: (lost(action="updated"),), False: ()}
+    return NodesView(
+        {
+            name: NodeView(name, "cluster", "worker", True, fate is not Fate.LEAVING, fate, events[changed])
+            for name, fate, changed in nodes
+        }
+    )
+
+
+def test_the_summary_counts_every_fate_and_names_the_nodes():
+    assert NodesView({}).summary() == "no node in this plan"
+    assert view(("a", Fate.KEPT, False)).summary() == "1 node: 1 kept; none replaced, no machine lost"
+    assert view(("a", Fate.KEPT, True), ("b", Fate.KEPT, False)).summary() == (
+        "2 nodes: 2 kept (1 changed in place: a); none replaced, no machine lost"
+    )
+    assert view(
+        ("a", Fate.KEPT, False),
+        ("n", Fate.NEW, False),
+        ("l", Fate.LEAVING, False),
+        ("r", Fate.REPLACED, False),
+        ("m", Fate.MACHINE_LOST, False),
+        ("r2", Fate.REPLACED, False),
+    ).summary() == ("6 nodes: 1 kept, 1 new (n), 1 leaving (l); 2 replaced (r, r2), 1 with a machine lost (m)")
+    many = view(*((f"w{i}", Fate.NEW, False) for i in range(8)))
+    assert (
+        many.summary() == "8 nodes: 0 kept, 8 new (w0, w1, w2, w3, w4, w5 and 2 more); none replaced, no machine lost"
+    )

@@ -50,6 +50,7 @@ MODULES = {
     "terravixens/rules/": ("terravixens/rules/",),
 }
 KILLED = {"killed", "timeout", "segfault"}  # the tests told the mutant from the original (a hang or a crash counts)
+UNCHECKED = {"not checked", "skipped"}  # a run stopped before them: neither killed nor survived
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout"}
 STATUS.update({-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault", -9: "segfault"})
 
@@ -143,10 +144,32 @@ def recorded() -> dict[str, tuple[str, str]]:
     return entries
 
 
+def record(found: list[Mutant]) -> None:
+    """Survivors the file does not list (or lists with another mutation), appended as open: the baseline the next
+    run compares with, each line to be turned into a test (`killed:`) or an argument (`equivalent:`)."""
+    os.chdir(ROOT)
+    entries = recorded()
+    lines = []
+    for mutant in found:
+        if mutant.status in KILLED | UNCHECKED:
+            continue
+        text = mutation_text(mutant)
+        if entries.get(mutant.name, ("",))[0] != text:
+            function = mutant.name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1].replace("ǁ", ".").lstrip("x_.")
+            verdict = "not reached by a selected test" if mutant.status == "no tests" else "no selected test fails"
+            lines.append(f"{mutant.name} | {text} | open: {verdict} ({function}; {mutant.status})\n")
+    if lines:
+        with SURVIVORS.open("a") as out:
+            out.writelines(lines)
+    print(f"recorded {len(lines)} survivors as open in {SURVIVORS.relative_to(ROOT)}")
+
+
 def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, float]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     entries = recorded()
     status = {m.name: m for m in found}
+    unchecked = [m for m in found if m.status in UNCHECKED]
+    found = [m for m in found if m.status not in UNCHECKED]
     survivors = [m for m in found if m.status not in KILLED]
     texts = {m.name: mutation_text(m) for m in survivors}
     equivalent = {
@@ -208,11 +231,14 @@ def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, f
     stale = [
         name
         for name in entries
-        if name not in status or (status[name].status in KILLED and entries[name][1].startswith("equivalent: "))
+        if name not in status
+        or (status[name].status in KILLED and entries[name][1].startswith(("equivalent: ", "open: ")))
     ]
     if stale:
         print("\nlines of tests/mutation_survivors.txt whose mutant is gone or now killed (remove them):")
         print("".join(f"  {name}\n" for name in stale), end="")
+    if unchecked:
+        failed.append(f"{len(unchecked)} mutants not checked: the run stopped before them (scores count only the rest)")
     if failed:
         print(f"\nmake mutation: {len(failed)} problem(s):\n" + "\n".join(failed))
         return 1
@@ -226,6 +252,11 @@ def main() -> None:
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-fork-check", action="store_true")
     parser.add_argument("--report-only", action="store_true", help="report the last run in mutants/ again")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"append every survivor {SURVIVORS.name} does not list, as open (to be triaged), before the comparison",
+    )
     args = parser.parse_args()
     os.chdir(ROOT)
     load = os.getloadavg()[0]
@@ -240,6 +271,8 @@ def main() -> None:
         result = subprocess.run(command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, check=False)
         if result.returncode != 0:
             sys.exit(f"make mutation: mutmut failed (exit {result.returncode}); run it to see why: {' '.join(command)}")
+    if args.record:
+        record(mutants())
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     sys.exit(
         report(mutants(), time.perf_counter() - started, usage.ru_utime + usage.ru_stime, (load, os.getloadavg()[0]))

@@ -44,7 +44,7 @@ from tests.conftest import SUMMARY_LINES
 from tests.lifecycle import STARTS, Walker, cluster, cluster_nodes, guests, used_octets
 
 EXAMPLES, STEPS = 10, 8  # walks (Walk) from the example's size (three Talos positions) and one control plane alone
-LARGE, LARGE_EXAMPLES = ["cp3-wk20", "cp5-wk50"], 3  # walks (LargeWalk) from large sites
+LARGE, LARGE_EXAMPLES = ["cp3-wk20", "cp5-wk50"], 2  # walks (LargeWalk) from large sites
 GROWING, GROWING_STEPS = 3, 16  # growing walks (GrowingWalk), from one control plane alone
 BUDGET = settings(
     max_examples=EXAMPLES,

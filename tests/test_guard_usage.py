@@ -13,6 +13,7 @@ import pytest
 
 from terravixens.guard import (
     ALL_CHECKS,
+    GuardContext,
     NotAPlan,
     check_plan,
     check_plan_file,
@@ -506,4 +507,76 @@ def test_the_summary_counts_every_fate_and_names_the_nodes():
     many = view(*((f"w{i}", Fate.NEW, False) for i in range(8)))
     assert (
         many.summary() == "8 nodes: 0 kept, 8 new (w0, w1, w2, w3, w4, w5 and 2 more); none replaced, no machine lost"
+    )
+
+
+# ------------------------------------------------------------------------------------ refusals word by word
+def refusal(fixture: str, code: str, mutate=None) -> str:
+    data = json.loads((PLANS / fixture).read_text())
+    if mutate:
+        mutate(data)
+    [violation] = [v for v in check_plan(data, GuardContext()) if v.code == code]
+    return str(violation)
+
+
+def destroyed_outright(address: str):
+    def run(data: dict) -> None:
+        for change in data["resource_changes"]:
+            if change["address"] == address:
+                change["change"]["actions"] = ["delete"]
+                change["change"]["after"] = None
+
+    return run
+
+
+def test_the_cluster_identity_message_says_replaced_or_destroyed():
+    assert refusal("hand-pg004-secrets-replaced.json", "PG004") == (
+        "[PG004 ClusterIdentityKept] talos_machine_secrets.cluster_secrets would be replaced: the cluster's "
+        "certificates and keys would be lost. Restore the cluster in the site file."
+    )
+    assert refusal("hand-pg004-secrets-destroyed.json", "PG004").startswith(
+        "[PG004 ClusterIdentityKept] talos_machine_secrets.cluster_secrets would be destroyed: the cluster's "
+    )
+
+
+def test_protected_storage_says_destroyed_or_replaced():
+    assert refusal("hand-pg009-bucket-destroyed.json", "PG009") == (
+        "[PG009 ProtectedStorageKept] aws_s3_bucket.state_bucket would be destroyed, and its data with it: keep it "
+        "in the site, or remove it from Terraform's state first (`terraform state rm`) if it must outlive terravixens."
+    )
+
+    def replace(data: dict) -> None:
+        for change in data["resource_changes"]:
+            if change["address"] == "aws_s3_bucket.state_bucket":
+                change["change"]["actions"] = ["delete", "create"]
+                change["change"]["after"] = change["change"]["before"]
+
+    assert refusal("hand-pg009-bucket-destroyed.json", "PG009", replace).startswith(
+        "[PG009 ProtectedStorageKept] aws_s3_bucket.state_bucket would be replaced, and its data with it"
+    )
+
+
+def test_a_bootstrap_record_forgotten_or_destroyed_under_running_nodes():
+    assert refusal("hand-pg006-bootstrap-forgotten.json", "PG006").startswith(
+        "[PG006 BootstrapOnlyForNewCluster] talos_machine_bootstrap.cluster_bootstrap would be forgotten while 5 "
+        "node applies stay: the next plan would bootstrap the running cluster again."
+    )
+    destroyed = refusal(
+        "hand-pg006-bootstrap-forgotten.json", "PG006", destroyed_outright("talos_machine_bootstrap.cluster_bootstrap")
+    )
+    assert "talos_machine_bootstrap.cluster_bootstrap would be destroyed while 5 node applies stay" in destroyed
+
+
+def test_secrets_under_running_nodes_name_three_applies_then_an_ellipsis():
+    text = refusal("hand-pg005-new-secrets-under-running-nodes.json", "PG005")
+    applies = ", ".join(f"talos_machine_configuration_apply.node_{n}_apply" for n in ("cp-a", "cp-b", "cp-c"))
+    assert f"while 5 node applies run on today's secrets ({applies}…)" in text
+
+
+def test_a_waived_violation_says_so():
+    from terravixens.guard.checks.base import Violation
+
+    assert str(Violation("PG003", "ControlPlaneRemains", "text")) == "[PG003 ControlPlaneRemains] text"
+    assert str(Violation("PG003", "ControlPlaneRemains", "text", waived=True)) == (
+        "[PG003 ControlPlaneRemains] (waived) text"
     )

@@ -168,3 +168,25 @@ def test_example_site_nodes(example_site):
         "wk-a": ("10.11.1.21", "10.0.0.61"),
         "wk-b": ("10.11.1.22", "10.0.0.62"),
     }
+
+
+# ------------------------------------------------------------------------------------------------------- managed_subnet
+def test_the_managed_subnet_follows_the_same_chain():
+    from terravixens.config.addressing import managed, managed_subnet
+
+    assert managed_subnet(networks(**FULL)) == "192.0.2.0/24"
+    assert managed_subnet(networks(**{**FULL, "routable": None})) == "10.11.1.0/24"
+    assert managed_subnet(networks(**{**FULL, "routable": None}), management_vlan=120) == "10.12.0.0/24"
+    only_other = networks(vlans={130: {"address": "10.13.0.11/16"}, 120: {"address": "10.12.0.11/24"}})
+    assert managed_subnet(only_other) == "10.12.0.0/24"
+    assert managed(only_other).address == "10.12.0.11"
+
+
+def test_the_maintenance_ip_has_no_subnet_and_no_address_is_an_error():
+    from terravixens.config.addressing import managed, managed_subnet
+
+    maintenance = networks(maintenance_ip="10.0.0.51")
+    assert managed_subnet(maintenance) is None
+    assert managed(maintenance).subnet is None and managed(maintenance).address == "10.0.0.51"
+    with pytest.raises(NoAddressError, match=r"the node has no address: give it networks\.maintenance_ip"):
+        managed(networks())

@@ -580,3 +580,52 @@ def test_a_waived_violation_says_so():
     assert str(Violation("PG003", "ControlPlaneRemains", "text", waived=True)) == (
         "[PG003 ControlPlaneRemains] (waived) text"
     )
+
+
+# ------------------------------------------------------------------------------------ a broken plan, field by field
+NEVER = "Terraform never writes this: the plan was edited or built by hand; plan again and pass the output"
+
+
+def with_prior(root: object) -> dict:
+    return {"values": {"root_module": root}}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        (
+            "prior_state",
+            [],
+            (
+                "prior_state: is a list of 0 items, not an object: give the output of `terraform show "
+                "-json PLANFILE` (a saved plan from `terraform plan -out PLANFILE`)"
+            ),
+        ),
+        ("prior_state", with_prior([1]), "prior_state.values.root_module: is a list of 1 item, not an object"),
+        (
+            "prior_state",
+            with_prior({"resources": [], "child_modules": ["x"]}),
+            "prior_state.values.root_module.child_modules[0]: is 'x', not an object",
+        ),
+        (
+            "prior_state",
+            with_prior({"resources": [{"type": "a"}]}),
+            "prior_state.values.root_module.resources[0]: has no address, type and name",
+        ),
+        (
+            "prior_state",
+            with_prior({"resources": [{"address": "a.b", "type": "a", "name": "b", "mode": "weird"}]}),
+            (
+                f"prior_state.values.root_module.resources[0].mode: is 'weird': a state's resources are 'managed' or "
+                f"'data'. {NEVER}"
+            ),
+        ),
+        ("resource_changes", ["x"], "resource_changes[0]: is 'x', not an object"),
+    ],
+)
+def test_a_plan_terraform_would_not_write_names_the_field_and_what_is_wrong(field, value, problem):
+    data = json.loads((PLANS / "hand-ok-first-cluster.json").read_text())
+    data[field] = value
+    with pytest.raises(NotAPlan) as refused:
+        read_plan(data, "p.json")
+    assert str(refused.value) == f"p.json: 1 problem in the plan\n  - {problem}"

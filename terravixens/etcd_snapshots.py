@@ -11,7 +11,16 @@ cluster, so they live in 0700 folders as 0600 files (docs/adr/0030-etcd-snapshot
 The UTC time is `YYYYMMDDTHHMMSS.ffffffZ`, so names sort by time; `node` is the control plane it came through.
 The manifest is written last: it records the sha256 and what the verification found, and its presence is what
 makes a snapshot "verified" here. A snapshot without one (a crash between the two, a file dropped in by hand) is
-listed as unverified and never deleted by retention.
+listed as unverified and never deleted by retention. A manifest is read by the strict, bounded reader
+(terravixens.inputs: a regular file, at most 256 KiB, JSON without duplicate keys, 16 levels deep at most): one that
+is not is a `StoreError`, as is a folder of the store that is a symbolic link or not the user's own — the store
+cannot be used as it is, whichever control plane is asked (the commands say so, exit 2, before any talosctl call).
+
+Retention (docs/adr/0050-snapshot-identity-and-plan-files.md) never trusts a manifest alone: before it deletes
+anything, it verifies again (etcd's own checks, and the sha256 the manifest recorded) the newest snapshots it means
+to keep, newest first, until it has `keep` good ones; only the snapshots older than those are deleted. A snapshot
+that fails that check is never counted as one to keep and never deleted (it is listed for a person to look at), so
+retention never deletes the last good snapshot for a corrupted newer one.
 
 Verification (`verify_snapshot`), in order: the size (not empty, 512*k+32 bytes: etcd's digest is there), the
 sha256 (the database hashes to the digest etcd appended), bbolt's meta pages (magic, version, checksum, and the
@@ -44,6 +53,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypedDict, Unpack
 
 from terravixens import runner
+from terravixens.inputs import InputError, load_json, read_text
 
 SNAPSHOT_DIR = "etcd-snapshots"
 SUFFIX = ".snapshot"
@@ -60,6 +70,8 @@ NAME = re.compile(
     r"^(?P<cluster>[a-z0-9.-]+)_(?P<stamp>\d{8}T\d{6}\.\d{6}Z)_(?P<node>[a-z0-9.-]+)_"
     r"(?P<reason>[a-z0-9.-]+)(?:_(?P<counter>\d+))?" + re.escape(SUFFIX) + "$"
 )
+MANIFEST_LIMIT = 256 * 1024  # a manifest is about 2 KiB: members, checks, digests
+MANIFEST_DEPTH = 16  # manifest → verification → members → member → peer_urls: 5 levels
 REPO_TOOL = Path(__file__).resolve().parent.parent / "tools" / "etcd-snapshot" / "bin" / "etcd-snapshot"
 
 # bbolt's file format (go.etcd.io/bbolt internal/common): a 16-byte page header, then on pages 0 and 1 the meta:
@@ -78,6 +90,12 @@ class SnapshotError(Exception):
     def __init__(self, message: str, verification: Verification | None = None):
         super().__init__(message)
         self.verification = verification
+
+
+class StoreError(SnapshotError):
+    """The store itself cannot be used as it is (a folder that is a symbolic link, not a folder or not this user's; a
+    manifest the strict reader refuses): no control plane can change that. Commands map it to ExitCode.BAD_INPUT (2),
+    checked before anything is asked of a node."""
 
 
 @dataclass(frozen=True)
@@ -160,11 +178,13 @@ class Snapshot:
 @dataclass(frozen=True)
 class Pruned:
     """What retention did: `removed` deleted, `kept` verified and kept, `unverified` kept because nothing vouches
-    for them (they are never deleted without a person looking: the commands print them)."""
+    for them, `failed` kept because their manifest vouches for them but they no longer verify (each with why). The
+    last two are never deleted without a person looking: the commands print them."""
 
     removed: tuple[Path, ...]
     kept: tuple[Path, ...]
     unverified: tuple[Path, ...]
+    failed: tuple[tuple[Path, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -427,28 +447,56 @@ def _verify_with_tool(path: Path, binary: Path, timeout: float, found: _Found) -
 
 
 # -------------------------------------------------------------------------------------------------- the store
+def _shown(path: Path, root: Path) -> str:
+    """A path as the store's messages show it: relative to the root the operator runs terravixens in."""
+    with contextlib.suppress(ValueError):
+        return str(path.relative_to(root))
+    return str(path)
+
+
+def _own_folder(current: Path, root: Path) -> os.stat_result:
+    """`current`, which exists, as a folder of the store: a real folder of this user's (StoreError otherwise)."""
+    info = current.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise StoreError(
+            f"{_shown(current, root)}: not a folder (a symbolic link or a file): snapshots are kept only in "
+            f"real 0700 folders; move it away"
+        )
+    if info.st_uid != os.getuid():
+        raise StoreError(
+            f"{_shown(current, root)}: owned by uid {info.st_uid}, not by this user: snapshots hold every "
+            f"Secret of the cluster; use a folder of your own"
+        )
+    return info
+
+
 def _private_folder(path: Path, stop: Path) -> None:
     """Creates `path` and the folders between `stop` and it with mode 0700; refuses one that is a symbolic link,
-    not a folder or not ours, and takes group and other access away from one that had it."""
+    not a folder or not ours (StoreError), and takes group and other access away from one that had it."""
     stop.mkdir(parents=True, exist_ok=True)
     current = stop
     for part in path.relative_to(stop).parts:
         current = current / part
         with contextlib.suppress(FileExistsError):
             current.mkdir(mode=0o700)
-        info = current.lstat()
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            raise SnapshotError(
-                f"{current}: not a folder (a symbolic link or a file): snapshots are kept only in "
-                f"real 0700 folders; move it away"
-            )
-        if info.st_uid != os.getuid():
-            raise SnapshotError(
-                f"{current}: owned by uid {info.st_uid}, not by this user: snapshots hold every "
-                f"Secret of the cluster; use a folder of your own"
-            )
+        info = _own_folder(current, stop)
         if stat.S_IMODE(info.st_mode) != 0o700:
             os.chmod(current, 0o700)
+
+
+def _existing_folder(path: Path, stop: Path) -> bool:
+    """Whether `path` exists as a folder of the store, creating nothing: False when a part of it is missing,
+    StoreError when a part is a symbolic link, not a folder or not ours."""
+    current = stop
+    for part in path.relative_to(stop).parts:
+        current = current / part
+        try:
+            _own_folder(current, stop)
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise StoreError(f"{_shown(current, stop)}: cannot be read ({error.strerror or error})") from None
+    return True
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -511,7 +559,9 @@ class SnapshotStore:
         try:
             _private_folder(folder, Path(self.root))
         except OSError as error:
-            raise SnapshotError(f"{folder}: cannot create the snapshot folder: {error.strerror or error}") from None
+            raise StoreError(
+                f"{_shown(folder, Path(self.root))}: cannot create the snapshot folder: {error.strerror or error}"
+            ) from None
         return folder
 
     @contextlib.contextmanager
@@ -526,16 +576,23 @@ class SnapshotStore:
             os.close(fd)
 
     @contextlib.contextmanager
+    def scratch(self, cluster: str, prefix: str) -> Iterator[Path]:
+        """A private (0700) temporary folder inside the cluster's folder, removed afterwards whatever happened; its
+        name starts with a dot, so nothing in it is ever listed as a snapshot."""
+        folder = self.ensure_folder(cluster)
+        scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    @contextlib.contextmanager
     def incoming(self, cluster: str) -> Iterator[Path]:
         """A path for talosctl to write the snapshot to (`talosctl etcd snapshot PATH` writes PATH.part, then renames
         it): inside a private temporary folder of the cluster's folder, so that storing it is a link, not a copy.
         The temporary folder is removed afterwards, whatever happened."""
-        folder = self.ensure_folder(cluster)
-        scratch = Path(tempfile.mkdtemp(prefix=".incoming-", dir=folder))
-        try:
+        with self.scratch(cluster, ".incoming-") as scratch:
             yield scratch / "etcd.snapshot"
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
 
     def add(
         self, cluster: str, source: Path, node: str, reason: str, taken_at: datetime | None = None, prune: bool = True
@@ -574,7 +631,7 @@ class SnapshotStore:
                     f"({error.strerror or error}): it stays, unverified"
                 ) from None
             snapshot = Snapshot(path, cluster, taken_at, node, reason, manifest)
-            pruned = self._prune(folder, cluster, self.keep, {path}) if prune else Pruned((), (), ())
+            pruned = self._prune(folder, cluster, self.keep, {path}, frozenset({path})) if prune else Pruned((), (), ())
         return Taken(snapshot, verification, pruned)
 
     def _place(
@@ -651,17 +708,30 @@ class SnapshotStore:
             return self.add(cluster, target, node, reason, taken_at)
 
     def snapshots(self, cluster: str) -> list[Snapshot]:
-        """The cluster's snapshots, oldest first (by time, then name); files that are not snapshots are ignored."""
+        """The cluster's snapshots, oldest first (by time, then name); files that are not snapshots are ignored.
+        StoreError when a folder of the store is a link or not ours, or a manifest cannot be read strictly."""
         folder = self.folder(cluster)
-        if not folder.is_dir():
+        if not _existing_folder(folder, Path(self.root)):
             return []
         found = []
         for path in folder.iterdir():
             parsed = parse_name(path.name)
             if parsed is None or parsed[0] != cluster or not path.is_file() or path.is_symlink():
                 continue
-            found.append(Snapshot(path, *parsed, manifest=_read_manifest(path)))
+            found.append(Snapshot(path, *parsed, manifest=self.manifest_of(path)))
         return sorted(found, key=lambda snapshot: (snapshot.taken_at, snapshot.path.name))
+
+    def manifest_of(self, snapshot: Path) -> dict[str, Any] | None:
+        """The snapshot's manifest when it is one written for this very file; None when there is none or it names
+        another file; StoreError when the manifest file cannot be read strictly (a link, too big, not JSON, nested
+        deeper than a manifest is, duplicate keys)."""
+        return read_manifest(snapshot, Path(self.root))
+
+    def preflight(self, cluster: str) -> None:
+        """What must hold before a snapshot is asked of any node: the cluster's folder (created 0700 if missing)
+        and every manifest in it readable. Raises StoreError otherwise."""
+        self.ensure_folder(cluster)
+        self.snapshots(cluster)
 
     def latest(self, cluster: str) -> Snapshot | None:
         """The newest verified snapshot."""
@@ -686,26 +756,42 @@ class SnapshotStore:
         return verification
 
     def prune(self, cluster: str, keep: int | None = None, protect: tuple[Path, ...] = ()) -> Pruned:
-        """Keeps the newest `keep` (default the store's) verified snapshots and removes the older ones with their
-        manifests. Never removes one in `protect`, nor one without a manifest (listed in `unverified`)."""
+        """Keeps the newest `keep` (default the store's) verified snapshots that still verify, and removes the older
+        ones with their manifests. Never removes one in `protect`, one without a manifest (listed in `unverified`),
+        nor one that no longer verifies (listed in `failed`)."""
         keep = self.keep if keep is None else keep
         if keep < 1:
             raise ValueError(f"keep={keep}: retention keeps at least 1 snapshot")
-        if not self.folder(cluster).is_dir():
+        if not _existing_folder(self.folder(cluster), Path(self.root)):
             return Pruned((), (), ())
         with self._locked(cluster) as folder:
             return self._prune(folder, cluster, keep, set(protect))
 
-    def _prune(self, folder: Path, cluster: str, keep: int, protect: set[Path]) -> Pruned:
+    def _prune(
+        self, folder: Path, cluster: str, keep: int, protect: set[Path], trusted: frozenset[Path] = frozenset()
+    ) -> Pruned:
+        """Keeps the newest `keep` verified snapshots that verify again now (etcd's own checks and their manifest's
+        sha256; those in `trusted` were verified a moment ago), newest first; deletes the older ones with a
+        manifest. Nothing is verified when nothing would be deleted; a snapshot that fails is left alone."""
         snapshots = self.snapshots(cluster)
         verified = [snapshot for snapshot in snapshots if snapshot.verified]
         unverified = tuple(snapshot.path for snapshot in snapshots if not snapshot.verified)
-        newest = {snapshot.path for snapshot in verified[-keep:]} | protect
-        removed, kept = [], []
-        for snapshot in verified:
-            if snapshot.path in newest:
-                kept.append(snapshot.path)
-                continue
+        if len(verified) <= keep:
+            return Pruned((), tuple(snapshot.path for snapshot in verified), unverified)
+        good: list[Path] = []
+        failed: list[tuple[Path, str]] = []
+        older: list[Snapshot] = []  # older than the `keep` good ones, not protected: deleted
+        for snapshot in reversed(verified):
+            if len(good) < keep:
+                checked = None if snapshot.path in trusted else self.check(snapshot)
+                if checked is None or checked.ok:
+                    good.append(snapshot.path)
+                else:
+                    failed.append((snapshot.path, f"{checked.check}: {checked.reason}"))
+            elif snapshot.path not in protect:
+                older.append(snapshot)
+        removed = []
+        for snapshot in older:
             # The snapshot first, then its manifest: a crash in between leaves an orphan manifest, never an
             # unverified snapshot.
             with contextlib.suppress(FileNotFoundError):
@@ -715,26 +801,67 @@ class SnapshotStore:
             removed.append(snapshot.path)
         if removed:
             _fsync_folder(folder)
-        return Pruned(tuple(removed), tuple(kept), unverified)
+        gone = set(removed)
+        failing = {path for path, _ in failed}
+        kept = tuple(s.path for s in verified if s.path not in gone and s.path not in failing)
+        return Pruned(tuple(removed), kept, unverified, tuple(sorted(failed)))
 
 
-def _read_manifest(snapshot: Path) -> dict | None:
-    """The snapshot's manifest when it is one written for this very file; None otherwise."""
+def read_manifest(snapshot: Path, root: Path | None = None) -> dict[str, Any] | None:
+    """The snapshot's manifest when it is one written for this very file (its `file` is the snapshot's name and it
+    records a sha256); None when there is none, or it is another file's or not a manifest; StoreError when the file
+    beside the snapshot cannot be read by the strict, bounded reader. `root` shortens the paths said."""
+    path = manifest_path(snapshot)
+    shown = _shown(path, root) if root is not None else str(path)
     try:
-        manifest = json.loads(manifest_path(snapshot).read_text())
-    except (OSError, ValueError):
+        info = path.lstat()
+    except FileNotFoundError:
         return None
+    except OSError as error:
+        raise StoreError(f"{shown}: cannot be read ({error.strerror or error})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise StoreError(
+            f"{shown}: a symbolic link where a snapshot's manifest should be: terravixens writes manifests as files; "
+            f"move it away"
+        )
+    try:
+        manifest = load_json(
+            read_text(path, limit=MANIFEST_LIMIT, what="snapshot manifest"),
+            path,
+            what="snapshot manifest",
+            max_depth=MANIFEST_DEPTH,
+        )
+    except InputError as error:
+        problem = error.problems[0] if error.problems else "not readable"
+        raise StoreError(
+            f"{shown}: not a snapshot manifest ({problem}); terravixens writes small JSON manifests: move this file "
+            f"away (its snapshot is then listed as unverified)"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("file") != snapshot.name or not manifest.get("sha256"):
         return None
     return manifest
 
 
-def describe(pruned: Pruned) -> str:
-    """One line on what retention did, for the commands to print."""
-    parts = [f"kept {len(pruned.kept)}", f"removed {len(pruned.removed)}"]
+def _names(paths: tuple[Path, ...]) -> str:
+    return ", ".join(path.name for path in paths[:3]) + (", ..." if len(paths) > 3 else "")
+
+
+def describe(pruned: Pruned, removed_names: bool = False) -> str:
+    """One line on what retention did, for the commands to print (`removed_names`: which ones were removed)."""
+    removed = f": {', '.join(path.name for path in pruned.removed)}" if removed_names and pruned.removed else ""
+    parts = [f"kept {len(pruned.kept)}", f"removed {len(pruned.removed)}{removed}"]
+    if pruned.failed:
+        failed = tuple(path for path, _ in pruned.failed)
+        parts.append(
+            f"{len(failed)} that no longer verif{'ies' if len(failed) == 1 else 'y'} left alone (look at "
+            f"{'it' if len(failed) == 1 else 'them'}, then delete by hand): {_names(failed)} "
+            f"({pruned.failed[0][1][:160]})"
+        )
     if pruned.unverified:
-        names = ", ".join(path.name for path in pruned.unverified[:3]) + (", ..." if len(pruned.unverified) > 3 else "")
-        parts.append(f"{len(pruned.unverified)} without a manifest left alone (check and delete by hand): {names}")
+        parts.append(
+            f"{len(pruned.unverified)} without a manifest left alone (check and delete by hand): "
+            f"{_names(pruned.unverified)}"
+        )
     return "; ".join(parts)
 
 
@@ -746,6 +873,7 @@ __all__ = [
     "Snapshot",
     "SnapshotError",
     "SnapshotStore",
+    "StoreError",
     "Taken",
     "Verification",
     "describe",
@@ -753,6 +881,7 @@ __all__ = [
     "manifest_path",
     "no_snapshot_reason",
     "parse_name",
+    "read_manifest",
     "snapshot_name",
     "verify_snapshot",
 ]

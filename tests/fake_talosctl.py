@@ -126,7 +126,8 @@ if not answers:
 #   wiped          set by reset: nodes whose EPHEMERAL partition (etcd's data) was wiped
 #   etcd_tool      the etcd-snapshot binary (tests/etcd_tool.py): `bootstrap --recover-from` reads the file's status
 #                  with it, as talosctl reads it locally with etcdutl before uploading it
-#   recovered      set by a bootstrap --recover-from that was accepted: {"node", "file", "skip_hash_check"}
+#   recovered      set by a bootstrap --recover-from that was accepted: {"node", "file", "skip_hash_check", and what
+#                  it read: "sha256" of the file, its "mode" and its folder's "folder_mode"}
 # After an accepted recovery the node's etcd restores the file: a file without etcd's digest and no
 # --recover-skip-hash-check, or a digest that does not match, leaves its etcd Failed (etcdutl refuses it on the node,
 # after talosctl returned 0); otherwise its etcd and every other wiped control plane waiting in Preparing are Running
@@ -308,7 +309,16 @@ def _disaster_recovery() -> None:
                     file=sys.stderr,
                 )
                 sys.exit(1)
-            state["recovered"] = {"node": node, "file": path, "skip_hash_check": skip}
+            with open(path, "rb") as uploaded:  # what talosctl uploads, and how private the file it read was
+                read = sha256(uploaded.read()).hexdigest()
+            state["recovered"] = {
+                "node": node,
+                "file": path,
+                "skip_hash_check": skip,
+                "sha256": read,
+                "mode": oct(os.stat(path).st_mode & 0o777),
+                "folder_mode": oct(os.stat(os.path.dirname(path)).st_mode & 0o777),
+            }
             refused = ""
             if not digested and not skip:
                 refused = "snapshot missing hash but --skip-hash-check=false"

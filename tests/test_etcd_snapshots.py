@@ -107,18 +107,23 @@ def test_a_genuine_snapshot_is_the_database_then_its_sha256_and_verifies():
     # 20 live keys (one of them overwritten), a deleted one not counted; the revision is the store's last write.
     assert (report["total_keys"], report["revision"]) == (etcd_tool.FIXTURE_KEYS, made["revision"])
     assert [member["id"] for member in report["members"]] == [made["member_id"]]
-    assert report["members"][0]["name"] == "fixture" and not report["members"][0]["is_learner"]
+    # Read by etcd's own membership reader: the name and peer URL the member was started with.
+    assert (report["members"][0]["name"], report["members"][0]["peer_urls"]) == (
+        etcd_tool.GENUINE_MEMBER[0],
+        [etcd_tool.GENUINE_MEMBER[1]],
+    )
+    assert not report["members"][0]["is_learner"] and report["removed_member_ids"] == []
     assert report["storage_version"] == "3.6.0" and report["cluster_version"].startswith("3.6")
     assert len(report["etcd_hash"]) == 8 and report["tool"].startswith("go.etcd.io/etcd/etcdutl/v3 v3.6.")
 
 
 def test_make_fixture_counts_the_keys_it_is_asked_for(tmp_path):
-    made = etcd_tool.make_fixture(tmp_path / "five.snapshot", keys=5)
+    made = etcd_tool.make_fixture(tmp_path / "five.snapshot", keys=5, member=etcd_tool.GENUINE_MEMBER)
     assert stat.S_IMODE((tmp_path / "five.snapshot").stat().st_mode) == 0o600
     assert not (tmp_path / "five.snapshot.part").exists()
     code, report = etcd_tool.verify(tmp_path / "five.snapshot")
     assert code == 0 and report["total_keys"] == 5 and report["revision"] == made["revision"]
-    # etcd derives member and cluster ids from the peer URLs and the cluster token: the same for every fixture.
+    # etcd derives member and cluster ids from the peer URLs and the cluster token: the same for the same member.
     assert (made["member_id"], made["cluster_id"]) == (
         etcd_tool.genuine_fixture()["member_id"],
         etcd_tool.genuine_fixture()["cluster_id"],
@@ -360,6 +365,53 @@ def test_retention_never_removes_a_snapshot_without_a_manifest(tmp_path):
     assert "2 without a manifest left alone" in es.describe(fresh.pruned)
     assert [s.verified for s in store.snapshots("alpha")] == [False, False, True]
     assert store.latest("alpha") == fresh.snapshot
+
+
+def _corrupt(path: Path) -> None:
+    """A byte flipped in place: the size and the manifest stay, the file no longer is what was kept."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_retention_never_deletes_the_last_good_snapshot_for_a_corrupted_newer_one(tmp_path):
+    """Issue 26, item 5 (low): retention trusted the manifests without hashing again — the corrupted newest
+    snapshot was "verified" and kept while the intact older one was deleted (b4ffe4b), leaving nothing to restore."""
+    store = _store(tmp_path, keep=2)
+    intact = _add(store, T0).snapshot
+    corrupted = _add(store, T0 + timedelta(minutes=1)).snapshot
+    _corrupt(corrupted.path)
+    pruned = store.prune("alpha", keep=1)
+    assert pruned.removed == () and intact.path.exists() and corrupted.path.exists()
+    assert pruned.kept == (intact.path,)
+    [(path, why)] = pruned.failed
+    assert path == corrupted.path and why.startswith("sha256: the database hashes to")
+    assert f"1 that no longer verifies left alone (look at it, then delete by hand): {corrupted.path.name}" in (
+        es.describe(pruned)
+    )
+
+
+def test_retention_checks_with_etcds_own_code_before_deleting(tmp_path):
+    """A snapshot whose sha256 still matches its manifest but whose pages etcd refuses (rewritten with a new digest
+    and manifest, as a bad disk under a careless copy could) does not count as one to keep."""
+    store = _store(tmp_path, keep=3)
+    oldest = _add(store, T0).snapshot
+    newer = _add(store, T0 + timedelta(minutes=1)).snapshot
+    broken = _root_page_corrupted(newer.path.read_bytes())
+    newer.path.write_bytes(broken)
+    manifest = json.loads(newer.manifest_path.read_text())
+    manifest.update(sha256=hashlib.sha256(broken).hexdigest(), size=len(broken))
+    newer.manifest_path.write_text(json.dumps(manifest))
+    newest = _add(store, T0 + timedelta(minutes=2))
+    assert newest.pruned.removed == ()  # keep 3: nothing to delete, nothing verified again
+    pruned = store.prune("alpha", keep=2)
+    assert pruned.removed == () and [path for path, _ in pruned.failed] == [newer.path]
+    assert pruned.failed[0][1].startswith("etcd: ") and set(pruned.kept) == {oldest.path, newest.snapshot.path}
+    # Once `keep` newer snapshots verify, everything older goes, the failed one too: it was never counted.
+    latest = _add(store, T0 + timedelta(minutes=3))
+    assert latest.pruned.removed == () and latest.pruned.failed == ((newer.path, pruned.failed[0][1]),)
+    assert set(store.prune("alpha", keep=2).removed) == {oldest.path, newer.path}
+    assert newest.snapshot.path.exists() and latest.snapshot.path.exists()
 
 
 def test_keep_must_be_at_least_one(tmp_path):
@@ -615,6 +667,47 @@ def test_the_fake_prints_sizes_as_go_humanize_does(tmp_path):
     printed = {line.split()[0]: line[column[0] : column[1]].strip() for line in lines[1:]}
     assert printed == {node: SIZES[size] for node, size in nodes.items()}
     assert lines[1].split()[6] == "(0.00%)"  # an empty database: no division by zero
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[" * 5000 + "]" * 5000, "nested more than 16 levels deep"),
+        ('{"file": "x"' + " " * (es.MANIFEST_LIMIT + 1) + "}", "over the 262,144-byte limit"),
+        ('{"file": "a", "file": "b"}', "appears twice in one object"),
+        ("not json", "is not valid JSON"),
+    ],
+    ids=["nested", "huge", "duplicate keys", "not JSON"],
+)
+def test_a_manifest_the_strict_reader_refuses_stops_the_store(tmp_path, text, words):
+    """Issue 26, item 5 (low): a deeply nested manifest crashed the listing with a RecursionError (b4ffe4b); a huge
+    one was read whole. Each is now a StoreError naming the file, before anything is asked of a node."""
+    store = _store(tmp_path)
+    snapshot = _add(store, T0).snapshot
+    snapshot.manifest_path.write_text(text)
+    for call in (lambda: store.snapshots("alpha"), lambda: store.preflight("alpha"), lambda: store.prune("alpha")):
+        with pytest.raises(es.StoreError) as refused:
+            call()
+        assert str(refused.value).startswith(
+            f"etcd-snapshots/lab/alpha/{snapshot.manifest_path.name}: not a snapshot manifest ("
+        )
+        assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_linked_manifest_or_folder_stops_the_store(tmp_path):
+    store = _store(tmp_path)
+    snapshot = _add(store, T0).snapshot
+    outside = tmp_path / "outside.json"
+    outside.write_text(snapshot.manifest_path.read_text())
+    snapshot.manifest_path.unlink()
+    snapshot.manifest_path.symlink_to(outside)
+    with pytest.raises(es.StoreError, match="a symbolic link where a snapshot's manifest should be"):
+        store.snapshots("alpha")
+    other = _store(tmp_path / "second")
+    (tmp_path / "second" / "work").mkdir(parents=True)
+    (tmp_path / "second" / "work" / "etcd-snapshots").symlink_to(tmp_path / "work" / "etcd-snapshots")
+    with pytest.raises(es.StoreError, match=r"^etcd-snapshots: not a folder \(a symbolic link or a file\)"):
+        other.snapshots("alpha")
 
 
 def test_a_folder_of_another_user_is_refused(tmp_path, monkeypatch):

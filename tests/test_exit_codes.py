@@ -12,6 +12,7 @@ runner, for SIGTERM/SIGHUP) does to the main thread.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -1036,6 +1037,43 @@ def snapshot_list_with_keep(lab: Lab) -> None:
     assert ran.err == "terravixens snapshot: --keep applies when a snapshot is taken; --list only lists\n"
 
 
+@case("snapshot", ExitCode.BAD_INPUT)
+def snapshot_into_a_linked_folder(lab: Lab) -> None:
+    """Issue 26, item 5: a symbolic link where the snapshot folder should be is exit 2 before any synth or talosctl
+    call (b4ffe4b asked every control plane, then exited 5)."""
+    tools = lab.tools()
+    elsewhere = lab.folder / "elsewhere"
+    elsewhere.mkdir()
+    (lab.folder / "etcd-snapshots").symlink_to(elsewhere)
+    tf = platform()
+    ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=tf)
+    assert ran.code == ExitCode.BAD_INPUT and tools.log() == [] and tf.calls == []
+    assert ran.err == (
+        "terravixens snapshot: etcd-snapshots: not a folder (a symbolic link or a file): snapshots are kept only in "
+        "real 0700 folders; move it away; nothing was done\n"
+    )
+    assert list(elsewhere.iterdir()) == []
+
+
+@case("snapshot", ExitCode.BAD_INPUT)
+def snapshot_with_a_nested_manifest(lab: Lab) -> None:
+    """Issue 26, item 5: a deeply nested manifest crashed `snapshot --list`, and `snapshot` after storing the new
+    one, with a RecursionError traceback (b4ffe4b): an input error in one line, before anything runs."""
+    tools = lab.tools()
+    folder = lab.folder / "etcd-snapshots" / "homelab" / "prod"
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / "prod_20250101T000000.000000Z_cp-a_manual.snapshot").write_bytes(b"x")
+    (folder / "prod_20250101T000000.000000Z_cp-a_manual.json").write_text("[" * 100_000 + "]" * 100_000)
+    for argv in ((*SNAPSHOT, "--list"), (*SNAPSHOT, "--list", "--json"), SNAPSHOT):
+        ran = lab.run(*argv, "--site", lab.site(), tf=platform())
+        assert ran.code == ExitCode.BAD_INPUT and ran.out == "" and len(ran.err.splitlines()) == 1, ran.err
+        assert ran.err.startswith(
+            "terravixens snapshot: etcd-snapshots/homelab/prod/prod_20250101T000000.000000Z_cp-a_manual.json: not a "
+            "snapshot manifest ((file): is nested more than 16 levels deep"
+        )
+    assert tools.log() == [] and _kept(lab) == [folder / "prod_20250101T000000.000000Z_cp-a_manual.snapshot"]
+
+
 @case("snapshot", ExitCode.FAILED)
 def snapshot_terraform_init_fails(lab: Lab) -> None:
     tools = lab.tools()
@@ -1105,7 +1143,9 @@ def restore_etcd_done(lab: Lab) -> None:
     ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site(), tf=platform())
     assert ran.code == ExitCode.OK and ran.err == ""
     assert _resets(tools) == ["10.11.1.11", "10.11.1.12", "10.11.1.13"]
-    assert "talosctl 10.11.1.11 bootstrap --recover-from=db.snapshot" in tools.log()
+    [bootstrap] = [line for line in tools.log() if " bootstrap " in line]  # the private copy of db.snapshot
+    assert bootstrap.startswith("talosctl 10.11.1.11 bootstrap --recover-from=") and "/.restore-" in bootstrap
+    assert tools.state()["recovered"]["sha256"] == hashlib.sha256((lab.folder / "db.snapshot").read_bytes()).hexdigest()
     assert ran.out.splitlines()[-1].startswith(
         "restored etcd of prod from db.snapshot (etcd's own checks: revision 24, 20 keys); next: `terravixens deploy "
         "platform-prod`"
@@ -1123,6 +1163,22 @@ def restore_etcd_over_a_working_etcd(lab: Lab) -> None:
         "stopped at confirmation: done: verify (verified), synth, talosconfig, etcd check (answers through cp-a); "
         f"not done: confirmation, {RESTORE_UNITS}"
     )
+
+
+@case("restore-etcd", ExitCode.REFUSED)
+def restore_etcd_from_another_etcd(lab: Lab) -> None:
+    """Issue 26, item 3: another etcd's genuine snapshot, refused before any talosctl call."""
+    tools = _disaster(lab)
+    lab.snapshot(etcd_tool.foreign_snapshot().read_bytes())
+    ran = lab.run(*RESTORE, "--confirm", "homelab/prod", "--site", lab.site())
+    assert ran.code == ExitCode.REFUSED and tools.log() == [] and ran.out == ""
+    message, line = ran.err.splitlines()
+    assert message.startswith(
+        "terravixens restore-etcd: --from db.snapshot: it is not this cluster's etcd: its members db-1 "
+        "(https://10.20.0.5:2380) are none of prod's control planes (cp-a, cp-b, cp-c)"
+    )
+    assert message.endswith("pass --force-foreign-snapshot db-1; nothing was done")
+    assert line.startswith("stopped at verify: done: nothing; not done: verify, synth,")
 
 
 @case("restore-etcd", ExitCode.BAD_INPUT)

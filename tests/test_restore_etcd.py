@@ -9,8 +9,10 @@ Kubernetes control plane coming back; the error texts of a node without etcd are
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from terravixens.exitcodes import ExitCode
 from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy
-from terravixens.operations.restore_etcd import RestoreOptions, restore_etcd
+from terravixens.operations.restore_etcd import RestoreOptions, ours, restore_etcd
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl, service_states
 from tests import etcd_tool
@@ -119,6 +121,19 @@ def resets(fake: Tools) -> list[str]:
     return [line for line in fake.log() if " reset " in line]
 
 
+def bootstrapped(fake: Tools) -> Path:
+    """The file `bootstrap --recover-from` was given: the private copy (0600, in a 0700 folder of the store)."""
+    [line] = [line for line in fake.log() if " bootstrap " in line]
+    path = Path(line.split("--recover-from=", 1)[1].split()[0])
+    assert path.name == "snapshot" and path.parent.name.startswith(".restore-"), path
+    assert path.parent.parent.name == "prod" and path.parent.parent.parent.name == "homelab", path
+    return path
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 # ---------------------------------------------------------------------------------------------------------- the path
 def test_the_documented_sequence_exactly(example_site, tmp_path):
     """Look (service etcd, members: no leader), reset each control plane by name, poll until every etcd is
@@ -136,11 +151,19 @@ def test_the_documented_sequence_exactly(example_site, tmp_path):
         f"talosctl 10.11.1.13 {RESET}",
         f"talosctl {ALL} service etcd",  # Waiting everywhere
         f"talosctl {ALL} service etcd",  # Preparing everywhere
-        f"talosctl 10.11.1.11 bootstrap --recover-from={source}",
+        f"talosctl 10.11.1.11 bootstrap --recover-from={bootstrapped(fake)}",
         f"talosctl 10.11.1.11 {HEALTH}",
     ]
     state = fake.state()
-    assert state["recovered"] == {"node": "10.11.1.11", "file": str(source), "skip_hash_check": False}
+    assert state["recovered"] == {
+        "node": "10.11.1.11",
+        "file": str(bootstrapped(fake)),
+        "skip_hash_check": False,
+        "sha256": sha256_of(source),  # the very bytes verified
+        "mode": "0o600",
+        "folder_mode": "0o700",
+    }
+    assert not bootstrapped(fake).parent.exists()  # the private copy is gone afterwards
     assert {address: etcd["state"] for address, etcd in state["etcd_service"].items()} == dict.fromkeys(
         CP.values(), "Running"
     )
@@ -156,8 +179,12 @@ def test_the_documented_sequence_exactly(example_site, tmp_path):
     output = console.out.getvalue()
     report = etcd_tool.genuine_report()
     assert (
-        f'platform-prod: bootstrap — recovering from snapshot "{source}": hash {report["etcd_hash"]}, revision '
-        f"{report['revision']}, total keys {report['total_keys']}, total size {report['total_size']}"
+        f'platform-prod: bootstrap — recovering from snapshot "{bootstrapped(fake)}": hash {report["etcd_hash"]}, '
+        f"revision {report['revision']}, total keys {report['total_keys']}, total size {report['total_size']}"
+    ) in output
+    assert (
+        "platform-prod: verify — its etcd members: cp-a (https://10.11.1.11:2380); this cluster's control planes "
+        "among them: cp-a"
     ) in output
     assert "platform-prod: etcd — cp-b (10.11.1.12): etcd Waiting, health ?, [Waiting]: Error running " in output
     assert "platform-prod: etcd — cp-a lists no members (exit 1: error getting members: 1 error occurred:" in output
@@ -173,8 +200,8 @@ def test_a_kept_snapshot_says_where_it_came_from(example_site, tmp_path):
     fake = tools(tmp_path)
     code, console = run(example_site, tmp_path, fake, taken.snapshot.path)
     assert code == ExitCode.OK
-    assert "through cp-b (manual)" in console.out.getvalue()
-    assert f"talosctl 10.11.1.11 bootstrap --recover-from={taken.snapshot.path}" in fake.log()
+    assert "through cp-b (manual), as its manifest records" in console.out.getvalue()
+    assert fake.state()["recovered"]["sha256"] == sha256_of(taken.snapshot.path)
 
 
 # ---------------------------------------------------------------------------------------------------------- refusals
@@ -239,7 +266,7 @@ def test_retention_of_the_forced_snapshot_keeps_the_file_being_restored(example_
     fake = tools(tmp_path, etcd_service={})
     code, _ = run(example_site, tmp_path, fake, oldest, force=True, snapshot=SnapshotPolicy(keep=2))
     assert code == ExitCode.OK and oldest.exists()
-    assert f"talosctl 10.11.1.11 bootstrap --recover-from={oldest}" in fake.log()
+    assert fake.state()["recovered"]["sha256"] == sha256_of(oldest)
 
 
 @pytest.mark.parametrize(
@@ -280,8 +307,9 @@ def test_a_db_copy_without_digest_needs_the_flag_and_is_restored_loudly(example_
 
     code, console = run(example_site, tmp_path, fake, source, skip_hash_check=True)
     assert code == ExitCode.OK
-    assert f"talosctl 10.11.1.11 bootstrap --recover-from={source} --recover-skip-hash-check" in fake.log()
+    assert f"talosctl 10.11.1.11 bootstrap --recover-from={bootstrapped(fake)} --recover-skip-hash-check" in fake.log()
     assert fake.state()["recovered"]["skip_hash_check"] is True
+    assert fake.state()["recovered"]["sha256"] == sha256_of(source)  # the db as given, no digest added
     assert "verify — WARNING: db has no etcd digest (--skip-hash-check): read by etcd's own checks: revision 24" in (
         console.out.getvalue()
     )
@@ -503,3 +531,161 @@ def test_restore_through_the_platform_layers_talosconfig(example_site, tmp_path)
     [config] = {call[1] for call in fake.state()["calls"] if call[0] == "--talosconfig"}
     assert Path(config).parent.name.startswith("terravixens-talosconfig-") and not Path(config).exists()
     assert console.journal.done[:4] == ["verify (verified)", "synth", "talosconfig", "etcd check (no leader)"]
+
+
+# ------------------------------------------------------------------------------- whose etcd (issue 26, item 3)
+FOREIGN_REFUSAL = (
+    "it is not this cluster's etcd: its members db-1 (https://10.20.0.5:2380) are none of prod's control planes "
+    "(cp-a, cp-b, cp-c) by hostname or peer address. Restoring it would give prod another cluster's objects, "
+    "identities and Secrets; to restore it anyway, knowingly, pass --force-foreign-snapshot db-1; nothing was done"
+)
+
+
+def foreign_file(tmp_path: Path, name: str) -> Path:
+    return snapshot_file(tmp_path, name, etcd_tool.foreign_snapshot().read_bytes())
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["whatever.snapshot", "prod_20250101T000000.000000Z_cp-b_manual.snapshot"],
+    ids=["any name", "this cluster's naming pattern, no manifest"],
+)
+def test_another_etcds_genuine_snapshot_is_refused_before_anything(example_site, tmp_path, name):
+    """Issue 26, item 3 (medium): another etcd cluster's genuine snapshot reset every control plane and bootstrapped
+    from it (exit 0) on b4ffe4b, and a forged name printed an origin ("through cp-b (manual)"). Its members (db-1,
+    not a control plane of prod by name or peer address) now refuse it before any talosctl call."""
+    fake = tools(tmp_path)
+    error, console = stop(example_site, tmp_path, fake, foreign_file(tmp_path, name))
+    assert error.code == ExitCode.REFUSED and fake.log() == [] and "recovered" not in fake.state()
+    assert str(error) == f"--from {name}: {FOREIGN_REFUSAL}"
+    assert "through cp-b" not in console.out.getvalue()
+    assert console.journal.line(interrupted=False).startswith("stopped at verify: done: nothing; not done: verify,")
+    assert not list((tmp_path / "etcd-snapshots" / "homelab" / "prod").glob(".restore-*"))  # the copy is gone
+
+
+def test_an_origin_is_printed_only_when_a_manifest_vouches_for_it(example_site, tmp_path):
+    """Issue 26, item 3: this cluster's snapshot named like a kept one, without its manifest, restores; but its name
+    alone says nothing of where it came from (b4ffe4b printed "taken … through cp-b (manual)" from the name)."""
+    fake = tools(tmp_path)
+    source = snapshot_file(tmp_path, "prod_20250101T000000.000000Z_cp-b_manual.snapshot")
+    code, console = run(example_site, tmp_path, fake, source)
+    assert code == ExitCode.OK
+    output = console.out.getvalue()
+    assert "through cp-b" not in output and "taken 2025-01-01" not in output
+    assert "etcd's digest matches; read from a private copy" in output
+
+
+def test_a_foreign_snapshot_restores_only_with_its_members_typed(example_site, tmp_path):
+    fake = tools(tmp_path)
+    source = foreign_file(tmp_path, "other.snapshot")
+    error, _ = stop(example_site, tmp_path, fake, source, foreign="db-2")
+    assert error.code == ExitCode.REFUSED and fake.log() == []
+    assert "(--force-foreign-snapshot 'db-2' is not 'db-1')" in str(error)
+
+    console = Console(out=io.StringIO(), answers=iter(["homelab/prod"]))
+    code, _ = run(example_site, tmp_path, fake, source, foreign="db-1", confirm=None, console=console)
+    assert code == ExitCode.OK
+    assert fake.state()["recovered"]["sha256"] == sha256_of(source)
+    output = console.out.getvalue()
+    assert "verify — WARNING: it is not this cluster's etcd: its members db-1 (https://10.20.0.5:2380)" in output
+    assert "restored anyway: --force-foreign-snapshot db-1" in output
+    assert (
+        "that snapshot is ANOTHER etcd's (members db-1): prod gets its objects, identities and Secrets: type "
+        "homelab/prod to confirm"
+    ) in output
+    assert console.journal.done[0] == "verify (verified, another cluster's (--force-foreign-snapshot))"
+
+
+def test_a_member_is_this_clusters_by_its_peer_address_too(example_site, tmp_path):
+    """A member whose name is not a control plane's (renamed since, or named by another tool) but whose peer URL
+    is cp-b's address is this cluster's."""
+    source = tmp_path / "renamed.snapshot"
+    etcd_tool.make_fixture(source, keys=3, member=("talos-7x2", "https://10.11.1.12:2380"))
+    fake = tools(tmp_path)
+    code, console = run(example_site, tmp_path, fake, source)
+    assert code == ExitCode.OK
+    assert "this cluster's control planes among them: talos-7x2 is cp-b" in console.out.getvalue()
+
+
+def test_members_match_by_hostname_and_any_site_address(example_site):
+    cluster = example_site.clusters["prod"]
+    hostnamed = cluster.model_copy(
+        update={
+            "control_planes": {
+                **cluster.control_planes,
+                "cp-c": cluster.control_planes["cp-c"].model_copy(update={"hostname": "etcd-3"}),
+            }
+        }
+    )
+    members = [
+        {"id": "1", "name": "etcd-3", "peer_urls": ["https://192.0.2.1:2380"]},
+        {"id": "2", "name": "", "peer_urls": ["https://[::ffff:10.11.1.11]:2380", "https://10.11.1.11:2380"]},
+        {"id": "3", "name": "db-1", "peer_urls": ["https://10.20.0.5:2380", "not a url"]},
+    ]
+    assert ours(hostnamed, members) == {"etcd-3": "cp-c", "2": "cp-a"}
+    assert ours(cluster, members) == {"2": "cp-a"}  # etcd-3 is nobody's hostname there
+
+
+def test_without_etcds_own_reading_nobody_can_say_whose_it_is(example_site, tmp_path, monkeypatch):
+    monkeypatch.setattr("terravixens.etcd_snapshots.find_tool", lambda: None)
+    fake = tools(tmp_path)
+    error, _ = stop(example_site, tmp_path, fake, snapshot_file(tmp_path))
+    assert error.code == ExitCode.REFUSED and fake.log() == []
+    assert "whose etcd it is cannot be read: etcd's own checks did not run" in str(error)
+    assert "pass --force-foreign-snapshot unknown" in str(error)
+
+
+@pytest.mark.parametrize("change", ["replaced", "pruned"])
+def test_from_is_read_once_what_was_verified_is_what_is_restored(example_site, tmp_path, monkeypatch, change):
+    """Issue 26, item 6 (low): b4ffe4b verified --from, then `bootstrap --recover-from` read the path again minutes
+    later — a file replaced (here by another etcd's snapshot) or pruned in between was what got restored. Now the
+    private copy verified first is what bootstrap reads."""
+    fake = tools(tmp_path)
+    source = snapshot_file(tmp_path)
+    verified = sha256_of(source)
+    original = Talosctl.reset_ephemeral
+
+    def reset_then_change(self, address):
+        if source.exists():
+            if change == "replaced":
+                source.write_bytes(etcd_tool.foreign_snapshot().read_bytes())
+            else:
+                source.unlink()
+        return original(self, address)
+
+    monkeypatch.setattr(Talosctl, "reset_ephemeral", reset_then_change)
+    code, _ = run(example_site, tmp_path, fake, source)
+    assert code == ExitCode.OK
+    assert fake.state()["recovered"]["sha256"] == verified
+
+
+def test_the_private_copy_is_verified_again_right_before_bootstrap(example_site, tmp_path, monkeypatch):
+    fake = tools(tmp_path)
+    original = Talosctl.reset_ephemeral
+
+    def reset_then_damage(self, address):
+        [copy] = (tmp_path / "etcd-snapshots" / "homelab" / "prod").glob(".restore-*/snapshot")
+        data = bytearray(copy.read_bytes())
+        data[len(data) // 2] ^= 1
+        os.chmod(copy, 0o600)
+        copy.write_bytes(bytes(data))
+        return original(self, address)
+
+    monkeypatch.setattr(Talosctl, "reset_ephemeral", reset_then_damage)
+    error, console = stop(example_site, tmp_path, fake, snapshot_file(tmp_path))
+    assert error.code == ExitCode.FAILED and not [line for line in fake.log() if " bootstrap " in line]
+    assert str(error).startswith("the private copy of --from db.snapshot no longer verifies (the database hashes to")
+    assert console.journal.line(interrupted=False).startswith("stopped at bootstrap cp-a: done: verify")
+
+
+def test_a_nested_manifest_beside_from_is_bad_input(example_site, tmp_path):
+    """Issue 26, item 5 (low): a deeply nested manifest ended restore-etcd in a RecursionError traceback."""
+    source = snapshot_file(tmp_path, "prod_20250101T000000.000000Z_cp-a_manual.snapshot")
+    manifest_path(source).write_text('{"file": ' + "[" * 5000 + "]" * 5000 + "}")
+    fake = tools(tmp_path)
+    error, _ = stop(example_site, tmp_path, fake, source)
+    assert error.code == ExitCode.BAD_INPUT and fake.log() == []
+    assert "\n" not in str(error) and "prod_20250101T000000.000000Z_cp-a_manual.json: not a snapshot manifest" in str(
+        error
+    )
+    assert "nested more than 16 levels deep" in str(error)

@@ -160,3 +160,38 @@ def test_an_empty_list_says_how_to_take_one(ws):
     console = Console(out=io.StringIO())
     assert list_snapshots(ws, "prod", console) == ExitCode.OK
     assert console.out.getvalue() == (f"no snapshot of prod in {FOLDER}/ (take one: terravixens snapshot prod)\n")
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.chmod(0o600)
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupted_newest_snapshot_is_not_verified_nor_kept_over_good_ones(ws, tmp_path):
+    """Issue 26, item 5 (low): on b4ffe4b a corrupted newest snapshot (same size, its manifest untouched) was listed
+    as verified, and retention kept it while it deleted the intact older ones."""
+    fake = Tools(tmp_path, unreachable=[])
+    for _ in range(3):
+        assert take(ws, fake, keep=3)[0] == ExitCode.OK
+    oldest, intact, corrupted = kept(tmp_path)
+    _flip(corrupted)
+    console = Console(out=io.StringIO())
+    assert list_snapshots(ws, "prod", console) == ExitCode.OK
+    lines = console.out.getvalue().splitlines()
+    assert lines[4].split()[-2:] == ["no", corrupted.name]
+    assert lines[-1].startswith(f"{corrupted.name}: not verified: sha256 ") and lines[-1].endswith(
+        "is not the one its manifest recorded: the file changed"
+    )
+
+    code, console = take(ws, fake, keep=2)
+    assert code == ExitCode.OK
+    newest = kept(tmp_path)[-1]
+    assert kept(tmp_path) == [intact, corrupted, newest]  # the intact one counts; the oldest goes
+    assert not oldest.exists() and corrupted.exists()
+    said = console.out.getvalue().splitlines()[-1]
+    assert said.startswith(
+        f"retention (--keep 2): kept 2; removed 1: {oldest.name}; 1 that no longer verifies left alone (look at "
+        f"it, then delete by hand): {corrupted.name} (sha256: the database hashes to "
+    )

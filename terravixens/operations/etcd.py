@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from terravixens.config.addressing import node_address
-from terravixens.etcd_snapshots import DEFAULT_KEEP, SnapshotError, SnapshotStore, Taken
+from terravixens.etcd_snapshots import DEFAULT_KEEP, SnapshotError, SnapshotStore, StoreError, Taken
 from terravixens.exitcodes import ExitCode
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
@@ -130,6 +130,7 @@ def fresh_snapshot(
         console.step(layer, "snapshot", f"skipped {purpose}: {policy.skip_reason} (--no-snapshot)")
         return None
     store = SnapshotStore(ws.root, ws.site.site, keep=policy.keep, require_tool=policy.require_tool)
+    check_store(store, cluster_name)
     addresses = control_plane_addresses(ws, cluster_name)
     order = [name for name in addresses if name not in avoid] + [name for name in addresses if name in avoid]
     failures: list[str] = []
@@ -141,6 +142,8 @@ def fresh_snapshot(
                 _reason_token(reason),
                 partial(_fetch, talosctl, addresses[name]),
             )
+        except StoreError as error:  # the store, not the node: no other control plane changes that
+            raise OperationError(f"{error}; nothing was changed", ExitCode.BAD_INPUT) from None
         except SnapshotError as error:
             failures.append(str(error))
             console.step(layer, "snapshot", f"through {name}: {error}")
@@ -154,6 +157,15 @@ def fresh_snapshot(
         f"knowing the risk — pass --no-snapshot REASON",
         ExitCode.BACKUP_FAILED,
     )
+
+
+def check_store(store: SnapshotStore, cluster_name: str) -> None:
+    """The snapshot store usable before any node is asked for a snapshot: its folders real 0700 folders of this user
+    (created if missing), every manifest readable by the strict reader; BAD_INPUT (one line) otherwise."""
+    try:
+        store.preflight(cluster_name)
+    except StoreError as error:
+        raise OperationError(f"{error}; nothing was done", ExitCode.BAD_INPUT) from None
 
 
 def _reason_token(reason: str) -> str:
@@ -171,6 +183,7 @@ def _shown(path: Path, root: Path) -> str:
 __all__ = [
     "TALOSCONFIG_UNIT",
     "SnapshotPolicy",
+    "check_store",
     "control_plane_addresses",
     "fresh_snapshot",
     "platform_talosconfig",

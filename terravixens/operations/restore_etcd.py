@@ -4,11 +4,21 @@ When etcd has lost quorum for good, Talos' procedure (disaster-recovery, 1.11-1.
 control plane, wait until each one's etcd waits to be bootstrapped, bootstrap ONE of them from a snapshot; the
 others join it. This command runs exactly that, and refuses what would make it worse:
 
-1. FILE is verified first (terravixens.etcd_snapshots.verify_snapshot: size, etcd's digest, bbolt's meta pages,
+1. FILE is read once, into a private copy (0600, in a 0700 folder of the cluster's snapshot store, removed
+   afterwards): everything after reads the copy, so a file replaced or pruned at FILE meanwhile changes nothing.
+   The copy is verified (terravixens.etcd_snapshots.verify_snapshot: size, etcd's digest, bbolt's meta pages,
    etcd's own checks with the etcd-snapshot tool). A file without etcd's digest (a `db` copied out of a data
-   directory) is refused unless --skip-hash-check says so; it is then read by the same checks through a private
-   copy given a digest, and restored with `--recover-skip-hash-check`, said loudly. A snapshot whose name or
-   manifest says it is another cluster's, or whose manifest records another file, is refused (BAD_INPUT).
+   directory) is refused unless --skip-hash-check says so; it is then read by the same checks through a second
+   private copy given a digest, and restored with `--recover-skip-hash-check`, said loudly. A snapshot whose name or
+   manifest says it is another cluster's, or whose manifest records another file, is refused (BAD_INPUT); where it
+   came from is printed only when its manifest vouches for it (written for this file, the same sha256, this site
+   and cluster) — never from its name alone.
+   Then whose etcd it is: the members the snapshot records (read by etcd's own membership reader in the
+   etcd-snapshot tool) must include one of this cluster's control planes, by hostname (Talos names a member after
+   its node's hostname) or by the address of its peer URL. A snapshot of another etcd (or one whose members cannot
+   be read) is refused (REFUSED) before anything is asked of a node, unless --force-foreign-snapshot names its
+   members exactly as the refusal prints them: a typed confirmation of what is restored
+   (docs/adr/0050-snapshot-identity-and-plan-files.md).
 2. etcd is looked at: `talosctl service etcd` on every control plane and `talosctl etcd members` (which needs a
    leader). When a control plane lists members, etcd works: restoring over it loses every write since the
    snapshot, so this refuses (REFUSED) unless --force — and then a fresh snapshot of the etcd that answers is taken
@@ -18,7 +28,8 @@ others join it. This command runs exactly that, and refuses what would make it w
    --system-labels-to-wipe=EPHEMERAL --wait --timeout T` (EPHEMERAL holds /var/lib/etcd; STATE, the machine
    configuration, stays);
 5. `talosctl service etcd` polled (every --poll, until --timeout) until etcd is Preparing on every control plane;
-6. `talosctl bootstrap --recover-from=FILE` on the site's bootstrap node (cluster.bootstrap);
+6. the private copy verified again, then `talosctl bootstrap --recover-from=COPY` on the site's bootstrap node
+   (cluster.bootstrap);
 7. `talosctl health` (bounded by --timeout).
 
 Every talosctl call goes through the bounded runner. The steps are the units of the console's journal: a stop or an
@@ -32,23 +43,29 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
+import ipaddress
+import os
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from terravixens.arguments import Definition, duration, no_snapshot_option, site_option, talosctl_options
 from terravixens.config.addressing import node_address
+from terravixens.config.model import Cluster
 from terravixens.etcd_snapshots import (
     DIGEST_SIZE,
     SECTOR,
     SnapshotStore,
+    StoreError,
     Verification,
-    manifest_path,
     parse_name,
+    read_manifest,
     verify_snapshot,
 )
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
@@ -88,11 +105,14 @@ class RestoreOptions:
     """`source`: the snapshot (--from); `skip_hash_check`: it is a data directory's `db` copy, without etcd's digest;
     `force`: restore even though etcd answers (a fresh snapshot of it is taken first, per `snapshot`);
     `talosconfig`: the operator's file (None: the platform layer's output); `timeout`: the bound of the wait for
-    Preparing (each talosctl call has the talosctl's own); `poll`: seconds between `service etcd` calls."""
+    Preparing (each talosctl call has the talosctl's own); `poll`: seconds between `service etcd` calls;
+    `foreign`: --force-foreign-snapshot's MEMBERS, the snapshot's members as the refusal prints them (restore
+    another etcd's snapshot into this cluster, knowingly)."""
 
     source: Path
     confirm: str | None = None
     force: bool = False
+    foreign: str | None = None
     skip_hash_check: bool = False
     talosconfig: str | None = None
     snapshot: SnapshotPolicy = field(default_factory=SnapshotPolicy)
@@ -104,13 +124,17 @@ class RestoreOptions:
 
 @dataclass(frozen=True)
 class Source:
-    """The verified snapshot: what bootstrap gets (`skip_hash_check` only for a digest-less copy) and one line."""
+    """The verified snapshot: `path` is the private copy bootstrap gets (`skip_hash_check` only for a digest-less
+    `db`), `given` the operator's --from, `sha256` the copy's as verified, and one line of where it came from."""
 
     path: Path
     shown: str
     skip_hash_check: bool
     verification: Verification
-    origin: str  # what its name or manifest says: "taken 2025-… through cp-a (manual)", or ""
+    origin: str  # what its manifest vouches for: "taken 2025-… through cp-a (manual)", or ""
+    given: Path = Path()
+    sha256: str = ""
+    foreign: bool = False
 
 
 # ------------------------------------------------------------------------------------------------ the file
@@ -126,45 +150,89 @@ def _found(verification: Verification) -> str:
     return f"{', '.join(verification.passed)} ({verification.note})"
 
 
-def check_source(ws: Workspace, cluster_name: str, path: Path, skip_hash_check: bool, console: Console) -> Source:
-    """FILE verified as step 1 says; BAD_INPUT with the file, what is wrong and the way out when it is not usable."""
+def _refused(given: str, what: str) -> OperationError:
+    return OperationError(f"{given}: {what}; nothing was done", ExitCode.BAD_INPUT)
+
+
+def _copy_private(path: Path, folder: Path, given: str) -> tuple[Path, int, str]:
+    """Reads --from once, into `folder`/snapshot (0600, never over a file): (the copy, its size, its sha256). A path
+    that is not a regular file (a FIFO, a device, a folder) or cannot be read is BAD_INPUT; nothing waits on it."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it.
+        source = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise _refused(given, f"cannot read it ({error.strerror})") from None
+    copy = folder / "snapshot"
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        if not stat.S_ISREG(os.fstat(source).st_mode):
+            raise _refused(given, "not a file")
+        target = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            while chunk := os.read(source, 1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(target, view) :]
+            os.fsync(target)
+        finally:
+            os.close(target)
+    except OSError as error:
+        raise _refused(given, f"cannot copy it to a private file ({error.strerror})") from None
+    finally:
+        os.close(source)
+    return copy, size, digest.hexdigest()
+
+
+def check_source(
+    ws: Workspace,
+    cluster_name: str,
+    path: Path,
+    skip_hash_check: bool,
+    console: Console,
+    folder: Path,
+    foreign: str | None = None,
+) -> Source:
+    """--from read once into a private copy in `folder`, that copy verified as step 1 says, and whose etcd it is;
+    BAD_INPUT with the file, what is wrong and the way out when it is not usable, REFUSED when it is another
+    cluster's (and --force-foreign-snapshot does not name its members)."""
     layer = platform_stack_name(cluster_name)
     shown = _shown(path, ws.root)
     given = f"--from {shown}"
-    try:
-        size = path.stat().st_size
-    except OSError as error:
-        raise OperationError(
-            f"{given}: cannot read it ({error.strerror}); nothing was done", ExitCode.BAD_INPUT
-        ) from None
-    if not path.is_file():
-        raise OperationError(f"{given}: not a file; nothing was done", ExitCode.BAD_INPUT)
-    origin = _origin(ws, cluster_name, path, given)
+    copy, size, sha256 = _copy_private(path, folder, given)
     if size % SECTOR == DIGEST_SIZE:
-        verification = verify_snapshot(path)
+        verification = verify_snapshot(copy)
         if not verification.ok:
-            raise OperationError(
-                f"{given}: not a usable etcd snapshot ({verification.check}): {verification.reason}; nothing was done",
-                ExitCode.BAD_INPUT,
-            )
-        _matches_manifest(path, verification, given)
+            raise _refused(given, f"not a usable etcd snapshot ({verification.check}): {verification.reason}")
+        if verification.sha256 != sha256:
+            raise _refused(given, "its private copy changed while it was verified")
+        origin = _origin(ws, cluster_name, path, given, verification)
+        member_line, is_foreign = _whose(ws, cluster_name, verification, given, foreign)
         console.step(
-            layer, "verify", f"{shown}: {_found(verification)}, etcd's digest matches{origin and '; ' + origin}"
+            layer,
+            "verify",
+            f"{shown}: {_found(verification)}, etcd's digest matches{origin and '; ' + origin}; read from a private "
+            f"copy",
         )
+        console.step(layer, "verify", member_line)
         if skip_hash_check:
             console.step(
                 layer, "verify", "it carries etcd's digest: restored with the hash check (--skip-hash-check not needed)"
             )
-        return Source(path, shown, False, verification, origin)
+        return Source(copy, shown, False, verification, origin, path, sha256, is_foreign)
     if not skip_hash_check:
-        raise OperationError(
-            f"{given}: {size} bytes, no etcd digest at its end (a snapshot from `talosctl etcd snapshot` or "
-            f"`terravixens snapshot` is 512*k+32 bytes). If it is a `db` file copied out of an etcd data directory "
-            f"(talosctl cp /var/lib/etcd/member/snap/db), pass --skip-hash-check: nothing can then prove it is the "
-            f"database etcd wrote; nothing was done",
-            ExitCode.BAD_INPUT,
+        raise _refused(
+            given,
+            f"{size} bytes, no etcd digest at its end (a snapshot from `talosctl etcd snapshot` or `terravixens "
+            f"snapshot` is 512*k+32 bytes). If it is a `db` file copied out of an etcd data directory (talosctl cp "
+            f"/var/lib/etcd/member/snap/db), pass --skip-hash-check: nothing can then prove it is the database etcd "
+            f"wrote",
         )
-    verification = _verify_copy(path, size, given)
+    _origin(ws, cluster_name, path, given, None)  # a name of another cluster is refused; no manifest vouches for it
+    verification = _verify_copy(copy, size, given)
+    member_line, is_foreign = _whose(ws, cluster_name, verification, given, foreign)
     console.step(
         layer,
         "verify",
@@ -172,16 +240,14 @@ def check_source(ws: Workspace, cluster_name: str, path: Path, skip_hash_check: 
         f"it is the database as etcd wrote it (a copy taken while etcd ran may lack its last writes); restored with "
         f"talosctl bootstrap --recover-skip-hash-check",
     )
-    return Source(path, shown, True, verification, origin)
+    console.step(layer, "verify", member_line)
+    return Source(copy, shown, True, verification, "", path, sha256, is_foreign)
 
 
 def _verify_copy(path: Path, size: int, given: str) -> Verification:
     """A `db` without digest, judged by the same checks: a private copy with the digest etcd would have appended."""
     if size == 0 or size % SECTOR:
-        raise OperationError(
-            f"{given}: {size} bytes is not whole pages: not a bbolt database (etcd's `db`); nothing was done",
-            ExitCode.BAD_INPUT,
-        )
+        raise _refused(given, f"{size} bytes is not whole pages: not a bbolt database (etcd's `db`)")
     with private_directory("terravixens-db-copy-") as folder:
         copy = folder / "db.snapshot"
         digest = hashlib.sha256()
@@ -192,51 +258,178 @@ def _verify_copy(path: Path, size: int, given: str) -> Verification:
             target.write(digest.digest())
         verification = verify_snapshot(copy)
     if not verification.ok:
-        raise OperationError(
-            f"{given}: not a usable etcd database ({verification.check}): {verification.reason}; nothing was done",
-            ExitCode.BAD_INPUT,
-        )
+        raise _refused(given, f"not a usable etcd database ({verification.check}): {verification.reason}")
     return verification
 
 
-def _origin(ws: Workspace, cluster_name: str, path: Path, given: str) -> str:
-    """What the file's name and manifest say (terravixens' store names them); another cluster's or site's is refused."""
+def _origin(ws: Workspace, cluster_name: str, path: Path, given: str, verification: Verification | None) -> str:
+    """Where the file came from, when its manifest vouches for it (a manifest written for this file name, recording
+    this very sha256, this site and cluster): "taken … through NODE (REASON)"; "" otherwise — a name alone vouches
+    for nothing. A name or manifest saying another cluster or site, or a manifest recording another sha256, is
+    refused (BAD_INPUT)."""
     parsed = parse_name(path.name)
-    if parsed is None:
-        return ""
-    cluster, taken_at, node, reason = parsed
-    if cluster != cluster_name:
-        raise OperationError(
-            f"{given}: its name says it is a snapshot of cluster {cluster!r}, not of {cluster_name!r}: restoring "
-            f"another cluster's etcd would give this one its objects and identities; nothing was done",
-            ExitCode.BAD_INPUT,
+    if parsed is not None and parsed[0] != cluster_name:
+        raise _refused(
+            given,
+            f"its name says it is a snapshot of cluster {parsed[0]!r}, not of {cluster_name!r}: restoring another "
+            f"cluster's etcd would give this one its objects and identities",
         )
-    manifest = _manifest(path)
-    site = (manifest or {}).get("site")
-    if site and site != ws.site.site:
-        raise OperationError(
-            f"{given}: its manifest says it is a snapshot of site {site!r}, not of {ws.site.site!r}; nothing was done",
-            ExitCode.BAD_INPUT,
-        )
-    return f"taken {taken_at:%Y-%m-%d %H:%M:%S} UTC through {node} ({reason})"
-
-
-def _manifest(path: Path) -> dict[str, Any] | None:
     try:
-        manifest = json.loads(manifest_path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return manifest if isinstance(manifest, dict) and manifest.get("file") == path.name else None
-
-
-def _matches_manifest(path: Path, verification: Verification, given: str) -> None:
-    recorded = (_manifest(path) or {}).get("sha256")
-    if recorded and recorded != verification.sha256:
-        raise OperationError(
-            f"{given}: sha256 {verification.sha256} is not the {recorded} its manifest recorded: the file was "
-            f"replaced since it was kept; nothing was done",
-            ExitCode.BAD_INPUT,
+        manifest = read_manifest(path, ws.root)
+    except StoreError as error:
+        raise _refused(given, str(error)) from None
+    if manifest is None:
+        return ""
+    site, cluster = manifest.get("site"), manifest.get("cluster")
+    if site != ws.site.site:
+        raise _refused(given, f"its manifest says it is a snapshot of site {site!r}, not of {ws.site.site!r}")
+    if cluster != cluster_name:
+        raise _refused(given, f"its manifest says it is a snapshot of cluster {cluster!r}, not of {cluster_name!r}")
+    recorded = manifest.get("sha256")
+    if verification is None or recorded != verification.sha256:
+        found = verification.sha256 if verification else "a file without etcd's digest"
+        raise _refused(
+            given,
+            f"sha256 {found} is not the {recorded} its manifest recorded: the file was replaced since it was kept",
         )
+    node, reason, taken = manifest.get("node"), manifest.get("reason"), manifest.get("taken_at")
+    try:
+        when = f"{datetime.fromisoformat(str(taken)):%Y-%m-%d %H:%M:%S} UTC"
+    except ValueError:
+        when = "at a time its manifest does not say"
+    return f"taken {when} through {node} ({reason}), as its manifest records"
+
+
+# ------------------------------------------------------------------------------------------------ whose etcd
+def _addresses(cluster: Cluster, name: str) -> set[str]:
+    """Every address the site gives a control plane (its managed address is the one Talos advertises to etcd)."""
+    networks = cluster.control_planes[name].networks
+    found = {node_address(networks, cluster.management_vlan)}
+    interfaces = [vlan.address for vlan in networks.vlans.values()]
+    if networks.routable is not None:
+        interfaces.append(networks.routable.address)
+    found |= {str(ipaddress.ip_interface(interface).ip) for interface in interfaces}
+    if networks.maintenance_ip is not None:
+        found.add(networks.maintenance_ip)
+    return {_normal(address) for address in found}
+
+
+def _normal(address: str) -> str:
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(address))
+    return address.lower()
+
+
+def _member_host(url: object) -> str | None:
+    with contextlib.suppress(ValueError):
+        host = urlsplit(str(url)).hostname
+        return _normal(host) if host else None
+    return None
+
+
+def _member_names(members: Sequence[dict[str, Any]]) -> str:
+    """The members as the refusal prints them and --force-foreign-snapshot takes them: names (an unnamed one by its
+    id), sorted, comma-separated; "unknown" when the snapshot's members could not be read."""
+    if not members:
+        return "unknown"
+    return ",".join(sorted(str(member.get("name") or member.get("id") or "?") for member in members))
+
+
+def _described(members: Sequence[dict[str, Any]]) -> str:
+    """Each member as `NAME (PEER URLS)`, an unnamed one (added, never started) by its id."""
+    shown = []
+    for member in members:
+        urls = ", ".join(map(str, member.get("peer_urls") or [])) or "no peer URL"
+        shown.append(f"{member.get('name') or member.get('id')} ({urls})")
+    return ", ".join(shown)
+
+
+def ours(cluster: Cluster, members: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Member description -> the control plane of `cluster` it is, by hostname (Talos names a member after its node's
+    hostname) or by the host of one of its peer URLs (the address the node advertises to etcd)."""
+    by_name = {}
+    by_address = {}
+    for name, node in cluster.control_planes.items():
+        by_name[name] = name
+        by_name[node.hostname or name] = name
+        by_address.update(dict.fromkeys(_addresses(cluster, name), name))
+    found = {}
+    for member in members:
+        label = str(member.get("name") or member.get("id"))
+        if member.get("name") in by_name:
+            found[label] = by_name[str(member["name"])]
+            continue
+        hosts = [_member_host(url) for url in member.get("peer_urls") or []]
+        match = next((by_address[host] for host in hosts if host in by_address), None)
+        if match is not None:
+            found[label] = match
+    return found
+
+
+def _whose(
+    ws: Workspace, cluster_name: str, verification: Verification, given: str, foreign: str | None
+) -> tuple[str, bool]:
+    """(one line saying whose etcd the snapshot is, whether it is another's). REFUSED, before anything is asked of a
+    node, when none of its members is one of the cluster's control planes (or its members could not be read) and
+    --force-foreign-snapshot does not name them."""
+    cluster = ws.site.clusters[cluster_name]
+    members = list(verification.members)
+    matched = ours(cluster, members)
+    if matched:
+        listed = ", ".join(f"{member} is {node}" if member != node else member for member, node in matched.items())
+        return f"its etcd members: {_described(members)}; this cluster's control planes among them: {listed}", False
+    names = _member_names(members)
+    planes = ", ".join(sorted(cluster.control_planes))
+    if not members:
+        why = (
+            "whose etcd it is cannot be read: etcd's own checks did not run (the etcd-snapshot tool is not built: "
+            "`make tools`)"
+        )
+    else:
+        why = (
+            f"it is not this cluster's etcd: its members {_described(members)} are none of {cluster_name}'s control "
+            f"planes ({planes}) by hostname or peer address"
+        )
+    wanted = ",".join(part.strip() for part in (foreign or "").split(","))
+    if foreign is None or wanted != names:
+        mismatch = f" (--force-foreign-snapshot {foreign!r} is not {names!r})" if foreign is not None else ""
+        raise OperationError(
+            f"{given}: {why}{mismatch}. Restoring it would give {cluster_name} another cluster's objects, "
+            f"identities and Secrets; to restore it anyway, knowingly, pass --force-foreign-snapshot {names}; "
+            f"nothing was done",
+            ExitCode.REFUSED,
+        )
+    return f"WARNING: {why}; restored anyway: --force-foreign-snapshot {names}", True
+
+
+def reverify(source: Source) -> None:
+    """The private copy, verified again right before bootstrap reads it: the same checks, the same sha256. FAILED
+    when it changed (the control planes are reset and wait: running the command again starts from --from)."""
+    if source.skip_hash_check:
+        size = source.path.stat().st_size
+        try:
+            again = _verify_copy(source.path, size, f"the private copy of --from {source.shown}")
+        except OperationError as error:
+            again = Verification(False, source.path, "etcd", (), "etcd", str(error))
+        sha256 = _sha256(source.path)
+    else:
+        again = verify_snapshot(source.path)
+        sha256 = again.sha256
+    if not again.ok or sha256 != source.sha256:
+        why = again.reason if not again.ok else f"sha256 {sha256}, not the {source.sha256} verified"
+        raise OperationError(
+            f"the private copy of --from {source.shown} no longer verifies ({why}); etcd is not restored, the control "
+            f"planes are reset and wait (Preparing): run the same command again",
+            ExitCode.FAILED,
+        )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------ etcd now
@@ -325,17 +518,35 @@ def restore_etcd(
         f"bootstrap {bootstrap}",
         HEALTH,
     )
-    with journal.unit(VERIFY) as unit:
-        source = check_source(ws, cluster_name, Path(options.source), options.skip_hash_check, console)
-        unit.note = "no digest: --skip-hash-check" if source.skip_hash_check else "verified"
-    if options.talosconfig is None:
-        with journal.unit(SYNTH):  # the platform layer's working directory, to read its talosconfig output
-            console.step("site", "synth", ws.site.site)
-            ws.synth()
-    with platform_talosconfig(ws, tf, console, cluster_name, options.talosconfig) as talosconfig:
-        talosctl = replace(talosctl, talosconfig=talosconfig)
-        _restore(ws, cluster_name, talosctl, options, console, source, addresses, workers)
+    with contextlib.ExitStack() as stack:
+        with journal.unit(VERIFY) as unit:
+            folder = stack.enter_context(_private_folder(ws, cluster_name))
+            source = check_source(
+                ws, cluster_name, Path(options.source), options.skip_hash_check, console, folder, options.foreign
+            )
+            unit.note = "no digest: --skip-hash-check" if source.skip_hash_check else "verified"
+            if source.foreign:
+                unit.note += ", another cluster's (--force-foreign-snapshot)"
+        if options.talosconfig is None:
+            with journal.unit(SYNTH):  # the platform layer's working directory, to read its talosconfig output
+                console.step("site", "synth", ws.site.site)
+                ws.synth()
+        with platform_talosconfig(ws, tf, console, cluster_name, options.talosconfig) as talosconfig:
+            talosctl = replace(talosctl, talosconfig=talosconfig)
+            _restore(ws, cluster_name, talosctl, options, console, source, addresses, workers)
     return ExitCode.OK
+
+
+@contextlib.contextmanager
+def _private_folder(ws: Workspace, cluster_name: str) -> Iterator[Path]:
+    """A 0700 folder in the cluster's snapshot store (beside the kept snapshots: the same disk, no size limit of a
+    temporary file system) for the private copy of --from; removed afterwards, whatever happened."""
+    store = SnapshotStore(ws.root, ws.site.site)
+    try:
+        with store.scratch(cluster_name, ".restore-") as folder:
+            yield folder
+    except StoreError as error:
+        raise OperationError(f"{error}; nothing was done", ExitCode.BAD_INPUT) from None
 
 
 def _restore(
@@ -378,7 +589,13 @@ def _restore(
             options.confirm,
             f"This resets {', '.join(addresses)} of cluster {cluster_name} (their EPHEMERAL partition, which holds "
             f"etcd's data, is wiped) and restores etcd from {source.shown} on {bootstrap}: every write to the "
-            f"cluster after that snapshot is lost",
+            f"cluster after that snapshot is lost"
+            + (
+                f"; that snapshot is ANOTHER etcd's (members {_member_names(source.verification.members)}): "
+                f"{cluster_name} gets its objects, identities and Secrets"
+                if source.foreign
+                else ""
+            ),
         )
 
     if observed.listed_through is not None:
@@ -418,7 +635,13 @@ def _restore(
         unit.note = _wait_preparing(talosctl, addresses, options, console, layer)
 
     with journal.unit(f"bootstrap {bootstrap}"):
-        console.step(layer, "bootstrap", f"{bootstrap} ({addresses[bootstrap]}) --recover-from={source.shown}")
+        reverify(source)
+        console.step(
+            layer,
+            "bootstrap",
+            f"{bootstrap} ({addresses[bootstrap]}) --recover-from the private copy of {source.shown} (verified again: "
+            f"sha256 {source.sha256[:12]})",
+        )
         answer = _changing(
             journal,
             BOOTSTRAP_UNKNOWN,
@@ -474,9 +697,9 @@ def _keeping(ws: Workspace, cluster_name: str, source: Source, policy: SnapshotP
     """Retention must not remove the file about to be restored: keep enough for it to stay the newest-but-N."""
     store = SnapshotStore(ws.root, ws.site.site)
     verified = [snapshot.path.resolve() for snapshot in store.snapshots(cluster_name) if snapshot.verified]
-    if source.path.resolve() not in verified:
+    if source.given.resolve() not in verified:
         return policy
-    newer = len(verified) - verified.index(source.path.resolve())  # the source and those after it
+    newer = len(verified) - verified.index(source.given.resolve())  # the source and those after it
     return replace(policy, keep=max(policy.keep, newer + 1))
 
 
@@ -542,6 +765,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="restore even though etcd answers (every write since FILE is lost; a fresh snapshot of it is taken first)",
     )
+    parser.add_argument(
+        "--force-foreign-snapshot",
+        metavar="MEMBERS",
+        help="restore FILE although none of its etcd members is one of CLUSTER's control planes (another cluster's "
+        "etcd): MEMBERS are its members' names exactly as the refusal prints them, a typed confirmation",
+    )
     no_snapshot_option(parser, "with --force, before the resets")
     talosctl_options(parser, "15m", ", and of the wait for etcd to be Preparing")
     parser.add_argument(
@@ -564,6 +793,7 @@ def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Con
         source=Path(args.source),
         confirm=args.confirm,
         force=args.force,
+        foreign=args.force_foreign_snapshot,
         skip_hash_check=args.skip_hash_check,
         talosconfig=args.talosconfig,
         snapshot=SnapshotPolicy(skip_reason=args.no_snapshot),
@@ -582,14 +812,17 @@ RESTORE_ETCD = Definition(
             ExitCode.REFUSED,
             (
                 "etcd answers (a control plane lists its members) and no --force: restoring would lose every "
-                f"write since the snapshot; or {SYNTH_RULE}; nothing was done"
+                "write since the snapshot; or none of the snapshot's etcd members is one of the cluster's "
+                "control planes (another etcd's, or its members unreadable) and --force-foreign-snapshot does "
+                f"not name them; or {SYNTH_RULE}; nothing was done"
             ),
         ),
         (
             ExitCode.BAD_INPUT,
             (
-                "site file, unknown cluster, FILE missing, not a verified snapshot, another cluster's, or without "
-                "etcd's digest and no --skip-hash-check; nothing was done"
+                "site file, unknown cluster, FILE missing, not a verified snapshot, named or recorded as another "
+                "cluster's, or without etcd's digest and no --skip-hash-check; a snapshot folder that is a link "
+                "or a manifest the strict reader refuses; nothing was done"
             ),
         ),
         (ExitCode.DECLINED, "the typed SITE/CLUSTER was not given; nothing was done"),
@@ -615,5 +848,7 @@ __all__ = [
     "check_source",
     "command",
     "observe",
+    "ours",
     "restore_etcd",
+    "reverify",
 ]

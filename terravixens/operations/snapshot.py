@@ -5,7 +5,11 @@ the etcd-snapshot tool is built), kept 0600 in etcd-snapshots/<site>/<cluster>/ 
 (--keep, default 10 verified snapshots per cluster; one without a manifest is never removed, it is listed).
 
 `terravixens snapshot CLUSTER --list`: the kept snapshots, oldest first, with time, node, reason, size and what
-vouches for them (their manifest); reads files only, runs nothing.
+vouches for them (their manifest, and the file still hashing to the sha256 it recorded); reads files only, runs
+nothing.
+
+A snapshot folder that is a symbolic link (or not the user's), or a manifest the strict reader refuses (nested, huge,
+not JSON), is BAD_INPUT in one line, for `--list` and before anything runs for a snapshot (no synth, no talosctl).
 
 The talosconfig is the operator's (--talosconfig) or the platform layer's output (the site is synthesized and the
 layer initialised first, the output written privately and removed afterwards). Nothing in the cluster changes.
@@ -14,17 +18,19 @@ layer initialised first, the output written privately and removed afterwards). N
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from terravixens.arguments import Definition, json_option, site_option, talosctl_options, whole
-from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, describe
+from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, StoreError, describe
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
-from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
+from terravixens.operations.etcd import SnapshotPolicy, check_store, fresh_snapshot, platform_talosconfig
 from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
@@ -65,6 +71,7 @@ def take_snapshot(
     """One verified snapshot, kept; BACKUP_FAILED (raised) when no control plane gives one."""
     console = console or Console()
     _known(ws, cluster_name)
+    check_store(SnapshotStore(ws.root, ws.site.site, keep=options.keep), cluster_name)  # before synth and talosctl
     layer = platform_stack_name(cluster_name)
     journal = console.journal
     if options.talosconfig is None:
@@ -103,24 +110,30 @@ def take_snapshot(
     verification = taken.verification
     console.say(f"snapshot: {where}")
     console.say(verification.summary().split(": ", 1)[1])
-    removed = ", ".join(path.name for path in taken.pruned.removed)
-    console.say(f"retention (--keep {options.keep}): {describe(taken.pruned)}{': ' + removed if removed else ''}")
+    console.say(f"retention (--keep {options.keep}): {describe(taken.pruned, removed_names=True)}")
     return ExitCode.OK
 
 
 def _verified(snapshot: Snapshot) -> tuple[str, str]:
     """(what vouches for a kept snapshot — "etcd": its manifest records etcd's own checks, "sha256": size, digest
-    and bbolt meta without the etcd-snapshot tool, "no" —, and why not when "no"). Cheap: the manifest and the
-    file's size, not a new verification (restore-etcd verifies the file it is given again)."""
+    and bbolt meta without the etcd-snapshot tool, "no" —, and why not when "no"). The manifest, and the file hashed
+    again against the sha256 it recorded (a corrupted snapshot is not "verified" because its manifest says so); not
+    etcd's checks again (retention runs those before it deletes anything, restore-etcd on the file it is given)."""
     manifest = snapshot.manifest
     if manifest is None:
         return "no", "no manifest: not kept by terravixens, or cut off before its manifest was written"
     try:
         size = snapshot.path.stat().st_size
+        if size != manifest.get("size"):
+            return "no", f"{size} bytes where its manifest says {manifest.get('size')}: the file changed"
+        digest = hashlib.sha256()
+        with snapshot.path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
     except OSError as error:
         return "no", f"cannot read it ({error.strerror})"
-    if size != manifest.get("size"):
-        return "no", f"{size} bytes where its manifest says {manifest.get('size')}: the file changed"
+    if digest.hexdigest() != manifest.get("sha256"):
+        return "no", f"sha256 {digest.hexdigest()[:12]}… is not the one its manifest recorded: the file changed"
     return ("etcd" if (manifest.get("verification") or {}).get("level") == "etcd" else "sha256"), ""
 
 
@@ -144,6 +157,14 @@ class SnapshotList:
     command: str = "snapshot list"
     exit_code: int = ExitCode.OK
 
+    @functools.cached_property
+    def _vouched(self) -> dict[Path, tuple[str, str]]:
+        """What vouches for each snapshot, judged once (each file is hashed): the table and the document agree."""
+        return {snapshot.path: _verified(snapshot) for snapshot in self.snapshots}
+
+    def vouched(self, snapshot: Snapshot) -> tuple[str, str]:
+        return self._vouched[snapshot.path]
+
     def lines(self) -> list[str]:
         count = len(self.snapshots)
         if not count:
@@ -151,7 +172,7 @@ class SnapshotList:
         rows = [["TAKEN (UTC)", "NODE", "REASON", "SIZE", "VERIFIED", "FILE"]]
         notes = []
         for snapshot in self.snapshots:
-            verified, why = _verified(snapshot)
+            verified, why = self.vouched(snapshot)
             rows.append(
                 [_utc(snapshot.taken_at), snapshot.node, snapshot.reason, _size(snapshot), verified, snapshot.path.name]
             )
@@ -165,7 +186,7 @@ class SnapshotList:
     def body(self) -> dict[str, object]:
         snapshots = []
         for snapshot in self.snapshots:
-            verified, why = _verified(snapshot)
+            verified, why = self.vouched(snapshot)
             try:
                 size: int | None = snapshot.path.stat().st_size
             except OSError:
@@ -190,7 +211,11 @@ def snapshot_list(ws: Workspace, cluster_name: str) -> SnapshotList:
     _known(ws, cluster_name)
     store = SnapshotStore(ws.root, ws.site.site)
     folder = _shown(store.folder(cluster_name), ws.root)
-    return SnapshotList(ws.site.site, cluster_name, folder, tuple(store.snapshots(cluster_name)))
+    try:
+        snapshots = store.snapshots(cluster_name)
+    except StoreError as error:
+        raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    return SnapshotList(ws.site.site, cluster_name, folder, tuple(snapshots))
 
 
 def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None) -> int:
@@ -256,7 +281,13 @@ SNAPSHOT = Definition(
     codes(
         (ExitCode.OK, "the snapshot is kept (its path, verification and what retention removed printed), or the list"),
         (ExitCode.REFUSED, SYNTH_RULE),
-        (ExitCode.BAD_INPUT, "site file, unknown cluster, bad option, no talosconfig output (give --talosconfig)"),
+        (
+            ExitCode.BAD_INPUT,
+            (
+                "site file, unknown cluster, bad option, no talosconfig output (give --talosconfig), a snapshot folder "
+                "that is a link (or not yours) or a manifest the strict reader refuses (said before any talosctl call)"
+            ),
+        ),
         (ExitCode.FAILED, "synth or terraform init (to read the talosconfig output) failed"),
         (
             ExitCode.BACKUP_FAILED,

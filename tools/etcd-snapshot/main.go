@@ -2,7 +2,8 @@
 // restore would accept (docs/adr/0030-etcd-snapshots.md).
 //
 //	etcd-snapshot verify FILE        one JSON object on stdout; exit 0 when the snapshot is whole and readable
-//	etcd-snapshot make-fixture OUT   (tests) a genuine snapshot from an embedded etcd on loopback
+//	etcd-snapshot make-fixture OUT   (tests) a genuine snapshot from an embedded etcd on loopback (-name and
+//	                                 -peer-url: the member's name and the peer URL it advertises, nothing dials it)
 //	etcd-snapshot -version           the etcd and bbolt modules it was built with
 //	etcd-snapshot inspect FILE       (internal) the database checks of verify, run by verify in a child process
 //
@@ -14,6 +15,13 @@
 //     restore`, and so `talosctl bootstrap --recover-from`, refuses to restore without);
 //  3. bbolt and etcd: etcdutl's `snapshot status` code (bbolt's own consistency check of every page, then every
 //     bucket read, revisions parsed, keys counted) and the cluster's recorded version and members.
+//
+// The members (name, peer and client URLs, learner or not) and the ids of removed members are read by etcd's own
+// membership reader (go.etcd.io/etcd/server/v3/storage/schema: the code etcd runs to recover its membership from
+// its backend), over a read-only bbolt transaction. They are what tells whose etcd a snapshot is: Talos names each
+// member after its node's hostname and advertises https://<its address>:2380. etcd keeps no cluster id in its
+// backend (the id lives in the WAL and raft's snapshots, which a snapshot file does not carry; `etcdutl snapshot
+// restore` makes a new one from the members it is told), so the report has none.
 //
 // A failure prints {"ok": false, "check": <which>, "reason": <why>} and exits 1; a file that cannot be read at all
 // exits 2. Nothing is written next to the snapshot; the database is opened read-only, in a child process (a corrupt
@@ -31,13 +39,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +54,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
+	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 )
@@ -90,14 +98,16 @@ type Report struct {
 	ClusterVersion string   `json:"cluster_version"`
 	ConsistentIdx  uint64   `json:"consistent_index"`
 	Members        []Member `json:"members"`
-	Tool           string   `json:"tool"` // the etcdutl module that judged it
+	RemovedIDs     []string `json:"removed_member_ids"` // members removed from the cluster (etcd's members_removed)
+	Tool           string   `json:"tool"`               // the etcdutl module that judged it
 }
 
 func main() {
 	version := flag.Bool("version", false, "print the etcd and bbolt modules this binary was built with")
 	timeout := flag.Duration("timeout", 5*time.Minute, "verify: how long reading the database may take")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: etcd-snapshot verify FILE | etcd-snapshot make-fixture [-keys N] OUT | etcd-snapshot -version")
+		fmt.Fprintln(os.Stderr, "usage: etcd-snapshot verify FILE | etcd-snapshot make-fixture [-keys N] [-name NAME] "+
+			"[-peer-url URL] OUT | etcd-snapshot -version")
 	}
 	flag.Parse()
 	if *version {
@@ -151,7 +161,7 @@ func modules() map[string]string {
 
 // verify returns the report and whether the file could be read at all.
 func verify(path string, timeout time.Duration) (Report, bool) {
-	report := Report{File: path, Passed: []string{}, Members: []Member{},
+	report := Report{File: path, Passed: []string{}, Members: []Member{}, RemovedIDs: []string{},
 		Tool: "go.etcd.io/etcd/etcdutl/v3 " + modules()["go.etcd.io/etcd/etcdutl/v3"]}
 	fail := func(check, format string, args ...any) (Report, bool) {
 		report.Check, report.Reason = check, fmt.Sprintf(format, args...)
@@ -220,7 +230,7 @@ func verify(path string, timeout time.Duration) (Report, bool) {
 	report.EtcdHash, report.Revision, report.TotalKeys = inspected.EtcdHash, inspected.Revision, inspected.TotalKeys
 	report.TotalSize, report.StorageVersion = inspected.TotalSize, inspected.StorageVersion
 	report.ClusterVersion, report.ConsistentIdx = inspected.ClusterVersion, inspected.ConsistentIdx
-	report.Members = inspected.Members
+	report.Members, report.RemovedIDs = inspected.Members, inspected.RemovedIDs
 	report.OK = true
 	return report, true
 }
@@ -238,6 +248,7 @@ type Inspection struct {
 	ClusterVersion string   `json:"cluster_version"`
 	ConsistentIdx  uint64   `json:"consistent_index"`
 	Members        []Member `json:"members"`
+	RemovedIDs     []string `json:"removed_member_ids"`
 }
 
 // stagePrefix marks, on the inspecting process's stderr, the check it is starting: if it dies, that check failed.
@@ -295,7 +306,7 @@ func inspectApart(path string, timeout time.Duration) Inspection {
 // consistency check of every page, every bucket read, revisions parsed, live keys counted), then what the
 // snapshot records of its cluster. It prints an Inspection; it may also crash (see inspectApart).
 func inspect(path string) Inspection {
-	inspected := Inspection{Passed: []string{}, Members: []Member{}}
+	inspected := Inspection{Passed: []string{}, Members: []Member{}, RemovedIDs: []string{}}
 	stage := func(name string) { fmt.Fprintln(os.Stderr, stagePrefix+name) }
 	stage("bbolt")
 	if err := readable(path); err != nil {
@@ -340,34 +351,33 @@ func readable(path string) error {
 
 // readCluster reads what the snapshot records of its cluster: the cluster version, the members, the last applied
 // raft index. An etcd database always has the members bucket: a bbolt file without it is not etcd's.
-func readCluster(path string, report *Inspection) error {
+func readCluster(path string, report *Inspection) (err error) {
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
-		members := tx.Bucket(schema.Members.Name())
-		if members == nil {
+	return db.View(func(tx *bolt.Tx) (err error) {
+		if tx.Bucket(schema.Members.Name()) == nil {
 			return fmt.Errorf("bucket %q is missing", schema.Members.Name())
 		}
-		if err := members.ForEach(func(key, value []byte) error {
-			var member membership.Member
-			if err := json.Unmarshal(value, &member); err != nil {
-				return fmt.Errorf("member %s: %w", key, err)
+		// etcd's reader panics (through its logger) on a member it cannot parse: that is an answer here.
+		defer func() {
+			if caught := recover(); caught != nil {
+				err = fmt.Errorf("etcd's membership reader refused it: %v", caught)
 			}
-			id, err := strconv.ParseUint(string(key), 16, 64)
-			if err != nil {
-				return fmt.Errorf("member key %q: %w", key, err)
-			}
+		}()
+		members, removed := schema.NewMembershipBackend(zap.NewNop(), readOnly{tx: tx}).MustReadMembersFromBackend()
+		for id, member := range members {
 			// As talosctl prints member IDs (etcd's own key drops leading zeros).
-			report.Members = append(report.Members, Member{ID: fmt.Sprintf("%016x", id), Name: member.Name,
+			report.Members = append(report.Members, Member{ID: fmt.Sprintf("%016x", uint64(id)), Name: member.Name,
 				PeerURLs: nonNil(member.PeerURLs), ClientURLs: nonNil(member.ClientURLs), IsLearner: member.IsLearner})
-			return nil
-		}); err != nil {
-			return err
 		}
 		sort.Slice(report.Members, func(i, j int) bool { return report.Members[i].ID < report.Members[j].ID })
+		for id := range removed {
+			report.RemovedIDs = append(report.RemovedIDs, fmt.Sprintf("%016x", uint64(id)))
+		}
+		sort.Strings(report.RemovedIDs)
 		if cluster := tx.Bucket(schema.Cluster.Name()); cluster != nil {
 			report.ClusterVersion = string(cluster.Get(schema.ClusterClusterVersionKeyName))
 		}
@@ -378,6 +388,55 @@ func readCluster(path string, report *Inspection) error {
 		}
 		return nil
 	})
+}
+
+// readOnly is an etcd backend over one read-only bbolt transaction, for etcd's own readers (schema's membership
+// backend). Only ReadTx is implemented; any other method of backend.Backend is the nil interface embedded, so a
+// reader that tried to write would panic instead: nothing here can change the file.
+type readOnly struct {
+	backend.Backend
+	tx *bolt.Tx
+}
+
+func (b readOnly) ReadTx() backend.ReadTx { return readTx(b) }
+
+// readTx reads as etcd's baseReadTx does straight from bbolt (a missing bucket is empty); no buffer, no lock: the
+// transaction is this process's only one.
+type readTx readOnly
+
+func (readTx) RLock()   {}
+func (readTx) RUnlock() {}
+
+func (r readTx) UnsafeForEach(bucket backend.Bucket, visitor func(k, v []byte) error) error {
+	if found := r.tx.Bucket(bucket.Name()); found != nil {
+		return found.ForEach(visitor)
+	}
+	return nil
+}
+
+// UnsafeRange: etcd's unsafeRange (storage/backend/batch_tx.go): one key, or [key, endKey) up to limit.
+func (r readTx) UnsafeRange(bucket backend.Bucket, key, endKey []byte, limit int64) (keys, values [][]byte) {
+	found := r.tx.Bucket(bucket.Name())
+	if found == nil {
+		return nil, nil
+	}
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	match := func(b []byte) bool { return bytes.Equal(b, key) }
+	if len(endKey) > 0 {
+		match = func(b []byte) bool { return bytes.Compare(b, endKey) < 0 }
+	} else {
+		limit = 1
+	}
+	cursor := found.Cursor()
+	for k, v := cursor.Seek(key); k != nil && match(k); k, v = cursor.Next() {
+		keys, values = append(keys, k), append(values, v)
+		if int64(len(keys)) == limit {
+			break
+		}
+	}
+	return keys, values
 }
 
 func nonNil(values []string) []string {
@@ -400,18 +459,31 @@ type Fixture struct {
 }
 
 // makeFixture starts a one-member etcd on loopback (ports chosen by the kernel, data in a temporary directory that
-// is removed afterwards), writes keys, and saves a snapshot taken through the client's Maintenance API exactly as
+// is removed afterwards; named -name, advertising -peer-url to nobody), writes keys, and saves a snapshot taken through the client's Maintenance API exactly as
 // machined streams it to talosctl: every byte of the stream, digest included, into OUT.part, then renamed to OUT.
 func makeFixture(args []string) int {
 	flags := flag.NewFlagSet("make-fixture", flag.ContinueOnError)
 	keys := flags.Int("keys", 20, "live keys to write")
 	valueSize := flags.Int("value-size", 64, "bytes per value")
-	if err := flags.Parse(args); err != nil || flags.NArg() != 1 || *keys < 1 {
-		fmt.Fprintln(os.Stderr, "usage: etcd-snapshot make-fixture [-keys N] [-value-size BYTES] OUT")
+	name := flags.String("name", "fixture", "the member's name (Talos names a member after its node's hostname)")
+	peerURL := flags.String("peer-url", "", "the peer URL the member advertises (default: the loopback one it "+
+		"listens on); a one-member cluster dials no peer, so any address can stand here, as Talos' https://IP:2380")
+	usage := "usage: etcd-snapshot make-fixture [-keys N] [-value-size BYTES] [-name NAME] [-peer-url URL] OUT"
+	if err := flags.Parse(args); err != nil || flags.NArg() != 1 || *keys < 1 || *name == "" {
+		fmt.Fprintln(os.Stderr, usage)
 		return 2
 	}
+	var advertised *url.URL
+	if *peerURL != "" {
+		parsed, err := url.Parse(*peerURL)
+		if err != nil || parsed.Host == "" || (parsed.Scheme != "http" && parsed.Scheme != "https") {
+			fmt.Fprintf(os.Stderr, "make-fixture: -peer-url %q is not an http(s)://HOST:PORT URL\n", *peerURL)
+			return 2
+		}
+		advertised = parsed
+	}
 	out := flags.Arg(0)
-	fixture, err := fixture(out, *keys, *valueSize)
+	fixture, err := fixture(out, *keys, *valueSize, *name, advertised)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "make-fixture: %v\n", err)
 		return 1
@@ -420,7 +492,7 @@ func makeFixture(args []string) int {
 	return 0
 }
 
-func fixture(out string, keys, valueSize int) (Fixture, error) {
+func fixture(out string, keys, valueSize int, name string, advertised *url.URL) (Fixture, error) {
 	result := Fixture{Path: out, Keys: keys, Modules: modules()}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -433,10 +505,13 @@ func fixture(out string, keys, valueSize int) (Fixture, error) {
 
 	loopback := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
 	cfg := embed.NewConfig()
-	cfg.Name = "fixture"
+	cfg.Name = name
 	cfg.Dir = filepath.Join(dir, "data")
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{loopback}, []url.URL{loopback}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{loopback}, []url.URL{loopback}
+	if advertised != nil {
+		cfg.AdvertisePeerUrls = []url.URL{*advertised}
+	}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.InitialClusterToken = "terravixens-fixture"
 	// Quiet: its shutdown logs errors for listeners it closes itself. A failure comes back as an error.

@@ -12,9 +12,14 @@ TERRAFORM_BINARY_NAME at scripts/terravixens-terraform, which runs this:
   prompt can only answer yes or no), else it refuses and prints the exact command.
 - `init` runs as asked through the one bounded runner, its output passed on; when it cannot install a provider, one
   line more names the fix (the mirror's two commands when the registry is unreachable, the provider the mirror lacks).
-- `plan` runs as asked, with the stacks' `terravixens_guarded` requirement met, through the one bounded runner (its
-  deadline $TERRAVIXENS_TERRAFORM_TIMEOUT, its process group ended on a stop), its output passed on; its plan file
-  (0600 under umask 077) is deleted afterwards: nothing can apply it later around the guard.
+- `plan` runs with the stacks' `terravixens_guarded` requirement met, through the one bounded runner (its deadline
+  $TERRAVIXENS_TERRAFORM_TIMEOUT, its process group ended on a stop), its output passed on. A plan file records
+  that requirement as met, and a saved plan is applied with the values it records: so no plan file it writes may
+  outlive it (docs/adr/0050-snapshot-identity-and-plan-files.md). Its options are read as Terraform's own parser
+  (Go's flag package) reads them: one `-out PATH` or `-out=PATH` at most, written instead to a private temporary
+  folder (0700, the file 0600) removed once Terraform has ended; a repeated `-out`, `--out`, a flag Terraform's plan
+  does not have, an argument after the flags, or a global option other than a `-chdir` to this very folder is
+  refused before Terraform runs (BAD_INPUT): nothing is planned.
 - anything else is Terraform itself (exec), after the same umask.
 
 `apply`, `destroy` and `plan` run inside terravixens.runner.handle_signals(), as `terravixens` does: SIGINT, SIGTERM
@@ -31,9 +36,11 @@ spelled once, in terravixens.guarded_path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -117,46 +124,118 @@ def tighten(stack_dir: Path) -> None:
             )
 
 
-def plan_file(args: Sequence[str]) -> str | None:
-    for index, arg in enumerate(args):
-        if arg.startswith("-out="):
-            return arg.split("=", 1)[1]
-        if arg == "-out" and index + 1 < len(args):
-            return args[index + 1]
-    return None
+# `terraform plan`'s flags (`terraform plan -help`, Terraform 1.5 to 1.11): those that take no value, and those that
+# take one (`-name=value`, or `-name value` with the next argument, whatever it looks like: Go's flag package).
+PLAN_SWITCHES = frozenset(
+    {"destroy", "refresh-only", "refresh", "compact-warnings", "detailed-exitcode", "input", "json", "lock", "no-color"}
+)
+PLAN_VALUES = frozenset(
+    {"replace", "target", "var", "var-file", "generate-config-out", "lock-timeout", "out", "parallelism", "state"}
+)
+PLAN_FILE_NAME = "plan"  # the plan file's name inside the private folder
 
 
-def run_plan(binary: str, argv: Sequence[str], args: Sequence[str], stack_dir: Path) -> int:
+class PlanRefused(ValueError):
+    """A `plan` the wrapper does not run: the message says which argument and why."""
+
+
+def plan_out(args: Sequence[str]) -> tuple[int, int] | None:
+    """Where `plan`'s arguments give the plan file: (index of the `-out` argument, how many arguments it spans: 1 for
+    `-out=PATH`, 2 for `-out PATH`), None without one. PlanRefused for anything that could hide a second plan file
+    or is not a flag of Terraform's plan, read as Go's flag package reads it (one or two leading dashes, `=value`
+    or the next argument as the value of a flag that takes one, the first non-flag argument ending the flags)."""
+    found: list[tuple[int, int]] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            raise PlanRefused(f"{arg!r}: `terraform plan` takes flags only (no argument after them)")
+        dashes = 2 if arg.startswith("--") else 1
+        name, equals, value = arg[dashes:].partition("=")
+        if name in PLAN_SWITCHES:
+            index += 1
+            continue
+        if name not in PLAN_VALUES:
+            raise PlanRefused(f"{arg!r}: not a flag of `terraform plan` this wrapper knows")
+        if not equals:
+            if index + 1 >= len(args):
+                raise PlanRefused(f"{arg!r}: the flag needs a value")
+            value = args[index + 1]
+        if name == "out":
+            if dashes != 1:
+                raise PlanRefused(f"{arg!r}: write the plan file as -out=PATH (cdktf's form), not --out")
+            if not value:
+                raise PlanRefused(f"{arg!r}: -out needs a path")
+            found.append((index, 1 if equals else 2))
+        index += 1 if equals else 2
+    if len(found) > 1:
+        raise PlanRefused(
+            f"-out given {len(found)} times: Terraform writes the last one; one plan file at most, which this "
+            f"wrapper keeps private"
+        )
+    return found[0] if found else None
+
+
+def plan_options(options: Sequence[str], stack_dir: Path) -> None:
+    """Global options before `plan`: only a `-chdir` to the folder the wrapper runs in (PlanRefused otherwise): a
+    plan of another folder would escape what the wrapper tightens and deletes."""
+    for option in options:
+        name, equals, value = option.partition("=")
+        if name == "-chdir" and equals and value:
+            target = (stack_dir / value).resolve()
+            if target == stack_dir.resolve():
+                continue
+            raise PlanRefused(
+                f"{option!r}: a plan of another folder ({value}) goes through the wrapper run there, not -chdir"
+            )
+        raise PlanRefused(f"global option {option!r}: `plan` takes none here but -chdir to this folder")
+
+
+def run_plan(binary: str, options: Sequence[str], args: Sequence[str], stack_dir: Path) -> int:
     """`cdktf diff`: the plan as asked, through the one bounded runner (stdout passed on line by line as Terraform
-    writes it, stderr once it ends), then its saved plan deleted (cdktf never reads it). Terraform's own exit code;
-    a Terraform that cannot start or passes its deadline is a stop (FAILED) naming why."""
+    writes it, stderr once it ends); its plan file, if one is asked, written to a private temporary folder removed
+    afterwards (cdktf never reads it). Terraform's own exit code; refused arguments are BAD_INPUT, a Terraform that
+    cannot start or passes its deadline is a stop (FAILED) naming why."""
     from terravixens.operations.outcome import OperationError
     from terravixens.operations.terraform import STOP_GRACE, terraform_timeout
 
+    try:
+        plan_options(options, stack_dir)
+        out = plan_out(args)
+    except PlanRefused as error:
+        say(
+            f"`terraform plan`: {error}; nothing was planned. A plan to apply is made by the guarded path: "
+            f"{commands(stack_dir.name)}."
+        )
+        return int(BAD_INPUT)
     try:
         timeout = terraform_timeout()
     except OperationError as error:
         say(str(error))
         return int(error.code)
-    saved = plan_file(args)
-    target = (stack_dir / saved) if saved else None
-    if target is not None:
-        target.unlink(missing_ok=True)  # created anew under umask 077, never rewritten in place with an old mode
-    try:
+    with contextlib.ExitStack() as stack:
+        planned = list(args)
+        if out is not None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="terravixens-plan-")))
+            os.chmod(folder, 0o700)
+            index, span = out
+            planned[index : index + span] = [f"-out={folder / PLAN_FILE_NAME}"]
         ran = runner.run(
-            [binary, *argv],
+            [binary, *options, "plan", *planned],
             timeout=timeout,
             env=terraform_environment(guarded=True),
             on_stdout_line=lambda line: print(line, flush=True),
             label="terraform plan",
             grace=STOP_GRACE,
         )
-    finally:
-        if target is not None:
-            target.unlink(missing_ok=True)
     if ran.stderr:
         sys.stderr.write(ran.stderr)
         sys.stderr.flush()
+    if out is not None and ran.returncode is not None:
+        say(
+            f"the plan file went to a private temporary folder, now deleted: {stack_dir.name} is applied only after "
+            f"the plan guard and a verified state backup (`npx cdktf deploy {stack_dir.name}`)"
+        )
     if ran.returncode is not None:
         return ran.returncode
     say(f"{ran.reason}; nothing was planned")
@@ -354,7 +433,7 @@ def _main(argv: list[str]) -> int:
             return FAILED
     if command == "plan":
         try:
-            return run_plan(binary, argv, args, stack_dir)
+            return run_plan(binary, options, args, stack_dir)
         except OSError as error:
             say(f"{binary}: {error.strerror}")
             return FAILED

@@ -155,13 +155,17 @@ def test_the_environment_a_user_exports_never_holds_it():
 FAKE_TERRAFORM = """#!{python}
 import json, os, sys
 args = sys.argv[1:]
+out = [arg.split("=", 1)[1] for arg in args if arg.startswith("-out=")]
+if "-out" in args:
+    out.append(args[args.index("-out") + 1])
 record = {{"args": args, "cwd": os.getcwd(), "umask": oct(os.umask(0)),
            "guarded": os.environ.get("{guard}"), "checkpoint": os.environ.get("CHECKPOINT_DISABLE"),
-           "plan_there": os.path.exists("plan")}}
+           "plan_there": os.path.exists("plan"),
+           "out_folder_mode": oct(os.stat(os.path.dirname(out[0])).st_mode & 0o777) if out else None}}
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
-if "-out" in args:
-    open(args[args.index("-out") + 1], "w").write("a plan")
+for path in out:
+    open(path, "w").write("a plan")
 sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 """
 
@@ -237,17 +241,66 @@ def test_state_left_world_readable_is_tightened_before_terraform_runs(layer):
     assert wrapper(stack_dir, fake, log, "init").stderr == ""  # said once, when it changed something
 
 
-def test_cdktf_diff_plan_is_written_0600_then_deleted(layer):
+def test_cdktf_diff_plan_is_written_to_a_private_folder_then_deleted(layer, tmp_path):
     stack_dir, fake, log = layer
-    (stack_dir / "plan").write_text("an old plan, world-readable")
-    os.chmod(stack_dir / "plan", 0o644)
-    result = wrapper(stack_dir, fake, log, "plan", "-input=false", "-out", "plan")
+    (tmp_path / "tmp").mkdir()
+    result = wrapper(stack_dir, fake, log, "plan", "-input=false", "-out", "plan", TMPDIR=str(tmp_path / "tmp"))
     assert result.returncode == 0, result.stderr
     [call] = calls(log)
-    assert call["args"] == ["plan", "-input=false", "-out", "plan"]
-    assert call["plan_there"] is False  # the old file was removed: the new one is created under umask 077
-    assert call["guarded"] == "true" and call["umask"] == "0o77"
-    assert not (stack_dir / "plan").exists()
+    [out] = [arg for arg in call["args"] if arg.startswith("-out=")]
+    written = Path(out.split("=", 1)[1])
+    assert call["args"] == ["plan", "-input=false", out] and written.name == "plan"
+    assert written.parent.parent == tmp_path / "tmp" and written.parent.name.startswith("terravixens-plan-")
+    assert call["out_folder_mode"] == "0o700" and call["umask"] == "0o77" and call["guarded"] == "true"
+    assert not written.parent.exists() and not (stack_dir / "plan").exists()
+    assert result.stderr.splitlines()[-1] == (
+        "terravixens-terraform: the plan file went to a private temporary folder, now deleted: hypervisors is "
+        "applied only after the plan guard and a verified state backup (`npx cdktf deploy hypervisors`)"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("plan", "-out=a", "-out=b"), "-out given 2 times: Terraform writes the last one"),
+        (("plan", "-out", "a", "-out=b"), "-out given 2 times"),
+        (("plan", "--out=b"), "'--out=b': write the plan file as -out=PATH (cdktf's form), not --out"),
+        (("plan", "-out="), "'-out=': -out needs a path"),
+        (("plan", "-out"), "'-out': the flag needs a value"),
+        (("plan", "-input=false", "b"), "'b': `terraform plan` takes flags only"),
+        (("plan", "-input=false", "--", "-out=b"), "'--': `terraform plan` takes flags only"),
+        (("plan", "-o=b"), "'-o=b': not a flag of `terraform plan` this wrapper knows"),
+        (("-chdir=../platform-prod", "plan", "-out=c"), "'-chdir=../platform-prod': a plan of another folder"),
+        (("-chdir=..", "plan"), "a plan of another folder (..)"),
+        (("-help", "plan"), "global option '-help'"),
+    ],
+)
+def test_a_plan_file_that_could_escape_the_wrapper_is_refused(layer, args, words):
+    """Issue 26, item 4 (medium): on b4ffe4b `plan -out=a -out=b` (Terraform writes b, the wrapper deleted a),
+    `--out=b` (Go's flags take two dashes) and `-chdir=<another stack> plan -out=c` left a plan file recording
+    terravixens_guarded=true, which a plain `terraform apply` then applied without the guard."""
+    stack_dir, fake, log = layer
+    (stack_dir.parent / "platform-prod").mkdir()
+    result = wrapper(stack_dir, fake, log, *args)
+    assert result.returncode == ExitCode.BAD_INPUT and calls(log) == []
+    said = result.stderr.splitlines()[-1]  # after the state's modes tightened, said the first time only
+    assert said.startswith("terravixens-terraform: `terraform plan`: ") and words in said, said
+    assert "nothing was planned" in said and "`npx cdktf deploy hypervisors` from the repository" in said
+    assert sorted(p.name for p in stack_dir.iterdir()) == ["cdk.tf.json"]
+    assert sorted(p.name for p in (stack_dir.parent / "platform-prod").iterdir()) == []
+
+
+def test_the_flags_cdktf_passes_and_a_chdir_here_still_plan(layer):
+    stack_dir, fake, log = layer
+    args = (
+        "-chdir=.", "plan", "-input=false", "-generate-config-out=generated_resources.tf", "-out", "plan", "-destroy",
+        "-refresh-only", "-parallelism=3", "-no-color", "-var=a=1", "-var-file=x.tfvars", "-var", "-out=not-a-flag",
+    )  # fmt: skip
+    result = wrapper(stack_dir, fake, log, *args)
+    assert result.returncode == 0, result.stderr
+    [call] = calls(log)
+    assert call["args"][0] == "-chdir=." and call["args"][-2:] == ["-var", "-out=not-a-flag"]  # -var's value
+    assert [arg for arg in call["args"] if arg.startswith("-out=") and "terravixens-plan-" in arg]
 
 
 @pytest.mark.parametrize(
@@ -331,8 +384,10 @@ def interrupted_wrapper(
             "FAKE_HANG_ON": hang_on,
             "FAKE_HANG_DIR": str(tmp_path),
             "TERRAVIXENS_SITE": str(ROOT / "sites" / "example.yaml"),
+            "TMPDIR": str(tmp_path / "tmp"),
         }
     )
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     process = subprocess.Popen(
         [str(WRAPPER), *args],
         cwd=stack_dir,
@@ -379,6 +434,7 @@ def test_an_interrupted_cdktf_diff_ends_terraform_and_leaves_no_plan(layer, tmp_
         stack_dir, tmp_path, "plan", signal.SIGHUP, "plan", "-input=false", "-out", "plan"
     )
     assert code == ExitCode.INTERRUPTED and "Traceback" not in stderr
+    assert list((tmp_path / "tmp").iterdir()) == []  # the private plan folder is gone too
     assert stderr.splitlines()[-1] == (
         "terravixens-terraform: interrupted by SIGHUP (terraform plan stopped with its process group); nothing after "
         "it was started; the lines above say what is done"
@@ -475,3 +531,136 @@ def test_npx_in_a_new_shell_gets_the_wrapper_and_no_call_home():
     chosen = npx_env(ROOT, TERRAFORM_BINARY_NAME="tofu", CHECKPOINT_DISABLE="")
     assert chosen["TERRAFORM_BINARY_NAME"] == str(ROOT / "scripts" / "terravixens-terraform")
     assert chosen["TERRAVIXENS_TERRAFORM"] == "tofu" and chosen["CHECKPOINT_DISABLE"] == "1"
+
+
+# ----------------------------------------------------------------------- no plan escapes the guard (issue 26, item 4)
+SHIM = """#!{python}
+# The real Terraform, run for the wrapper; records where the plan file it wrote lives, and how private, while it does.
+import json, os, stat, subprocess, sys
+ran = subprocess.run([{real!r}, *sys.argv[1:]])
+out = [arg.split("=", 1)[1] for arg in sys.argv[1:] if arg.startswith("-out=")]
+if out:
+    with open({log!r}, "a") as log:
+        log.write(json.dumps({{"file": out[0], "exists": os.path.exists(out[0]),
+                               "mode": oct(stat.S_IMODE(os.stat(out[0]).st_mode)) if os.path.exists(out[0]) else None,
+                               "folder_mode": oct(stat.S_IMODE(os.stat(os.path.dirname(out[0])).st_mode))}}) + "\\n")
+sys.exit(ran.returncode)
+"""
+
+
+@pytest.fixture
+def guarded_stack(example_synth, tmp_path, terraform_binary):
+    """A layer as cdktf synthesizes it (cdktf.out/stacks/hypervisors/: the app's `terravixens_guarded` requirement, a
+    built-in resource: no provider, no network), applied once by terravixens' own Terraform environment, then changed;
+    a second layer beside it; the real Terraform behind the wrapper through a shim that records the plan files."""
+    stacks = tmp_path / "project" / "cdktf.out" / "stacks"
+    document = {
+        "terraform": {"backend": {"local": {"path": "state/layer.tfstate"}}},
+        "variable": example_synth["hypervisors"]["variable"],
+        "resource": {"terraform_data": {"record": {"input": "one"}}},
+    }
+    for name in ("hypervisors", "platform-prod"):
+        (stacks / name).mkdir(parents=True)
+        (stacks / name / "cdk.tf.json").write_text(json.dumps(document))
+        for args, env in ((["init"], terraform_env(without_guard=True)), (["apply", "-auto-approve"], terraform_env())):
+            done = subprocess.run(
+                [terraform_binary, *args, "-input=false", "-no-color"],
+                cwd=stacks / name,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+    document["resource"]["terraform_data"]["record"]["input"] = "two"  # a change to plan
+    for name in ("hypervisors", "platform-prod"):
+        (stacks / name / "cdk.tf.json").write_text(json.dumps(document))
+    shim = tmp_path / "shim" / "terraform-shim"
+    shim.parent.mkdir()
+    shim.write_text(SHIM.format(python=sys.executable, real=terraform_binary, log=str(tmp_path / "plans.jsonl")))
+    shim.chmod(0o755)
+    (tmp_path / "tmp").mkdir()
+    return stacks / "hypervisors", shim, tmp_path
+
+
+def plain(terraform_binary: str, stack_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Terraform as a user runs it by hand: without the guard's value in the environment."""
+    return subprocess.run(
+        [terraform_binary, *args],
+        cwd=stack_dir,
+        env=terraform_env(without_guard=True),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_no_plan_file_made_through_the_wrapper_applies_without_the_guard(guarded_stack, terraform_binary):
+    """Issue 26, item 4 (medium), with the real Terraform: on b4ffe4b `terravixens-terraform plan -out=a -out=b`,
+    `plan --out=b` and `-chdir=<another stack> plan -out=c` each left a plan file recording terravixens_guarded=true,
+    and a plain `terraform apply FILE` applied it with no guard and no backup. Now each is refused before Terraform
+    runs, and the one plan file the wrapper lets Terraform write (cdktf's `-out plan`) lives in a private folder
+    that is gone when the wrapper ends: no file named on its command line can be applied."""
+    stack_dir, shim, tmp_path = guarded_stack
+    serials = {name: serial(stack_dir.parent / name) for name in ("hypervisors", "platform-prod")}
+    attempts = [
+        (("plan", "-input=false", "-no-color", "-out=a", "-out=b"), ExitCode.BAD_INPUT),
+        (("plan", "-input=false", "-no-color", "--out=b"), ExitCode.BAD_INPUT),
+        (("-chdir=../platform-prod", "plan", "-input=false", "-no-color", "-out=c"), ExitCode.BAD_INPUT),
+        (("plan", "-input=false", "-no-color", "-out", "plan"), 0),  # cdktf diff's own
+    ]
+    for argv, code in attempts:
+        result = subprocess.run(
+            [str(WRAPPER), *argv],
+            cwd=stack_dir,
+            env={
+                **terraform_env(without_guard=True),
+                tfwrap.REAL_ENV: str(shim),
+                "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+                "TMPDIR": str(tmp_path / "tmp"),
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == code, result.stdout + result.stderr
+    said = " ".join(result.stdout.split())
+    assert "Plan: 0 to add, 1 to change, 0 to destroy." in said  # the real plan ran, guard value met
+    [written] = [json.loads(line) for line in (tmp_path / "plans.jsonl").read_text().splitlines()]
+    assert written["exists"] and written["mode"] == "0o600" and written["folder_mode"] == "0o700"
+    assert Path(written["file"]).parent.parent == tmp_path / "tmp" and not Path(written["file"]).exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    for folder in (stack_dir, stack_dir.parent / "platform-prod"):
+        assert sorted(p.name for p in folder.iterdir()) == [".terraform", "cdk.tf.json", "state"]
+    for name in ("a", "b", "c", "plan", "../platform-prod/c", written["file"]):
+        applied = plain(terraform_binary, stack_dir, "apply", "-input=false", "-no-color", "-auto-approve", name)
+        assert applied.returncode == 1, applied.stdout + applied.stderr
+    assert {name: serial(stack_dir.parent / name) for name in serials} == serials
+    assert recorded_input(stack_dir) == recorded_input(stack_dir.parent / "platform-prod") == "one"
+
+
+def test_the_escape_was_real_a_guarded_plan_file_applies_without_the_guard(guarded_stack, terraform_binary):
+    """Why no plan file may outlive the wrapper: a plan saved with terravixens_guarded=true records it, and Terraform
+    applies a saved plan with the values it records — a plain `terraform apply FILE` needs no guard (what the
+    escapes above left behind on b4ffe4b). The stacks' requirement stops only what plans."""
+    stack_dir, _, _ = guarded_stack
+    before = serial(stack_dir)
+    planned = subprocess.run(
+        [terraform_binary, "plan", "-input=false", "-no-color", "-out=escaped"],
+        cwd=stack_dir,
+        env=terraform_env(),  # the wrapper's environment: the requirement met
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    unguarded = plain(terraform_binary, stack_dir, "apply", "-input=false", "-no-color", "-auto-approve", "escaped")
+    assert unguarded.returncode == 0 and serial(stack_dir) > before, unguarded.stdout + unguarded.stderr
+    assert recorded_input(stack_dir) == "two"  # applied, with no guard, no backup
+
+
+def recorded_input(stack_dir: Path) -> str:
+    state = json.loads((stack_dir / "state" / "layer.tfstate").read_text())
+    [resource] = state["resources"]
+    return str(resource["instances"][0]["attributes"]["input"]["value"])  # terraform_data keeps a dynamic value

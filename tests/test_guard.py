@@ -842,6 +842,21 @@ NEVER_WRITTEN = {
         _prior(VM_CP_B, mode="resource"),
         "prior_state.values.root_module.resources[1].mode: is 'resource'",
     ),
+    "no change, yet planned values drop every object of the prior state": (
+        UPDATED,
+        lambda data: (data.pop("resource_changes"), data["planned_values"]["root_module"].update(resources=[])),
+        "resource_changes: is empty, while planned_values drop all 6 objects the prior state holds",
+    ),
+    "empty changes, planned values in a child module only": (
+        DELETED,
+        lambda data: (
+            data.update(resource_changes=[]),
+            data["planned_values"].update(
+                root_module={"child_modules": [{"address": "module.x", "resources": [{"address": "module.x.a.b"}]}]}
+            ),
+        ),
+        "is empty, while planned_values drop all",
+    ),
     "prior state resource not at its address": (
         UPDATED,
         _prior(VM_CP_B, type="proxmox_vm"),
@@ -1003,6 +1018,23 @@ def test_real_l0_teardown_waits_for_the_platform_layers():
 def test_real_state_json_is_not_a_plan():
     with pytest.raises(NotAPlan, match="is a state"):
         read_plan(fixture("real-state-not-a-plan.json"))
+
+
+def test_cli_storage_deletion_with_the_site_but_no_deployed_state_is_refused():
+    """Issue 26, item 6 (low): `plan-guard` with the site but without the deployed states passed a plan deleting a
+    storage no site node names (`ok … PG001-PG010 pass`, exit 0, b4ffe4b), though a deployed VM may have its disk
+    there. Unknown usage refuses, naming the fix; with the deployed states given, the same plan passes."""
+    plan = str(PLANS / "hand-pg010-storage-destroyed.json")
+    refused = cli(plan)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert (
+        "[PG010 StorageKeptWhileUsed] proxmox_storage_nfs.hv_pve1_storage_backups would delete storage 'backups': no "
+        "node of the site file has a disk on it, but the guard was not told what the deployed VMs and containers use "
+        "(no --deployed-state): give each platform layer's and the standalone layer's `terraform state pull` with "
+        "--deployed-state"
+    ) in refused.stderr
+    passed = cli(plan, "--deployed-state", str(PLANS / "real-platform-state.json"))
+    assert passed.returncode == 0 and passed.stdout.endswith("PG001-PG010 pass\n")
 
 
 def test_cli_teardown_judged_on_deployed_states():

@@ -34,6 +34,9 @@ class Usage:
     # The deployed machines by Proxmox identity (node name, VM id) -> (layer, owning node or VM name): a plan of one
     # layer that deletes or re-creates a machine another layer's node runs on is judged on that node.
     machines: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    # Whether what the deployed machines use is known (their layers' states were read): `plan-guard` without
+    # --deployed-state knows the site only, and a storage no site node names may still hold a deployed VM's disk.
+    deployed_known: bool = True
 
     def add_bridge(self, node_name: str, bridge: str, user: str) -> None:
         self.bridges.setdefault((node_name, bridge), set()).add(user)

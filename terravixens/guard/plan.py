@@ -456,6 +456,47 @@ def _one_change_per_object(raw_changes: list[object], problems: list[Problem]) -
             )
 
 
+def _planned_addresses(data: JsonObject) -> set[str]:
+    """Every resource address in `planned_values` (root module and child modules; what is not an object is
+    skipped: the prior state's and the changes' shapes are checked elsewhere)."""
+    found: set[str] = set()
+    planned = data.get("planned_values")
+    modules = [planned.get("root_module") if isinstance(planned, dict) else None]
+    while modules:
+        module = modules.pop()
+        if not isinstance(module, dict):
+            continue
+        resources = module.get("resources")
+        for resource in resources if isinstance(resources, list) else []:
+            if isinstance(resource, dict) and isinstance(resource.get("address"), str):
+                found.add(resource["address"])
+        children = module.get("child_modules")
+        modules += children if isinstance(children, list) else []
+    return found
+
+
+def _nothing_changes_yet_all_goes(data: JsonObject, prior: list[PriorResource], problems: list[Problem]) -> None:
+    """A plan without resource_changes whose planned_values hold none of the objects the prior state holds: every
+    object would go, yet no change says so. Terraform writes a change (a no-op at least) for every object it plans,
+    so it never writes this; passing it would judge nothing and say "ok"."""
+    current = [resource for resource in prior if resource.deposed is None]
+    if not current:
+        return
+    planned = _planned_addresses(data)
+    if any(resource.address in planned for resource in current):
+        return
+    problems.append(
+        _problem(
+            "resource_changes",
+            (
+                f"is empty, while planned_values drop all {len(current)} object"
+                f"{'s' if len(current) != 1 else ''} the prior state holds (e.g. {shown(current[0].address, 80)}): "
+                f"every one would go and no change says so. {NEVER_WRITTEN}"
+            ),
+        )
+    )
+
+
 def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     """The plan in `data`, or NotAPlan naming what the input is instead and what to give."""
     data = _plan_object(data, source)
@@ -515,6 +556,8 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
     changes = [_change(index, item, problems) for index, item in enumerate(raw_changes)]
     _one_change_per_object(raw_changes, problems)
     prior = _prior_resources(data, problems)
+    if not raw_changes and not problems:
+        _nothing_changes_yet_all_goes(data, prior, problems)
     if problems:
         raise NotAPlan(source, problems)
     return Plan(tuple(change for change in changes if change is not None), tuple(prior))

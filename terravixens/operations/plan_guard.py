@@ -70,6 +70,7 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
             )
         states[path] = state
     usage = deployed_usage(states)
+    usage.deployed_known = bool(states)  # without any deployed state, only the site's nodes are known (PG010)
     if not options.teardown:
         site_usage(site, usage)
     try:

@@ -21,7 +21,8 @@ class StorageKeptWhileUsed(Check):
     why = (
         "a Proxmox storage definition is how every disk on a ZFS pool, NAS share or backup server is reached: "
         "deleting it leaves the data in place but the VMs on it cannot start, migrate or be backed up. Removing "
-        "storage no node uses is fine; removing storage a node (in the site or deployed) still uses is refused."
+        "storage no node uses is fine; removing storage a node (in the site or deployed) still uses is refused, and "
+        "so is removing it while what the deployed nodes use is not known."
     )
 
     def violations(self, plan: Plan, context: GuardContext) -> Iterator[str]:
@@ -44,4 +45,12 @@ class StorageKeptWhileUsed(Check):
                     f"{change.address} would {verb} storage {storage!r}, where {_users(users)} "
                     f"{'has' if len(users) == 1 else 'have'} a disk: move those disks (or the nodes) to another "
                     f"storage and deploy their layer first, then remove the storage."
+                )
+            elif not context.usage.deployed_known:
+                # Fail closed: the site's nodes do not use it, but nobody said what the deployed machines use.
+                yield (
+                    f"{change.address} would {verb} storage {storage!r}: no node of the site file has a disk on it, "
+                    f"but the guard was not told what the deployed VMs and containers use (no --deployed-state): "
+                    f"give each platform layer's and the standalone layer's `terraform state pull` with "
+                    f"--deployed-state, or plan through `terravixens deploy hypervisors`."
                 )

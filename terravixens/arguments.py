@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from terravixens.etcd_snapshots import no_snapshot_reason
 from terravixens.exitcodes import Declared
-from terravixens.runner import parse_duration
+from terravixens.runner import MAX_DEADLINE, parse_duration
 
 SITE_HELP = "site file (default: $TERRAVIXENS_SITE or sites/example.yaml)"
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup
@@ -43,9 +43,10 @@ class Definition:
 
 # ------------------------------------------------------------------------------------------------------- types
 def duration(text: str) -> int:
-    """An argparse type: 90s, 15m, 1h or plain seconds (terravixens.runner.parse_duration, the one parser)."""
+    """An argparse type: 90s, 15m, 1h or plain seconds (terravixens.runner.parse_duration, the one parser), a
+    deadline of 1s to 24h (terravixens.runner.MAX_DEADLINE: a call that runs longer has hung)."""
     try:
-        return parse_duration(text)
+        return parse_duration(text, maximum=MAX_DEADLINE)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

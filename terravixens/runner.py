@@ -44,13 +44,24 @@ DURATION = re.compile(r"^(\d+)(s|m|h)?$")
 UNITS = {"s": 1, "m": 60, "h": 3600, None: 1}
 
 
-def parse_duration(text: str, *, zero: bool = False) -> int:
+# The longest deadline a command takes (--timeout, --poll, $TERRAVIXENS_TERRAFORM_TIMEOUT…): a call that runs longer
+# has hung, and a deadline of years is no deadline.
+MAX_DEADLINE = 24 * 3600
+
+
+def parse_duration(text: str, *, zero: bool = False, maximum: int | None = None) -> int:
     """'90s', '15m', '1h' or plain seconds -> seconds: the one duration parser of the command line and of the
-    environment's deadlines. At least 1, unless `zero` (a wait of 0: once)."""
+    environment's deadlines. At least 1, unless `zero` (a wait of 0: once); at most `maximum` when given."""
     found = DURATION.match(text.strip())
     if not found or (int(found.group(1)) == 0 and not zero):
         raise ValueError(f"{text!r} is not a duration: write seconds or a number with s, m or h, e.g. 90s, 15m, 1h")
-    return int(found.group(1)) * UNITS[found.group(2)]
+    value = int(found.group(1)) * UNITS[found.group(2)]
+    if maximum is not None and value > maximum:
+        raise ValueError(
+            f"{text[:32]!r} is longer than {seconds(maximum)}: a deadline is at most {seconds(maximum)} (a call that "
+            f"runs longer has hung)"
+        )
+    return value
 
 
 def seconds(value: float) -> str:
@@ -375,6 +386,7 @@ def _join(threads: Sequence[threading.Thread], within: float) -> None:
 
 
 __all__ = [
+    "MAX_DEADLINE",
     "PIPE_LINGER",
     "TERM_GRACE",
     "Interrupted",

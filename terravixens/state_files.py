@@ -2,7 +2,9 @@
 its files — the state, Terraform's own `<state>.backup`, the lock info — are 0600, whoever wrote them.
 
 A umask of 077 makes Terraform create them so, but Terraform rewrites an existing state file in place and keeps its
-mode: a state first written 0644 (by an older, unguarded `cdktf deploy`) stays 0644 for ever unless tightened.
+mode: a state first written 0644 (by an older, unguarded `cdktf deploy`) stays 0644 for ever unless tightened. The
+same holds for what `terraform init` records of the layer's backend (`.terraform/terraform.tfstate`: the backend's
+configuration, an S3 endpoint and bucket, access keys when they were written there): 0600 in a 0700 `.terraform`.
 Standard library only: `terravixens-terraform` runs this around every command that can write state.
 """
 
@@ -14,6 +16,8 @@ import stat
 from pathlib import Path
 
 STACK_FILE = "cdk.tf.json"
+BACKEND_DIR = ".terraform"  # terraform init's working folder in the layer's directory
+BACKEND_STATE = "terraform.tfstate"  # what init recorded of the backend, in it
 
 
 def local_state_path(stack_dir: Path) -> Path | None:
@@ -61,6 +65,22 @@ def tighten_local_state(stack_dir: Path, project_root: Path) -> list[Path]:
         for candidate in sorted(folder.iterdir()):
             if is_state_file(candidate.name):
                 _tighten(candidate, 0o600, changed)
+    return changed
+
+
+def tighten_backend_state(stack_dir: Path) -> list[Path]:
+    """The layer's `.terraform` folder 0700 and the backend record `terraform init` writes in it 0600; returns what
+    changed. A `.terraform` that is a symbolic link is left alone (never followed out of the layer)."""
+    changed: list[Path] = []
+    folder = Path(stack_dir) / BACKEND_DIR
+    try:
+        info = folder.lstat()
+    except FileNotFoundError:
+        return changed
+    if not stat.S_ISDIR(info.st_mode):
+        return changed
+    _tighten(folder, 0o700, changed)
+    _tighten(folder / BACKEND_STATE, 0o600, changed)
     return changed
 
 

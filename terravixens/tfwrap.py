@@ -48,7 +48,7 @@ from terravixens import runner
 from terravixens.exitcodes import ExitCode
 from terravixens.guarded_path import CDKTF, CONFIRM_ENV, ENV_NAME, TERRAVIXENS, WRAPPER, commands
 from terravixens.operations.console import Console
-from terravixens.state_files import tighten_local_state, tighten_tree
+from terravixens.state_files import tighten_backend_state, tighten_local_state, tighten_tree
 
 REAL_ENV = "TERRAVIXENS_TERRAFORM"
 ACTIVE_ENV = "TERRAVIXENS_WRAPPED"  # set for the real Terraform: the wrapper never runs itself
@@ -114,10 +114,11 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def tighten(stack_dir: Path) -> None:
-    """The layer's local state folder 0700 and files 0600, saying what changed (nothing, usually)."""
+    """The layer's local state folder 0700 and files 0600, and what `terraform init` recorded of its backend
+    (.terraform 0700, .terraform/terraform.tfstate 0600), saying what changed (nothing, usually)."""
     if (stack_dir / "cdk.tf.json").is_file():
         root = project_of(stack_dir)
-        for path in tighten_local_state(stack_dir, root):
+        for path in [*tighten_local_state(stack_dir, root), *tighten_backend_state(stack_dir)]:
             say(
                 f"{_shown(path, root)}: mode tightened to {'0700' if path.is_dir() else '0600'} (it holds the layer's "
                 f"secrets)"
@@ -267,6 +268,7 @@ def run_init(binary: str, argv: Sequence[str]) -> int:
     if ran.stderr:
         sys.stderr.write(ran.stderr)
         sys.stderr.flush()
+    tighten(Path.cwd())  # the backend record init may have rewritten in place, keeping an old 0644
     if ran.returncode is None:
         say(f"{ran.reason}; nothing was initialised")
         return int(FAILED)
@@ -411,7 +413,10 @@ def _main(argv: list[str]) -> int:
     binary = real_terraform()
     if binary is None:
         wanted = os.environ.get(REAL_ENV) or "terraform"
-        say(f"no `{wanted}` on PATH: install Terraform >= 1.11 (or set {REAL_ENV} to an OpenTofu binary)")
+        say(
+            f"no `{wanted}` on PATH: install Terraform >= 1.11 (deploying a gitops layer needs its write-only "
+            f"attributes; synth alone needs >= 1.5), or set {REAL_ENV} to an OpenTofu binary"
+        )
         return FAILED
     options, command, args = split_command(argv)
     stack_dir = Path.cwd()

@@ -21,6 +21,10 @@ from terravixens.operations.terraform import terraform_binary
 
 TERRAFORM_TIMEOUT = 20.0
 PIN = re.compile(r"^(?P<source>[^@]+)@=?(?P<version>.+)$")
+# Which Terraform (or OpenTofu) does what (README, Quick start): synth runs `terraform version` and needs >= 1.5;
+# deploying a gitops layer writes the SOPS key and Flux's credentials through write-only attributes: >= 1.11.
+SYNTH_MINIMUM, GITOPS_MINIMUM = (1, 5), (1, 11)
+NEEDS = "synth needs >= 1.5, deploying a gitops layer >= 1.11 (its write-only attributes)"
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ def _terraform(root: Path) -> str:
     binary = terraform_binary()
     ran = runner.run([binary, "version", "-json"], timeout=TERRAFORM_TIMEOUT, cwd=root, label=binary)
     if ran.returncode is None and not ran.timed_out and not ran.interrupted:
-        return f"not found ({ran.reason}; install Terraform >= 1.11 or set TERRAFORM_BINARY_NAME)"
+        return f"not found ({ran.reason}; install Terraform: {NEEDS}; or set TERRAFORM_BINARY_NAME)"
     if not ran.ok:
         return f"unknown ({ran.reason})"
     try:
@@ -76,7 +80,20 @@ def _terraform(root: Path) -> str:
     except (ValueError, KeyError, TypeError):
         return f"unknown ({binary} version -json printed no terraform_version)"
     platform = document.get("platform")
-    return f"{version} ({binary}{f', {platform}' if platform else ''})"
+    return f"{version} ({binary}{f', {platform}' if platform else ''}){_good_for(version)}"
+
+
+def _good_for(version: str) -> str:
+    """What a Terraform older than the gitops layer needs cannot do ("" when it does everything)."""
+    found = re.match(r"^v?(\d+)\.(\d+)", version)
+    if found is None:
+        return f" — its version cannot be read: {NEEDS}"
+    minor = (int(found[1]), int(found[2]))
+    if minor < SYNTH_MINIMUM:
+        return f" — too old: {NEEDS}"
+    if minor < GITOPS_MINIMUM:
+        return " — synth: ok (>= 1.5); deploying a gitops layer needs >= 1.11 (its write-only attributes)"
+    return ""
 
 
 def _providers(root: Path) -> tuple[tuple[tuple[str, str], ...], str]:

@@ -223,6 +223,27 @@ def test_version_without_terraform_says_so_and_exits_0(tmp_path):
     assert result.returncode == 0 and "Traceback" not in result.stderr
     [line] = [line for line in result.stdout.splitlines() if line.startswith("terraform ")]
     assert line.startswith("terraform not found (cannot run terraform: ") and "TERRAFORM_BINARY_NAME" in line
+    assert "install Terraform: synth needs >= 1.5, deploying a gitops layer >= 1.11 (its write-only attributes)" in line
+
+
+@pytest.mark.parametrize(
+    "version, said",
+    [
+        ("1.11.4", ""),
+        ("1.12.0", ""),
+        ("1.9.8", " — synth: ok (>= 1.5); deploying a gitops layer needs >= 1.11 (its write-only attributes)"),
+        ("1.4.7", " — too old: synth needs >= 1.5, deploying a gitops layer >= 1.11 (its write-only attributes)"),
+    ],
+)
+def test_version_says_which_terraform_does_what(tmp_path, version, said):
+    """Issue 26, item 6 (low): --version said `Terraform >= 1.11` where the README's prerequisite says >= 1.5: both
+    now say >= 1.5 for synth and >= 1.11 to deploy a gitops layer (its write-only attributes)."""
+    answer = f'{{"terraform_version":"{version}","platform":"linux_amd64"}}'
+    _fake_terraform(tmp_path / "bin", f"echo '{answer}'")
+    result = run("--version", env=_env(tmp_path / "bin"))
+    assert f"terraform {version} (terraform, linux_amd64){said}" in result.stdout.splitlines()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "a `terraform` ≥ 1.5 on `PATH` for synth" in readme and "≥ 1.11 to deploy a gitops layer" in readme
 
 
 def test_version_with_a_terraform_that_fails_or_hangs_is_bounded(tmp_path, monkeypatch):
@@ -346,3 +367,52 @@ def test_zsh_and_fish_scripts_name_every_command(shell):
 def test_unknown_shell_is_argparses_usage_error():
     result = run("completion", "tcsh")
     assert result.returncode == 2 and "invalid choice: 'tcsh'" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------- deadlines (issue 26, item 6)
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["snapshot", "prod", "--timeout", "25h"], "argument --timeout: '25h' is longer than 24h"),
+        (
+            ["restore-etcd", "prod", "--from", "x", "--timeout", "99999999999999999999h"],
+            "argument --timeout: '99999999999999999999h' is longer than 24h",
+        ),
+        (["restore-etcd", "prod", "--from", "x", "--poll", "86401"], "argument --poll: '86401' is longer than 24h"),
+        (["upgrade", "prod", "--timeout", "1441m"], "argument --timeout: '1441m' is longer than 24h"),
+        (["decommission", "prod", "--timeout", "48h"], "argument --timeout: '48h' is longer than 24h"),
+        (["remove-dead-member", "prod", "cp-a", "--probe-window", "25h"], "argument --probe-window: '25h' is longer"),
+        (["deploy", "--talosctl-timeout", "30h"], "argument --talosctl-timeout: '30h' is longer than 24h"),
+        (["spec", "push", "dns1", "--timeout", "1e30"], "argument --timeout: '1e30' is not a number of seconds"),
+    ],
+)
+def test_a_deadline_has_an_upper_bound(argv, said, capsys, monkeypatch):
+    """Issue 26, item 6 (low): `--timeout` took any length on b4ffe4b (`--timeout 99999999h`: a hung talosctl is
+    never stopped, the bounded runner unbounded). A deadline is at most 24h: argparse's exit 2, one error line."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as exited:
+        cli.main([*argv, "--site", SITE])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert said in error and "Traceback" not in error, error
+
+
+@pytest.mark.parametrize(
+    "argv, code, said",
+    [
+        (["drift", "platform-prod", "--timeout", "25h"], 1, "terravixens drift: --timeout: '25h' is longer than 24h"),
+        (["check", "prod", "--timeout", "25h"], 1, "terravixens check: --timeout: '25h' is longer than 24h"),
+        (
+            ["deploy", "platform-prod", "--check", "--check-timeout", "25h"],
+            2,
+            "terravixens deploy: --check-timeout: '25h' is longer than 24h",
+        ),
+    ],
+)
+def test_a_deadline_read_by_the_operation_has_the_same_bound(argv, code, said, capsys, monkeypatch, tmp_path):
+    """The monitors exit 1 for every error (2 means drift or a problem found); deploy exits 2 (BAD_INPUT)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([*argv, "--site", str(ROOT / SITE)]) == code
+    printed = capsys.readouterr()
+    assert printed.err.startswith(said) and len(printed.err.splitlines()) == 1, printed.err
+    assert not (tmp_path / "cdktf.out").exists()  # refused before any synth

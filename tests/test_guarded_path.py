@@ -664,3 +664,40 @@ def recorded_input(stack_dir: Path) -> str:
     state = json.loads((stack_dir / "state" / "layer.tfstate").read_text())
     [resource] = state["resources"]
     return str(resource["instances"][0]["attributes"]["input"]["value"])  # terraform_data keeps a dynamic value
+
+
+# ------------------------------------------------------------------- terraform init's backend record (issue 26, item 6)
+def _loose_backend_record(stack_dir: Path) -> Path:
+    """What an init run outside terravixens (umask 022) leaves: .terraform 0755, its backend record 0644 — which
+    Terraform rewrites in place, keeping that mode, at every later init (seen with Terraform 1.11.4)."""
+    folder = stack_dir / ".terraform"
+    folder.mkdir(exist_ok=True)
+    record = folder / "terraform.tfstate"
+    if not record.exists():
+        record.write_text('{"version": 3, "backend": {"type": "local", "config": {"path": "state/layer.tfstate"}}}')
+    os.chmod(folder, 0o755)
+    os.chmod(record, 0o644)
+    return record
+
+
+def test_the_wrappers_init_leaves_the_backend_record_private(layer):
+    """Issue 26, item 6 (low): `.terraform/terraform.tfstate` stayed 0644 through every init on b4ffe4b."""
+    stack_dir, fake, log = layer
+    record = _loose_backend_record(stack_dir)
+    result = wrapper(stack_dir, fake, log, "init", "-no-color")
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600 and stat.S_IMODE(record.parent.stat().st_mode) == 0o700
+    tightened = "cdktf.out/stacks/hypervisors/.terraform/terraform.tfstate: mode tightened to 0600"
+    assert f"terravixens-terraform: {tightened} (it holds the layer's secrets)" in result.stderr.splitlines()
+
+
+def test_the_operations_init_leaves_the_backend_record_private(requirement_only, terraform_binary, monkeypatch):
+    """The real `terraform init` through the operations' Terraform, over a record an outside init left 0644."""
+    from terravixens.operations.terraform import Terraform
+
+    record = _loose_backend_record(requirement_only)
+    monkeypatch.setenv("TERRAFORM_BINARY_NAME", terraform_binary)
+    monkeypatch.delenv("TERRAVIXENS_PROVIDERS", raising=False)
+    Terraform(env={ENV_NAME: "true"}).init(requirement_only, "hypervisors")
+    assert json.loads(record.read_text())["backend"]["type"] == "local"  # Terraform's own record, rewritten
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600 and stat.S_IMODE(record.parent.stat().st_mode) == 0o700

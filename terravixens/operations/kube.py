@@ -30,7 +30,7 @@ def kubectl_timeout() -> float:
     if not text:
         return DEFAULT_TIMEOUT
     try:
-        return runner.parse_duration(text)
+        return runner.parse_duration(text, maximum=runner.MAX_DEADLINE)
     except ValueError as error:
         raise OperationError(f"${TIMEOUT_ENV}: {error}", ExitCode.BAD_INPUT) from None
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from terravixens.agent import bundle
 from terravixens.agent.units import BUNDLE
-from terravixens.arguments import Definition, site_option
+from terravixens.arguments import Definition, seconds, site_option
 from terravixens.config.loader import SiteError
 from terravixens.exitcodes import ExitCode, codes
 from terravixens.runner import Ran, run
@@ -146,7 +146,9 @@ def push_arguments(parser: argparse.ArgumentParser, secrets: bool = True) -> Non
     parser.add_argument("--user", default="root", help="the SSH user (default root)")
     parser.add_argument("--identity", help="the SSH private key (default: ssh's own)")
     parser.add_argument("--known-hosts", help="a known_hosts file (default: ssh's own; unknown host keys are refused)")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds for each SSH call (default 900)")
+    parser.add_argument(
+        "--timeout", type=seconds(1.0), default=900.0, help="seconds for each SSH call, up to 86400 (default 900)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="the agent prints what it would change")
     parser.add_argument("--json", action="store_true", help="print the agent's JSON result only")
 

@@ -24,6 +24,7 @@ from typing import Any
 from terravixens import provider_install, runner
 from terravixens.exitcodes import ExitCode
 from terravixens.operations.outcome import OperationError
+from terravixens.state_files import tighten_backend_state
 
 TAIL_LINES = 25
 # `terraform output` on a state without any output (a layer never applied, or destroyed): Terraform 1.11 prints this
@@ -48,7 +49,7 @@ def terraform_timeout() -> float:
     if not text:
         return DEFAULT_TIMEOUT
     try:
-        return runner.parse_duration(text)
+        return runner.parse_duration(text, maximum=runner.MAX_DEADLINE)
     except ValueError as error:
         raise OperationError(f"${TIMEOUT_ENV}: {error}", ExitCode.BAD_INPUT) from None
 
@@ -194,8 +195,12 @@ class Terraform:
 
     def init(self, workdir: Path, layer: str) -> None:
         """`terraform init`; a provider it cannot install (registry unreachable, or not in the mirror) is one line
-        naming the fix (terravixens.provider_install.init_failure), any other failure Terraform's own tail."""
+        naming the fix (terravixens.provider_install.init_failure), any other failure Terraform's own tail. The
+        backend record it writes (.terraform/terraform.tfstate) is 0600 in a 0700 folder afterwards, whatever mode an
+        earlier init outside terravixens gave it."""
         result = self.run(workdir, "init", "-input=false", "-no-color")
+        # What init recorded of the backend, rewritten in place by Terraform with the mode an earlier init gave it.
+        tighten_backend_state(Path(workdir))
         if result.returncode != 0:
             fix = provider_install.init_failure(f"{result.stderr}\n{result.stdout}", self.environment(workdir))
             if fix is not None:

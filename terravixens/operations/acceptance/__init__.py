@@ -100,7 +100,7 @@ def parse_since(text: str, now: datetime | None = None) -> Since:
 def parse_wait(text: str, option: str) -> int:
     """A duration that may be 0 (`--wait 0`: one pass); a bad one is BAD_INPUT naming `option`."""
     try:
-        return runner.parse_duration(text, zero=True)
+        return runner.parse_duration(text, zero=True, maximum=runner.MAX_DEADLINE)
     except ValueError as error:
         raise OperationError(f"{option}: {error}", ExitCode.BAD_INPUT) from None
 
@@ -108,6 +108,7 @@ def parse_wait(text: str, option: str) -> int:
 def check_options(args: argparse.Namespace, wait_option: str) -> CheckOptions:
     """The options of `check`'s or `deploy --check`'s arguments. Durations are parsed here, not by argparse: a bad
     one is BAD_INPUT (ERROR for the monitor), never argparse's 2 (which `check` reserves for a problem found)."""
+    timeout_option = "--check-timeout" if wait_option == "--check-wait" else "--timeout"  # deploy's, check's
     return CheckOptions(
         talosconfig=getattr(args, "talosconfig", None),
         kubeconfig=getattr(args, "kubeconfig", None),
@@ -115,7 +116,7 @@ def check_options(args: argparse.Namespace, wait_option: str) -> CheckOptions:
         tail=getattr(args, "tail", DEFAULT_TAIL),
         wait=parse_wait(getattr(args, wait_option.lstrip("-").replace("-", "_")), wait_option),
         talosctl=args.talosctl,
-        timeout=parse_wait(args.check_timeout, "--timeout") or 1,
+        timeout=parse_wait(args.check_timeout, timeout_option) or 1,
     )
 
 

@@ -16,7 +16,7 @@ listed as unverified and never deleted by retention. A manifest is read by the s
 is not is a `StoreError`, as is a folder of the store that is a symbolic link or not the user's own — the store
 cannot be used as it is, whichever control plane is asked (the commands say so, exit 2, before any talosctl call).
 
-Retention (docs/adr/0050-snapshot-identity-and-plan-files.md) never trusts a manifest alone: before it deletes
+Retention (docs/adr/0053-snapshot-identity-and-plan-files.md) never trusts a manifest alone: before it deletes
 anything, it verifies again (etcd's own checks, and the sha256 the manifest recorded) the newest snapshots it means
 to keep, newest first, until it has `keep` good ones; only the snapshots older than those are deleted. A snapshot
 that fails that check is never counted as one to keep and never deleted (it is listed for a person to look at), so
@@ -854,8 +854,8 @@ def describe(pruned: Pruned, removed_names: bool = False) -> str:
         failed = tuple(path for path, _ in pruned.failed)
         parts.append(
             f"{len(failed)} that no longer verif{'ies' if len(failed) == 1 else 'y'} left alone (look at "
-            f"{'it' if len(failed) == 1 else 'them'}, then delete by hand): {_names(failed)} "
-            f"({pruned.failed[0][1][:160]})"
+            f"{'it' if len(failed) == 1 else 'them'}, then delete by hand; `snapshot CLUSTER --list` says why): "
+            f"{_names(failed)}"
         )
     if pruned.unverified:
         parts.append(

@@ -15,7 +15,7 @@ TERRAFORM_BINARY_NAME at scripts/terravixens-terraform, which runs this:
 - `plan` runs with the stacks' `terravixens_guarded` requirement met, through the one bounded runner (its deadline
   $TERRAVIXENS_TERRAFORM_TIMEOUT, its process group ended on a stop), its output passed on. A plan file records
   that requirement as met, and a saved plan is applied with the values it records: so no plan file it writes may
-  outlive it (docs/adr/0050-snapshot-identity-and-plan-files.md). Its options are read as Terraform's own parser
+  outlive it (docs/adr/0053-snapshot-identity-and-plan-files.md). Its options are read as Terraform's own parser
   (Go's flag package) reads them: one `-out PATH` or `-out=PATH` at most, written instead to a private temporary
   folder (0700, the file 0600) removed once Terraform has ended; a repeated `-out`, `--out`, a flag Terraform's plan
   does not have, an argument after the flags, or a global option other than a `-chdir` to this very folder is

@@ -18,7 +18,7 @@ others join it. This command runs exactly that, and refuses what would make it w
    its node's hostname) or by the address of its peer URL. A snapshot of another etcd (or one whose members cannot
    be read) is refused (REFUSED) before anything is asked of a node, unless --force-foreign-snapshot names its
    members exactly as the refusal prints them: a typed confirmation of what is restored
-   (docs/adr/0050-snapshot-identity-and-plan-files.md).
+   (docs/adr/0053-snapshot-identity-and-plan-files.md).
 2. etcd is looked at: `talosctl service etcd` on every control plane and `talosctl etcd members` (which needs a
    leader). When a control plane lists members, etcd works: restoring over it loses every write since the
    snapshot, so this refuses (REFUSED) unless --force — and then a fresh snapshot of the etcd that answers is taken
@@ -645,7 +645,12 @@ def _restore(
         answer = _changing(
             journal,
             BOOTSTRAP_UNKNOWN,
-            partial(talosctl.bootstrap_recover, addresses[bootstrap], str(source.path), source.skip_hash_check),
+            partial(
+                talosctl.bootstrap_recover,
+                addresses[bootstrap],
+                _given_to_talosctl(source.path),
+                source.skip_hash_check,
+            ),
         )
         for line in answer.stdout.splitlines():
             console.step(layer, "bootstrap", line.strip())
@@ -678,6 +683,14 @@ def _restore(
         f"restored etcd of {cluster_name} from {source.shown} ({_found(source.verification)}); next: "
         f"`terravixens deploy {layer}` (it should plan no change) and look at the workloads"
     )
+
+
+def _given_to_talosctl(path: Path) -> str:
+    """The private copy as talosctl is given it: relative to the working folder (talosctl runs there) when it lies
+    under it, so that what talosctl prints names no folder of the machine; else absolute."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
 
 
 def _changing(journal: Journal, why: str, call: Callable[[], Call]) -> Call:

@@ -235,7 +235,7 @@ def run_plan(binary: str, options: Sequence[str], args: Sequence[str], stack_dir
     if out is not None and ran.returncode is not None:
         say(
             f"the plan file went to a private temporary folder, now deleted: {stack_dir.name} is applied only after "
-            f"the plan guard and a verified state backup (`npx cdktf deploy {stack_dir.name}`)"
+            f"the plan guard and a verified state backup (`{CDKTF} deploy {stack_dir.name}`)"
         )
     if ran.returncode is not None:
         return ran.returncode

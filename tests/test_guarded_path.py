@@ -255,7 +255,7 @@ def test_cdktf_diff_plan_is_written_to_a_private_folder_then_deleted(layer, tmp_
     assert not written.parent.exists() and not (stack_dir / "plan").exists()
     assert result.stderr.splitlines()[-1] == (
         "terravixens-terraform: the plan file went to a private temporary folder, now deleted: hypervisors is "
-        "applied only after the plan guard and a verified state backup (`npx cdktf deploy hypervisors`)"
+        "applied only after the plan guard and a verified state backup (`bin/cdktf deploy hypervisors`)"
     )
 
 
@@ -285,7 +285,7 @@ def test_a_plan_file_that_could_escape_the_wrapper_is_refused(layer, args, words
     assert result.returncode == ExitCode.BAD_INPUT and calls(log) == []
     said = result.stderr.splitlines()[-1]  # after the state's modes tightened, said the first time only
     assert said.startswith("terravixens-terraform: `terraform plan`: ") and words in said, said
-    assert "nothing was planned" in said and "`npx cdktf deploy hypervisors` from the repository" in said
+    assert "nothing was planned" in said and "`bin/cdktf deploy hypervisors` from the repository" in said
     assert sorted(p.name for p in stack_dir.iterdir()) == ["cdk.tf.json"]
     assert sorted(p.name for p in (stack_dir.parent / "platform-prod").iterdir()) == []
 

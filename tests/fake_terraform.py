@@ -12,7 +12,8 @@ from synth) and plans:
   member list changed, an apply's `on_destroy` updated in place. With `-target=…` only the targeted resources and
   what they depend on (Terraform's targeting: a targeted apply brings its VM) are planned.
 
-Plans are printed in the shape `terraform show -json` prints; every command it was given is recorded. A real
+Plans are printed in the shape `terraform show -json` prints (planned_values: every object kept or created); every
+command it was given is recorded. A real
 Terraform would add the data sources (machine configurations, talosconfig, the health gate read during apply) and
 the provider's own reset of each deleted apply, which the tests model where they need it (tests/test_scale_in.py).
 """
@@ -305,10 +306,21 @@ class FakeTerraform(Terraform):
                     "change": {"actions": [change["action"]], "before": before, "after": after, "after_unknown": {}},
                 }
             )
+        # planned_values, as Terraform writes them: every object the plan keeps or creates, with its values after it.
+        planned = {address: r["values"] for address, r in state.items()}
+        for change in changes:
+            if change["change"]["actions"] == ["delete"]:
+                planned.pop(change["address"], None)
+            else:
+                planned[change["address"]] = change["change"]["after"]
+        planned_resources = [
+            {"address": a, "mode": "managed", "type": a.split(".", 1)[0], "name": a.split(".", 1)[1], "values": v}
+            for a, v in sorted(planned.items())
+        ]
         return {
             "format_version": "1.2",
             "terraform_version": "1.11.4",
-            "planned_values": {},
+            "planned_values": {"root_module": {"resources": planned_resources}},
             "resource_changes": changes,
             "prior_state": {"format_version": "1.0", "values": {"root_module": {"resources": prior}}},
         }

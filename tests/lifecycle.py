@@ -371,10 +371,15 @@ def plan_of(before: dict, after: dict, changes: Changes | None) -> dict:
         elif why == ():
             item["action_reason"] = "replace_by_triggers"
         result.append(item)
+    # What Terraform writes as planned_values: every resource the configuration keeps, with its planned values.
+    planned = [
+        {"address": a, "mode": "managed", "type": a.split(".")[0], "name": a.split(".", 1)[1], "values": values(a, b)}
+        for a, b in sorted(new.items())
+    ]
     return {
         "format_version": "1.2",
         "terraform_version": "1.11.4",
-        "planned_values": {},
+        "planned_values": {"root_module": {"resources": planned}},
         "resource_changes": result,
         "prior_state": {"format_version": "1.0", "values": {"root_module": {"resources": prior}}},
     }

@@ -689,3 +689,16 @@ def test_a_nested_manifest_beside_from_is_bad_input(example_site, tmp_path):
         error
     )
     assert "nested more than 16 levels deep" in str(error)
+
+
+def test_a_nested_manifest_in_the_store_is_bad_input_before_any_node(example_site, tmp_path):
+    """The store restore-etcd reads (its private copy's folder, and --force's retention) is checked up front: a
+    nested manifest of another kept snapshot is one line, exit 2, before any talosctl call."""
+    store = SnapshotStore(tmp_path, "homelab")
+    kept = store.add("prod", etcd_tool.genuine_snapshot(), "cp-a", "manual").snapshot
+    kept.manifest_path.write_text("[" * 5000 + "]" * 5000)
+    fake = tools(tmp_path, etcd_service={})
+    error, _ = stop(example_site, tmp_path, fake, snapshot_file(tmp_path), force=True)
+    assert error.code == ExitCode.BAD_INPUT and fake.log() == []
+    assert str(error).startswith(f"etcd-snapshots/homelab/prod/{kept.manifest_path.name}: not a snapshot manifest (")
+    assert str(error).endswith("; nothing was done") and "\n" not in str(error)

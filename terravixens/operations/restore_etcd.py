@@ -540,13 +540,16 @@ def restore_etcd(
 @contextlib.contextmanager
 def _private_folder(ws: Workspace, cluster_name: str) -> Iterator[Path]:
     """A 0700 folder in the cluster's snapshot store (beside the kept snapshots: the same disk, no size limit of a
-    temporary file system) for the private copy of --from; removed afterwards, whatever happened."""
+    temporary file system) for the private copy of --from; removed afterwards, whatever happened. The store is
+    checked first (its folders, every manifest in it): BAD_INPUT before anything is asked of a node."""
     store = SnapshotStore(ws.root, ws.site.site)
-    try:
-        with store.scratch(cluster_name, ".restore-") as folder:
-            yield folder
-    except StoreError as error:
-        raise OperationError(f"{error}; nothing was done", ExitCode.BAD_INPUT) from None
+    with contextlib.ExitStack() as stack:
+        try:
+            store.preflight(cluster_name)  # the store as restore and --force's snapshot read it: before any node
+            folder = stack.enter_context(store.scratch(cluster_name, ".restore-"))
+        except StoreError as error:
+            raise OperationError(f"{error}; nothing was done", ExitCode.BAD_INPUT) from None
+        yield folder
 
 
 def _restore(

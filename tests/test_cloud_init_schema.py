@@ -1,5 +1,5 @@
 """Every cloud-init document the L2 stacks render passes the real `cloud-init schema` (Debian's cloud-init,
-unpacked by `make setup-test`: tools/cloud-init/install.sh), and its first boot runs the agent once.
+unpacked by `make setup-test`: tools/cloud-init/install.sh); what its first boot runs is tests/test_first_boot.py.
 
 The stacks render the vendor data at apply time with Terraform's format(); render_cloud_config is that format in
 Python, held to the synthesized stack here and to Terraform's own rendering by tests/integration/test_standalone.py
@@ -15,7 +15,13 @@ from pathlib import Path
 
 import yaml
 
-from terravixens.standalone.node_env import AGENT_BUNDLE, CLOUD_CONFIG_FORMAT, FIRST_BOOT, render_cloud_config
+from terravixens.standalone.node_env import (
+    FIRST_BOOT,
+    FIRST_BOOT_SCRIPT,
+    cloud_config_format,
+    first_boot_source,
+    render_cloud_config,
+)
 from terravixens.standalone.resolve import load_standalone
 from tests import spec_support
 
@@ -49,11 +55,15 @@ def test_every_vm_and_nested_host_vendor_data_passes_cloud_init_schema(tmp_path)
     assert sorted(nodes) == sorted(tokens)
     for node in nodes:
         path = tmp_path / f"terravixens-{node}.yaml"
-        path.write_text(render_cloud_config(server, node, tokens[node]))
+        path.write_text(render_cloud_config(server, node, tokens[node], "ab" * 32))
         ran = cloud_init_schema(path)
         assert ran.returncode == 0 and "Valid cloud-config" in ran.stdout, (node, ran.stdout, ran.stderr)
         document = yaml.safe_load(path.read_text())
-        assert document["runcmd"] == [["sh", "-c", FIRST_BOOT]]
+        assert document["runcmd"] == [FIRST_BOOT]
+        bootstrap = document["write_files"][1]
+        assert (bootstrap["path"], bootstrap["permissions"]) == (FIRST_BOOT_SCRIPT, "0700")
+        assert bootstrap["content"] == first_boot_source()  # byte for byte through YAML
+        assert f"TERRAVIXENS_AGENT_SHA256={'ab' * 32}\n" in document["write_files"][0]["content"]
 
 
 def test_the_stacks_render_that_format():
@@ -66,21 +76,6 @@ def test_the_stacks_render_that_format():
     cloud_configs = [text for text in data if "#cloud-config" in text]
     assert len(cloud_configs) == 3
     assert all(
-        text.startswith("${format(" + json.dumps(CLOUD_CONFIG_FORMAT) + ", jsonencode(") for text in cloud_configs
-    )
-
-
-def test_first_boot_runs_the_agent_once_and_says_when_the_image_has_none(tmp_path):
-    """The runcmd's shell, run twice on a root whose python3 finds no agent: one line, exit 0 — cloud-init goes on."""
-    ran = subprocess.run(
-        ["sh", "-c", FIRST_BOOT.replace(AGENT_BUNDLE, str(tmp_path / "absent.pyz"))],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
-        cwd=tmp_path,
-    )
-    assert (
-        ran.returncode == 0
-        and ran.stderr == "terravixens: no agent on this image: config waits for terravixens spec push\n"
+        text.startswith("${format(" + json.dumps(cloud_config_format(), ensure_ascii=False) + ", jsonencode(")
+        for text in cloud_configs
     )

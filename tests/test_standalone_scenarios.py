@@ -16,7 +16,9 @@ import json
 import pytest
 import yaml
 
+from terravixens.agent.bundle import built
 from terravixens.conformance import check_stack, load_schemas
+from terravixens.operations.standalone_env import AGENT_SHA256_ENV, layer_env
 from terravixens.stackdiff import diff
 from terravixens.standalone.resolve import load_standalone
 from terravixens.standalone.tokens import TOKENS_ENV, TokensUnavailable, layer_variables, node_tokens
@@ -236,3 +238,29 @@ def test_a_site_whose_nodes_all_trust_the_network_needs_no_secrets_file(site_cop
         data["access"]["posture"] = "dev"
         spec.write_text(yaml.safe_dump(data))
     assert node_tokens(load_standalone(site_path)) == {}
+
+
+# --------------------------------------------------------------- the agent bundle a VM's first boot may run
+
+
+def test_the_agent_bundle_hash_reaches_the_layers_with_vms_at_apply_time_only(site_copy):
+    """ADR 0056: the SHA-256 a VM's node.env pins is the installed terravixens' bundle, given to each layer with a
+    VM as TF_VAR_agent_bundle_sha256 by `terravixens deploy` — never in the synthesized JSON, so a new terravixens
+    changes no address and no snapshot (it replaces the VMs' snippets at deploy: tests/integration/
+    test_standalone.py); a layer of containers only gets none and declares none."""
+    site_path, secrets = site_copy
+    pinned = built()[1]
+    variables = layer_env(load_standalone(site_path).site, str(site_path), str(secrets), None)
+    assert {layer: value.get(AGENT_SHA256_ENV) for layer, value in variables.items()} == {S: pinned, N: pinned}
+    stacks = _synth(site_path)
+    assert pinned not in json.dumps(stacks)
+    assert all("agent_bundle_sha256" in stacks[layer]["variable"] for layer in (S, N))
+
+    data = yaml.safe_load(site_path.read_text())
+    del data["standalone"]["nodes"]["jump1"]  # nest1 keeps one guest, a container
+    site_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    tokens = {name: token for name, token in NODE_TOKENS.items() if name != "jump1"}
+    write_secrets(secrets, secrets_data(node_tokens=tokens))
+    variables = layer_env(load_standalone(site_path).site, str(site_path), str(secrets), None)
+    assert AGENT_SHA256_ENV not in variables[N] and variables[S][AGENT_SHA256_ENV] == pinned
+    assert "agent_bundle_sha256" not in _synth(site_path)[N]["variable"]

@@ -9,6 +9,8 @@ archive's bytes depend only on those files (fixed timestamps, sorted names), so 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import json
 import sys
@@ -51,3 +53,11 @@ def build() -> bytes:
             info.external_attr = 0o644 << 16
             archive.writestr(info, entries[name])
     return buffer.getvalue()
+
+
+@functools.cache
+def built() -> tuple[bytes, str]:
+    """The bundle of the installed package and its SHA-256 (hex), built once per process: what `spec serve` serves
+    at GET /agent.pyz and what `terravixens deploy` pins in a VM's node.env (ADR 0056). Same package, same bytes."""
+    data = build()
+    return data, hashlib.sha256(data).hexdigest()

@@ -14,10 +14,10 @@ from terravixens._bindings.proxmox.virtual_environment_file import (
 )
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.node_env import (
-    CLOUD_CONFIG_FORMAT,
     HOOKSCRIPT_FORMAT,
     NO_TRUST,
     Trust,
+    cloud_config_format,
     env_format,
     snippet_name,
 )
@@ -29,7 +29,9 @@ Carrier = Literal["cloud-init", "hookscript"]
 class NodeEnvSnippetProps:
     """node: the standalone node's stable name (its identity); proxmox_node / datastore: where the snippet lives
     (a datastore with the `snippets` content type); tokens: the stack's sensitive `node_tokens` variable;
-    trust: the site's private CA and plain-http allowance, written after the token (node_env.Trust)."""
+    trust: the site's private CA and plain-http allowance, written after the token (node_env.Trust);
+    agent_sha256: the stack's `agent_bundle_sha256` variable, which a cloud-init carrier pins in node.env for its
+    first boot (ADR 0056; required for it, unused by a hookscript)."""
 
     node: str
     proxmox_node: str
@@ -38,6 +40,7 @@ class NodeEnvSnippetProps:
     tokens: TerraformVariable
     carrier: Carrier = "cloud-init"
     trust: Trust = NO_TRUST
+    agent_sha256: TerraformVariable | None = None
 
 
 class NodeEnvSnippet(Construct):
@@ -60,12 +63,18 @@ class NodeEnvSnippet(Construct):
         # An empty default must be a raw string: with "" cdktf drops the default and writes var.node_tokens.<node>,
         # which fails for a node without a token.
         token = Fn.lookup(props.tokens.value, props.node, Fn.raw_string(""))
-        env = Fn.format(
-            Fn.raw_string(env_format(props.trust.lines())),
-            [Fn.raw_string(props.spec_server), Fn.raw_string(props.node), token],
-        )
-        if props.carrier == "cloud-init":
-            data, mode = Fn.format(Fn.raw_string(CLOUD_CONFIG_FORMAT), [Fn.jsonencode(env)]), "0600"
+        arguments = [Fn.raw_string(props.spec_server), Fn.raw_string(props.node), token]
+        pinned = props.carrier == "cloud-init"
+        if pinned:
+            if props.agent_sha256 is None:
+                raise ValueError(
+                    f"standalone node {props.node!r}: a cloud-init node.env pins the agent bundle its first boot "
+                    f"runs; give NodeEnvSnippetProps.agent_sha256 (the stack's agent_bundle_sha256 variable)"
+                )
+            arguments.append(props.agent_sha256.string_value)
+        env = Fn.format(Fn.raw_string(env_format(props.trust.lines(), pinned=pinned)), arguments)
+        if pinned:
+            data, mode = Fn.format(Fn.raw_string(cloud_config_format()), [Fn.jsonencode(env)]), "0600"
         else:
             data, mode = Fn.format(Fn.raw_string(HOOKSCRIPT_FORMAT), [env]), "0700"
         self.file = pin(

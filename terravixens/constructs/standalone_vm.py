@@ -45,6 +45,8 @@ class StandaloneVmProps:
     tokens: TerraformVariable
     # The site's private CA and plain-http allowance, written into node.env (node_env.Trust).
     trust: Trust = NO_TRUST
+    # The stack's `agent_bundle_sha256` variable: the agent bundle the VM's first boot may run (ADR 0056).
+    agent_sha256: TerraformVariable | None = None
     # An ACPI shutdown first (cloud images handle the power button); a VM that does not stop in time is stopped.
     shutdown_timeout_seconds: int = 300
 
@@ -95,6 +97,7 @@ class StandaloneVm(Construct):
                 trust=props.trust,
                 tokens=props.tokens,
                 carrier="cloud-init",
+                agent_sha256=props.agent_sha256,
             ),
         )
         self.vm = pin(self._vm(), standalone_id(placed.name, "vm"))

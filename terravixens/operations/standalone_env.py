@@ -2,6 +2,8 @@
 for one layer only (terravixens.operations.terraform.Terraform.layer_env), never for another.
 
     standalone, standalone-<host>   TF_VAR_node_tokens: that layer's nodes' tokens, by posture (ADR 0026)
+                                    TF_VAR_agent_bundle_sha256 (a layer with VMs): the installed terravixens'
+                                    agent bundle, which a VM's first boot may run (ADR 0056; not a secret)
     gitops-<cluster>                TF_VAR_flux_git_credentials: that cluster's Flux git credentials (ADR 0034)
                                     TF_VAR_csi_credentials: that cluster's CSI Secret (ADR 0044)
 
@@ -43,6 +45,20 @@ def layer_env(
     return dict(env)
 
 
+AGENT_SHA256_ENV = "TF_VAR_agent_bundle_sha256"
+
+
+def agent_sha256() -> str:
+    """The SHA-256 of the installed terravixens' agent bundle (built once per process): what `spec serve` of this
+    version serves at GET /agent.pyz."""
+    from terravixens.agent.bundle import BundleError, built
+
+    try:
+        return built()[1]
+    except BundleError as error:
+        raise OperationError(f"standalone layers: the agent bundle: {error}", ExitCode.FAILED) from None
+
+
 # The name the operations have called it by since the L2 layers (the CLI still does).
 standalone_layer_env = layer_env
 
@@ -58,9 +74,13 @@ def _standalone_env(
     if not layers or (selected is not None and not set(selected) & set(layers)):
         return {}
     try:
-        return layer_variables(path, secrets_path)
+        variables = layer_variables(path, secrets_path)
     except (SiteError, CatalogError, TokensUnavailable) as error:
         raise OperationError(f"standalone layers: {error}", ExitCode.BAD_INPUT) from None
+    for name, layer in layers.items():
+        if name in variables and any(node.type != "ct" for node in layer.nodes):
+            variables[name] = {**variables[name], AGENT_SHA256_ENV: agent_sha256()}
+    return variables
 
 
 Location = tuple[Any, ...]  # a field path, as the credential modules yield it

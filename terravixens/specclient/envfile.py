@@ -7,6 +7,7 @@
     TERRAVIXENS_CA_DATA=LS0tLS1CRUdJTi…      # optional: base64 of the PEM CAs that signed the server's certificate
     TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem   # optional, instead: a PEM file placed on the node another way
     TERRAVIXENS_ALLOW_INSECURE_HTTP=yes     # only when the site's spec_server.allow_insecure_http says why
+    TERRAVIXENS_AGENT_SHA256=…              # a VM's: the agent bundle its first boot may run (ADR 0056)
 
 Read with the strict bounded reader; unknown or repeated keys are refused (a typo must not silently drop the token),
 and a file holding a token must be readable by its owner only.
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 from terravixens.inputs import InputError, Problem, private_mode_problem, read_text, shown
 from terravixens.spec_transport import ALLOW_INSECURE_HTTP_KEY, CA_DATA_KEY, ca_pem, plain_http_refusal
-from terravixens.standalone.node_env import TOKEN_PATTERN
+from terravixens.standalone.node_env import AGENT_SHA256_KEY, AGENT_SHA256_PATTERN, TOKEN_PATTERN
 
 DEFAULT_PATH = Path("/etc/terravixens/node.env")
 PATH_ENV = "TERRAVIXENS_NODE_ENV"
@@ -35,10 +36,12 @@ KEYS = {
     "TERRAVIXENS_CA_FILE",
     CA_DATA_KEY,
     ALLOW_INSECURE_HTTP_KEY,
+    AGENT_SHA256_KEY,
 }
 LINE = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 IDENTITY = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 TOKEN = re.compile(TOKEN_PATTERN)
+AGENT_SHA256 = re.compile(AGENT_SHA256_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,15 @@ def parse(text: str, path: Path | str) -> NodeEnv:
                 "TERRAVIXENS_IDENTITY",
                 f"{shown(identity)} is not a node name (a DNS label)",
                 lines["TERRAVIXENS_IDENTITY"],
+            )
+        )
+    pinned = values.get(AGENT_SHA256_KEY)
+    if pinned is not None and not AGENT_SHA256.fullmatch(pinned):
+        problems.append(
+            Problem(
+                AGENT_SHA256_KEY,
+                f"{shown(pinned, 16)} is not a SHA-256 (64 lower-case hex digits): redeploy the node's layer",
+                lines[AGENT_SHA256_KEY],
             )
         )
     if token is not None and not TOKEN.fullmatch(token):

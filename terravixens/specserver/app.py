@@ -1,6 +1,8 @@
 """The spec server's Starlette application.
 
     GET /spec/{identity}   the identity's resolved spec (JSON), by the table in auth.py
+    GET /agent.pyz         the agent bundle a VM's first boot runs (ADR 0056): the credentials that open a spec open
+                           it (auth.decide_bundle); its SHA-256 in `x-terravixens-agent-sha256`
     GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed; 503 with
                            {"status": "stale", "reload": "failed", …} while the last reload failed (the server then
                            serves the last good specs with every revoked token refused)
@@ -17,13 +19,14 @@ import json
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from terravixens.specserver.auth import decide
+from terravixens.specserver.auth import decide, decide_bundle
 from terravixens.specserver.logs import JsonLog, safe_method
 from terravixens.specserver.specset import SpecSet
 
@@ -56,7 +59,15 @@ def _note(request: Request, **fields) -> None:
     request.scope.setdefault("terravixens.log", {}).update(fields)
 
 
-def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
+@dataclass(frozen=True)
+class Bundle:
+    """The agent bundle served at GET /agent.pyz and its SHA-256 (hex)."""
+
+    data: bytes
+    sha256: str
+
+
+def create_app(current: Callable[[], SpecSet], log: JsonLog, bundle: Bundle | None = None) -> Callable:
     async def spec(request: Request) -> Response:
         identity = request.path_params["identity"]
         if not IDENTITY.match(identity):
@@ -81,6 +92,24 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
             return _error(401, {"www-authenticate": f'Bearer realm="terravixens"{error}'})
         return _error(status)
 
+    async def agent(request: Request) -> Response:
+        specs = current()
+        principal = specs.tokens.holder(request.headers.getlist("authorization"))
+        any_open = any(entry.auth == "network" for entry in specs.entries.values())
+        status = decide_bundle(principal, any_open) if bundle is not None else 404
+        _note(request, route="/agent.pyz", principal=str(principal), generation=specs.generation)
+        if status == 200 and bundle is not None:
+            return Response(
+                bundle.data,
+                status_code=200,
+                media_type="application/zip",
+                headers={**HEADERS, "x-terravixens-agent-sha256": bundle.sha256},
+            )
+        if status == 401:
+            error = ', error="invalid_token"' if principal.kind == "invalid" else ""
+            return _error(401, {"www-authenticate": f'Bearer realm="terravixens"{error}'})
+        return _error(status)
+
     async def healthz(request: Request) -> Response:
         specs = current()
         _note(request, route="/healthz")
@@ -98,7 +127,11 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog) -> Callable:
         return _error(405, {"allow": "GET, HEAD"})
 
     app = Starlette(
-        routes=[Route("/spec/{identity}", spec, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])],
+        routes=[
+            Route("/spec/{identity}", spec, methods=["GET"]),
+            Route("/agent.pyz", agent, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
         exception_handlers={404: not_found, 405: not_allowed},
     )
     app.router.redirect_slashes = False  # a redirect would send the client (and its token) to a URL it did not ask for

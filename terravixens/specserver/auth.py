@@ -13,6 +13,15 @@ SHA-256 digests with hmac.compare_digest. The decision table (ADR 0019):
     site_token / node_token, anonymous        401
     any other authenticated principal         403
     any             invalid or malformed token 401  (checked first: a broken client is told so)
+
+The agent bundle (GET /agent.pyz, ADR 0056) opens to the credentials that open a spec: any valid token (the site's,
+or a node's), and no token at all while one identity is served under `network` (a node that sends none). It holds no
+secret; the rule keeps an unauthenticated caller from a server whose every spec needs a token.
+
+    principal                   some identity open (network)   none open
+    site, node                  200                            200
+    anonymous                   200                            401
+    invalid or malformed token  401                            401
 """
 
 from __future__ import annotations
@@ -70,6 +79,21 @@ class Tokens:
     def __len__(self) -> int:
         return len(self._by_name) + (self._site is not None)
 
+    def holder(self, authorization: list[str]) -> Principal:
+        """The principal of a request for no identity in particular (the agent bundle): the site, the node whose
+        token it is, anonymous, or invalid. The digest index finds a node's token; the site token is compared in
+        constant time."""
+        if not authorization:
+            return ANONYMOUS
+        match = BEARER.match(authorization[0]) if len(authorization) == 1 else None
+        if match is None:
+            return INVALID
+        digest = _digest(match.group(1))
+        if self._site is not None and hmac.compare_digest(digest, self._site):
+            return SITE
+        node = self._by_digest.get(digest)
+        return Principal("node", node) if node is not None else INVALID
+
     def identify(self, authorization: list[str], identity: str) -> Principal:
         """The principal of a request for `identity`, from its Authorization header values (none: anonymous).
 
@@ -103,3 +127,12 @@ def decide(auth: str | None, identity: str, principal: Principal) -> int:
     if auth == "site_token":
         return 200 if principal.kind == "site" else 403
     return 200 if principal.kind == "node" and principal.node == identity else 403
+
+
+def decide_bundle(principal: Principal, any_open: bool) -> int:
+    """The HTTP status of GET /agent.pyz for `principal`; `any_open`: some identity is served under `network`."""
+    if principal.kind == "invalid":
+        return 401
+    if principal.kind == "anonymous":
+        return 200 if any_open else 401
+    return 200

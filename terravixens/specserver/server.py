@@ -23,7 +23,7 @@ import uvicorn
 from terravixens.config.loader import SiteError
 from terravixens.exitcodes import ExitCode
 from terravixens.inputs import InputError, private_mode_problem
-from terravixens.specserver.app import MAX_HEADER_BYTES, create_app
+from terravixens.specserver.app import MAX_HEADER_BYTES, Bundle, create_app
 from terravixens.specserver.logs import JsonLog, route_uvicorn_logs
 from terravixens.specserver.protocol import bounded_protocol
 from terravixens.specserver.specset import Sources, SpecSet, build, fail_closed
@@ -123,7 +123,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket) -> None:
+async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket, bundle: Bundle) -> None:
     protocol = bounded_protocol(
         options.header_timeout,
         MAX_HEADER_BYTES,
@@ -131,7 +131,7 @@ async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: 
         options.max_connections_per_client,
     )
     config = uvicorn.Config(
-        create_app(lambda: reloader.current, log),
+        create_app(lambda: reloader.current, log, bundle),
         http=protocol,
         lifespan="off",
         log_config=None,
@@ -156,6 +156,7 @@ async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: 
         tls=options.tls_cert is not None,
         generation=reloader.current.generation,
         specs=len(reloader.current.entries),
+        agent_sha256=bundle.sha256,
     )
     try:
         await server.serve(sockets=[sock])
@@ -196,6 +197,14 @@ def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
     except OSError as error:
         print(f"spec serve: cannot listen on {options.host}:{options.port} ({error.strerror})", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    from terravixens.agent.bundle import BundleError, built
+
+    try:
+        data, sha256 = built()
+    except BundleError as error:
+        sock.close()
+        print(f"spec serve: cannot build the agent bundle: {error}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     route_uvicorn_logs(log)
-    asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock))
+    asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock, Bundle(data, sha256)))
     return ExitCode.OK

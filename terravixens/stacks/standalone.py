@@ -1,11 +1,13 @@
 """L2: the standalone nodes of one Proxmox API — the site's hypervisors (`standalone`) or one nested pve host
 (`standalone-<host>`) — see docs/adr/0025-standalone-stack-layout.md.
 
-Every node is a construct named by its stable name, directly under the stack. The only apply-time input is the
+Every node is a construct named by its stable name, directly under the stack. The apply-time inputs are the
 sensitive `node_tokens` variable (node -> token, for the nodes whose posture asks for one; `terravixens deploy`
 fills it from the secrets file): a node's posture is not in the synthesized JSON at all, so changing it changes
-no address (ADR 0026). A nested host's credentials are apply-time too: `proxmox_api_token`, else the provider's
-environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) — never a literal.
+no address (ADR 0026); and, in a layer with VMs, `agent_bundle_sha256` (the agent bundle a VM's first boot may
+run, from the installed terravixens: ADR 0056). A nested host's credentials are apply-time too:
+`proxmox_api_token`, else the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) —
+never a literal.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from terravixens.logical_ids import pin
 from terravixens.stacks import providers
 from terravixens.stacks.base import LayerStack
 from terravixens.standalone.layout import StandaloneLayer
-from terravixens.standalone.node_env import NODE_TOKEN_PATTERN, Trust
+from terravixens.standalone.node_env import AGENT_SHA256_PATTERN, NODE_TOKEN_PATTERN, Trust
 
 TOKENS_VARIABLE = "node_tokens"
+AGENT_SHA256_VARIABLE = "agent_bundle_sha256"
 API_TOKEN_VARIABLE = "proxmox_api_token"
 
 
@@ -59,6 +62,29 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
             ],
         ),
         TOKENS_VARIABLE,
+    )
+
+
+def agent_sha256_variable(scope: Construct) -> TerraformVariable:
+    """The SHA-256 of the agent bundle a VM's first boot may run (ADR 0056): an apply-time input like the tokens, so
+    the synthesized JSON stays the same from one terravixens version to the next; `terravixens deploy` computes it
+    from the installed package (terravixens.agent.bundle), which is what `spec serve` of that version serves."""
+    return pin(
+        TerraformVariable(
+            scope,
+            AGENT_SHA256_VARIABLE,
+            type="string",
+            nullable=False,
+            description="SHA-256 of the agent bundle (GET /agent.pyz of `terravixens spec serve`) a VM's first boot "
+            "may run. Filled by `terravixens deploy` from the installed terravixens.",
+            validation=[
+                TerraformVariableValidationConfig(
+                    condition=f'${{can(regex("{AGENT_SHA256_PATTERN}", var.{AGENT_SHA256_VARIABLE}))}}',
+                    error_message="The agent bundle's SHA-256 is 64 lower-case hex digits.",
+                )
+            ],
+        ),
+        AGENT_SHA256_VARIABLE,
     )
 
 
@@ -102,6 +128,7 @@ class StandaloneStack(LayerStack):
         server = site.standalone.spec_server
         trust = Trust(server.ca_data, bool(server.allow_insecure_http)) if server else Trust()
         tokens = node_tokens_variable(self)
+        agent_sha256 = agent_sha256_variable(self) if any(placed.type != "ct" for placed in layer.nodes) else None
         self.nodes: dict[str, StandaloneVm | StandaloneContainer] = {}
         for placed in layer.nodes:
             proxmox_node, datastores = layer.proxmox_node_name(site, placed), layer.datastores(site, placed)
@@ -129,6 +156,7 @@ class StandaloneStack(LayerStack):
                         spec_server=spec_server,
                         tokens=tokens,
                         trust=trust,
+                        agent_sha256=agent_sha256,
                     ),
                 )
 

@@ -6,9 +6,11 @@
     TERRAVIXENS_TOKEN='…'          # '' for a `network` posture: the client then sends no token
     TERRAVIXENS_CA_DATA=…          # when the site's spec_server has ca_data: the CAs the node trusts for its spec
     TERRAVIXENS_ALLOW_INSECURE_HTTP=yes   # when the site's spec_server says why plain http is acceptable
+    TERRAVIXENS_AGENT_SHA256=…     # a VM's only: the agent bundle its first boot may run (ADR 0056)
 
 The token is known at apply time only, so the L2 stacks render these texts with Terraform's `format()`: the
-templates here are format strings whose `%s` are the server URL, the identity and the token, in that order. The
+templates here are format strings whose `%s` are the server URL, the identity and the token, in that order (and,
+for a VM, the SHA-256 of the agent bundle, an apply-time input too: ADR 0056). The
 token is always written single-quoted (the client strips one pair of outer quotes and nothing else); a token holds
 only letters, digits and + / = . _ ~ - (NODE_TOKEN_PATTERN, checked by the stacks' variable validation before
 anything is written), so no quote, newline or `$` can break the file, the heredoc or a shell that sources it.
@@ -23,8 +25,10 @@ Pure and standard library only: the stacks, the secrets file and the node client
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 ENV_PATH = "/etc/terravixens/node.env"
 # Tokens are what `openssl rand -base64 32` or `-hex 32` print (base64url too): no quote, `$`, backslash or space, so
@@ -41,31 +45,53 @@ ENV_FORMAT = (
     "TERRAVIXENS_TOKEN='%s'\n"
 )
 
-# First boot (ADR 0045): fetch the spec, then converge — once: the agent records a successful first run in
-# /var/lib/terravixens/first-boot.json and a second `run --first-boot` (cloud-init re-run after `cloud-init clean`)
-# does nothing. The agent comes with the image (terravixens installed) or as the bundle `spec push` leaves at
-# AGENT_BUNDLE; on an image with neither, first boot says so and leaves config to `spec push`. No `%` (format()) and
-# no `${` (a Terraform template) in it.
+# First boot (ADR 0045, 0056): the vendor data writes the bootstrap (terravixens/standalone/first_boot.py, standard
+# library only) beside node.env and runs it once per instance: it fetches the agent bundle from the spec server with
+# the node's credentials, refuses one whose SHA-256 is not AGENT_SHA256_KEY's, installs it at AGENT_BUNDLE and runs
+# `agent run --first-boot` (fetch the spec, converge; a second first boot finds first-boot.json and does nothing).
+# A stock Debian or Ubuntu cloud image needs nothing else: python3 is there for cloud-init.
 AGENT_BUNDLE = "/usr/local/lib/terravixens/agent.pyz"
-FIRST_BOOT = (
-    f"if PYTHONPATH={AGENT_BUNDLE} python3 -c 'import terravixens.agent' 2>/dev/null; "
-    f"then PYTHONPATH={AGENT_BUNDLE} python3 -m terravixens.agent run --first-boot; "
-    "else echo 'terravixens: no agent on this image: config waits for terravixens spec push' >&2; fi"
-)
+FIRST_BOOT_SCRIPT = "/usr/local/lib/terravixens/first-boot.py"
+FIRST_BOOT = ["python3", FIRST_BOOT_SCRIPT]
+AGENT_SHA256_KEY = "TERRAVIXENS_AGENT_SHA256"
+AGENT_SHA256_PATTERN = "^[0-9a-f]{64}$"
+# format(…, server, identity, token, sha256): a VM's node.env also pins the agent bundle its first boot may run.
+PINNED_FORMAT = ENV_FORMAT + f"{AGENT_SHA256_KEY}=%s\n"
 
-# format(CLOUD_CONFIG_FORMAT, jsonencode(env)): a JSON string is a YAML double-quoted scalar.
-CLOUD_CONFIG_FORMAT = (
-    "#cloud-config\n"
-    "# terravixens vendor data: the spec server, this node's identity and its token (ADR 0026); first boot fetches\n"
-    "# the spec and converges (ADR 0045)\n"
-    "write_files:\n"
-    f"  - path: {ENV_PATH}\n"
-    "    owner: root:root\n"
-    "    permissions: '0600'\n"
-    "    content: %s\n"
-    "runcmd:\n"
-    f"  - [sh, -c, {json.dumps(FIRST_BOOT)}]\n"
-)
+
+@functools.cache
+def first_boot_source() -> str:
+    """The bootstrap's text, checked for what would not reach the node as it is: `%` (format()), `$` (a Terraform
+    template sequence), a backslash (cdktf's raw strings mangle a backslash before a quote) or a tab (it goes into a
+    YAML block, indented with spaces)."""
+    text = Path(__file__).with_name("first_boot.py").read_text(encoding="utf-8")
+    if any(character in text for character in "%$\\\t"):
+        raise ValueError("first_boot.py holds a % $ backslash or tab: the vendor data would not carry it as it is")
+    return text
+
+
+@functools.cache
+def cloud_config_format() -> str:
+    """format(cloud_config_format(), jsonencode(env)): a JSON string is a YAML double-quoted scalar. Built on first
+    use (the agent, which imports this module inside its bundle, never needs it)."""
+    return (
+        "#cloud-config\n"
+        "# terravixens vendor data: the spec server, this node's identity, its token and the agent bundle it may run\n"
+        "# (ADR 0026, 0056); first boot fetches that bundle, then the spec, and converges (ADR 0045)\n"
+        "write_files:\n"
+        f"  - path: {ENV_PATH}\n"
+        "    owner: root:root\n"
+        "    permissions: '0600'\n"
+        "    content: %s\n"
+        f"  - path: {FIRST_BOOT_SCRIPT}\n"
+        "    owner: root:root\n"
+        "    permissions: '0700'\n"
+        "    content: |\n"
+        + "".join(f"      {line}".rstrip() + "\n" for line in first_boot_source().splitlines())
+        + "runcmd:\n"
+        + f"  - {json.dumps(FIRST_BOOT)}\n"
+    )
+
 
 HEREDOC_END = "TERRAVIXENS_NODE_ENV"
 # format(HOOKSCRIPT_FORMAT, env): PVE runs `<script> <vmid> <phase>` on the host at each phase of the container.
@@ -101,19 +127,26 @@ def site_lines(allow_insecure_http: bool, ca_data: str | None) -> str:
     return Trust(ca_data, allow_insecure_http).lines()
 
 
-def env_format(extra_lines: str = "") -> str:
-    """ENV_FORMAT with the site's literal lines appended (a `%` in them escaped for format())."""
-    return ENV_FORMAT + extra_lines.replace("%", "%%")
+def env_format(extra_lines: str = "", pinned: bool = False) -> str:
+    """ENV_FORMAT (PINNED_FORMAT: a fourth argument, the agent bundle's SHA-256) with the site's literal lines
+    appended (a `%` in them escaped for format())."""
+    return (PINNED_FORMAT if pinned else ENV_FORMAT) + extra_lines.replace("%", "%%")
 
 
-def render_env(server: str, identity: str, token: str | None, extra_lines: str = "") -> str:
-    """The file as Terraform's format() renders it (for tests and docs; the stacks render it at apply time)."""
-    return ENV_FORMAT.replace("%s", "{}").format(server, identity, token or "") + extra_lines
+def render_env(
+    server: str, identity: str, token: str | None, extra_lines: str = "", agent_sha256: str | None = None
+) -> str:
+    """The file as Terraform's format() renders it (for tests and docs; the stacks render it at apply time): a VM's
+    pins its agent bundle (`agent_sha256`), a container's does not."""
+    pinned = agent_sha256 is not None
+    arguments = (server, identity, token or "", *([agent_sha256] if pinned else []))
+    return env_format(pinned=pinned).replace("%s", "{}").format(*arguments) + extra_lines
 
 
-def render_cloud_config(server: str, identity: str, token: str | None) -> str:
-    """The vendor data as Terraform's format(CLOUD_CONFIG_FORMAT, jsonencode(env)) renders it (tests, docs)."""
-    return CLOUD_CONFIG_FORMAT.replace("%s", "{}").format(json.dumps(render_env(server, identity, token)))
+def render_cloud_config(server: str, identity: str, token: str | None, agent_sha256: str, extra_lines: str = "") -> str:
+    """The vendor data as Terraform's format(cloud_config_format(), jsonencode(env)) renders it (tests, docs)."""
+    env = render_env(server, identity, token, extra_lines, agent_sha256)
+    return cloud_config_format().replace("%s", json.dumps(env), 1)
 
 
 def snippet_name(node: str, kind: str) -> str:

@@ -13,6 +13,8 @@ snippet-upload commands and SFTP only (tests/fakessh.py); the nested host is a s
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import random
@@ -28,6 +30,7 @@ import pytest
 import yaml
 
 from terravixens import provider_install
+from terravixens.agent.bundle import built
 from terravixens.config.loader import load_site
 from terravixens.exitcodes import ExitCode
 from terravixens.operations import OperationError
@@ -35,11 +38,11 @@ from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.destroy import DestroyOptions, destroy
 from terravixens.operations.drift import drift
 from terravixens.operations.files import private_process
+from terravixens.operations.standalone_env import AGENT_SHA256_ENV, layer_env
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.standalone.node_env import FIRST_BOOT, render_env, site_lines
+from terravixens.standalone.node_env import FIRST_BOOT, render_cloud_config, render_env, site_lines
 from terravixens.standalone.resolve import load_standalone
-from terravixens.standalone.tokens import layer_variables
 from tests import spec_support
 from tests.agent_support import node_root
 from tests.fakepve_ext import FakePveServer
@@ -139,7 +142,9 @@ class World:
             "HOME": str(home),
             "SSL_CERT_FILE": str(self.ca_bundle),
         }
-        return Terraform(binary=binary, env=env, layer_env=layer_variables(self.site, self.secrets))
+        # Each layer's apply-time variables as `terravixens deploy` gives them (tokens, the agent bundle's hash).
+        variables = layer_env(load_site(self.site), str(self.site), str(self.secrets), None)
+        return Terraform(binary=binary, env=env, layer_env=variables)
 
     def snippet(self, ssh: FakeSsh, node: str, suffix: str) -> str:
         return ssh.read(f"{SNIPPETS}/terravixens-{node}.{suffix}")
@@ -205,20 +210,25 @@ def node_env_of(world: World, node: str) -> str:
         return re.search(r"<<'TERRAVIXENS_NODE_ENV'\n(.*?)TERRAVIXENS_NODE_ENV\n", script, re.S).group(1)
     ssh = world.ssh2 if node == "jump1" else world.ssh1
     cloud_config = yaml.safe_load(world.snippet(ssh, node, "yaml"))
-    [entry] = cloud_config["write_files"]
+    entry, _bootstrap = cloud_config["write_files"]
     assert (entry["path"], entry["owner"], entry["permissions"]) == ("/etc/terravixens/node.env", "root:root", "0600")
     return entry["content"]
 
 
 def test_the_vendor_data_terraform_wrote_passes_cloud_init_schema(deployed, world, tmp_path):
-    """What the fake hosts received over SSH — Terraform's own format() of CLOUD_CONFIG_FORMAT — is valid for
-    Debian's cloud-init and is render_cloud_config's text (tests/test_cloud_init_schema.py validates that one)."""
+    """What the fake hosts received over SSH — Terraform's own format() of cloud_config_format() — is valid for
+    Debian's cloud-init and is render_cloud_config's text (tests/test_cloud_init_schema.py validates that one), the
+    agent bundle pinned being the installed terravixens' (ADR 0056)."""
+    url = f"http://{world.spec_host}:{world.spec_port}"
+    tokens = {"nest1": spec_support.NODE_TOKENS["nest1"], "tools": None, "jump1": spec_support.SITE_TOKEN}
+    lines = site_lines(True, None)
     for node, ssh in (("nest1", world.ssh1), ("tools", world.ssh1), ("jump1", world.ssh2)):
         path = tmp_path / f"{node}.yaml"
         path.write_text(world.snippet(ssh, node, "yaml"))
         ran = cloud_init_schema(path)
         assert ran.returncode == 0 and "Valid cloud-config" in ran.stdout, (node, ran.stdout, ran.stderr)
-        assert yaml.safe_load(path.read_text())["runcmd"] == [["sh", "-c", FIRST_BOOT]]
+        assert yaml.safe_load(path.read_text())["runcmd"] == [FIRST_BOOT]
+        assert path.read_text() == render_cloud_config(url, node, tokens[node], built()[1], lines), node
 
 
 def test_deploy_applies_the_layers_in_order_parents_first(deployed, world):
@@ -264,7 +274,8 @@ def test_each_node_gets_its_identity_and_the_token_its_posture_asks_for(deployed
     lines = site_lines(bool(server.allow_insecure_http), server.ca_data)
     assert "TERRAVIXENS_ALLOW_INSECURE_HTTP=yes" in lines  # this site's spec server is plain http, with a reason
     for node, token in expected.items():
-        assert node_env_of(world, node) == render_env(url, node, token, lines), node
+        pinned = None if node == "dns1" else built()[1]  # a container runs no first boot: nothing pinned
+        assert node_env_of(world, node) == render_env(url, node, token, lines, pinned), node
 
 
 def spec_get(env_text: str, folder: Path, name: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -451,6 +462,43 @@ def test_push_round_trip_on_the_created_vm(deployed, world, tmp_path):
         assert again.returncode == 0 and json.loads(again.stdout)["changed"] == 0
     finally:
         node.stop()
+
+
+def test_a_new_agent_bundle_replaces_only_the_vms_snippets_and_no_guest(deployed, world, terraform_binary):
+    """Another terravixens (another bundle hash at deploy) replaces each VM's vendor data and nothing else: no guest,
+    no container's hookscript (ADR 0056). And back again, the same set."""
+    vms_before = {
+        "pve1": world.pve1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.pve1.pve.vms}),
+        "nest1": world.nest1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.nest1.pve.vms}),
+    }
+    hookscript = world.snippet(world.ssh2, "dns1", "sh")
+    tf = world.terraform(terraform_binary)
+    other = hashlib.sha256(b"the next terravixens").hexdigest()
+    next_version = dataclasses.replace(
+        tf,
+        layer_env={
+            layer: {**env, AGENT_SHA256_ENV: other} if AGENT_SHA256_ENV in env else env
+            for layer, env in tf.layer_env.items()
+        },
+    )
+    assert {layer for layer, env in next_version.layer_env.items() if AGENT_SHA256_ENV in env} == {S, N}
+    for terraform, name in ((next_version, "bundle"), (tf, "back")):
+        console = Recorder()
+        options = DeployOptions(yes=True, save_plan_json=world.folder / f"{name}.json")
+        assert deploy(world.workspace(), [S, N], terraform, options, console) == ExitCode.OK, console.text
+        assert plan_changes(world.folder / f"{name}-standalone.json") == {
+            "proxmox_virtual_environment_file.sa_nest1_node_env": ("delete", "create"),
+            "proxmox_virtual_environment_file.sa_tools_node_env": ("delete", "create"),
+        }
+        assert plan_changes(world.folder / f"{name}-standalone-nest1.json") == {
+            "proxmox_virtual_environment_file.sa_jump1_node_env": ("delete", "create")
+        }
+    assert f"TERRAVIXENS_AGENT_SHA256={built()[1]}" in node_env_of(world, "jump1")
+    assert world.snippet(world.ssh2, "dns1", "sh") == hookscript
+    assert {
+        "pve1": world.pve1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.pve1.pve.vms}),
+        "nest1": world.nest1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.nest1.pve.vms}),
+    } == vms_before
 
 
 def test_destroy_goes_children_first(deployed, world, terraform_binary):

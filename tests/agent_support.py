@@ -13,7 +13,21 @@ from pathlib import Path
 
 STANDIN = Path(__file__).resolve().parent / "agent_standins" / "standin.py"
 ROOT_PACKAGE = Path(__file__).resolve().parents[1]
-NAMES = ("dpkg-query", "apt-get", "systemctl", "useradd", "usermod", "hostname", "ssh-keygen")
+NAMES = (
+    "dpkg-query",
+    "apt-get",
+    "systemctl",
+    "useradd",
+    "usermod",
+    "hostname",
+    "ssh-keygen",
+    "ip",
+    "netplan",
+    "ifup",
+    "ifdown",
+)
+# spec_document()'s network, and the NIC the stand-in `ip` lists by default (tests/agent_standins/standin.py).
+ADDRESS, GATEWAY, NIC, MAC = "10.11.1.53/24", "10.11.1.1", "ens18", "bc:24:11:5e:00:01"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx0ZXN0a2V5Zm9ydGVycmF2aXhlbnNhZ2VudHRlc3Rz alice@laptop"
 
 
@@ -26,7 +40,34 @@ def tools_folder(folder: Path) -> Path:
     return folder
 
 
-def node_root(base: Path) -> tuple[Path, Path]:
+def in_line_network(root: Path) -> None:
+    """spec_document()'s network already on the node, as the agent writes it: a VM's netplan file (and cloud-init's
+    network off), a container's interfaces, both applied — so tests of the other sections need no spec server."""
+    from terravixens.agent import network
+    from terravixens.agent.desired import Interface, Network
+
+    want = Network((Interface(ADDRESS, GATEWAY),), (), (), ())
+    files = {
+        network.NETPLAN_FILE: (network.netplan(want, [network.Link(NIC, MAC)]), 0o600),
+        network.CLOUD_INIT_OFF: (network.CLOUD_INIT_OFF_TEXT, 0o644),
+        network.INTERFACES: (
+            network.MANAGED + "auto lo\niface lo inet loopback\n\n" + network.stanzas(want, ("eth0",)),
+            0o644,
+        ),
+        network.PVE_IGNORE_INTERFACES: ("", 0o644),
+    }
+    for path, (text, mode) in files.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+    applied = {"addresses": [ADDRESS], "routes": [{"to": "default", "via": GATEWAY}], "nameservers": {}}
+    (root / "var/lib/standin/network.json").write_text(json.dumps({"applied": {NIC: applied, "eth0": applied}}))
+
+
+def node_root(base: Path, network: bool = True) -> tuple[Path, Path]:
+    """A Debian-like root; with `network`, spec_document()'s network is already applied (in_line_network), else the
+    node is as a stock image leaves it (nothing of the agent's; netplan's folder with cloud-init's file)."""
     root = base / "root"
     for folder in ("etc/ssh/sshd_config.d", "etc/sudoers.d", "etc/systemd/system", "usr/lib/systemd/system", "home"):
         (root / folder).mkdir(parents=True, exist_ok=True)
@@ -46,6 +87,8 @@ def node_root(base: Path) -> tuple[Path, Path]:
     )
     for kind in ("rsa", "ed25519"):
         (root / f"etc/ssh/ssh_host_{kind}_key").write_text("from-the-template")
+    if network:
+        in_line_network(root)
     return root, tools_folder(base / "tools")
 
 
@@ -110,7 +153,7 @@ def calls(root: Path) -> list[list[str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-MUTATING = {"apt-get", "useradd", "usermod", "hostname", "ssh-keygen"}
+MUTATING = {"apt-get", "useradd", "usermod", "hostname", "ssh-keygen", "netplan", "ifup", "ifdown"}
 
 
 def mutations(root: Path, since: int = 0) -> list[list[str]]:

@@ -124,6 +124,34 @@ def test_a_spec_address_the_node_does_not_have(lab):
     )
 
 
+def test_a_route_via_a_router_the_node_does_not_reach(lab):
+    folder, site, _ = lab
+    edit_yaml(
+        folder / "specs" / "tools.yaml",
+        lambda d: d["network"].update(routes=[{"to": "10.20.0.0/16", "via": "10.99.0.1"}]),
+    )
+    [problem] = lines_of(report(site))
+    assert problem.endswith(
+        "network.routes.0.via: 10.99.0.1 is on no subnet of node 'tools' (10.11.1.0/24, 10.12.0.0/24): route via a "
+        "router the node reaches directly"
+    ), problem
+
+
+def test_the_resolved_network_has_every_nic_and_the_routes(lab):
+    folder, site, secrets = lab
+    edit_yaml(
+        folder / "specs" / "tools.yaml",
+        lambda d: d["network"].update(routes=[{"to": "10.20.0.0/16", "via": "10.12.0.254"}]),
+    )
+    network = load_standalone(site, secrets).documents["tools"]["network"]
+    assert network["interfaces"] == [
+        {"address": "10.11.1.62/24", "gateway": "10.11.1.1"},
+        {"address": "10.12.0.62/24", "gateway": None},
+    ]
+    assert network["routes"] == [{"to": "10.20.0.0/16", "via": "10.12.0.254"}]
+    assert (network["ip"], network["gateway"]) == ("10.11.1.62/24", "10.11.1.1")
+
+
 def test_two_nodes_with_one_fqdn(lab):
     folder, site, _ = lab
     edit_yaml(folder / "specs" / "jump.yaml", lambda d: d["identity"].update(hostname="tools"))

@@ -191,6 +191,21 @@ VALUES: dict[
         ["testing", "none\n"],
         ["no-subscription", "enterprise", "none"],
     ),
+    "route": (
+        lambda v: _both("network.routes", [{"to": v, "via": "10.11.1.254"}]),
+        ["10.20.0.1/16", "0.0.0.0/0", "::/0", "10.20.0.0/16\n", "10.20.0.0/33", "net", "fd00::/64", ""],
+        ["10.20.0.0/16", "192.168.7.0/24", "10.20.30.40/32"],
+    ),
+    "dns server": (
+        lambda v: _both("network.dns", [v]),
+        ["resolver.lab", "10.0.0.1\n", "10.0.0.256", ""],
+        ["10.11.1.53", "fd00::53"],
+    ),
+    "search domain": (
+        lambda v: _both("network.search", [v]),
+        ["lab.internal\n", "a..b", "Lab.internal", ""],
+        ["lab.internal", "x1.example"],
+    ),
     "public key": (
         _key,
         [

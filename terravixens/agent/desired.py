@@ -8,6 +8,7 @@ so each section sees one list.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from terravixens.standalone.vocabulary import SCHEMA_VERSION
 NAME, FQDN, USERNAME, GROUP = words.LABEL, words.DOMAIN, words.USERNAME, words.GROUP
 PACKAGE, SERVICE, SHELL, KEY = words.PACKAGE, words.SERVICE, words.SHELL, words.PUBLIC_KEY
 TRIGGERS, NODE_TYPES = words.TRIGGERS, words.NODE_TYPES
-__all__ = ["SCHEMA_VERSION", "BadSpec", "Desired", "User", "read"]
+__all__ = ["SCHEMA_VERSION", "BadSpec", "Desired", "Interface", "Network", "Route", "User", "read"]
 
 
 class BadSpec(Exception):
@@ -35,6 +36,28 @@ class User:
     shell: str
     groups: tuple[str, ...]
     keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Interface:
+    address: str  # with its prefix: 10.11.1.61/24
+    gateway: str | None
+
+
+@dataclass(frozen=True)
+class Route:
+    to: str
+    via: str
+
+
+@dataclass(frozen=True)
+class Network:
+    """The node's addresses (one per NIC, in Proxmox's order), static routes and DNS (ADR 0057)."""
+
+    interfaces: tuple[Interface, ...]
+    routes: tuple[Route, ...]
+    dns: tuple[str, ...]
+    search: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class Desired:
     config: dict[str, Any]
     trigger: str
     interval: str | None
+    network: Network | None = None
 
 
 def _get(document: dict, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
@@ -111,6 +135,67 @@ def _type_config(document: dict, node_type: str) -> dict[str, Any]:
     return config
 
 
+def _address(value: object, where: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    try:
+        return ipaddress.ip_address(value) if isinstance(value, str) else ipaddress.ip_address("invalid")
+    except ValueError:
+        raise BadSpec(f"spec field {where}: {str(value)[:64]!r} is not an IP address: fix the spec") from None
+
+
+def _network(document: dict) -> Network | None:
+    """network.interfaces (or ip/gateway, the first NIC only, from a server before ADR 0057), routes, dns, search."""
+    section = document.get("network")
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise BadSpec("spec field network: is not a mapping: fetch the spec from the server")
+    listed = section.get("interfaces")
+    if listed is None:
+        listed = [{"address": section.get("ip"), "gateway": section.get("gateway")}]
+    if not isinstance(listed, list) or not listed or len(listed) > 16:
+        raise BadSpec("spec field network.interfaces: is not a list of 1 to 16 addresses: fetch the spec again")
+    interfaces = []
+    for index, item in enumerate(listed):
+        where = f"network.interfaces[{index}]"
+        if not isinstance(item, dict):
+            raise BadSpec(f"spec field {where}: is not a mapping: fetch the spec from the server")
+        address = item.get("address")
+        try:
+            interface = ipaddress.ip_interface(address) if isinstance(address, str) and "/" in address else None
+        except ValueError:
+            interface = None
+        if interface is None:
+            raise BadSpec(f"spec field {where}.address: {str(address)[:64]!r} is not an address with its prefix")
+        gateway = item.get("gateway")
+        if gateway is not None:
+            gateway_ip = _address(gateway, f"{where}.gateway")
+            if gateway_ip not in interface.network:
+                raise BadSpec(f"spec field {where}.gateway: {gateway} is outside {interface.network}: fix the site")
+        interfaces.append(Interface(str(address), gateway))
+    routes = []
+    for index, item in enumerate(_get(document, "network.routes", list, [])):
+        if not isinstance(item, dict):
+            raise BadSpec(f"spec field network.routes[{index}]: is not a mapping: fetch the spec from the server")
+        problem = words.route_problem(item.get("to"), item.get("via"))
+        if problem:
+            raise BadSpec(f"spec field network.routes[{index}]: {problem}")
+        via = ipaddress.ip_address(item["via"])
+        if not any(via in ipaddress.ip_interface(i.address).network for i in interfaces):
+            raise BadSpec(f"spec field network.routes[{index}].via: {via} is on no subnet of this node: fix the spec")
+        routes.append(Route(item["to"], item["via"]))
+    dns = _get(document, "network.dns", list, [])
+    search = _get(document, "network.search", list, [])
+    for index, server in enumerate(dns):
+        _address(server, f"network.dns[{index}]")
+    _names(search, "network.search", FQDN, "DNS domain")
+    if len(routes) > words.MAX_ROUTES or len(dns) > words.MAX_DNS or len(search) > words.MAX_SEARCH:
+        raise BadSpec(
+            f"spec field network: more than {words.MAX_ROUTES} routes, {words.MAX_DNS} DNS servers or "
+            f"{words.MAX_SEARCH} search domains: fix the spec"
+        )
+    return Network(tuple(interfaces), tuple(routes), tuple(dns), tuple(search))
+
+
 def read(document: Any) -> Desired:
     if not isinstance(document, dict):
         raise BadSpec("the spec is not a JSON object: give the document `spec get` wrote or `spec serve` answers")
@@ -166,4 +251,5 @@ def read(document: Any) -> Desired:
         config=config,
         trigger=trigger,
         interval=interval,
+        network=_network(document),
     )

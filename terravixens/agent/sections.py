@@ -14,12 +14,11 @@ section fails, naming it, and the section's other items, and the other sections,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from terravixens.agent import units
 from terravixens.agent.accounts import Account, accounts, memberships, refusals
+from terravixens.agent.change import Change, Step, fail, refused
 from terravixens.agent.desired import Desired, User
+from terravixens.agent.network import NetworkSection
 from terravixens.agent.system import INSTALL_TIMEOUT, Node, Refused
 
 MANAGED = "# terravixens: managed by the agent from the spec; edits are replaced\n"
@@ -29,20 +28,6 @@ SSHD_DROP_IN = "/etc/ssh/sshd_config.d/50-terravixens.conf"
 HOST_KEYS_DONE = "/var/lib/terravixens/host-keys-regenerated"
 PVE_SOURCES = "/etc/apt/sources.list.d/terravixens-pve.sources"
 ENABLED = {"enabled", "enabled-runtime", "static", "alias", "indirect", "generated"}
-
-
-Step = Callable[[], str | None]
-
-
-@dataclass(frozen=True)
-class Change:
-    text: str
-    step: Step  # None: done; else why not (one line)
-    refused: str | None = None  # known when planned: never run, the section fails with this line (dry run too)
-
-
-def refused(text: str, why: str) -> Change:
-    return Change(text, fail(why), why)
 
 
 def call(node: Node, *argv: str, timeout: float | None = None) -> Step:
@@ -72,10 +57,6 @@ def remove(node: Node, path: str) -> Step:
         node.remove(path)
 
     return step
-
-
-def fail(message: str) -> Step:
-    return lambda: message
 
 
 def steps(*each: Step) -> Step:
@@ -390,4 +371,6 @@ class Run:
         return changes
 
 
-SECTIONS = (Hostname(), Users(), Sudo(), Ssh(), Packages(), Services(), TypeConfig(), Run())
+# The network after the services: a spec that points DNS at a local resolver installs and starts it first.
+SECTIONS = (Hostname(), Users(), Sudo(), Ssh(), Packages(), Services(), NetworkSection(), TypeConfig(), Run())
+__all__ = ["SECTIONS", "Change", "Step", "fail", "refused"]

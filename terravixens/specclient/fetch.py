@@ -81,6 +81,27 @@ def request_once(
     server: str, identity: str, token: str | None, ca_file: Path | None, timeout: float, ca_pem: str | None = None
 ) -> Answer:
     """One GET of /spec/<identity>, over within `timeout` seconds of wall-clock time (connect, TLS, answer)."""
+    headers = {"Accept": "application/json", "User-Agent": "terravixens-spec-get"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return get_once(server, f"/spec/{identity}", headers, ca_file, timeout, ca_pem)
+
+
+def answers(server: str, ca_file: Path | None, ca_pem: str | None, timeout: float) -> str | None:
+    """None when the server answers GET /healthz with any HTTP status within `timeout` (it is reachable: 503
+    `stale` included), else why not in one line. No token is sent. The node agent's check that a network change
+    kept the node's spec server reachable (ADR 0057)."""
+    try:
+        get_once(server, "/healthz", {"User-Agent": "terravixens-agent"}, ca_file, timeout, ca_pem)
+    except (Transient, Permanent) as error:
+        return str(error)
+    return None
+
+
+def get_once(
+    server: str, path: str, headers: dict[str, str], ca_file: Path | None, timeout: float, ca_pem: str | None
+) -> Answer:
+    """One GET of `path`, over within `timeout` seconds of wall-clock time (connect, TLS, answer)."""
     try:
         parts = urlsplit(server)
         host, port = parts.hostname, parts.port
@@ -88,9 +109,6 @@ def request_once(
         raise Permanent("protocol", f"{server[:64]!r} has no usable port") from None
     if not host:
         raise Permanent("protocol", f"{server[:64]!r} names no host")
-    headers = {"Accept": "application/json", "User-Agent": "terravixens-spec-get"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
     if parts.scheme == "https":
         try:
             context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None, cadata=ca_pem)
@@ -104,7 +122,7 @@ def request_once(
     deadline = _Deadline(connection, timeout)
     try:
         with deadline:
-            connection.request("GET", f"/spec/{identity}", headers=headers)
+            connection.request("GET", path, headers=headers)
             response = connection.getresponse()
             body = response.read(MAX_BODY + 1)
         if deadline.fired:

@@ -59,6 +59,7 @@ def site_references(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:
     yield from specs_for_their_type(site_file, catalog)
     yield from shared_specs_stay_generic(site_file.site, catalog)
     yield from spec_address_is_the_nodes(site_file.site, catalog)
+    yield from routes_leave_from_the_nodes_subnets(site_file.site, catalog)
     yield from unique_names(site_file, catalog)
 
 
@@ -132,6 +133,30 @@ def spec_address_is_the_nodes(site: Site, catalog: Catalog) -> Iterator[Found]:
                     f"({', '.join(own)}): Proxmox configures the site's address; remove network.ip or make them agree"
                 ),
             )
+
+
+def routes_leave_from_the_nodes_subnets(site: Site, catalog: Catalog) -> Iterator[Found]:
+    """Each route's router is on a subnet of every node that uses the spec: the agent cannot reach it otherwise."""
+    for spec_name, names in _users_of_specs(site, catalog).items():
+        spec = catalog.specs[spec_name]
+        for index, route in enumerate(spec.network.routes):
+            via = ipaddress.ip_address(route.via)
+            for name in names:
+                subnets = [
+                    ipaddress.ip_interface(i.address).network
+                    for _, i in site.standalone.nodes[name].networks.interfaces()
+                ]
+                if not any(via in subnet for subnet in subnets):
+                    yield _spec_problem(
+                        catalog,
+                        spec_name,
+                        ("network", "routes", index, "via"),
+                        (
+                            f"{route.via} is on no subnet of node {shown(name)} "
+                            f"({', '.join(str(subnet) for subnet in subnets)}): route via a router the node reaches "
+                            f"directly"
+                        ),
+                    )
 
 
 def unique_names(site_file: SiteFile, catalog: Catalog) -> Iterator[Found]:

@@ -100,6 +100,15 @@ def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict:
             "gateway": spec.network.gateway if spec.network.ip else first.gateway,
             "dns": list(spec.network.dns),
             "search": list(spec.network.search),
+            "routes": [{"to": route.to, "via": route.via} for route in spec.network.routes],
+            # Every NIC in the order Proxmox attaches them (the first as above): what the agent configures (ADR 0057).
+            "interfaces": [
+                {
+                    "address": spec.network.ip or first.address,
+                    "gateway": spec.network.gateway if spec.network.ip else first.gateway,
+                },
+                *({"address": nic.address, "gateway": nic.gateway} for nic in placed.nics[1:]),
+            ],
         },
         "access": {
             "posture": node.posture_name,

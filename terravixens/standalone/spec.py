@@ -5,7 +5,7 @@ address) comes from the site file, so a spec names only what the nodes using it 
 
     schema_version: 1
     identity: {hostname: …, domain: lab.internal}      # hostname defaults to the node's name
-    network:  {ip: …, gateway: …, dns: [10.11.1.1], search: [lab.internal]}   # ip/gateway default to the node's
+    network:  {ip: …, gateway: …, dns: [10.11.1.1], search: [lab.internal], routes: [{to: …, via: …}]}
     access:   {posture: prod, users: {ops: {sudo: true, ssh_keys: [alice]}}}   # key names from the secrets file
     platform: {packages: [unbound], services: {enable: [unbound], disable: [systemd-resolved]}}
     config:   {ct: {regenerate_host_keys: true}}        # settings of one node type
@@ -73,11 +73,28 @@ class Identity(Strict):
     domain: Domain | None = None
 
 
+class Route(Strict):
+    to: str = Field(description="A network in CIDR notation, e.g. 10.20.0.0/16 (not a default route).")
+    via: str = Field(description="The router, on the subnet of one of the node's addresses.")
+
+    @model_validator(mode="after")
+    def _a_route(self) -> Route:
+        problem = words.route_problem(self.to, self.via)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
 class Network(Strict):
     ip: InterfaceAddress | None = Field(None, description="Default: the node's first address in the site file.")
     gateway: PlainAddress | None = Field(None, description="Default: the gateway of that address.")
-    dns: list[PlainAddress] = Field(default_factory=list, max_length=3)
-    search: list[Domain] = Field(default_factory=list, max_length=6)
+    dns: list[PlainAddress] = Field(default_factory=list, max_length=words.MAX_DNS)
+    search: list[Domain] = Field(default_factory=list, max_length=words.MAX_SEARCH)
+    routes: list[Route] = Field(
+        default_factory=list,
+        max_length=words.MAX_ROUTES,
+        description="Static routes, each via a router on one of the node's subnets (vm and ct nodes; ADR 0057).",
+    )
 
     @model_validator(mode="after")
     def _gateway_with_ip(self) -> Network:

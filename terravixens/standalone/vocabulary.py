@@ -6,6 +6,7 @@
     matches(pattern, value)                                    the only way they are applied: whole text, `str` only
     system_account(name)                                       the accounts a spec never manages (root, sshd, …)
     interval_seconds(text) / interval_problem(value)           run.interval: 1m … 24h, through the runner's parser
+    route_problem(to, via), MAX_ROUTES, MAX_DNS, MAX_SEARCH     network.routes, .dns, .search (ADR 0057)
 
 Every pattern is matched with `re.fullmatch`: with `re.match` and `^…$`, `$` also matches before a final newline,
 so `"ops\\n"` passed and wrote a sudoers file sudo cannot parse, and `"30m\\n"` crashed the agent after it had
@@ -17,6 +18,7 @@ module to a bare guest (tests/test_agent.py runs the bundle under `python3 -I -S
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from terravixens.runner import parse_duration
@@ -25,6 +27,7 @@ SCHEMA_VERSION = 1
 NODE_TYPES = ("pve", "vm", "ct")
 TRIGGERS = ("boot", "interval", "manual")
 DEFAULT_INTERVAL = "30m"
+MAX_ROUTES, MAX_DNS, MAX_SEARCH = 16, 3, 6  # network.routes, network.dns (resolv.conf reads 3), network.search
 PVE_REPOSITORIES = ("no-subscription", "enterprise", "none")  # config.pve.repository, the first the default
 INTERVAL_RANGE = (60, 86_400)  # seconds: converge at most every minute, at least once a day
 
@@ -143,4 +146,26 @@ def interval_problem(value: object) -> str | None:
         return str(error)
     if not INTERVAL_RANGE[0] <= seconds <= INTERVAL_RANGE[1]:
         return f"{value!r} is out of range: converge between every minute (1m) and once a day (24h)"
+    return None
+
+
+def route_problem(to: object, via: object) -> str | None:
+    """Why {to, via} cannot be a static route of network.routes, or None: `to` a network in CIDR notation with no
+    host bits (not a default route: the node's gateway is that), `via` an address of the same family."""
+    try:
+        network = ipaddress.ip_network(str(to), strict=True) if isinstance(to, str) else None
+    except ValueError:
+        network = None
+    if network is None:
+        return f"to {str(to)[:64]!r} is not a network in CIDR notation with no host bits set, e.g. '10.20.0.0/16'"
+    if network.prefixlen == 0:
+        return f"to {to!r} is a default route: the node's gateway is the default route; route a narrower network"
+    try:
+        gateway = ipaddress.ip_address(via) if isinstance(via, str) else None
+    except ValueError:
+        gateway = None
+    if gateway is None:
+        return f"via {str(via)[:64]!r} is not an IP address, e.g. '10.11.1.254'"
+    if gateway.version != network.version:
+        return f"via {via!r} is IPv{gateway.version} and to {to!r} is IPv{network.version}: use one family"
     return None

@@ -11,8 +11,20 @@ Faithful to the real tools where the agent reads them (Debian 12/13, measured an
   active, 3 inactive; enable/disable [--now]; a unit file without [Install] is 'static';
 - useradd / usermod: /etc/passwd and /etc/group lines; 'useradd: group 'G' does not exist' exit 6, 'useradd: user
   'U' already exists' exit 9.
+- ip -j link show: iproute2's JSON list of links (ifindex, ifname, link_type, address), from links.json (a VM with
+  lo and ens18 when absent);
+- netplan generate / apply: the YAML files of /etc/netplan (and /run, /lib) read in lexicographic order of their
+  names, later files adding to earlier ones as netplan-generate(8) says (scalars replaced, sequences concatenated:
+  a second file's addresses are added, not substituted); a file that does not parse, or an ethernet without a
+  mapping, is refused as netplan does (exit 1, nothing applied); apply records what is up in network.json;
+- ifup IFACE / ifdown [--force] IFACE: /etc/network/interfaces and, when it sources them, the files of
+  /etc/network/interfaces.d; an interface with two stanzas is refused ('duplicate interface', exit 1), one with none
+  is 'unknown interface' (exit 1); ifup records the stanza's address, gateway and `up ip route` lines in network.json,
+  ifdown removes them (an interface that is not up: a message, exit 0 with --force).
 What a real node adds and this does not model: dependencies, conffile prompts, units' own start failures, PAM,
-shadow passwords, nscd. Every call is appended to var/lib/standin/calls.log under the root.
+shadow passwords, nscd, the kernel's addresses and routes themselves (network.json stands for them; a test's
+loopback proxy reads it to decide whether "the node" still reaches its spec server). Every call is appended to
+var/lib/standin/calls.log under the root.
 """
 
 from __future__ import annotations
@@ -26,6 +38,11 @@ from pathlib import Path
 ROOT = Path(os.environ["TERRAVIXENS_AGENT_ROOT"])
 STATE = ROOT / "var/lib/standin"
 PACKAGES, UNITS, CALLS = STATE / "packages.json", STATE / "units.json", STATE / "calls.log"
+LINKS, NETWORK = STATE / "links.json", STATE / "network.json"
+DEFAULT_LINKS = [
+    {"ifindex": 1, "ifname": "lo", "link_type": "loopback", "address": "00:00:00:00:00:00"},
+    {"ifindex": 2, "ifname": "ens18", "link_type": "ether", "address": "bc:24:11:5e:00:01"},
+]
 ENABLED_OK = {"enabled", "static"}
 
 
@@ -201,6 +218,118 @@ def ssh_keygen(args: list[str]) -> int:
     return 0
 
 
+def ip(args: list[str]) -> int:
+    if args[:3] != ["-j", "link", "show"]:
+        print(f"stand-in ip: only `ip -j link show` is modelled, not {args}", file=sys.stderr)
+        return 1
+    print(json.dumps(_load(LINKS, DEFAULT_LINKS)))
+    return 0
+
+
+def _merge(old, new):
+    """netplan-generate(8): mappings merged, sequences concatenated, scalars replaced by the later file."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        merged = dict(old)
+        for key, value in new.items():
+            merged[key] = _merge(old[key], value) if key in old else value
+        return merged
+    if isinstance(old, list) and isinstance(new, list):
+        return old + new
+    return new
+
+
+def _netplan() -> dict | str:
+    import yaml
+
+    files: dict[str, Path] = {}
+    for folder in ("lib/netplan", "etc/netplan", "run/netplan"):  # a later folder shadows a same-named file
+        for path in sorted((ROOT / folder).glob("*.yaml")):
+            files[path.name] = path
+    merged: dict = {}
+    for name in sorted(files):
+        try:
+            document = yaml.safe_load(files[name].read_text()) or {}
+        except yaml.YAMLError as error:
+            return f"{files[name]}: {str(error).splitlines()[0]}"
+        merged = _merge(merged, document)
+    ethernets = merged.get("network", {}).get("ethernets", {})
+    for name, settings in ethernets.items():
+        if not isinstance(settings, dict):
+            return f"Error in network definition: {name}: expected mapping"
+    return ethernets
+
+
+def netplan(args: list[str]) -> int:
+    ethernets = _netplan()
+    if isinstance(ethernets, str):
+        print(ethernets, file=sys.stderr)
+        return 1
+    if args[:1] == ["apply"]:
+        up = {
+            name: {
+                "addresses": settings.get("addresses", []),
+                "routes": settings.get("routes", []),
+                "nameservers": settings.get("nameservers", {}),
+            }
+            for name, settings in ethernets.items()
+        }
+        _save(NETWORK, {"applied": up})
+    return 0
+
+
+def _stanzas() -> dict[str, list[list[str]]] | str:
+    main = ROOT / "etc/network/interfaces"
+    files = [main] if main.exists() else []
+    if main.exists() and any(line.strip().startswith("source") for line in main.read_text().splitlines()):
+        files += sorted(p for p in (ROOT / "etc/network/interfaces.d").glob("*") if p.is_file())
+    found: dict[str, list[list[str]]] = {}
+    for path in files:
+        current: list[str] | None = None
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            words = line.split()
+            if words[:1] == ["iface"]:
+                if words[1] in found:
+                    return f"{path}:{number}: duplicate interface"
+                current = []
+                found[words[1]] = [current]
+            elif words[:1] in (["auto"], ["source"], ["source-directory"], ["allow-hotplug"]) or not words:
+                current = None if words else current
+            elif current is not None:
+                current.append(line.strip())
+    return found
+
+
+def ifup(args: list[str]) -> int:
+    name = next(a for a in args if not a.startswith("-"))
+    stanzas = _stanzas()
+    if isinstance(stanzas, str):
+        print(stanzas, file=sys.stderr)
+        return 1
+    if name not in stanzas:
+        print(f"ifup: unknown interface {name}", file=sys.stderr)
+        return 1
+    options = stanzas[name][0]
+    state = _load(NETWORK, {"applied": {}})
+    state["applied"][name] = {
+        "addresses": [o.split()[1] for o in options if o.startswith("address ")],
+        "gateway": next((o.split()[1] for o in options if o.startswith("gateway ")), None),
+        "routes": [o.split()[4:7:2] for o in options if o.startswith("up ip route replace ")],
+    }
+    _save(NETWORK, state)
+    return 0
+
+
+def ifdown(args: list[str]) -> int:
+    name = next(a for a in args if not a.startswith("-"))
+    state = _load(NETWORK, {"applied": {}})
+    if name not in state["applied"]:
+        print(f"ifdown: interface {name} not configured", file=sys.stderr)
+        return 0 if "--force" in args else 1
+    del state["applied"][name]
+    _save(NETWORK, state)
+    return 0
+
+
 TOOLS = {
     "dpkg-query": dpkg_query,
     "apt-get": apt_get,
@@ -209,6 +338,10 @@ TOOLS = {
     "usermod": usermod,
     "hostname": hostname,
     "ssh-keygen": ssh_keygen,
+    "ip": ip,
+    "netplan": netplan,
+    "ifup": ifup,
+    "ifdown": ifdown,
 }
 
 if __name__ == "__main__":

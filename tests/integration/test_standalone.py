@@ -433,7 +433,7 @@ def test_drift_on_a_guest_is_found_and_named(deployed, world, terraform_binary):
     assert world.nest1.call(lambda: world.nest1.pve.vm(102).config["onboot"]) in (1, "1")
 
 
-def test_push_round_trip_on_the_created_vm(deployed, world, tmp_path):
+def test_push_round_trip_on_the_created_vm(deployed, world, spec_server, tmp_path):
     """The design's spec-vm-push-roundtrip: the VM `tools` created on the fake Proxmox VE (deployed), then `spec
     push tools` to the address the site gives it — a fake node's SSH side there (tests/fakessh_node.py: a bare
     python3 on a throwaway root) — and its JSON result; destroy follows (test_destroy_goes_children_first).
@@ -441,6 +441,18 @@ def test_push_round_trip_on_the_created_vm(deployed, world, tmp_path):
     assert 3002 in world.inventory()["pve1"]["vms"]
     address = f"127.{world.octet}.1.62"
     root, tools = node_root(tmp_path / "tools")
+    # The node.env its vendor data wrote: the spec server the agent checks its network change against (ADR 0057).
+    env = root / "etc/terravixens/node.env"
+    env.parent.mkdir(parents=True)
+    env.write_text(node_env_of(world, "tools"))
+    env.chmod(0o600)
+    # tools has two NICs in the site (VLANs 111 and 120): the links its kernel would list.
+    links = [
+        {"ifindex": 1, "ifname": "lo", "link_type": "loopback", "address": "00:00:00:00:00:00"},
+        {"ifindex": 2, "ifname": "ens18", "link_type": "ether", "address": "bc:24:11:5e:00:01"},
+        {"ifindex": 3, "ifname": "ens19", "link_type": "ether", "address": "bc:24:11:5e:00:02"},
+    ]
+    (root / "var/lib/standin/links.json").write_text(json.dumps(links))
     key = asyncssh.generate_private_key("ssh-ed25519")
     identity = tmp_path / "id_ed25519"
     identity.write_bytes(key.export_private_key())
@@ -456,7 +468,7 @@ def test_push_round_trip_on_the_created_vm(deployed, world, tmp_path):
         assert ran.returncode == 0, ran.stdout + ran.stderr
         result = json.loads(ran.stdout)
         assert (result["identity"], result["ok"], result["mode"]) == ("tools", True, "apply")
-        assert {s["name"] for s in result["sections"] if s["changes"]} >= {"hostname", "packages", "run"}
+        assert {s["name"] for s in result["sections"] if s["changes"]} >= {"hostname", "packages", "network", "run"}
         assert (root / "etc/hostname").read_text() == "tools\n"
         again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert again.returncode == 0 and json.loads(again.stdout)["changed"] == 0

@@ -1,4 +1,4 @@
-"""The agent applies the spec's `network` (issue 30 item 3, ADR 0057), on a throwaway root with the stand-in managers
+"""The agent applies the spec's `network` (issue 30 item 3, ADR 0059), on a throwaway root with the stand-in managers
 (ip, netplan, ifup, ifdown: tests/agent_standins/standin.py), checked against a real `terravixens spec serve` on
 loopback reached through a proxy that plays the node's network: it passes a connection only while the addresses
 the stand-ins applied (var/lib/standin/network.json) still reach the server, as a real node's would.
@@ -182,7 +182,7 @@ def files(root: Path) -> dict[str, str]:
     } | ({"etc/resolv.conf": (root / "etc/resolv.conf").read_text()} if (root / "etc/resolv.conf").exists() else {})
 
 
-NETPLAN = """# terravixens: managed by the agent from the spec (ADR 0057); edits are replaced
+NETPLAN = """# terravixens: managed by the agent from the spec (ADR 0059); edits are replaced
 network:
   version: 2
   ethernets:
@@ -210,7 +210,7 @@ iface {name} inet static
     up ip route replace 10.20.0.0/16 via 10.11.1.254 dev {name}
     down ip route del 10.20.0.0/16 via 10.11.1.254 dev {name} || true
 """
-RESOLV = "# terravixens: managed by the agent from the spec (ADR 0057); edits are replaced\n"
+RESOLV = "# terravixens: managed by the agent from the spec (ADR 0059); edits are replaced\n"
 RESOLV += "search lab.internal\nnameserver 10.11.1.53\n"
 
 

@@ -29,7 +29,7 @@ HOST = "127.0.0.1"
 @pytest.fixture
 def lab(tmp_path):
     """The site, a fake node's SSH side and a running spec server named by the node's node.env (the container's
-    hookscript writes it): the agent checks a network change against that server (ADR 0057)."""
+    hookscript writes it): the agent checks a network change against that server (ADR 0059)."""
     site, secrets = spec_support.standalone_copy(tmp_path)
     root, tools = node_root(tmp_path / "node")
     server = spec_support.start_server(

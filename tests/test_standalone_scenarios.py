@@ -244,7 +244,7 @@ def test_a_site_whose_nodes_all_trust_the_network_needs_no_secrets_file(site_cop
 
 
 def test_the_agent_bundle_hash_reaches_the_layers_with_vms_at_apply_time_only(site_copy):
-    """ADR 0056: the SHA-256 a VM's node.env pins is the installed terravixens' bundle, given to each layer with a
+    """ADR 0059: the SHA-256 a VM's node.env pins is the installed terravixens' bundle, given to each layer with a
     VM as TF_VAR_agent_bundle_sha256 by `terravixens deploy` — never in the synthesized JSON, so a new terravixens
     changes no address and no snapshot (it replaces the VMs' snippets at deploy: tests/integration/
     test_standalone.py); a layer of containers only gets none and declares none."""

@@ -58,6 +58,6 @@ def build() -> bytes:
 @functools.cache
 def built() -> tuple[bytes, str]:
     """The bundle of the installed package and its SHA-256 (hex), built once per process: what `spec serve` serves
-    at GET /agent.pyz and what `terravixens deploy` pins in a VM's node.env (ADR 0056). Same package, same bytes."""
+    at GET /agent.pyz and what `terravixens deploy` pins in a VM's node.env (ADR 0059). Same package, same bytes."""
     data = build()
     return data, hashlib.sha256(data).hexdigest()

@@ -52,7 +52,7 @@ class Route:
 
 @dataclass(frozen=True)
 class Network:
-    """The node's addresses (one per NIC, in Proxmox's order), static routes and DNS (ADR 0057)."""
+    """The node's addresses (one per NIC, in Proxmox's order), static routes and DNS (ADR 0059)."""
 
     interfaces: tuple[Interface, ...]
     routes: tuple[Route, ...]
@@ -143,7 +143,7 @@ def _address(value: object, where: str) -> ipaddress.IPv4Address | ipaddress.IPv
 
 
 def _network(document: dict) -> Network | None:
-    """network.interfaces (or ip/gateway, the first NIC only, from a server before ADR 0057), routes, dns, search."""
+    """network.interfaces (or ip/gateway, the first NIC only, from a server before ADR 0059), routes, dns, search."""
     section = document.get("network")
     if section is None:
         return None

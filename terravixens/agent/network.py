@@ -1,4 +1,4 @@
-"""The spec's `network` on the node: addresses, static routes and DNS (issue 30 item 3, ADR 0057).
+"""The spec's `network` on the node: addresses, static routes and DNS (issue 30 item 3, ADR 0059).
 
 What is written, per node type and what the image uses:
 
@@ -45,7 +45,7 @@ from terravixens.inputs import InputError
 from terravixens.specclient import envfile
 from terravixens.specclient.fetch import answers
 
-MANAGED = "# terravixens: managed by the agent from the spec (ADR 0057); edits are replaced\n"
+MANAGED = "# terravixens: managed by the agent from the spec (ADR 0059); edits are replaced\n"
 NETPLAN_DIR = "/etc/netplan"
 NETPLAN_FILE = "/etc/netplan/90-terravixens.yaml"
 CLOUD_INIT_NETPLAN = "/etc/netplan/50-cloud-init.yaml"
@@ -54,7 +54,7 @@ INTERFACES_DROP_IN = "/etc/network/interfaces.d/90-terravixens"
 CLOUD_INIT_INTERFACES = "/etc/network/interfaces.d/50-cloud-init"
 CLOUD_INIT_OFF = "/etc/cloud/cloud.cfg.d/99-terravixens-network.cfg"
 CLOUD_INIT_OFF_TEXT = (
-    "# terravixens: the agent configures the network from the spec (ADR 0057)\nnetwork: {config: disabled}\n"
+    "# terravixens: the agent configures the network from the spec (ADR 0059)\nnetwork: {config: disabled}\n"
 )
 RESOLV = "/etc/resolv.conf"
 PVE_IGNORE_INTERFACES = "/etc/network/.pve-ignore.interfaces"

@@ -31,7 +31,7 @@ class NodeEnvSnippetProps:
     (a datastore with the `snippets` content type); tokens: the stack's sensitive `node_tokens` variable;
     trust: the site's private CA and plain-http allowance, written after the token (node_env.Trust);
     agent_sha256: the stack's `agent_bundle_sha256` variable, which a cloud-init carrier pins in node.env for its
-    first boot (ADR 0056; required for it, unused by a hookscript)."""
+    first boot (ADR 0059; required for it, unused by a hookscript)."""
 
     node: str
     proxmox_node: str

@@ -45,7 +45,7 @@ class StandaloneVmProps:
     tokens: TerraformVariable
     # The site's private CA and plain-http allowance, written into node.env (node_env.Trust).
     trust: Trust = NO_TRUST
-    # The stack's `agent_bundle_sha256` variable: the agent bundle the VM's first boot may run (ADR 0056).
+    # The stack's `agent_bundle_sha256` variable: the agent bundle the VM's first boot may run (ADR 0059).
     agent_sha256: TerraformVariable | None = None
     # An ACPI shutdown first (cloud images handle the power button); a VM that does not stop in time is stopped.
     shutdown_timeout_seconds: int = 300

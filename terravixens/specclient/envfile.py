@@ -7,7 +7,7 @@
     TERRAVIXENS_CA_DATA=LS0tLS1CRUdJTi…      # optional: base64 of the PEM CAs that signed the server's certificate
     TERRAVIXENS_CA_FILE=/etc/terravixens/ca.pem   # optional, instead: a PEM file placed on the node another way
     TERRAVIXENS_ALLOW_INSECURE_HTTP=yes     # only when the site's spec_server.allow_insecure_http says why
-    TERRAVIXENS_AGENT_SHA256=…              # a VM's: the agent bundle its first boot may run (ADR 0056)
+    TERRAVIXENS_AGENT_SHA256=…              # a VM's: the agent bundle its first boot may run (ADR 0059)
 
 Read with the strict bounded reader; unknown or repeated keys are refused (a typo must not silently drop the token),
 and a file holding a token must be readable by its owner only.

@@ -90,7 +90,7 @@ def request_once(
 def answers(server: str, ca_file: Path | None, ca_pem: str | None, timeout: float) -> str | None:
     """None when the server answers GET /healthz with any HTTP status within `timeout` (it is reachable: 503
     `stale` included), else why not in one line. No token is sent. The node agent's check that a network change
-    kept the node's spec server reachable (ADR 0057)."""
+    kept the node's spec server reachable (ADR 0059)."""
     try:
         get_once(server, "/healthz", {"User-Agent": "terravixens-agent"}, ca_file, timeout, ca_pem)
     except (Transient, Permanent) as error:

@@ -1,7 +1,7 @@
 """The spec server's Starlette application.
 
     GET /spec/{identity}   the identity's resolved spec (JSON), by the table in auth.py
-    GET /agent.pyz         the agent bundle a VM's first boot runs (ADR 0056): the credentials that open a spec open
+    GET /agent.pyz         the agent bundle a VM's first boot runs (ADR 0059): the credentials that open a spec open
                            it (auth.decide_bundle); its SHA-256 in `x-terravixens-agent-sha256`
     GET /healthz           {"status": "ok", "generation": n, "specs": count} — no identity is listed; 503 with
                            {"status": "stale", "reload": "failed", …} while the last reload failed (the server then

@@ -14,7 +14,7 @@ SHA-256 digests with hmac.compare_digest. The decision table (ADR 0019):
     any other authenticated principal         403
     any             invalid or malformed token 401  (checked first: a broken client is told so)
 
-The agent bundle (GET /agent.pyz, ADR 0056) opens to the credentials that open a spec: any valid token (the site's,
+The agent bundle (GET /agent.pyz, ADR 0059) opens to the credentials that open a spec: any valid token (the site's,
 or a node's), and no token at all while one identity is served under `network` (a node that sends none). It holds no
 secret; the rule keeps an unauthenticated caller from a server whose every spec needs a token.
 

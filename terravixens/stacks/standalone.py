@@ -5,7 +5,7 @@ Every node is a construct named by its stable name, directly under the stack. Th
 sensitive `node_tokens` variable (node -> token, for the nodes whose posture asks for one; `terravixens deploy`
 fills it from the secrets file): a node's posture is not in the synthesized JSON at all, so changing it changes
 no address (ADR 0026); and, in a layer with VMs, `agent_bundle_sha256` (the agent bundle a VM's first boot may
-run, from the installed terravixens: ADR 0056). A nested host's credentials are apply-time too:
+run, from the installed terravixens: ADR 0059). A nested host's credentials are apply-time too:
 `proxmox_api_token`, else the provider's environment (PROXMOX_VE_API_TOKEN, or PROXMOX_VE_USERNAME/PASSWORD) —
 never a literal.
 """
@@ -66,7 +66,7 @@ def node_tokens_variable(scope: Construct) -> TerraformVariable:
 
 
 def agent_sha256_variable(scope: Construct) -> TerraformVariable:
-    """The SHA-256 of the agent bundle a VM's first boot may run (ADR 0056): an apply-time input like the tokens, so
+    """The SHA-256 of the agent bundle a VM's first boot may run (ADR 0059): an apply-time input like the tokens, so
     the synthesized JSON stays the same from one terravixens version to the next; `terravixens deploy` computes it
     from the installed package (terravixens.agent.bundle), which is what `spec serve` of that version serves."""
     return pin(

@@ -1,4 +1,4 @@
-"""First boot of a stock cloud image (ADR 0056): fetch the agent bundle, check it, run it.
+"""First boot of a stock cloud image (ADR 0059): fetch the agent bundle, check it, run it.
 
 Cloud-init's vendor data writes this file to /usr/local/lib/terravixens/first-boot.py and runs it once per instance
 with python3 — what Debian and Ubuntu cloud images carry for cloud-init itself; nothing else of terravixens is on the

@@ -6,11 +6,11 @@
     TERRAVIXENS_TOKEN='…'          # '' for a `network` posture: the client then sends no token
     TERRAVIXENS_CA_DATA=…          # when the site's spec_server has ca_data: the CAs the node trusts for its spec
     TERRAVIXENS_ALLOW_INSECURE_HTTP=yes   # when the site's spec_server says why plain http is acceptable
-    TERRAVIXENS_AGENT_SHA256=…     # a VM's only: the agent bundle its first boot may run (ADR 0056)
+    TERRAVIXENS_AGENT_SHA256=…     # a VM's only: the agent bundle its first boot may run (ADR 0059)
 
 The token is known at apply time only, so the L2 stacks render these texts with Terraform's `format()`: the
 templates here are format strings whose `%s` are the server URL, the identity and the token, in that order (and,
-for a VM, the SHA-256 of the agent bundle, an apply-time input too: ADR 0056). The
+for a VM, the SHA-256 of the agent bundle, an apply-time input too: ADR 0059). The
 token is always written single-quoted (the client strips one pair of outer quotes and nothing else); a token holds
 only letters, digits and + / = . _ ~ - (NODE_TOKEN_PATTERN, checked by the stacks' variable validation before
 anything is written), so no quote, newline or `$` can break the file, the heredoc or a shell that sources it.
@@ -45,7 +45,7 @@ ENV_FORMAT = (
     "TERRAVIXENS_TOKEN='%s'\n"
 )
 
-# First boot (ADR 0045, 0056): the vendor data writes the bootstrap (terravixens/standalone/first_boot.py, standard
+# First boot (ADR 0045, 0059): the vendor data writes the bootstrap (terravixens/standalone/first_boot.py, standard
 # library only) beside node.env and runs it once per instance: it fetches the agent bundle from the spec server with
 # the node's credentials, refuses one whose SHA-256 is not AGENT_SHA256_KEY's, installs it at AGENT_BUNDLE and runs
 # `agent run --first-boot` (fetch the spec, converge; a second first boot finds first-boot.json and does nothing).
@@ -77,7 +77,7 @@ def cloud_config_format() -> str:
     return (
         "#cloud-config\n"
         "# terravixens vendor data: the spec server, this node's identity, its token and the agent bundle it may run\n"
-        "# (ADR 0026, 0056); first boot fetches that bundle, then the spec, and converges (ADR 0045)\n"
+        "# (ADR 0026, 0059); first boot fetches that bundle, then the spec, and converges (ADR 0045)\n"
         "write_files:\n"
         f"  - path: {ENV_PATH}\n"
         "    owner: root:root\n"

@@ -101,7 +101,7 @@ def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict:
             "dns": list(spec.network.dns),
             "search": list(spec.network.search),
             "routes": [{"to": route.to, "via": route.via} for route in spec.network.routes],
-            # Every NIC in the order Proxmox attaches them (the first as above): what the agent configures (ADR 0057).
+            # Every NIC in the order Proxmox attaches them (the first as above): what the agent configures (ADR 0059).
             "interfaces": [
                 {
                     "address": spec.network.ip or first.address,

@@ -93,7 +93,7 @@ class Network(Strict):
     routes: list[Route] = Field(
         default_factory=list,
         max_length=words.MAX_ROUTES,
-        description="Static routes, each via a router on one of the node's subnets (vm and ct nodes; ADR 0057).",
+        description="Static routes, each via a router on one of the node's subnets (vm and ct nodes; ADR 0059).",
     )
 
     @model_validator(mode="after")

@@ -6,7 +6,7 @@
 
 `layer_variables()` gives, per L2 layer, the environment `terraform` needs: TF_VAR_node_tokens holding that
 layer's nodes only. (The other apply-time input of a layer with VMs, TF_VAR_agent_bundle_sha256, is the installed
-terravixens' and is added by terravixens.operations.standalone_env: ADR 0056.) The posture lives in the specs
+terravixens' and is added by terravixens.operations.standalone_env: ADR 0059.) The posture lives in the specs
 folder, not in the synthesized JSON: this is the one place where it decides what a node receives.
 """
 

@@ -6,7 +6,7 @@
     matches(pattern, value)                                    the only way they are applied: whole text, `str` only
     system_account(name)                                       the accounts a spec never manages (root, sshd, …)
     interval_seconds(text) / interval_problem(value)           run.interval: 1m … 24h, through the runner's parser
-    route_problem(to, via), MAX_ROUTES, MAX_DNS, MAX_SEARCH     network.routes, .dns, .search (ADR 0057)
+    route_problem(to, via), MAX_ROUTES, MAX_DNS, MAX_SEARCH     network.routes, .dns, .search (ADR 0059)
 
 Every pattern is matched with `re.fullmatch`: with `re.match` and `^…$`, `$` also matches before a final newline,
 so `"ops\\n"` passed and wrote a sudoers file sudo cannot parse, and `"30m\\n"` crashed the agent after it had

@@ -218,7 +218,7 @@ def node_env_of(world: World, node: str) -> str:
 def test_the_vendor_data_terraform_wrote_passes_cloud_init_schema(deployed, world, tmp_path):
     """What the fake hosts received over SSH — Terraform's own format() of cloud_config_format() — is valid for
     Debian's cloud-init and is render_cloud_config's text (tests/test_cloud_init_schema.py validates that one), the
-    agent bundle pinned being the installed terravixens' (ADR 0056)."""
+    agent bundle pinned being the installed terravixens' (ADR 0059)."""
     url = f"http://{world.spec_host}:{world.spec_port}"
     tokens = {"nest1": spec_support.NODE_TOKENS["nest1"], "tools": None, "jump1": spec_support.SITE_TOKEN}
     lines = site_lines(True, None)
@@ -441,7 +441,7 @@ def test_push_round_trip_on_the_created_vm(deployed, world, spec_server, tmp_pat
     assert 3002 in world.inventory()["pve1"]["vms"]
     address = f"127.{world.octet}.1.62"
     root, tools = node_root(tmp_path / "tools")
-    # The node.env its vendor data wrote: the spec server the agent checks its network change against (ADR 0057).
+    # The node.env its vendor data wrote: the spec server the agent checks its network change against (ADR 0059).
     env = root / "etc/terravixens/node.env"
     env.parent.mkdir(parents=True)
     env.write_text(node_env_of(world, "tools"))
@@ -478,7 +478,7 @@ def test_push_round_trip_on_the_created_vm(deployed, world, spec_server, tmp_pat
 
 def test_a_new_agent_bundle_replaces_only_the_vms_snippets_and_no_guest(deployed, world, terraform_binary):
     """Another terravixens (another bundle hash at deploy) replaces each VM's vendor data and nothing else: no guest,
-    no container's hookscript (ADR 0056). And back again, the same set."""
+    no container's hookscript (ADR 0059). And back again, the same set."""
     vms_before = {
         "pve1": world.pve1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.pve1.pve.vms}),
         "nest1": world.nest1.call(lambda: {vm.vmid: dict(vm.config) for vm in world.nest1.pve.vms}),

@@ -98,8 +98,11 @@ ETCD_SNAPSHOT := tools/etcd-snapshot
 # k8s-decode, which decodes every rendered object strictly into its owner's Go API type.
 HELM := tools/helm
 K8S_DECODE := tools/k8s-decode
+# age (filippo.io/age, the implementation siderolabs/talos-backup encrypts with): what `restore-etcd --from s3://…`
+# decrypts an offsite backup with, and what the tests encrypt genuine snapshots with (docs/adr/0059).
+AGE := tools/age
 tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot $(HELM)/bin/helm \
-	$(K8S_DECODE)/bin/k8s-decode
+	$(K8S_DECODE)/bin/k8s-decode $(AGE)/bin/age
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
@@ -125,6 +128,12 @@ $(K8S_DECODE)/bin/k8s-decode: $(wildcard $(K8S_DECODE)/*.go) $(K8S_DECODE)/go.mo
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
 	cd $(K8S_DECODE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.k8s-decode.tmp . && mv bin/.k8s-decode.tmp bin/k8s-decode
+
+$(AGE)/bin/age: $(AGE)/go.mod $(AGE)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(AGE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w" \
+		-o bin/.tmp/ filippo.io/age/cmd/age filippo.io/age/cmd/age-keygen && \
+		mv bin/.tmp/age-keygen bin/age-keygen && mv bin/.tmp/age bin/age && rmdir bin/.tmp
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.

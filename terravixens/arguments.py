@@ -136,6 +136,19 @@ def secrets_option(parser: Parser) -> None:
     )
 
 
+def backup_secrets_option(parser: Parser) -> None:
+    """--secrets for the commands that read a cluster's offsite etcd backups (snapshot --list, restore-etcd, check):
+    only etcd_backup.<cluster> is read from it. Its own dest: a command with `args.secrets` hands apply-time
+    variables of every layer to Terraform (cli._invoke), which these commands never apply."""
+    parser.add_argument(
+        "--secrets",
+        dest="backup_secrets",
+        metavar="FILE",
+        help="the secrets file holding etcd_backup.<cluster>: the offsite backups' bucket keys (and age identity) "
+        "(default: $TERRAVIXENS_SECRETS)",
+    )
+
+
 def json_option(parser: Parser, what: str = "") -> None:
     parser.add_argument(
         "--json",
@@ -194,6 +207,7 @@ __all__ = [
     "SITE_HELP",
     "Definition",
     "allow_reboot_option",
+    "backup_secrets_option",
     "batch",
     "duration",
     "json_option",

@@ -47,7 +47,11 @@ class Release:
 
 
 # cdktf names a directory asset after its construct path: `assets/<construct id>_<hash>/<hash>`.
-ASSET_PREFIXES = {"assets/cilium_l2_chart_": "cilium-l2", "assets/flux_sync_chart_": "flux-sync"}
+ASSET_PREFIXES = {
+    "assets/cilium_l2_chart_": "cilium-l2",
+    "assets/flux_sync_chart_": "flux-sync",
+    "assets/etcd_backup_chart_": "etcd-backup",
+}
 
 
 def our_releases(stacks: dict[str, dict]) -> list[Release]:

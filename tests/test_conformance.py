@@ -11,6 +11,7 @@ import pytest
 
 from terravixens.conformance import check_block, check_stack, load_schemas
 from tests import support
+from tests.test_etcd_backup import with_backup
 from tests.test_scenarios import cluster, node
 from tests.test_storage import with_csi, with_storage
 
@@ -93,6 +94,8 @@ VARIANTS = {
     "static-macs": _static_macs,
     # L0 storage of every type, a node on it, and the CSI Secret of the gitops layer (ADR 0044).
     "storage-and-csi": lambda d: with_csi(with_storage(d)),
+    # Offsite etcd backups (ADR 0059): the job in the gitops layer, Talos API access on the control planes.
+    "etcd-backup": lambda d: with_backup(d, namespace="etcd-backup", prefix="backups/prod"),
 }
 
 

@@ -58,6 +58,11 @@ def _expected_objects(variant: str) -> dict[tuple[str, str], int]:
             expected[("Secret", spec.csi.name)] = 1
             if spec.csi.namespace not in BUILT_IN_NAMESPACES:
                 expected[("Namespace", spec.csi.namespace)] = expected.get(("Namespace", spec.csi.namespace), 0) + 1
+        if spec.etcd_backup is not None:  # the backup job, its Talos service account and S3 keys (ADR 0059)
+            name = "terravixens-etcd-backup"
+            expected.update({("CronJob", name): 1, ("ServiceAccount", name): 1, ("Secret", name + "-s3"): 1})
+            if spec.etcd_backup.namespace not in BUILT_IN_NAMESPACES:
+                expected[("Namespace", spec.etcd_backup.namespace)] = 1
     return expected
 
 
@@ -80,6 +85,7 @@ def test_the_decoder_is_built_from_the_modules_its_module_file_pins():
             "github.com/fluxcd/source-controller/api",
             "github.com/fluxcd/kustomize-controller/api",
             "github.com/cilium/cilium",
+            "github.com/robfig/cron/v3",  # the CronJob schedule parser the API server validates with
         )
     }
     # The Cilium API is the one of the chart the sites install by default.
@@ -103,7 +109,9 @@ def test_make_rebuilds_a_judge_only_when_its_module_file_changes(binary):
 def test_helm_lints_our_charts_with_every_sites_values(variant, variant_stacks):
     releases = gitops_tool.our_releases(variant_stacks(variant))
     site = support.site_from(_variant(VARIANTS[variant]))
-    wanted = sum(bool(c.cilium.pools) + (c.flux is not None) for c in site.clusters.values())
+    wanted = sum(
+        bool(c.cilium.pools) + (c.flux is not None) + (c.etcd_backup is not None) for c in site.clusters.values()
+    )
     assert len(releases) == wanted
     for release in releases:
         done = gitops_tool.lint(release)
@@ -128,10 +136,12 @@ def test_the_sites_cover_every_kind_the_gitops_layer_makes(judged):
     assert kinds == {
         "CiliumLoadBalancerIPPool",
         "CiliumL2AnnouncementPolicy",
+        "CronJob",
         "GitRepository",
         "Kustomization",
         "Namespace",
         "Secret",
+        "ServiceAccount",
     }
 
 

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.provider_install",
             "terravixens.talosctl",
             "terravixens.etcd_snapshots",  # where etcd snapshots live, their checks and retention (stdlib)
+            "terravixens.etcd_offsite",  # the offsite backups read back: S3 (boto3, lazily), age (ADR 0059)
             "terravixens.guarded_path",
             "terravixens.state_files",  # which paths may apply a stack; private state files
             "terravixens.runner",

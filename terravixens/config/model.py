@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from terravixens import talos_versions as versions
+from terravixens.config.etcd_backup import EtcdBackup
 from terravixens.config.fields import (
     CONTROL_CHARACTER,
     DNS_LABEL,
@@ -586,6 +587,11 @@ class Cluster(Strict):
         None,
         description="A Secret for the cluster's CSI driver, from the secrets file's `csi.<cluster>` (the Secret's "
         "keys and values), written by the gitops layer through a write-only attribute; none: no Secret.",
+    )
+    etcd_backup: EtcdBackup | None = Field(
+        None,
+        description="Scheduled offsite etcd backups: a job in the cluster writes age-encrypted snapshots to an "
+        "S3-compatible bucket (ADR 0059); none: snapshots are the operator's only (`terravixens snapshot`).",
     )
 
     @field_validator("kubernetes_version")

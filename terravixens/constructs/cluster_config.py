@@ -13,7 +13,7 @@ from terravixens.config.model import Cluster
 from terravixens.constructs.build import locate
 from terravixens.logical_ids import cluster_id, pin
 from terravixens.roles import Role
-from terravixens.talos.patches import cluster_patch
+from terravixens.talos.patches import cluster_patch, control_plane_patch
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,11 @@ class ClusterConfig(Construct):
                     # and moving it is a decision of its own (ADR 0023).
                     talos_version=cluster.contract,
                     kubernetes_version=cluster.kubernetes_version,
-                    config_patches=[cluster_patch(cluster)],
+                    # Control planes only: Talos API access for the etcd backup job (ADR 0059) when there is one.
+                    config_patches=[
+                        cluster_patch(cluster),
+                        *filter(None, [control_plane_patch(cluster) if role is Role.CONTROLPLANE else None]),
+                    ],
                     docs=False,
                     examples=False,
                 ),

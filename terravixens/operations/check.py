@@ -1,7 +1,8 @@
 """`terravixens check CLUSTER`: is the running cluster what the site promises? Talos health, the Talos services, every
 site node a Ready Kubernetes Node with its role and labels (and no other Node), Cilium and its L2 announcements,
-Flux's sources and kustomizations, error-level lines in the Talos service logs since the last apply, and the client
-certificates of the talosconfig and kubeconfig (terravixens.operations.acceptance: one module per check).
+Flux's sources and kustomizations, error-level lines in the Talos service logs since the last apply, the client
+certificates of the talosconfig and kubeconfig, and the age of the newest offsite etcd backup when the site has
+etcd_backup (read with --secrets; terravixens.operations.acceptance: one module per check).
 
 Read-only, a monitor (MonitorExit, like drift): 0 every check passed, 2 a check found a problem (found wins), 1 a
 check could not look (or a bad site, option, unknown cluster). One line per check — `ok`, each `problem` with what
@@ -17,7 +18,7 @@ import argparse
 import io
 from dataclasses import dataclass
 
-from terravixens.arguments import Definition, json_option, site_option
+from terravixens.arguments import Definition, backup_secrets_option, json_option, site_option
 from terravixens.exitcodes import ExitCode, MonitorExit, codes
 from terravixens.operations.acceptance import VERDICT, CheckOptions, check_options, run
 from terravixens.operations.console import Console
@@ -85,6 +86,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     site_option(parser)
     parser.add_argument("cluster")
     json_option(parser, " (terravixens/check/v1: the verdict and each check's problems)")
+    backup_secrets_option(parser)  # the offsite backups' bucket keys (etcd_backup.<cluster>), for the backups check
     parser.add_argument(
         "--since",
         metavar="DURATION|TIME",

@@ -37,6 +37,7 @@ import yaml
 from terravixens import runner
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
+from terravixens.etcd_offsite import OffsiteError, RemoteBackup, list_backups
 from terravixens.inputs import InputError, read_text
 from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.operations.backup import BACKUP_DIR
@@ -627,6 +628,8 @@ class Observed:
     git_repositories: list[JsonObject] | Absent | Unread
     kustomizations: list[JsonObject] | Absent | Unread
     certificates: list[ClientCertificate] | Unread
+    # The offsite etcd backups, oldest first (None: the site has no etcd_backup for the cluster).
+    backups: list[RemoteBackup] | Unread | None = None
 
 
 CILIUM = ("daemonsets", "kube-system", "cilium")
@@ -645,9 +648,11 @@ def observe(
     since: Since,
     tail: int = DEFAULT_TAIL,
     progress: Callable[[str], None] = lambda _: None,
+    secrets: str | None = None,
 ) -> Observed:
     """Reads what the checks judge: talosctl (health, services, levelled logs), kubectl (Nodes, Cilium's DaemonSet,
-    LoadBalancer pools and L2 policies, Flux's GitRepositories and Kustomizations), the client certificates."""
+    LoadBalancer pools and L2 policies, Flux's GitRepositories and Kustomizations), the client certificates, and the
+    offsite backups' listing (with the secrets file's bucket keys)."""
     nodes = site_nodes(site, cluster_name)
     cluster = site.clusters[cluster_name]
     health: Health | Unread
@@ -686,7 +691,25 @@ def observe(
         sources,
         kustomizations,
         client_certificates(access.texts),
+        read_backups(site, cluster_name, secrets, progress),
     )
+
+
+def read_backups(
+    site: Site, cluster_name: str, secrets: str | None, progress: Callable[[str], None] = lambda _: None
+) -> list[RemoteBackup] | Unread | None:
+    """The cluster's offsite backups, oldest first; None when the site has none; Unread when the bucket (or the
+    secrets file) could not be read."""
+    from terravixens.operations.offsite import configured, offsite
+    from terravixens.operations.outcome import OperationError
+
+    if not configured(site, cluster_name):
+        return None
+    progress("list the offsite backups")
+    try:
+        return list_backups(offsite(site, cluster_name, secrets).bucket, cluster_name)
+    except (OperationError, OffsiteError) as error:
+        return Unread("list the offsite backups", str(error))
 
 
 __all__ = [

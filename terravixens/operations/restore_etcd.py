@@ -1,5 +1,10 @@
 """`terravixens restore-etcd CLUSTER --from FILE`: Talos' documented etcd disaster recovery, guarded.
 
+`--from s3://BUCKET/KEY`: an offsite backup of the cluster (ADR 0059), from the bucket its site's etcd_backup names,
+read with the secrets file's etcd_backup.<cluster>: downloaded (bounded in bytes and time) into the private folder
+below, decrypted there with age (the identity of --identity FILE or of the secrets file, checked first to be the
+site's age_recipient's), then restored exactly like a local file, from step 1 on.
+
 When etcd has lost quorum for good, Talos' procedure (disaster-recovery, 1.11-1.13) is: wipe etcd's data on every
 control plane, wait until each one's etcd waits to be bootstrapped, bootstrap ONE of them from a snapshot; the
 others join it. This command runs exactly that, and refuses what would make it worse:
@@ -55,9 +60,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from terravixens.arguments import Definition, duration, no_snapshot_option, site_option, talosctl_options
+from terravixens.arguments import (
+    Definition,
+    backup_secrets_option,
+    duration,
+    no_snapshot_option,
+    site_option,
+    talosctl_options,
+)
 from terravixens.config.addressing import node_address
 from terravixens.config.model import Cluster
+from terravixens.etcd_offsite import OffsiteError, decrypt, download, list_backups, parse_url, recipient_of
 from terravixens.etcd_snapshots import (
     DIGEST_SIZE,
     SECTOR,
@@ -74,6 +87,8 @@ from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
 from terravixens.operations.files import private_directory
 from terravixens.operations.journal import Journal
+from terravixens.operations.offsite import identity as age_identity
+from terravixens.operations.offsite import offsite
 from terravixens.operations.outcome import OperationError
 from terravixens.operations.steps import typed_confirmation
 from terravixens.operations.terraform import Terraform
@@ -109,12 +124,14 @@ class RestoreOptions:
     `foreign`: --force-foreign-snapshot's MEMBERS, the snapshot's members as the refusal prints them (restore
     another etcd's snapshot into this cluster, knowingly)."""
 
-    source: Path
+    source: Path | str
     confirm: str | None = None
     force: bool = False
     foreign: str | None = None
     skip_hash_check: bool = False
     talosconfig: str | None = None
+    identity: str | None = None  # --identity FILE: the age identity of an s3:// backup (else the secrets file's)
+    secrets: str | None = None  # the secrets file: the bucket's keys (and the identity) of an s3:// backup
     snapshot: SnapshotPolicy = field(default_factory=SnapshotPolicy)
     timeout: float = 15 * 60
     poll: float = 5.0
@@ -194,12 +211,14 @@ def check_source(
     console: Console,
     folder: Path,
     foreign: str | None = None,
+    shown: str | None = None,
 ) -> Source:
     """--from read once into a private copy in `folder`, that copy verified as step 1 says, and whose etcd it is;
     BAD_INPUT with the file, what is wrong and the way out when it is not usable, REFUSED when it is another
-    cluster's (and --force-foreign-snapshot does not name its members)."""
+    cluster's (and --force-foreign-snapshot does not name its members). `shown`: what --from said, when `path` is
+    the decrypted download of an s3:// backup."""
     layer = platform_stack_name(cluster_name)
-    shown = _shown(path, ws.root)
+    shown = shown or _shown(path, ws.root)
     given = f"--from {shown}"
     copy, size, sha256 = _copy_private(path, folder, given)
     if size % SECTOR == DIGEST_SIZE:
@@ -521,8 +540,14 @@ def restore_etcd(
     with contextlib.ExitStack() as stack:
         with journal.unit(VERIFY) as unit:
             folder = stack.enter_context(_private_folder(ws, cluster_name))
+            given, shown = Path(options.source), None
+            if str(options.source).startswith("s3://"):
+                given, shown = (
+                    _fetched(ws, cluster_name, str(options.source), options, console, folder),
+                    str(options.source),
+                )
             source = check_source(
-                ws, cluster_name, Path(options.source), options.skip_hash_check, console, folder, options.foreign
+                ws, cluster_name, given, options.skip_hash_check, console, folder, options.foreign, shown
             )
             unit.note = "no digest: --skip-hash-check" if source.skip_hash_check else "verified"
             if source.foreign:
@@ -535,6 +560,61 @@ def restore_etcd(
             talosctl = replace(talosctl, talosconfig=talosconfig)
             _restore(ws, cluster_name, talosctl, options, console, source, addresses, workers)
     return ExitCode.OK
+
+
+def _fetched(
+    ws: Workspace, cluster_name: str, url: str, options: RestoreOptions, console: Console, folder: Path
+) -> Path:
+    """An s3:// backup of the cluster, downloaded into `folder` and decrypted there (both 0600): the decrypted file.
+    The bucket must be the one the site names, the key one of this cluster's backups under its prefix, the identity
+    the one of the site's recipient; all checked before a byte is read. BAD_INPUT (nothing done) for what the
+    operator gives, FAILED for a store or a decryption that fails."""
+    layer = platform_stack_name(cluster_name)
+    given = f"--from {url}"
+    try:
+        bucket_name, key = parse_url(url)
+    except ValueError as error:
+        raise _refused(given, str(error)) from None
+    found = offsite(ws.site, cluster_name, options.secrets)
+    backup = ws.site.clusters[cluster_name].etcd_backup
+    assert backup is not None  # offsite() refuses a cluster without one
+    start = f"{found.bucket.prefix}/{cluster_name}-"
+    if bucket_name != found.bucket.bucket or not key.startswith(start) or not key.endswith(".snap.age"):
+        raise _refused(
+            given,
+            f"not a backup of {cluster_name}: its backups are s3://{found.bucket.bucket}/{start}*.snap.age "
+            f"(clusters.{cluster_name}.etcd_backup); `terravixens snapshot {cluster_name} --list` lists them",
+        )
+    identity = age_identity(found, cluster_name, options.identity, options.secrets)
+    try:
+        recipient = recipient_of(identity)
+    except OffsiteError as error:
+        raise OperationError(f"{given}: {error}; nothing was done", ExitCode.FAILED) from None
+    if recipient != backup.age_recipient:
+        raise _refused(
+            given,
+            f"the age identity given decrypts what is encrypted to {recipient[:16]}…, and the site's backups are "
+            f"encrypted to {backup.age_recipient[:16]}… (etcd_backup.age_recipient): give that recipient's identity",
+        )
+    try:
+        listed = {item.key: item for item in list_backups(found.bucket, cluster_name)}
+        if key not in listed:
+            raise _refused(given, f"no such backup in s3://{found.bucket.bucket}/{start}* (it lists {len(listed)})")
+        encrypted, decrypted = folder / "download.age", folder / "decrypted"
+        size = download(found.bucket, key, encrypted)
+        console.step(
+            layer,
+            "download",
+            f"{url}: {size:,} bytes, uploaded {listed[key].modified:%Y-%m-%d %H:%M:%S} UTC, into a private folder",
+        )
+        decrypt(encrypted, identity, decrypted)
+    except OffsiteError as error:
+        raise OperationError(f"{given}: {error}; nothing was done", ExitCode.FAILED) from None
+    encrypted.unlink(missing_ok=True)
+    console.step(
+        layer, "decrypt", f"decrypted with age (the identity of {recipient[:16]}…): {decrypted.stat().st_size:,} bytes"
+    )
+    return decrypted
 
 
 @contextlib.contextmanager
@@ -766,9 +846,17 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="source",
         required=True,
-        metavar="FILE",
-        help="the snapshot (etcd-snapshots/..., or any `talosctl etcd snapshot` file); verified first",
+        metavar="FILE|s3://BUCKET/KEY",
+        help="the snapshot (etcd-snapshots/..., or any `talosctl etcd snapshot` file), or an offsite backup of the "
+        "cluster (as `snapshot --list` shows it: downloaded, decrypted with age); verified first",
     )
+    parser.add_argument(
+        "--identity",
+        metavar="FILE",
+        help="with s3://: the age identity that decrypts the backup (0600; default: the secrets file's "
+        "etcd_backup.<cluster>.age_identity)",
+    )
+    backup_secrets_option(parser)
     parser.add_argument(
         "--skip-hash-check",
         action="store_true",
@@ -805,8 +893,12 @@ def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Con
             "restored over; nothing was done",
             ExitCode.BAD_INPUT,
         )
+    if args.identity is not None and not args.source.startswith("s3://"):
+        raise OperationError("--identity goes with --from s3://…: a local file is not encrypted", ExitCode.BAD_INPUT)
     options = RestoreOptions(
-        source=Path(args.source),
+        source=args.source if args.source.startswith("s3://") else Path(args.source),
+        identity=args.identity,
+        secrets=args.backup_secrets,
         confirm=args.confirm,
         force=args.force,
         foreign=args.force_foreign_snapshot,
@@ -838,7 +930,8 @@ RESTORE_ETCD = Definition(
             (
                 "site file, unknown cluster, FILE missing, not a verified snapshot, named or recorded as another "
                 "cluster's, or without etcd's digest and no --skip-hash-check; a snapshot folder that is a link "
-                "or a manifest the strict reader refuses; nothing was done"
+                "or a manifest the strict reader refuses; an s3:// backup not of this cluster's bucket and prefix, "
+                "no secrets file entry or age identity for it, an identity of another recipient; nothing was done"
             ),
         ),
         (ExitCode.DECLINED, "the typed SITE/CLUSTER was not given; nothing was done"),
@@ -846,13 +939,20 @@ RESTORE_ETCD = Definition(
             ExitCode.FAILED,
             (
                 "a reset, the wait for Preparing, the bootstrap or health failed or hung: the last line says which "
-                "control planes are reset; run it again once fixed"
+                "control planes are reset; run it again once fixed. Or an s3:// backup that could not be listed, "
+                "downloaded or decrypted (nothing was done)"
             ),
         ),
         (ExitCode.BACKUP_FAILED, "with --force: no fresh snapshot of the etcd that answers; nothing was done"),
         ExitCode.INTERRUPTED,
     ),
-    examples=("terravixens restore-etcd prod --from etcd-snapshots/homelab/prod/FILE.snapshot",),
+    examples=(
+        "terravixens restore-etcd prod --from etcd-snapshots/homelab/prod/FILE.snapshot",
+        (
+            "terravixens restore-etcd prod --from s3://etcd-backups/prod/prod-2026-01-10T04:00:01Z.snap.age "
+            "--secrets secrets.yaml"
+        ),
+    ),
 )
 
 

@@ -22,15 +22,17 @@ import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
-from terravixens.arguments import Definition, json_option, site_option, talosctl_options, whole
+from terravixens.arguments import Definition, backup_secrets_option, json_option, site_option, talosctl_options, whole
+from terravixens.etcd_offsite import OffsiteError, RemoteBackup, age_of, endpoint_host, list_backups
 from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, StoreError, describe
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, check_store, fresh_snapshot, platform_talosconfig
+from terravixens.operations.offsite import configured, offsite
 from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
@@ -146,6 +148,44 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class RemoteList:
+    """The offsite backups of the cluster (ADR 0059), or why they were not read (`unread`)."""
+
+    location: str  # s3://BUCKET/PREFIX/
+    endpoint: str
+    backups: tuple[RemoteBackup, ...] = ()
+    unread: str | None = None
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def lines(self) -> list[str]:
+        if self.unread is not None:
+            return [f"offsite {self.location}: not listed — {self.unread}"]
+        count = len(self.backups)
+        if not count:
+            return [f"offsite {self.location} ({self.endpoint}): no backup yet (the job writes one per schedule)"]
+        rows = [["UPLOADED (UTC)", "AGE", "SIZE", "BACKUP"]]
+        for backup in self.backups:
+            rows.append([_utc(backup.modified), age_of(backup, self.now), _bytes(backup.size), backup.url])
+        head = f"offsite {self.location} ({self.endpoint}): {count} backup{'s' if count != 1 else ''}, oldest first"
+        return [head, *_table(rows)]
+
+    def body(self) -> dict[str, object]:
+        return {
+            "location": self.location,
+            "endpoint": self.endpoint,
+            "not_listed_because": self.unread,
+            "backups": [
+                {
+                    "url": backup.url,
+                    "uploaded_at": backup.modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "size": backup.size,
+                }
+                for backup in self.backups
+            ],
+        }
+
+
+@dataclass(frozen=True)
 class SnapshotList:
     """`snapshot --list`: the cluster's kept snapshots, oldest first, and what vouches for each (a value:
     terravixens.output renders it as the table or as the `terravixens/snapshot-list/v1` document)."""
@@ -154,6 +194,7 @@ class SnapshotList:
     cluster: str
     folder: str
     snapshots: tuple[Snapshot, ...]
+    remote: RemoteList | None = None
     command: str = "snapshot list"
     exit_code: int = ExitCode.OK
 
@@ -166,6 +207,9 @@ class SnapshotList:
         return self._vouched[snapshot.path]
 
     def lines(self) -> list[str]:
+        return self._local() + (self.remote.lines() if self.remote is not None else [])
+
+    def _local(self) -> list[str]:
         count = len(self.snapshots)
         if not count:
             return [f"no snapshot of {self.cluster} in {self.folder}/ (take one: terravixens snapshot {self.cluster})"]
@@ -203,11 +247,38 @@ class SnapshotList:
                     "sha256": snapshot.sha256,
                 }
             )
-        return {"site": self.site, "cluster": self.cluster, "folder": self.folder, "snapshots": snapshots}
+        body: dict[str, object] = {
+            "site": self.site,
+            "cluster": self.cluster,
+            "folder": self.folder,
+            "snapshots": snapshots,
+        }
+        if self.remote is not None:
+            body["remote"] = self.remote.body()
+        return body
 
 
-def snapshot_list(ws: Workspace, cluster_name: str) -> SnapshotList:
-    """The cluster's kept snapshots; reads the store only."""
+def remote_list(ws: Workspace, cluster_name: str, secrets: str | None) -> RemoteList | None:
+    """The offsite backups, when the site has some for the cluster; what stops the listing is said, not raised: the
+    local snapshots are listed whatever the bucket does."""
+    if not configured(ws.site, cluster_name):
+        return None
+    backup = ws.site.clusters[cluster_name].etcd_backup
+    assert backup is not None  # configured() said so
+    location = f"s3://{backup.bucket}/{backup.key_prefix(cluster_name)}/"
+    host = endpoint_host(backup.endpoint)
+    try:
+        found = offsite(ws.site, cluster_name, secrets)
+        return RemoteList(location, host, tuple(list_backups(found.bucket, cluster_name)))
+    except OperationError as error:
+        return RemoteList(location, host, unread=str(error))
+    except OffsiteError as error:
+        return RemoteList(location, host, unread=str(error))
+
+
+def snapshot_list(ws: Workspace, cluster_name: str, secrets: str | None = None) -> SnapshotList:
+    """The cluster's kept snapshots, and its offsite backups when the site has some; reads the store (and the
+    bucket) only."""
     _known(ws, cluster_name)
     store = SnapshotStore(ws.root, ws.site.site)
     folder = _shown(store.folder(cluster_name), ws.root)
@@ -215,13 +286,13 @@ def snapshot_list(ws: Workspace, cluster_name: str) -> SnapshotList:
         snapshots = store.snapshots(cluster_name)
     except StoreError as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
-    return SnapshotList(ws.site.site, cluster_name, folder, tuple(snapshots))
+    return SnapshotList(ws.site.site, cluster_name, folder, tuple(snapshots), remote_list(ws, cluster_name, secrets))
 
 
-def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None) -> int:
+def list_snapshots(ws: Workspace, cluster_name: str, console: Console | None = None, secrets: str | None = None) -> int:
     """The cluster's kept snapshots, oldest first, printed on the console."""
     console = console or Console()
-    report = snapshot_list(ws, cluster_name)
+    report = snapshot_list(ws, cluster_name, secrets)
     for line in report.lines():
         console.say(line)
     return report.exit_code
@@ -242,6 +313,13 @@ def _utc(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _bytes(size: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
 # ------------------------------------------------------------------------------------------------- command line
 def arguments(parser: argparse.ArgumentParser) -> None:
     site_option(parser)
@@ -250,6 +328,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--list", action="store_true", help="list the kept snapshots (time, node, reason, size, verified); runs nothing"
     )
     json_option(parser, " with --list (terravixens/snapshot-list/v1)")
+    backup_secrets_option(parser)
     parser.add_argument(
         "--keep",
         type=whole(1, "number of snapshots to keep", "the new one is always kept"),
@@ -264,7 +343,7 @@ def command(args: argparse.Namespace, ws: Workspace, tf: Terraform, console: Con
     if args.list:
         if args.keep is not None:
             raise OperationError("--keep applies when a snapshot is taken; --list only lists", ExitCode.BAD_INPUT)
-        return render(snapshot_list(ws, args.cluster), args.json)
+        return render(snapshot_list(ws, args.cluster, args.backup_secrets), args.json)
     if args.json:
         raise OperationError("--json goes with --list (a snapshot being taken prints its progress)", ExitCode.BAD_INPUT)
     options = SnapshotOptions(

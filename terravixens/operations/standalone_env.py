@@ -3,9 +3,10 @@ for one layer only (terravixens.operations.terraform.Terraform.layer_env), never
 
     standalone, standalone-<host>   TF_VAR_node_tokens: that layer's nodes' tokens, by posture (ADR 0026)
                                     TF_VAR_agent_bundle_sha256 (a layer with VMs): the installed terravixens'
-                                    agent bundle, which a VM's first boot may run (ADR 0056; not a secret)
+                                    agent bundle, which a VM's first boot may run (ADR 0059; not a secret)
     gitops-<cluster>                TF_VAR_flux_git_credentials: that cluster's Flux git credentials (ADR 0034)
                                     TF_VAR_csi_credentials: that cluster's CSI Secret (ADR 0044)
+                                    TF_VAR_etcd_backup_credentials: its backup job's S3 keys (ADR 0059)
 
 Only for the layers the operation touches: a deploy of `hypervisors` alone needs no secrets file. Problems in the
 site's specs, in the secrets file or between the site and the secrets file are an input error (exit 2) listing every
@@ -41,6 +42,8 @@ def layer_env(
     for layer, variables in _gitops_env(site, path, secrets_path, selected).items():
         env[layer].update(variables)
     for layer, variables in _csi_env(site, path, secrets_path, selected).items():
+        env[layer].update(variables)
+    for layer, variables in _backup_env(site, path, secrets_path, selected).items():
         env[layer].update(variables)
     return dict(env)
 
@@ -120,6 +123,24 @@ def _csi_env(
         lambda: csi.no_secrets_file(needed),
         lambda secrets: csi.cross_problems(site, secrets.csi, needed),
         lambda secrets, name: {csi.CSI_ENV: csi.csi_variable(secrets.csi[name])},
+    )
+
+
+def _backup_env(
+    site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None
+) -> dict[str, dict[str, str]]:
+    """gitops-<cluster> -> {TF_VAR_etcd_backup_credentials: …} for each selected gitops layer whose cluster has
+    `etcd_backup:`; the secrets file's etcd_backup section is checked against the site whichever layers are selected."""
+    from terravixens.standalone import etcd_backup_credentials as backup
+
+    needed = [name for name in backup.clusters_with_backup(site) if _selected(name, selected)]
+    return _from_secrets_file(
+        path,
+        secrets_path,
+        needed,
+        lambda: backup.no_secrets_file(needed),
+        lambda secrets: backup.cross_problems(site, secrets.etcd_backup, needed),
+        lambda secrets, name: {backup.BACKUP_ENV: backup.backup_variable(secrets.etcd_backup[name])},
     )
 
 

@@ -13,6 +13,7 @@ from terravixens._bindings.helm.provider import HelmProvider
 from terravixens._bindings.kubernetes.provider import KubernetesProvider
 from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.csi_secret import CsiSecret, CsiSecretProps
+from terravixens.constructs.etcd_backup import EtcdBackupJob, EtcdBackupJobProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
 from terravixens.layers import platform_stack_name
 from terravixens.stacks.backend import remote_state
@@ -38,3 +39,7 @@ class GitopsStack(LayerStack):
             self.flux = FluxBootstrap(self, "flux", FluxBootstrapProps(flux=cluster.flux, cilium=self.cilium))
         if cluster.csi is not None:
             self.csi = CsiSecret(self, "csi", CsiSecretProps(spec=cluster.csi))
+        if cluster.etcd_backup is not None:
+            self.etcd_backup = EtcdBackupJob(
+                self, "etcd_backup", EtcdBackupJobProps(cluster_name=cluster_name, backup=cluster.etcd_backup)
+            )

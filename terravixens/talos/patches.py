@@ -48,6 +48,32 @@ def cluster_patch(cluster: Cluster) -> str:
     )
 
 
+# The one Talos API role the backup job needs (talos machinery's role.EtcdBackup: /machine.MachineService/
+# EtcdSnapshot only).
+ETCD_BACKUP_ROLE = "os:etcd:backup"
+
+
+def control_plane_patch(cluster: Cluster) -> str | None:
+    """What only the control planes' configuration adds: Talos API access from Kubernetes for the offsite etcd
+    backup job (ADR 0059) — its role only, from its namespace only. Talos refuses the feature on workers (and the job
+    talks to the control planes' apid through the `talos` Service). None when the cluster has no etcd_backup."""
+    if cluster.etcd_backup is None:
+        return None
+    return _dump(
+        {
+            "machine": {
+                "features": {
+                    "kubernetesTalosAPIAccess": {
+                        "enabled": True,
+                        "allowedRoles": [ETCD_BACKUP_ROLE],
+                        "allowedKubernetesNamespaces": [cluster.etcd_backup.namespace],
+                    }
+                }
+            }
+        }
+    )
+
+
 def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict]:
     entries: dict[int, dict] = {}
     metric = 1024

@@ -6,6 +6,7 @@ require (
 	github.com/cilium/cilium v1.18.4
 	github.com/fluxcd/kustomize-controller/api v1.7.3
 	github.com/fluxcd/source-controller/api v1.7.4
+	github.com/robfig/cron/v3 v3.0.1
 	k8s.io/api v0.34.2
 	k8s.io/apimachinery v0.34.2
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8

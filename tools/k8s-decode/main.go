@@ -4,12 +4,14 @@
 // It reads one JSON request on standard input: a list of renders, each a name and a multi-document YAML stream
 // (what `helm template` prints for one of our charts, or the objects of the kubernetes_* resources). Every
 // document is decoded strictly into the Go type of its apiVersion and kind, taken from the owners' own API
-// modules (k8s.io/api core, Flux's source-controller and kustomize-controller APIs, Cilium's v2alpha1 API): an
-// unknown or duplicate field, a wrong type or an unknown kind is an error. Then the values the types leave as
+// modules (k8s.io/api core and batch, Flux's source-controller and kustomize-controller APIs, Cilium's v2alpha1 API,
+// and Talos' talos.dev/v1alpha1 ServiceAccount as the CRD Talos installs declares it): an unknown or duplicate
+// field, a wrong type or an unknown kind is an error. Then the values the types leave as
 // strings are parsed as their owners parse them: object names, label selectors, Flux intervals and timeouts
 // (Go durations, the CRDs' pattern), Git URLs, LB-IPAM CIDRs and start/stop addresses, L2 interface regexps; and
 // across objects, LoadBalancer IP pools may not overlap (Cilium's operator marks the later pool Conflicting and
-// hands out none of its addresses).
+// hands out none of its addresses); a CronJob's schedule is parsed by robfig/cron's standard parser, as the API server's
+// validation does, its time zone loaded, its pod template checked as the API server checks what a Job may run.
 //
 // It prints one JSON document: the module versions it was built with, the number of objects judged, and per
 // object its render, kind, name and errors, each error naming the field (docs/adr/0043-chart-sources.md).
@@ -29,11 +31,14 @@ import (
 	"sort"
 	"strings"
 	"time"
+	_ "time/tzdata" // the API server validates a CronJob's timeZone against the time zone database
 
 	ciliumv2alpha1 "github.com/cilium/cilium/pkg/k8s/apis/cilium.io/v2alpha1"
 	slimv1 "github.com/cilium/cilium/pkg/k8s/slim/k8s/apis/meta/v1"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,6 +55,38 @@ var judgedModules = []string{
 	"github.com/fluxcd/source-controller/api",
 	"github.com/fluxcd/kustomize-controller/api",
 	"github.com/cilium/cilium",
+	"github.com/robfig/cron/v3",
+}
+
+// talosRoles are the roles Talos' RBAC knows (talos pkg/machinery/role: Admin, Operator, Reader, EtcdBackup,
+// Impersonator); a Talos ServiceAccount naming another is refused by Talos' controller.
+var talosRoles = map[string]bool{
+	"os:admin": true, "os:operator": true, "os:reader": true, "os:etcd:backup": true, "os:impersonator": true,
+}
+
+// talosServiceAccount is Talos' talos.dev/v1alpha1 ServiceAccount, with the fields of the CRD Talos installs
+// (internal/app/machined/pkg/controllers/k8s/internal/k8stemplates: spec.roles, status.failureReason): Talos writes
+// a talosconfig limited to those roles into a Secret of the same name.
+type talosServiceAccount struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              talosServiceAccountSpec   `json:"spec"`
+	Status            talosServiceAccountStatus `json:"status,omitempty"`
+}
+
+type talosServiceAccountSpec struct {
+	Roles []string `json:"roles,omitempty"`
+}
+
+type talosServiceAccountStatus struct {
+	FailureReason string `json:"failureReason,omitempty"`
+}
+
+func (account *talosServiceAccount) DeepCopyObject() runtime.Object {
+	copied := *account
+	copied.ObjectMeta = *account.ObjectMeta.DeepCopy()
+	copied.Spec.Roles = append([]string(nil), account.Spec.Roles...)
+	return &copied
 }
 
 // fluxDuration is the pattern Flux's CRDs put on interval and timeout (the API server enforces it before the
@@ -92,12 +129,15 @@ type pool struct {
 func newScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, ciliumv2alpha1.AddToScheme,
+		corev1.AddToScheme, batchv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme,
+		ciliumv2alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
 	}
+	scheme.AddKnownTypeWithName(
+		schema.GroupVersion{Group: "talos.dev", Version: "v1alpha1"}.WithKind("ServiceAccount"), &talosServiceAccount{})
 	return scheme
 }
 
@@ -239,6 +279,18 @@ func judge(scheme *runtime.Scheme, render, document string, pools *[]pool) Verdi
 		*pools = append(*pools, judgePool(render, typed, fail)...)
 	case *ciliumv2alpha1.CiliumL2AnnouncementPolicy:
 		judgeL2Policy(typed, fail)
+	case *batchv1.CronJob:
+		judgeCronJob(typed, fail)
+	case *talosServiceAccount:
+		if len(typed.Spec.Roles) == 0 {
+			fail("spec.roles: a Talos service account without roles can call nothing")
+		}
+		for index, name := range typed.Spec.Roles {
+			if !talosRoles[name] {
+				fail("spec.roles[%d]: %q is not a Talos role (os:admin, os:operator, os:reader, os:etcd:backup, "+
+					"os:impersonator)", index, name)
+			}
+		}
 	}
 	return verdict
 }
@@ -412,6 +464,91 @@ func judgeL2Policy(policy *ciliumv2alpha1.CiliumL2AnnouncementPolicy, fail func(
 	for index, pattern := range spec.Interfaces {
 		if _, err := regexp.Compile(pattern); err != nil {
 			fail("spec.interfaces[%d]: %q is not a regular expression Cilium can compile: %v", index, pattern, err)
+		}
+	}
+}
+
+// judgeCronJob checks what the API server's validation (k8s.io/kubernetes pkg/apis/batch/validation and core's
+// pod validation) refuses in what our CronJob sets: the schedule through robfig/cron's standard parser (as the API
+// server; a TZ prefix refused), the time zone in the database, the policies' enums, and the Job's pod: a restart
+// policy a Job accepts, container names unique DNS labels, an image, environment names, secret key references,
+// mounts of declared volumes at absolute paths.
+func judgeCronJob(job *batchv1.CronJob, fail func(string, ...any)) {
+	spec := job.Spec
+	if strings.Contains(spec.Schedule, "TZ") {
+		fail("spec.schedule: %q: a time zone in the schedule is refused: use spec.timeZone", spec.Schedule)
+	} else if _, err := cron.ParseStandard(spec.Schedule); err != nil {
+		fail("spec.schedule: %q: %v", spec.Schedule, err)
+	}
+	if spec.TimeZone != nil {
+		if _, err := time.LoadLocation(*spec.TimeZone); err != nil || *spec.TimeZone == "" || *spec.TimeZone == "Local" {
+			fail("spec.timeZone: %q is not a time zone of the database", *spec.TimeZone)
+		}
+	}
+	switch spec.ConcurrencyPolicy {
+	case "", batchv1.AllowConcurrent, batchv1.ForbidConcurrent, batchv1.ReplaceConcurrent:
+	default:
+		fail("spec.concurrencyPolicy: %q is not Allow, Forbid or Replace", spec.ConcurrencyPolicy)
+	}
+	pod := spec.JobTemplate.Spec.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever && pod.RestartPolicy != corev1.RestartPolicyOnFailure {
+		fail("spec.jobTemplate.spec.template.spec.restartPolicy: %q: a Job's pod restarts Never or OnFailure",
+			pod.RestartPolicy)
+	}
+	volumes := map[string]bool{}
+	for index, volume := range pod.Volumes {
+		for _, problem := range validation.IsDNS1123Label(volume.Name) {
+			fail("spec.jobTemplate.spec.template.spec.volumes[%d].name: %q: %s", index, volume.Name, problem)
+		}
+		if volume.Secret != nil {
+			for _, problem := range validation.IsDNS1123Subdomain(volume.Secret.SecretName) {
+				fail("volumes[%d].secret.secretName: %q: %s", index, volume.Secret.SecretName, problem)
+			}
+		}
+		volumes[volume.Name] = true
+	}
+	names := map[string]bool{}
+	all := append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+	if len(pod.Containers) == 0 {
+		fail("spec.jobTemplate.spec.template.spec.containers: a pod needs at least one container")
+	}
+	for _, container := range all {
+		field := "container " + container.Name
+		for _, problem := range validation.IsDNS1123Label(container.Name) {
+			fail("%s: name: %s", field, problem)
+		}
+		if names[container.Name] {
+			fail("%s: the name is used twice in the pod", field)
+		}
+		names[container.Name] = true
+		if strings.TrimSpace(container.Image) == "" {
+			fail("%s: image: is required", field)
+		}
+		for _, variable := range container.Env {
+			for _, problem := range validation.IsEnvVarName(variable.Name) {
+				fail("%s: env %q: %s", field, variable.Name, problem)
+			}
+			if variable.ValueFrom != nil && variable.ValueFrom.SecretKeyRef != nil {
+				ref := variable.ValueFrom.SecretKeyRef
+				for _, problem := range validation.IsDNS1123Subdomain(ref.Name) {
+					fail("%s: env %q: secretKeyRef.name %q: %s", field, variable.Name, ref.Name, problem)
+				}
+				for _, problem := range validation.IsConfigMapKey(ref.Key) {
+					fail("%s: env %q: secretKeyRef.key %q: %s", field, variable.Name, ref.Key, problem)
+				}
+			}
+		}
+		for _, mount := range container.VolumeMounts {
+			if !volumes[mount.Name] {
+				fail("%s: volumeMounts: %q is not a volume of the pod", field, mount.Name)
+			}
+			if !strings.HasPrefix(mount.MountPath, "/") {
+				fail("%s: volumeMounts: %q is not an absolute path", field, mount.MountPath)
+			}
+		}
+		if context := container.SecurityContext; context != nil && context.RunAsUser != nil && *context.RunAsUser == 0 &&
+			context.RunAsNonRoot != nil && *context.RunAsNonRoot {
+			fail("%s: securityContext: runAsNonRoot with runAsUser 0", field)
 		}
 	}
 }

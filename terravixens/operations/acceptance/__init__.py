@@ -8,6 +8,7 @@
     flux           Flux's GitRepositories and Kustomizations Ready for their current generation
     logs           no error-level line in etcd, kubelet, controller-runtime logs since the last apply (bounded)
     certificates   the talosconfig's and kubeconfig's client certificates valid for more than 30 days
+    backups        newest offsite etcd backup younger than two runs of its schedule (with etcd_backup only; ADR 0059)
 
 A step module (like terravixens.operations.steps): `terravixens check` and `deploy --check` run it; it imports no
 command. What is read is read once per pass (terravixens.operations.observe); with a wait, a failing pass is
@@ -29,6 +30,7 @@ from typing import Any
 from terravixens import runner
 from terravixens.exitcodes import ExitCode, MonitorExit
 from terravixens.operations.acceptance import (
+    backups,
     certificates,
     cilium,
     flux,
@@ -56,6 +58,7 @@ ALL_CHECKS: tuple[tuple[str, Check], ...] = (
     (flux.NAME, flux.check),
     (logs.NAME, logs.check),
     (certificates.NAME, certificates.check),
+    (backups.NAME, backups.check),
 )
 DEFAULT_TIMEOUT = 60
 VERDICT = {MonitorExit.IN_SYNC: "ok", MonitorExit.FOUND: "problems", MonitorExit.ERROR: "not checked"}
@@ -77,6 +80,7 @@ class CheckOptions:
     interval: float = WAIT_INTERVAL
     talosctl: str = "talosctl"
     timeout: int = DEFAULT_TIMEOUT
+    secrets: str | None = None  # the secrets file: the offsite backups' bucket keys (etcd_backup.<cluster>)
 
 
 def parse_since(text: str, now: datetime | None = None) -> Since:
@@ -117,6 +121,7 @@ def check_options(args: argparse.Namespace, wait_option: str) -> CheckOptions:
         wait=parse_wait(getattr(args, wait_option.lstrip("-").replace("-", "_")), wait_option),
         talosctl=args.talosctl,
         timeout=parse_wait(args.check_timeout, timeout_option) or 1,
+        secrets=getattr(args, "backup_secrets", None) or getattr(args, "secrets", None),
     )
 
 
@@ -185,7 +190,9 @@ class Report:
 
 
 def judge(context: Context, observed: Any) -> list[Result]:
-    return [check(context, observed) for _, check in ALL_CHECKS]
+    """Every check's verdict; `backups` only for a cluster whose site has etcd_backup (none to judge otherwise, and an
+    `ok` would claim backups that do not exist)."""
+    return [check(context, observed) for name, check in ALL_CHECKS if name != backups.NAME or backups.applies(context)]
 
 
 def run(
@@ -212,7 +219,9 @@ def run(
     with cluster_access(ws, tf, cluster_name, options.talosconfig, options.kubeconfig, options=True) as access:
         while True:
             passes += 1
-            observed = observe(ws.site, cluster_name, access, talosctl, kubectl, since, options.tail, progress)
+            observed = observe(
+                ws.site, cluster_name, access, talosctl, kubectl, since, options.tail, progress, options.secrets
+            )
             context = Context(cluster_name, ws.site.clusters[cluster_name], datetime.now(UTC))
             report = Report(ws.site.site, cluster_name, since, judge(context, observed), passes)
             left = deadline - time.monotonic()

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from terravixens.config import cron
 from terravixens.config.etcd_backup import EtcdBackup
-from terravixens.etcd_offsite import RemoteBackup
+from terravixens.etcd_offsite import Bucket, RemoteBackup
 from terravixens.exitcodes import ExitCode
 from terravixens.operations.acceptance import backups
 from terravixens.operations.acceptance.base import Context, Status
@@ -471,3 +471,40 @@ def test_check_judges_backups_only_for_a_cluster_that_has_them(monkeypatch):
     assert [r.check for r in acceptance.judge(Context("prod", without, now), observed)] == ["talos"]
     judged = acceptance.judge(Context("prod", with_it, now), observed)
     assert [(r.check, r.status) for r in judged] == [("talos", Status.OK), ("backups", Status.OK)]
+
+
+# The environment siderolabs/talos-backup reads (pkg/config/service.go) and the key it writes: pkg/talos names the
+# snapshot `<CLUSTER_NAME>-<RFC 3339 time>.snap`, encryption adds `.age`, pkg/s3 uploads it as `<S3_PREFIX>/<name>`.
+TALOS_BACKUP_ENV = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "CUSTOM_S3_ENDPOINT",
+    "BUCKET",
+    "CLUSTER_NAME",
+    "S3_PREFIX",
+    "AGE_X25519_PUBLIC_KEY",
+    "ENABLE_COMPRESSION",
+}
+
+
+def test_the_job_gives_talos_backup_what_it_reads_and_the_keys_the_reader_lists(tmp_path):
+    data = with_backup(support.example_data(), prefix="backups/prod", namespace="etcd-backup")
+    stacks = support.synth(support.site_from(data), tmp_path)
+    [release] = [r for r in gitops_tool.our_releases(stacks) if r.chart.name == "etcd-backup"]
+    objects = {doc["kind"]: doc for doc in yaml.safe_load_all(gitops_tool.template(release)) if doc}
+    pod = objects["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    [backup] = pod["initContainers"]
+    env = {item["name"]: item.get("value") for item in backup["env"]}
+    assert set(env) == TALOS_BACKUP_ENV
+    assert (env["CLUSTER_NAME"], env["S3_PREFIX"], env["ENABLE_COMPRESSION"]) == ("prod", "backups/prod", "false")
+    assert env["AGE_X25519_PUBLIC_KEY"] == RECIPIENT and env["BUCKET"] == BUCKET
+    # talos-backup's key for this job, and what list_backups() takes as this cluster's
+    key = f"{env['S3_PREFIX']}/{env['CLUSTER_NAME']}-2026-01-10T06:00:01Z.snap.age"
+    bucket = Bucket("https://s3.lab:9000", BUCKET, "backups/prod", "us-east-1", "a", "b")
+    assert key.startswith(f"{bucket.prefix}/prod-") and key.endswith(".snap.age")
+    # the talosconfig Talos writes for the service account is mounted where talos-backup reads it
+    assert objects["ServiceAccount"]["spec"]["roles"] == ["os:etcd:backup"]
+    mounts = {mount["mountPath"]: mount["name"] for mount in backup["volumeMounts"]}
+    [secret] = [v for v in pod["volumes"] if v["name"] == mounts["/var/run/secrets/talos.dev"]]
+    assert secret["secret"]["secretName"] == objects["ServiceAccount"]["metadata"]["name"]

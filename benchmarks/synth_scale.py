@@ -12,8 +12,17 @@ Reported per size: median wall (and min-max) over --runs, the ratio of the media
 CPU seconds of the process tree (Python and its jsii Node.js process: steadier than wall on a shared machine), the
 peak resident memory (ru_maxrss from wait4: the largest single process of the tree — Python, or one of the two
 node processes of its jsii runtime — not their sum), and the cost per node between consecutive sizes (ms/node).
---phases adds, per size, the median seconds of each phase measured inside the process (import, site, build,
-synth) and what is left (interpreter start and exit, the jsii runtime's shutdown).
+--phases adds, per size, the median seconds of each phase measured inside the process and what is left
+(interpreter start and exit, the jsii runtime's shutdown):
+- import (cdktf, the library and the bindings), site (load and validate the site file);
+- build (every stack built): its jsii round trips to Node.js, their count per node (the slope between sizes) and
+  the share of build spent waiting on them (Node.js working, or the pipe);
+- synth, split at the safety rules' validations (terravixens.rules.RuleSet, timed around each stack's run):
+  prepare (cdktf's preparing pass over every stack, up to the first rules run), rules (the rules' walk over each
+  stack, with what they ask of cdktf), write (the rest: cdktf resolving each stack to JSON and writing it, the
+  manifest).
+The CPU columns count the whole process tree (Python and Node.js): `cpu ratio` is each size's median CPU over the
+floor's, the figure to compare on a loaded machine, where wall times follow the load.
 """
 
 from __future__ import annotations
@@ -54,20 +63,55 @@ import json, sys, time
 started = time.perf_counter()
 import terravixens.stacks
 from terravixens.config.loader import load_site
+from terravixens.rules.ruleset import RuleSet
+from jsii._kernel.providers.process import _NodeProcess
 imported = time.perf_counter()
 import_cpu = time.process_time()
+
+# Every request to Node.js is one _NodeProcess.send (a callback into Python ends one send and starts the next):
+# counted and timed per phase. The rules are timed around each stack's validation.
+phase, calls, waited = "import", {}, {}
+rules = {"first": None, "seconds": 0.0, "calls": 0}
+send, validate = _NodeProcess.send, RuleSet.validate
+
+def counted(self, request, response_type):
+    before = time.perf_counter()
+    try:
+        return send(self, request, response_type)
+    finally:
+        calls[phase] = calls.get(phase, 0) + 1
+        waited[phase] = waited.get(phase, 0.0) + time.perf_counter() - before
+
+def timed(self):
+    before, sent = time.perf_counter(), calls.get(phase, 0)
+    rules["first"] = rules["first"] or before
+    try:
+        return validate(self)
+    finally:
+        rules["seconds"] += time.perf_counter() - before
+        rules["calls"] += calls.get(phase, 0) - sent
+
+_NodeProcess.send, RuleSet.validate = counted, timed
 site = load_site(sys.argv[2])
 loaded = time.perf_counter()
+phase = "build"
 app = terravixens.stacks.build_app(site, sys.argv[1])
 built = time.perf_counter()
+phase = "synth"
 app.synth()
 done = time.perf_counter()
+prepare = (rules["first"] or done) - built
 print(json.dumps({"import": imported - started, "site": loaded - imported, "build": built - loaded,
-                  "synth": done - built, "import_cpu": import_cpu}))
+                  "synth": done - built, "import_cpu": import_cpu,
+                  "build_calls": calls.get("build", 0), "build_waited": waited.get("build", 0.0),
+                  "synth_calls": calls.get("synth", 0), "prepare": prepare, "rules": rules["seconds"],
+                  "rules_calls": rules["calls"], "write": done - built - prepare - rules["seconds"]}))
 """
 
 PHASES = ("import", "site", "build", "synth")
 IMPORT_CPU = "import_cpu"  # CPU seconds of the Python process up to the end of the imports (startup included)
+# Measured in the process besides the phases (the floor has none of them: 0).
+DETAILS = ("build_calls", "build_waited", "synth_calls", "prepare", "rules", "rules_calls", "write")
 
 
 def app_flags() -> list[str]:
@@ -159,8 +203,7 @@ def write_site(nodes: int, folder: Path) -> Path:
     return path
 
 
-def measure(label: str, program: str, site_file: Path | None, runs: int) -> dict:
-    samples = [run_child(program, site_file) for _ in range(runs)]
+def summary(label: str, samples: list[dict]) -> dict:
     walls = [s["wall"] for s in samples]
     return {
         "label": label,
@@ -171,7 +214,26 @@ def measure(label: str, program: str, site_file: Path | None, runs: int) -> dict
         "rss": statistics.median(s["rss"] for s in samples),
         "phases": {p: statistics.median(s["phases"][p] for s in samples) for p in PHASES},
         "import_cpu": statistics.median(s["phases"][IMPORT_CPU] for s in samples),
+        "details": {d: statistics.median(s["phases"].get(d, 0) for s in samples) for d in DETAILS},
     }
+
+
+def measure(sizes: list[int], site_files: dict[int, Path], runs: int) -> list[dict]:
+    """`runs` rounds, each one fresh process of the floor and of every size in turn: on a shared machine the load
+    moves, and interleaving spreads it over every column alike instead of over one size."""
+    samples: dict[str, list[dict]] = {"floor": [], **{str(size): [] for size in sizes}}
+    for _ in range(runs):
+        samples["floor"].append(run_child(FLOOR, None))
+        for size in sizes:
+            samples[str(size)].append(run_child(SITE, site_files[size]))
+    return [summary(label, found) for label, found in samples.items()]
+
+
+def slope(result: dict, previous: dict | None, value) -> str:
+    """Per node between two consecutive sizes (the fixed part of a synth cancels out)."""
+    if previous is None:
+        return ""
+    return f"{(value(result) - value(previous)) / (int(result['label']) - int(previous['label'])):.1f}"
 
 
 def main() -> None:
@@ -183,49 +245,57 @@ def main() -> None:
     if args.runs < 3:
         parser.error("--runs must be at least 3 (a median of fewer says little)")
     sizes = [int(size) for size in args.sizes.split(",")]
+    for key in ("JSII_NODE", "NODE_OPTIONS"):  # the scaled sites are built with the library here too
+        os.environ.setdefault(key, child_env()[key])
     print(machine(), flush=True)
     print(
-        f"runs per size: {args.runs}; wall = fresh process ({' '.join(['python', *app_flags()])}), spawn to exit; "
-        f"ratio = median / floor median; cpu = CPU s of the process tree",
+        f"runs per size: {args.runs}, interleaved (floor, then each size, per round); wall = fresh process "
+        f"({' '.join(['python', *app_flags()])}), spawn to exit; ratio = median / floor median; cpu = CPU s of the "
+        f"process tree (Python and Node.js), cpu ratio = its median / the floor's",
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="tv-bench-sites-") as folder:
-        results = [measure("floor", FLOOR, None, args.runs)]
-        floor = results[0]["median"]
+        results = measure(sizes, {size: write_site(size, Path(folder)) for size in sizes}, args.runs)
+    floor, floor_cpu = results[0]["median"], results[0]["cpu"]
+    print(
+        f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'cpu ratio':>9} "
+        f"{'peak MiB':>9} {'ms/node':>8}   (ms/node: slope of the median from the previous size)"
+    )
+    previous = None
+    for result in results:
         print(
-            f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'peak MiB':>9} {'ms/node':>8}"
-            "   (ms/node: slope from the previous size)"
+            f"{result['label']:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
+            f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['cpu'] / floor_cpu:>9.1f} "
+            f"{result['rss']:>9.0f} {slope(result, previous, lambda r: 1000 * r['median']):>8}"
         )
-        print(
-            f"{'floor':>6} {floor:>9.2f} {results[0]['min']:>5.2f}-{results[0]['max']:<6.2f} {1.0:>6.1f} "
-            f"{results[0]['cpu']:>6.2f} {results[0]['rss']:>9.0f} {'':>8}",
-            flush=True,
-        )
-        previous = None
-        for size in sizes:
-            result = measure(str(size), SITE, write_site(size, Path(folder)), args.runs)
-            results.append(result)
-            slope = "" if previous is None else f"{1000 * (result['median'] - previous[1]) / (size - previous[0]):.1f}"
-            print(
-                f"{size:>6} {result['median']:>9.2f} {result['min']:>5.2f}-{result['max']:<6.2f} "
-                f"{result['median'] / floor:>6.1f} {result['cpu']:>6.2f} {result['rss']:>9.0f} {slope:>8}",
-                flush=True,
-            )
-            previous = (size, result["median"])
+        previous = None if result["label"] == "floor" else result
     if args.phases:
         print(
-            "phases (median s, in the process): import = cdktf, the library and the bindings (wall; cpu = CPU "
-            "seconds of the Python process until then, interpreter start included); site = load and validate the "
-            "site file; rest = interpreter start and exit, jsii shutdown"
+            "phases (median s, in the process): import = cdktf, the library and the bindings (imp cpu = CPU s of the "
+            "Python process until then, interpreter start included); site = load and validate the site file; build "
+            "= every stack built (jsii = round trips to Node.js in build and synth, /node = their slope from the "
+            "previous size, wait = share of build spent waiting on them); synth = prepare (cdktf's preparing pass) "
+            "+ rules (the safety rules' walk of every stack) + write (resolve and write each stack's JSON); rest = "
+            "interpreter start and exit, jsii shutdown"
         )
-        print(f"{'nodes':>6} " + " ".join(f"{p:>7}" for p in PHASES) + f" {'rest':>7} {'imp cpu':>7}")
+        print(
+            f"{'nodes':>6} {'import':>7} {'site':>6} {'build':>6} {'jsii':>6} {'/node':>6} {'wait':>5} {'synth':>6} "
+            f"{'prepare':>7} {'rules':>6} {'write':>6} {'rest':>6} {'imp cpu':>7}"
+        )
+        previous = None
         for result in results:
-            rest = result["median"] - sum(result["phases"].values())
+            phases, details = result["phases"], result["details"]
+            rest = result["median"] - sum(phases.values())
+            build_calls = int(details["build_calls"] + details["synth_calls"])
+            wait = f"{100 * details['build_waited'] / phases['build']:.0f}%" if result["label"] != "floor" else ""
+            per_node = slope(result, previous, lambda r: r["details"]["build_calls"] + r["details"]["synth_calls"])
             print(
-                f"{result['label']:>6} "
-                + " ".join(f"{result['phases'][p]:>7.2f}" for p in PHASES)
-                + f" {rest:>7.2f} {result['import_cpu']:>7.2f}"
+                f"{result['label']:>6} {phases['import']:>7.2f} {phases['site']:>6.2f} {phases['build']:>6.2f} "
+                f"{build_calls:>6} {per_node:>6} {wait:>5} {phases['synth']:>6.2f} {details['prepare']:>7.2f} "
+                f"{details['rules']:>6.2f} {details['write']:>6.2f} {rest:>6.2f} {result['import_cpu']:>7.2f}"
             )
+            previous = None if result["label"] == "floor" else result
+    print(f"load average {'/'.join(f'{value:.1f}' for value in os.getloadavg())} at the end")
 
 
 if __name__ == "__main__":

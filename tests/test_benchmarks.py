@@ -50,6 +50,11 @@ def test_synth_scale_reports_the_floor_and_a_size():
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^ floor\s+\d+\.\d+", result.stdout, re.M), result.stdout
     assert re.search(r"^     5\s+\d+\.\d+\s+\S+\s+\d+\.\d+", result.stdout, re.M), result.stdout
+    # --phases: build's jsii round trips and the share spent waiting on them; synth as prepare + rules + write.
+    assert re.search(
+        r"^ nodes\s+import\s+site\s+build\s+jsii\s+/node\s+wait\s+synth\s+prepare\s+rules\s+write", result.stdout, re.M
+    )
+    assert re.search(r"^     5(\s+\d+\.\d\d){3}\s+\d+\s+\d+%(\s+\d+\.\d\d){6}$", result.stdout, re.M), result.stdout
     # The interpreter is named as the repository sees it (.venv/bin/python), never by this machine's path.
     assert machine_paths(result.stdout) == []
     assert re.search(r"Python [\d.]+ \((\.venv/bin/)?python[\d.]*\)", result.stdout), result.stdout

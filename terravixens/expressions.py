@@ -10,6 +10,7 @@ own (`${lower(type.id.attr)}`, `${a ? type.id.x : ""}`): traversals are found an
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # A traversal inside an expression: `type.id` or `data.type.id` not preceded by a name character or a dot.
 ADDRESS = re.compile(r"(?<![\w.-])((?:data\.)?[a-z][a-z0-9_]*\.[A-Za-z0-9_-]+)")
@@ -46,16 +47,25 @@ def expressions(text: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=1 << 16)
+def _addresses_of(text: str) -> frozenset[str]:
+    """The addresses one string refers to. A stack repeats the same references in every node's blocks: each distinct
+    string is parsed once (bounded: a long-running process synthesizing many sites keeps the most recent)."""
+    return frozenset(
+        address
+        for expression in expressions(text)
+        for address in ADDRESS.findall(expression)
+        if address.split(".", 1)[0] not in NOT_RESOURCES
+    )
+
+
 def addresses_in(value: object) -> set[str]:
     """Every address (`type.id`, `data.type.id`) of a resource or data source that `value` refers to, wherever in
     an expression."""
     found: set[str] = set()
     for text in strings_in(value):
         if "${" in text:
-            for expression in expressions(text):
-                found.update(
-                    address for address in ADDRESS.findall(expression) if address.split(".", 1)[0] not in NOT_RESOURCES
-                )
+            found.update(_addresses_of(text))
     return found
 
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdktf import DataResource, TerraformOutput, TerraformResourceLifecycle
+import jsii
+from cdktf import (
+    DataResource,
+    IListProducer,
+    IResolveContext,
+    Lazy,
+    TerraformElement,
+    TerraformOutput,
+    TerraformResourceLifecycle,
+)
 from constructs import Construct
 
 from terravixens._bindings.talos.cluster_kubeconfig import ClusterKubeconfig
@@ -26,6 +35,25 @@ class ControlPlaneProps:
     control_planes: dict[str, TalosNode]
     workers: dict[str, TalosNode]
     bootstrap_node: str
+
+
+@jsii.implements(IListProducer)
+class ApplyReferences:
+    """A depends_on list produced when cdktf resolves it: the elements' references, then each node's apply
+    (`TalosNode.apply_reference()`: its element's reference once it has one, else its address). The JSON is the
+    one `depends_on=[elements..., node.apply...]` writes."""
+
+    def __init__(self, elements: list[TerraformElement], nodes: list[TalosNode]):
+        self.elements = elements
+        self.nodes = nodes
+
+    @classmethod
+    def of(cls, elements: list[TerraformElement], nodes: list[TalosNode]) -> list[str]:
+        return Lazy.list_value(cls(elements, nodes))
+
+    def produce(self, context: IResolveContext) -> list[str]:
+        context.suppress_braces = True  # a depends_on names addresses, as cdktf's own dependables resolve them
+        return [*(element.fqn for element in self.elements), *(node.apply_reference() for node in self.nodes)]
 
 
 class ControlPlane(Construct):
@@ -52,6 +80,10 @@ class ControlPlane(Construct):
         first = props.control_planes[props.bootstrap_node]
         cp_addresses = [props.control_planes[name].address for name in sorted(props.control_planes)]
         worker_addresses = [props.workers[name].address for name in sorted(props.workers)]
+        nodes = [node for _, node in sorted({**props.control_planes, **props.workers}.items())]
+        # Nodes whose resources are written from Python (terravixens.constructs.python_blocks) have no element to
+        # depend on: the depends_on lists are then computed when cdktf resolves them (ApplyReferences).
+        from_python = any(node.written_from_python for node in nodes)
 
         self.bootstrap = pin(
             MachineBootstrap(
@@ -60,11 +92,13 @@ class ControlPlane(Construct):
                 node_attribute=first.first_contact,
                 endpoint=first.first_contact,
                 client_configuration=client,
-                depends_on=[first.apply],
+                depends_on=None if from_python else [first.apply],
                 lifecycle=TerraformResourceLifecycle(ignore_changes="all"),
             ),
             cluster_id("bootstrap"),
         )
+        if from_python:
+            self.bootstrap.depends_on = ApplyReferences.of([], [first])
         self.kubeconfig = pin(
             ClusterKubeconfig(
                 self,
@@ -113,14 +147,12 @@ class ControlPlane(Construct):
                 endpoints=cp_addresses,
                 skip_kubernetes_checks=True,
                 # Read after every node's configuration is applied, not only the bootstrap node's.
-                depends_on=[
-                    self.kubeconfig,
-                    self.membership,
-                    *(node.apply for _, node in sorted({**props.control_planes, **props.workers}.items())),
-                ],
+                depends_on=None if from_python else [self.kubeconfig, self.membership, *(node.apply for node in nodes)],
             ),
             cluster_id("health"),
         )
+        if from_python:
+            self.health.depends_on = ApplyReferences.of([self.kubeconfig, self.membership], nodes)
 
         pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True), "kubeconfig")
         pin(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
@@ -19,7 +20,8 @@ from terravixens._bindings.proxmox.virtual_environment_vm import (
 from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
 from terravixens.config.model import Cluster
 from terravixens.config.placement import PlacedNode
-from terravixens.constructs.build import address, locate, null
+from terravixens.constructs import python_blocks
+from terravixens.constructs.build import address, locate, location_of, null, resource_type
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.logical_ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
@@ -38,6 +40,9 @@ NETWORK_DEVICE_KEYS = (
     "trunks",
     "vlan_id",
 )
+DESCRIPTION = "Talos node managed by terravixens"
+E = TypeVar("E")
+IGNORED_IMAGE = "disk[0].import_from"
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,62 @@ class TalosNode(Construct):
         self.node_name = placed.name
         self.address = placed.address
         self.first_contact = placed.first_contact
-        self.vm = pin(self._vm(), node_id(placed.name, "vm"))
-        vm_address = address(type(self.vm), node_id(placed.name, "vm"))
-        self.apply = pin(
+        self._patch = node_patch(placed, props.cluster)
+        self._vm: VirtualEnvironmentVm | None = None
+        self._apply: MachineConfigurationApply | None = None
+        # In the app's stacks, the two resources are written from Python until something needs their elements
+        # (terravixens.constructs.python_blocks); elsewhere (a user's own stack) they are elements from the start.
+        self._registry = python_blocks.blocks_for(scope)
+        blocks = self._python_blocks(scope, id) if self._registry is not None else None
+        if self._registry is None or blocks is None:
+            self._registry = None
+            self.materialize()
+        else:
+            self._registry.add(self, blocks)
+
+    @property
+    def vm(self) -> VirtualEnvironmentVm:
+        """The node's VM (`proxmox_virtual_environment_vm.node_<name>_vm`)."""
+        self._elements()
+        return self._created(self._vm)
+
+    @property
+    def apply(self) -> MachineConfigurationApply:
+        """The application of its machine configuration (`talos_machine_configuration_apply.node_<name>_apply`)."""
+        self._elements()
+        return self._created(self._apply)
+
+    @property
+    def written_from_python(self) -> bool:
+        """True while its resources are blocks written from Python (no cdktf element yet)."""
+        return self._vm is None
+
+    def apply_reference(self) -> str:
+        """What a depends_on names for the apply: its element's reference, or its address while written from Python."""
+        if self._apply is not None:
+            return self._apply.fqn
+        return address(MachineConfigurationApply, node_id(self.node_name, "apply"))
+
+    def _elements(self) -> None:
+        """Its resources as elements: every node of its stack becomes elements at once (python_blocks)."""
+        if self._vm is None:
+            if self._registry is not None:
+                self._registry.materialize()
+            self.materialize()
+
+    def _created(self, element: E | None) -> E:
+        if element is None:  # materialize() creates both; never reached
+            raise RuntimeError(f"TalosNode {self.node_name!r} has no elements")
+        return element
+
+    def materialize(self) -> None:
+        """Create the VM and the apply as cdktf elements (once)."""
+        if self._vm is not None:
+            return
+        props, placed = self.props, self.props.placed
+        self._vm = pin(self._new_vm(), node_id(placed.name, "vm"))
+        vm_address = address(VirtualEnvironmentVm, node_id(placed.name, "vm"))
+        self._apply = pin(
             MachineConfigurationApply(
                 self,
                 "apply",
@@ -90,33 +148,62 @@ class TalosNode(Construct):
                 endpoint=self.first_contact,
                 client_configuration=props.cluster_config.client_configuration(),
                 machine_configuration_input=props.cluster_config.machine_configuration(placed.role),
-                config_patches=[node_patch(placed, props.cluster)],
+                config_patches=[self._patch],
                 apply_mode=props.apply_mode,
-                on_destroy={
-                    "reset": props.reset_on_destroy,
-                    "graceful": props.reset_graceful,
-                    "reboot": props.reboot_after_reset,
-                },
-                depends_on=[self.vm],
+                on_destroy=self._on_destroy(),
+                depends_on=[self._vm],
                 # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
                 lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
             ),
             node_id(placed.name, "apply"),
         )
 
-    def _vm(self) -> VirtualEnvironmentVm:
+    # --------------------------------------------------------------------------------- what both ways share
+    def _tags(self) -> list[str]:
+        # Proxmox stores tags lowercased and sorted; anything else diffs forever.
+        return sorted({tag.lower() for tag in ["talos", "terravixens", *self.props.placed.node.tags]})
+
+    def _agent_enabled(self) -> bool:
+        return any(name.endswith("qemu-guest-agent") for name in self.props.placed.hypervisor.talos_image.extensions)
+
+    def _disk_source(self) -> tuple[str, str]:
+        """(datastore of the system disk, the image it is imported from)."""
         placed, cluster = self.props.placed, self.props.cluster
         node, hypervisor = placed.node, placed.hypervisor
-        # Proxmox stores tags lowercased and sorted; anything else diffs forever.
-        tags = sorted({tag.lower() for tag in ["talos", "terravixens", *node.tags]})
+        # The node's own storage (site rule: declared on its hypervisor, holding images), else the default.
+        datastore = node.storage or hypervisor.datastores.vm
+        image = disk_image_file_id(hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images)
+        return datastore, image
+
+    def _network_device(self, null_value: object) -> dict[str, object]:
+        # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
+        # bpg types network_device as a list of objects: Terraform wants every key, so unset ones are null
+        # (the binding would drop them, and `terraform validate` refuses the result).
+        node, cluster = self.props.placed.node, self.props.cluster
+        device: dict[str, object] = dict.fromkeys(NETWORK_DEVICE_KEYS, null_value)
+        device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
+        if node.mac_address is not None:
+            # bpg updates the NIC in place (no new VM); null lets Proxmox choose, and keeps what it chose (ADR 0024).
+            device["mac_address"] = node.mac_address
+        return device
+
+    def _on_destroy(self) -> dict[str, bool]:
+        props = self.props
+        return {"reset": props.reset_on_destroy, "graceful": props.reset_graceful, "reboot": props.reboot_after_reset}
+
+    # ---------------------------------------------------------------------------------------- as elements
+    def _new_vm(self) -> VirtualEnvironmentVm:
+        placed = self.props.placed
+        node, hypervisor = placed.node, placed.hypervisor
+        datastore, image = self._disk_source()
         vm = VirtualEnvironmentVm(
             self,
             "vm",
             node_name=hypervisor.node_name,
             vm_id=node.vm_id,
             name=placed.hostname,
-            description="Talos node managed by terravixens",
-            tags=tags,
+            description=DESCRIPTION,
+            tags=self._tags(),
             on_boot=True,
             started=True,
             # Without the guest agent a shutdown can hang; stopping is safe because the apply reset the node first.
@@ -127,10 +214,7 @@ class TalosNode(Construct):
             bios="seabios",
             scsi_hardware="virtio-scsi-single",
             boot_order=["scsi0"],
-            agent=VirtualEnvironmentVmAgent(
-                enabled=any(name.endswith("qemu-guest-agent") for name in hypervisor.talos_image.extensions),
-                trim=True,
-            ),
+            agent=VirtualEnvironmentVmAgent(enabled=self._agent_enabled(), trim=True),
             cpu=VirtualEnvironmentVmCpu(cores=node.cpu, type="host"),
             memory=VirtualEnvironmentVmMemory(dedicated=node.memory_mib),
             operating_system=VirtualEnvironmentVmOperatingSystem(type="l26"),
@@ -138,11 +222,8 @@ class TalosNode(Construct):
             disk=[
                 VirtualEnvironmentVmDisk(
                     interface="scsi0",
-                    # The node's own storage (site rule: declared on its hypervisor, holding images), else the default.
-                    datastore_id=node.storage or hypervisor.datastores.vm,
-                    import_from_attribute=disk_image_file_id(
-                        hypervisor.talos_image, cluster.talos_version, hypervisor.datastores.images
-                    ),
+                    datastore_id=datastore,
+                    import_from_attribute=image,
                     size=node.disk_gib,
                     file_format="raw",
                     iothread=True,
@@ -150,15 +231,88 @@ class TalosNode(Construct):
                     ssd=True,
                 )
             ],
-            lifecycle=TerraformResourceLifecycle(ignore_changes=["disk[0].import_from"]),
+            lifecycle=TerraformResourceLifecycle(ignore_changes=[IGNORED_IMAGE]),
         )
-        # A trunk: VLAN interfaces are configured inside Talos, so changing a VLAN never touches the VM.
-        # bpg types network_device as a list of objects: Terraform wants every key, so unset ones are null
-        # (the binding would drop them, and `terraform validate` refuses the result).
-        device: dict[str, object] = dict.fromkeys(NETWORK_DEVICE_KEYS, null())
-        device.update(bridge=node.bridge or cluster.bridge, model="virtio", firewall=False)
-        if node.mac_address is not None:
-            # bpg updates the NIC in place (no new VM); null lets Proxmox choose, and keeps what it chose (ADR 0024).
-            device["mac_address"] = node.mac_address
-        vm.add_override("network_device", [device])
+        vm.add_override("network_device", [self._network_device(null())])
         return vm
+
+    # ------------------------------------------------------------------------------- as blocks from Python
+    def _python_blocks(self, scope: Construct, id: str) -> list[python_blocks.PythonBlock] | None:
+        """The two blocks exactly as the elements above write them, or None when they are not plain data here
+        (a cluster configuration in another stack: its references need cdktf's cross-stack wiring)."""
+        props, placed = self.props, self.props.placed
+        location = location_of(props.cluster_config)
+        if location is None or location[0] is not scope or self._registry is None:
+            return None
+        node, hypervisor = placed.node, placed.hypervisor
+        client = props.cluster_config.client_configuration()
+        machine_configuration = props.cluster_config.machine_configuration(placed.role)
+        datastore, image = self._disk_source()
+        vm_id, apply_id = node_id(placed.name, "vm"), node_id(placed.name, "apply")
+        vm_address = address(VirtualEnvironmentVm, vm_id)
+        # What the elements above write, key for key (cdktf writes keys sorted; unset arguments are left out).
+        vm = {
+            "agent": {"enabled": self._agent_enabled(), "trim": True},
+            "bios": "seabios",
+            "boot_order": ["scsi0"],
+            "cpu": {"cores": node.cpu, "type": "host"},
+            "description": DESCRIPTION,
+            "disk": [
+                {
+                    "datastore_id": datastore,
+                    "discard": "on",
+                    "file_format": "raw",
+                    "import_from": image,
+                    "interface": "scsi0",
+                    "iothread": True,
+                    "size": node.disk_gib,
+                    "ssd": True,
+                }
+            ],
+            "lifecycle": {"ignore_changes": [IGNORED_IMAGE]},
+            "machine": "q35",
+            "memory": {"dedicated": node.memory_mib},
+            "migrate": True,
+            "name": placed.hostname,
+            "network_device": [self._network_device(None)],
+            "node_name": hypervisor.node_name,
+            "on_boot": True,
+            "operating_system": {"type": "l26"},
+            "scsi_hardware": "virtio-scsi-single",
+            "serial_device": [{"device": "socket"}],
+            "started": True,
+            "stop_on_destroy": True,
+            "tags": self._tags(),
+            "vm_id": node.vm_id,
+        }
+        apply = {
+            "apply_mode": props.apply_mode,
+            "client_configuration": client,
+            "config_patches": [self._patch],
+            "depends_on": [vm_address],
+            "endpoint": self.first_contact,
+            "lifecycle": {"replace_triggered_by": [f"{vm_address}.id"]},
+            "machine_configuration_input": machine_configuration,
+            "node": self.first_contact,
+            "on_destroy": self._on_destroy(),
+        }
+        tokens = frozenset([*client.values(), machine_configuration])
+        if not (python_blocks.plain(vm, tokens) and python_blocks.plain(apply, tokens)):
+            return None
+        if None in (props.apply_mode, *self._on_destroy().values()):
+            return None  # an unset argument is left out by the binding: let it write the block
+        path = f"{self._registry.path}/{id.replace('/', '--')}"
+        return [
+            python_blocks.PythonBlock(
+                "resource", resource_type(VirtualEnvironmentVm), vm_id, f"{path}/vm", vm, self, ("network_device",)
+            ),
+            python_blocks.PythonBlock(
+                "resource",
+                resource_type(MachineConfigurationApply),
+                apply_id,
+                f"{path}/apply",
+                apply,
+                self,
+                tokens=tokens,
+            ),
+        ]

@@ -21,9 +21,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from functools import lru_cache
 
 from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, TerraformResource, TerraformVariable
 
+from terravixens.constructs.python_blocks import PythonBlock
 from terravixens.inputs import shown_at
 from terravixens.rules.base import Rule
 from terravixens.rules.overrides import stack_overrides, unrecorded_keys
@@ -40,18 +42,31 @@ def unescaped(text: str) -> list[str]:
     return [match.group(1) for match in SEQUENCE.finditer(text) if match.group(1)]
 
 
-def _strings(value, path: tuple = ()):
-    """(path, text) of every string in a JSON-like value, keys of maps included."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str):
-                yield (*path, key), key
-            yield from _strings(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, (*path, index))
+@lru_cache(maxsize=1 << 16)
+def _text_sequences(value: str) -> tuple[str, ...]:
+    """The sequences of a raw configuration's string once cdktf's token encodings are taken out: each distinct
+    string once (every node's blocks repeat the same references)."""
+    return tuple(unescaped(TOKEN.sub("", value)))
+
+
+def _strings(value, path: tuple = ()) -> list[tuple[tuple, str]]:
+    """(path, text) of every string in a JSON-like value, keys of maps included, in document order."""
+    found: list[tuple[tuple, str]] = []
+
+    def walk(value, path: tuple) -> None:
+        if isinstance(value, str):
+            found.append((path, value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    found.append(((*path, key), key))
+                walk(item, (*path, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, (*path, index))
+
+    walk(value, path)
+    return found
 
 
 def _imports(document: dict) -> dict[str, list]:
@@ -110,7 +125,7 @@ class NoTemplateSequences(Rule):
                 body = block.wrapped()
                 if block.address in imports:
                     body = {**body, "import": imports[block.address]}
-                self._check(body, lambda block=block: view.element_of(block), block)
+                self._check(view, body, lambda block=block: view.raw_configuration(block), block)
         self._check_validation_messages(view)
         for path, value in stack_overrides(view.stack):
             for where, text in _strings(value):
@@ -141,7 +156,7 @@ class NoTemplateSequences(Rule):
             if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))
         ]
         for element in [*others, *self._without_block(view)]:
-            self._check(view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
+            self._check(view, view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
 
     def _check_validation_messages(self, view: StackView) -> None:
         """A variable is read literally (its default, its description), except its validations' error_message: a
@@ -172,8 +187,9 @@ class NoTemplateSequences(Rule):
         Only when the counts of elements and of the blocks they wrote differ, so rarely, is each element's address
         asked for. Pathless blocks (a remote state, a block a stack-level override added) are not counted: no
         resource or data element wrote them, and one would hide a merged pair from the count."""
-        written_blocks = [block for block in view.blocks if not block.pathless]
-        if len(view.block_elements) == len(written_blocks):
+        written_blocks = [block for block in view.blocks if not block.pathless and view.python_block(block) is None]
+        elements = view.current_block_elements  # a block written from Python has no element: judged by its block
+        if len(elements) == len(written_blocks):
             return []
         written = {(block.kind, block.type, block.logical_id) for block in written_blocks}
         addresses = [
@@ -182,33 +198,36 @@ class NoTemplateSequences(Rule):
                 element.terraform_resource_type,
                 element.friendly_unique_id,
             )
-            for element in view.block_elements
+            for element in elements
         ]
         shared = Counter(addresses)
         return [
             element
-            for element, address in zip(view.block_elements, addresses, strict=True)
+            for element, address in zip(elements, addresses, strict=True)
             if address not in written or shared[address] > 1
         ]
 
-    def _check(self, body: dict, raw_configuration, block: Block | None) -> None:
+    def _check(self, view: StackView, body: dict, raw_configuration, block: Block | None) -> None:
         text = json.dumps(body)
         if "${" not in text and "%{" not in text:
             return
-        element, raw = raw_configuration()
-        reported = False
-        for path, value in _strings(raw):
-            if _cdktf_workspace(path, value):
-                continue
-            found = unescaped(TOKEN.sub("", value))
-            if found:
-                reported = True
-                self._fail(element, block, path, value, found[0])
-        if reported:
+        writer, raw = raw_configuration()
+        found_in_raw = [
+            (path, value, found[0])
+            for path, value in _strings(raw)
+            if not _cdktf_workspace(path, value) and (found := _text_sequences(value))
+        ]
+        found_in_body = (
+            [(p, v, "%{") for p, v in _strings(body) if "%{" in v and "%{" in unescaped(v)]
+            if "%{" in text and not found_in_raw
+            else []
+        )
+        if not (found_in_raw or found_in_body):
             return
-        for path, value in _strings(body):
-            if "%{" in unescaped(value):
-                self._fail(element, block, path, value, "%{")
+        # An error is attached to an element: a block written from Python gets its element now.
+        element = view.element_of(block)[0] if block is not None and isinstance(writer, PythonBlock) else writer
+        for path, value, sequence in found_in_raw + found_in_body:
+            self._fail(element, block, path, value, sequence)
 
     def _fail(self, element: TerraformElement, block: Block | None, path: tuple, value: str, sequence: str) -> None:
         self.fail(

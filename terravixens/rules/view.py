@@ -7,6 +7,11 @@ classes a rule asks about (TalosNode, ClusterConfig). Resource and data blocks a
 writes each block's construct path (`"//": {"metadata": {"path": …}}`); a block belongs to the nearest enclosing
 construct of a class when that construct's path is a prefix of the block's path. What a rule reads is what
 Terraform will read: overrides, stack-level overrides and Aspects included.
+
+Blocks written from Python (terravixens.constructs.python_blocks: a node's VM and apply in the app's stacks) are in
+the JSON as synth writes them, and their configuration is read as Python wrote it (`raw_configuration`); they have
+no element until something asks for one (`element_of`, `construct_at`, `block_elements`), which creates the
+elements of every such block of the stack at once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from cdktf import (
     Tokenization,
 )
 from constructs import IConstruct, Node
+
+from terravixens.constructs import python_blocks
 
 C = TypeVar("C", bound=IConstruct)
 
@@ -89,8 +96,12 @@ class StackView:
         self.stack = stack
         self._node = stack.node
         self.name: str = self._node.id
-        self.document: dict[str, Any] = stack.to_terraform()
-        self.constructs: list[IConstruct] = list(self._node.find_all())
+        self.document: dict[str, Any] = python_blocks.document_of(stack)
+        # After the document: a conflict there makes the blocks elements (python_blocks.StackBlocks.document).
+        written = python_blocks.pending_blocks(stack)
+        self._python = {(block.kind, block.type, block.logical_id): block for block in written}
+        self._python_paths = {block.path for block in written}
+        self.constructs: list[IConstruct] = self._constructs()
         self._paths: dict[int, str] = {}
         self._nodes: dict[int, Node] = {}
         self._by_path: dict[str, IConstruct] = {}
@@ -121,6 +132,33 @@ class StackView:
     def blocks_of(self, types: Iterable[str]) -> list[Block]:
         return [block for block in self.blocks if block.type in types]
 
+    def python_block(self, block: Block) -> python_blocks.PythonBlock | None:
+        """The block as Python wrote it, when it has no element yet (terravixens.constructs.python_blocks)."""
+        if block.pathless:
+            return None
+        return self._python.get((block.kind, block.type, block.logical_id))
+
+    def raw_configuration(self, block: Block) -> tuple[TerraformElement | python_blocks.PythonBlock, dict[str, Any]]:
+        """Who wrote a block and its configuration before resolution (tokens as cdktf encodes them): a block written
+        from Python as Python wrote it (no round trip), any other as its element gives it (`element_of`)."""
+        written = self.python_block(block)
+        if written is not None:
+            return written, written.raw()
+        return self.element_of(block)
+
+    def _constructs(self) -> list[IConstruct]:
+        return [construct for construct in self._node.find_all() if not python_blocks.is_writer(construct)]
+
+    def _materialize(self) -> None:
+        """Every block written from Python becomes an element; the constructs are read again."""
+        if not self._python:
+            return
+        python_blocks.materialize(self.stack)
+        self._python, self._python_paths = {}, set()
+        self.constructs = self._constructs()
+        for cached in ("block_elements", "current_block_elements", "_writers"):
+            self.__dict__.pop(cached, None)
+
     # ------------------------------------------------------------------------------------------ the constructs
     @overload
     def of_class(self, kind: type[C]) -> list[C]: ...
@@ -133,7 +171,14 @@ class StackView:
 
     @cached_property
     def block_elements(self) -> list[TerraformResource | TerraformDataSource]:
-        """The resource and data source constructs (each writes one block, unless moved)."""
+        """The resource and data source constructs (each writes one block, unless moved); blocks written from Python
+        become elements first."""
+        self._materialize()
+        return self.of_class((TerraformResource, TerraformDataSource))
+
+    @cached_property
+    def current_block_elements(self) -> list[TerraformResource | TerraformDataSource]:
+        """The resource and data source constructs there are now (a block written from Python has none)."""
         return self.of_class((TerraformResource, TerraformDataSource))
 
     def _remember(self, construct: IConstruct, node: Node | None = None) -> str:
@@ -187,13 +232,13 @@ class StackView:
         from terravixens.constructs.build import declared_type
 
         elements: dict[tuple[str, str], list[TerraformResource | TerraformDataSource]] = defaultdict(list)
-        for element in self.block_elements:
+        for element in self.current_block_elements:
             kind = "resource" if isinstance(element, TerraformResource) else "data"
             kind_type = declared_type(type(element)) or element.terraform_resource_type
             elements[(kind, kind_type)].append(element)
         blocks: dict[tuple[str, str], list[Block]] = defaultdict(list)
         for block in self.blocks:
-            if not block.pathless:
+            if not block.pathless and self.python_block(block) is None:
                 blocks[(block.kind, block.type)].append(block)
         writers: dict[tuple[str, str, str], TerraformResource | TerraformDataSource] = {}
         for key, written in blocks.items():
@@ -212,6 +257,8 @@ class StackView:
         a `pathless` block: its writer, if any, is not among the stack's constructs by path."""
         if block.pathless:
             raise LookupError(f"{block.address} has no construct path (a stack-level override or a remote state)")
+        if self.python_block(block) is not None:
+            self._materialize()
         element = self._writers.get((block.kind, block.type, block.logical_id))
         if element is not None:
             raw = element.to_terraform()
@@ -223,7 +270,10 @@ class StackView:
         return at_path, at_path.to_terraform()
 
     def construct_at(self, path: str) -> IConstruct:
-        """The construct at a path of this stack, found from the nearest construct whose path is known."""
+        """The construct at a path of this stack, found from the nearest construct whose path is known (the element
+        of a block written from Python is created first)."""
+        if path in self._python_paths:
+            self._materialize()
         ancestor = path
         while ancestor not in self._by_path:
             ancestor = ancestor.rpartition(PATH_SEP)[0]
@@ -260,7 +310,7 @@ class StackView:
         if origin is None:
             return None
         if id(origin) not in self._documents:
-            self._documents[id(origin)] = origin.to_terraform()
+            self._documents[id(origin)] = python_blocks.document_of(origin)
         written = (self._documents[id(origin)].get("output") or {}).get(output)
         if not isinstance(written, dict):
             return None

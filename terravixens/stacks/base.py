@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cdktf import TerraformStack
+from cdktf import App, TerraformStack
 from constructs import Construct
 
 from terravixens.config.model import Site
+from terravixens.constructs import python_blocks
 from terravixens.decommission_settings import Decommission
 from terravixens.layers import Layer
 from terravixens.rules import apply_rules, overrides
@@ -44,11 +45,24 @@ class LayerStack(TerraformStack):
         self.site = site
         self.layer = layer
         self.options = options or BuildOptions()
+        # Constructs created in it may write their blocks from Python (terravixens.constructs.python_blocks).
+        python_blocks.accept(self)
         overrides.record(self)
         declare_backend(self, site.state, site.site, layer.name)
         self.build()
         self.every_stack()
         apply_rules(self)
+
+    def prepare_stack(self) -> None:
+        """cdktf's preparing pass (app.synth() calls it first): the blocks written from Python become elements here
+        if anything of the synth would need them; they take no part in the pass (same-stack references only)."""
+        registry = python_blocks.registry_of(self)
+        if registry is None:
+            super().prepare_stack()
+            return
+        registry.before_prepare(App.of(self))
+        with registry.quiet():
+            super().prepare_stack()
 
     def build(self) -> None:
         """The layer's providers and constructs."""

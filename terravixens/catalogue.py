@@ -19,9 +19,10 @@ MACHINE_SECRETS = "talos_machine_secrets"
 BOOTSTRAP = "talos_machine_bootstrap"
 
 # ------------------------------------------------------------------------------------------------------- Proxmox
+NODE_VM = "proxmox_virtual_environment_vm"  # a TalosNode's VM (also the type of a standalone node's)
 VMS = frozenset(
     {
-        "proxmox_virtual_environment_vm",
+        NODE_VM,
         "proxmox_virtual_environment_vm2",
         "proxmox_vm",
         "proxmox_cloned_vm",

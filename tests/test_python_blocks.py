@@ -275,6 +275,15 @@ def test_the_round_trips_of_a_node_in_the_apps_stacks(tmp_path, monkeypatch):
     assert (large - small) / 20 <= 1, f"{small} round trips for 4 nodes, {large} for 24"
 
 
+def test_the_types_a_node_writes_by_name_are_its_bindings_types():
+    from terravixens._bindings.proxmox.virtual_environment_vm import VirtualEnvironmentVm
+    from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
+    from terravixens.catalogue import NODE_APPLY, NODE_VM
+    from terravixens.constructs.build import resource_type
+
+    assert (resource_type(VirtualEnvironmentVm), resource_type(MachineConfigurationApply)) == (NODE_VM, NODE_APPLY)
+
+
 def test_blocks_from_python_need_plain_data():
     tokens = frozenset({"${TfToken[TOKEN.1]}"})
     assert python_blocks.plain({"a": ["x", 1, True, None, {"b": "${TfToken[TOKEN.1]}"}]}, tokens)

@@ -9,10 +9,6 @@ from constructs import Construct
 
 from terravixens._bindings.proxmox.download_file import DownloadFile
 from terravixens._bindings.proxmox.network_linux_bridge import NetworkLinuxBridge
-from terravixens._bindings.proxmox.storage_cifs import StorageCifs
-from terravixens._bindings.proxmox.storage_nfs import StorageNfs
-from terravixens._bindings.proxmox.storage_pbs import StoragePbs
-from terravixens._bindings.proxmox.storage_zfspool import StorageZfspool
 from terravixens._bindings.proxmox.user_token import UserToken
 from terravixens._bindings.proxmox.virtual_environment_role import VirtualEnvironmentRole
 from terravixens._bindings.proxmox.virtual_environment_user import VirtualEnvironmentUser, VirtualEnvironmentUserAcl
@@ -92,6 +88,12 @@ class Hypervisor(Construct):
             self._api_user(props.name, spec.api_user)
 
     def _storage(self, node_name: str, storage_id: str, storage: Storage) -> TerraformResource:
+        # Imported here: most hypervisors declare no storage, and each binding costs a synth its import.
+        from terravixens._bindings.proxmox.storage_cifs import StorageCifs
+        from terravixens._bindings.proxmox.storage_nfs import StorageNfs
+        from terravixens._bindings.proxmox.storage_pbs import StoragePbs
+        from terravixens._bindings.proxmox.storage_zfspool import StorageZfspool
+
         """One storage definition, on this hypervisor only (`nodes`), kept with prevent_destroy (rule TV005).
 
         Proxmox deletes a definition without touching the pool or the share's files, but every disk on it becomes

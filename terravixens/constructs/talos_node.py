@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
 
-from terravixens._bindings.proxmox.virtual_environment_vm import (
-    VirtualEnvironmentVm,
-    VirtualEnvironmentVmAgent,
-    VirtualEnvironmentVmCpu,
-    VirtualEnvironmentVmDisk,
-    VirtualEnvironmentVmMemory,
-    VirtualEnvironmentVmOperatingSystem,
-    VirtualEnvironmentVmSerialDevice,
-)
-from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
+from terravixens.catalogue import NODE_APPLY, NODE_VM
 from terravixens.config.model import Cluster
 from terravixens.config.placement import PlacedNode
 from terravixens.constructs import python_blocks
-from terravixens.constructs.build import address, locate, location_of, null, resource_type
+from terravixens.constructs.build import address, locate, location_of, null
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.logical_ids import node_id, pin
 from terravixens.talos.image import disk_image_file_id
 from terravixens.talos.patches import node_patch
+
+if TYPE_CHECKING:  # the bindings are imported when the elements are created (most synths write them from Python)
+    from terravixens._bindings.proxmox.virtual_environment_vm import VirtualEnvironmentVm
+    from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
 
 NETWORK_DEVICE_KEYS = (
     "bridge",
@@ -117,7 +112,7 @@ class TalosNode(Construct):
         """What a depends_on names for the apply: its element's reference, or its address while written from Python."""
         if self._apply is not None:
             return self._apply.fqn
-        return address(MachineConfigurationApply, node_id(self.node_name, "apply"))
+        return f"{NODE_APPLY}.{node_id(self.node_name, 'apply')}"
 
     def _elements(self) -> None:
         """Its resources as elements: every node of its stack becomes elements at once (python_blocks)."""
@@ -135,6 +130,9 @@ class TalosNode(Construct):
         """Create the VM and the apply as cdktf elements (once)."""
         if self._vm is not None:
             return
+        from terravixens._bindings.proxmox.virtual_environment_vm import VirtualEnvironmentVm
+        from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
+
         props, placed = self.props, self.props.placed
         self._vm = pin(self._new_vm(), node_id(placed.name, "vm"))
         vm_address = address(VirtualEnvironmentVm, node_id(placed.name, "vm"))
@@ -193,6 +191,16 @@ class TalosNode(Construct):
 
     # ---------------------------------------------------------------------------------------- as elements
     def _new_vm(self) -> VirtualEnvironmentVm:
+        from terravixens._bindings.proxmox.virtual_environment_vm import (
+            VirtualEnvironmentVm,
+            VirtualEnvironmentVmAgent,
+            VirtualEnvironmentVmCpu,
+            VirtualEnvironmentVmDisk,
+            VirtualEnvironmentVmMemory,
+            VirtualEnvironmentVmOperatingSystem,
+            VirtualEnvironmentVmSerialDevice,
+        )
+
         placed = self.props.placed
         node, hypervisor = placed.node, placed.hypervisor
         datastore, image = self._disk_source()
@@ -249,7 +257,9 @@ class TalosNode(Construct):
         machine_configuration = props.cluster_config.machine_configuration(placed.role)
         datastore, image = self._disk_source()
         vm_id, apply_id = node_id(placed.name, "vm"), node_id(placed.name, "apply")
-        vm_address = address(VirtualEnvironmentVm, vm_id)
+        # The types by name: asking a binding for its type would load its Node.js module (the VM's is 0.9 MB) for
+        # nothing (tests/test_python_blocks.py checks they are the bindings' types).
+        vm_address = f"{NODE_VM}.{vm_id}"
         # What the elements above write, key for key (cdktf writes keys sorted; unset arguments are left out).
         vm = {
             "agent": {"enabled": self._agent_enabled(), "trim": True},
@@ -303,12 +313,10 @@ class TalosNode(Construct):
             return None  # an unset argument is left out by the binding: let it write the block
         path = f"{self._registry.path}/{id.replace('/', '--')}"
         return [
-            python_blocks.PythonBlock(
-                "resource", resource_type(VirtualEnvironmentVm), vm_id, f"{path}/vm", vm, self, ("network_device",)
-            ),
+            python_blocks.PythonBlock("resource", NODE_VM, vm_id, f"{path}/vm", vm, self, ("network_device",)),
             python_blocks.PythonBlock(
                 "resource",
-                resource_type(MachineConfigurationApply),
+                NODE_APPLY,
                 apply_id,
                 f"{path}/apply",
                 apply,

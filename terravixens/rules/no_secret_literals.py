@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import re
 
-from terravixens.constructs.node_env_snippet import NodeEnvSnippet
 from terravixens.expressions import strings_in
 from terravixens.rules.base import Rule
-from terravixens.rules.view import StackView
+from terravixens.rules.view import StackView, imported_class
 from terravixens.spec_transport import ca_pem
 
 PATTERNS = {
@@ -72,11 +71,12 @@ def _public(ca: str | None) -> bool:
 def _public_ca_strings(view: StackView) -> dict[str, str]:
     """Each string of a NodeEnvSnippet's own blocks -> the public CA that snippet writes on purpose: the exception is
     that value, in those strings only (the same certificate anywhere else is still a finding)."""
-    if not view.of_class(NodeEnvSnippet):
+    snippet = imported_class("terravixens.constructs.node_env_snippet", "NodeEnvSnippet")
+    if snippet is None or not view.of_class(snippet):
         return {}
     exempt: dict[str, str] = {}
     for block in view.blocks:
-        owner = view.owner(block, NodeEnvSnippet)
+        owner = view.owner(block, snippet)
         if owner is not None and owner.public_ca and _public(owner.public_ca):
             exempt.update((text, owner.public_ca) for text in strings_in(block.body))
     return exempt

@@ -13,23 +13,28 @@ from terravixens.catalogue import RESET_CAPABLE
 from terravixens.expressions import references, remote_outputs
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.rules.base import Rule
-from terravixens.rules.view import Block, StackView
+from terravixens.rules.view import Block, StackView, imported_class
 
 OWNERS = "a TalosNode, StandaloneVm or StandaloneContainer"
+# (module, class) of the standalone nodes' constructs: looked for only once imported (imported_class).
+STANDALONE_OWNERS = (
+    ("terravixens.constructs.standalone_vm", "StandaloneVm"),
+    ("terravixens.constructs.standalone_container", "StandaloneContainer"),
+)
 
 
 def node_owner(view: StackView, block: Block) -> tuple[str, str] | None:
     """('node', name) for a block inside a TalosNode, ('standalone', name) inside a standalone construct, else None."""
-    from terravixens.constructs.standalone_container import StandaloneContainer
-    from terravixens.constructs.standalone_vm import StandaloneVm
     from terravixens.constructs.talos_node import TalosNode
 
     talos = view.owner(block, TalosNode)
     if talos is not None:
         return "node", talos.node_name
-    standalone = view.owner(block, StandaloneVm) or view.owner(block, StandaloneContainer)
-    if standalone is not None:
-        return "standalone", standalone.node_name
+    for kind in STANDALONE_OWNERS:
+        found = imported_class(*kind)
+        standalone = view.owner(block, found) if found is not None else None
+        if standalone is not None:
+            return "standalone", standalone.node_name
     return None
 
 

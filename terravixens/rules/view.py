@@ -16,6 +16,7 @@ elements of every such block of the stack at once.
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -36,6 +37,15 @@ from constructs import IConstruct, Node
 from terravixens.constructs import python_blocks
 
 C = TypeVar("C", bound=IConstruct)
+
+
+def imported_class(module: str, name: str) -> type | None:
+    """The construct class `name` of `module` when that module is imported, else None. A class never imported has no
+    instance in any stack, and importing it to look (with the bindings it imports) would cost every synth."""
+    loaded = sys.modules.get(module)
+    found: type | None = getattr(loaded, name, None) if loaded is not None else None
+    return found
+
 
 BLOCK_KINDS = ("resource", "data")
 PATH_SEP = "/"

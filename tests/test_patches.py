@@ -407,7 +407,8 @@ def _documents():
 
 
 def test_libyaml_writes_what_pyyaml_writes_for_simple_documents():
-    """The fast path is taken only where both emitters agree: checked on generated documents of its domain."""
+    """The fast path is taken only where the emitters agree: checked on generated documents of its domain, the text
+    yaml_text writes itself, libyaml's and PyYAML's."""
     from hypothesis import given, settings
 
     from terravixens.talos import yaml_text
@@ -417,9 +418,28 @@ def test_libyaml_writes_what_pyyaml_writes_for_simple_documents():
     def agree(value):
         document = {"machine": value}
         assert yaml_text.is_simple(document)
-        assert yaml.dump(document, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False) == yaml.safe_dump(
-            document, sort_keys=True, default_flow_style=False
-        )
+        expected = yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+        assert yaml.dump(document, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False) == expected
+        assert yaml_text.dump(document) == expected
+
+    agree()
+
+
+def test_yaml_text_writes_what_pyyaml_writes_for_any_simple_document():
+    """Documents of the domain at any depth and shape (several keys at the top, lists of lists, empty collections,
+    every quoting case of the alphabet): the same text as yaml.safe_dump."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from terravixens.talos import yaml_text
+
+    keys = st.one_of(st.sampled_from(TRICKY), st.text(SIMPLE_TEXT, min_size=1, max_size=20))
+
+    @settings(max_examples=800, deadline=None, derandomize=True, database=None)
+    @given(st.dictionaries(keys, _documents(), min_size=1, max_size=5))
+    def agree(document):
+        assert yaml_text.is_simple(document)
+        assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
 
     agree()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import lru_cache
 
 from terravixens.config.network import DEFAULT_MANAGEMENT_VLAN, NodeNetworks
 
@@ -38,11 +39,17 @@ def _interface(networks: NodeNetworks, management_vlan: int) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
+def _interface_of(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    """Parsed once per address: placing a node asks for its managed address and network several times."""
+    return ipaddress.ip_interface(text)
+
+
 def managed(networks: NodeNetworks, management_vlan: int = DEFAULT_MANAGEMENT_VLAN) -> Managed:
     """The address terravixens manages the node at, by the fallback chain above, with its network."""
     interface = _interface(networks, management_vlan)
     if interface is not None:
-        parsed = ipaddress.ip_interface(interface)
+        parsed = _interface_of(interface)
         return Managed(str(parsed.ip), str(parsed.network))
     if networks.maintenance_ip is not None:
         return Managed(networks.maintenance_ip, None)

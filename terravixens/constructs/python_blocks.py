@@ -106,16 +106,24 @@ class PythonBlock:
 
 def plain(value: Any, tokens: frozenset[str]) -> bool:
     """True when `value` is JSON data cdktf writes unchanged, but for whole strings that are one of `tokens` (string
-    tokens of constructs of the same stack, which cdktf resolves)."""
-    if isinstance(value, str):
-        return value in tokens or not any(marker in value for marker in _OTHER_MARKERS)
-    if value is None or isinstance(value, bool | int):
-        return True
-    if isinstance(value, list):
-        return all(plain(item, tokens) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and plain(item, tokens) for key, item in value.items())
-    return False
+    tokens of constructs of the same stack, which cdktf resolves): str, int, bool, None, lists and str-keyed dicts,
+    no other token marker nor template sequence in a string, no float (cdktf encodes a number token as one)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            if ("${" in item or "{TfToken[" in item) and item not in tokens:
+                return False
+        elif kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif not (item is None or kind is bool or kind is int):
+            return False
+    return True
 
 
 def _mapped(value: Any, text: Any) -> Any:

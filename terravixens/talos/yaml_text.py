@@ -40,9 +40,15 @@ def is_simple(value) -> bool:
     return False
 
 
+class _NotSimple(Exception):
+    """A value `dump` leaves to PyYAML (see is_simple)."""
+
+
 @lru_cache(maxsize=4096)
-def _text(value: str) -> str:
+def _text(value: object) -> str:
     """A string of the simple alphabet as PyYAML writes it in block style: plain, or single-quoted."""
+    if not isinstance(value, str) or SIMPLE_TEXT.match(value) is None:
+        raise _NotSimple(value)
     if _RESOLVER.resolve(ScalarNode, value, (True, False)) != _STR:
         return f"'{value}'"  # it would read back as a bool, an int, a float, a null, a timestamp, `=` or `<<`
     # PyYAML's Emitter.analyze_scalar on this alphabet: a document marker, an indicator first ('@', or '-' and ':'
@@ -61,7 +67,9 @@ def _scalar(value: object) -> str:
         return "false"
     if isinstance(value, int):
         return str(value)
-    return _text(value)  # is_simple() let nothing but a string of the alphabet through
+    if isinstance(value, str):
+        return _text(value)
+    raise _NotSimple(value)
 
 
 def _mapping(mapping: dict, indent: str, lines: list[str], first: str | None = None) -> None:
@@ -106,8 +114,12 @@ def _inline(value: object) -> str:
 
 def dump(document: dict) -> str:
     """yaml.safe_dump(document, sort_keys=True, default_flow_style=False), the same text."""
-    if document and is_simple(document):
+    if document and isinstance(document, dict):
         lines: list[str] = []
-        _mapping(document, "", lines)
-        return "\n".join(lines) + "\n"
+        try:  # one pass: a value outside the domain stops it (is_simple(document) is False then)
+            _mapping(document, "", lines)
+        except _NotSimple:
+            pass
+        else:
+            return "\n".join(lines) + "\n"
     return yaml.safe_dump(document, sort_keys=True, default_flow_style=False)

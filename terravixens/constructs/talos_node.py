@@ -68,6 +68,10 @@ class TalosNode(Construct):
     - `staged_if_needing_reboot`: a change that needs a reboot is staged, never rebooting several nodes at once;
     - the VM ignores changes to its boot image (`disk[0].import_from`): a Talos upgrade of the image never replaces
       a VM; the running system is upgraded in place by `terravixens upgrade`.
+
+    In the app's stacks (terravixens.stacks.LayerStack) the two resources are written from Python, the JSON their
+    bindings write, and become elements when something needs them (`vm`, `apply`, an Aspect of the stack, a rule
+    error, `python_blocks.materialize(stack)`): see terravixens.constructs.python_blocks. `materialize()` creates them.
     """
 
     def __init__(self, scope: Construct, id: str, props: TalosNodeProps):

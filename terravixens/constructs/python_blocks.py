@@ -2,7 +2,7 @@
 
 Creating a provider binding costs cdktf's Node.js process far more than the round trip (the VM binding alone builds
 two dozen token objects, each with a captured stack trace), and every element is resolved again at each of cdktf's
-passes over the stack. A node's two resources are most of a synth at fleet scale (docs/adr/0052-blocks-from-python.md).
+passes over the stack. A node's two resources are most of a synth at fleet scale (docs/adr/0055-blocks-from-python.md).
 So, in a stack that accepts them (the app's stacks, terravixens.stacks.base.LayerStack), a construct such as
 TalosNode hands its blocks over here as data — exactly the JSON its bindings would write — instead of creating them,
 and keeps the ability to create them (`materialize()`):
@@ -55,7 +55,6 @@ from terravixens.constructs.json_text import dumps
 WRITER_ID = "blocks_from_python"
 # A string token as cdktf encodes it before resolution (its STRING_TOKEN_REGEX); list and map tokens are other markers.
 STRING_TOKEN = re.compile(r"\$\{TfToken\[[a-zA-Z0-9:._-]+\]\}")
-_OTHER_MARKERS = ("${", "#{TfToken[", "&{TfToken[")
 _ACCEPTS = "_terravixens_accepts_python_blocks"
 _REGISTRY = "_terravixens_python_blocks"
 
@@ -230,7 +229,7 @@ class StackBlocks:
 
     def write(self, path: Path) -> None:
         """Add the blocks to the JSON cdktf wrote for the rest of the stack."""
-        document = json.loads(path.read_text())
+        document = json.loads(path.read_text(encoding="utf-8"))
         if self._conflicts(document):
             raise RuntimeError(
                 f"stack {self.stack.node.id!r}: an element added during synth (an Aspect below the stack?) writes an "
@@ -238,7 +237,7 @@ class StackBlocks:
                 f"terravixens.constructs.python_blocks.materialize(stack) before synth"
             )
         self._merge(document)
-        path.write_text(dumps(document))
+        path.write_text(dumps(document), encoding="utf-8")  # as cdktf writes it
 
     def for_cdktf(self) -> dict[str, Any]:
         """What the writer element gives cdktf: the blocks, tokens unresolved (cdktf resolves them)."""

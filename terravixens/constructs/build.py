@@ -15,7 +15,7 @@ of a millisecond, paid per node when a construct makes it per node. A construct 
 Logical ids are still pinned one by one (`terravixens.logical_ids.pin`): they are public API. See
 docs/adr/0027-synth-speed.md for what each round trip costs and where the time of a synth goes. A construct with an
 instance per node can go further and hand its blocks over as JSON, its elements created on demand
-(terravixens.constructs.python_blocks, docs/adr/0055-blocks-from-python.md): TalosNode does in the app's stacks.
+(terravixens.constructs.python_blocks, docs/adr/0057-blocks-from-python.md): TalosNode does in the app's stacks.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Creating a provider binding costs cdktf's Node.js process far more than the round trip (the VM binding alone builds
 two dozen token objects, each with a captured stack trace), and every element is resolved again at each of cdktf's
-passes over the stack. A node's two resources are most of a synth at fleet scale (docs/adr/0055-blocks-from-python.md).
+passes over the stack. A node's two resources are most of a synth at fleet scale (docs/adr/0057-blocks-from-python.md).
 So, in a stack that accepts them (the app's stacks, terravixens.stacks.base.LayerStack), a construct such as
 TalosNode hands its blocks over here as data — exactly the JSON its bindings would write — instead of creating them,
 and keeps the ability to create them (`materialize()`):

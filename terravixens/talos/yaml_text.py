@@ -2,7 +2,7 @@
 
 PyYAML's pure-Python emitter takes about a millisecond per node patch (docs/adr/0027-synth-speed.md); libyaml's
 (yaml.CSafeDumper) is several times faster, but its representer, in Python, still built a node graph for every
-scalar, the largest share of what building a node costs in Python at fleet scale (docs/adr/0055-blocks-from-python.md).
+scalar, the largest share of what building a node costs in Python at fleet scale (docs/adr/0057-blocks-from-python.md).
 For a document made only of mappings with non-empty string keys, lists, integers, booleans, nulls and strings drawn
 from `[A-Za-z0-9._/:@=+-]` there is nothing to fold, escape or quote but in one way: a string is written plain, or in
 single quotes when PyYAML's resolver would read it back as another type (`yes`, `00`, `12:30:00`, `=`) or its

@@ -231,16 +231,15 @@ def pool_size_label(original):
 
 
 def position_tag(original):
-    """A plausible bug: each VM is tagged with its node's index among the cluster's nodes sorted by name."""
+    """A plausible bug: each VM is tagged with its node's index among the cluster's nodes sorted by name (planted in
+    the tags a node's VM is written with, whether as an element or as a block from Python, ADR 0057)."""
 
-    def vm(self):
-        created = original(self)
+    def tags(self):
         cluster_model = self.props.cluster
         index = sorted({**cluster_model.control_planes, **cluster_model.workers}).index(self.props.placed.name)
-        created.add_override("tags", ["talos", "terravixens", f"n{index}"])
-        return created
+        return [*original(self), f"n{index}"]
 
-    return vm
+    return tags
 
 
 def caught(planes: int, pool: int) -> list[str]:
@@ -258,5 +257,5 @@ def test_a_count_past_the_example_size_and_a_sorted_position_are_caught(monkeypa
     assert not caught(1, 2)  # the old walk's world: the defect is invisible at the example's size
     assert any(f"add {FIRST}" in problem for problem in caught(3, 4)), "a pool-size label past 3 workers"
     monkeypatch.undo()
-    monkeypatch.setattr(talos_node.TalosNode, "_vm", position_tag(talos_node.TalosNode._vm))
+    monkeypatch.setattr(talos_node.TalosNode, "_tags", position_tag(talos_node.TalosNode._tags))
     assert any(f"add {FIRST}" in problem for problem in caught(1, 2)), "a tag from the node's sorted position"

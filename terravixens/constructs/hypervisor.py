@@ -88,18 +88,18 @@ class Hypervisor(Construct):
             self._api_user(props.name, spec.api_user)
 
     def _storage(self, node_name: str, storage_id: str, storage: Storage) -> TerraformResource:
-        # Imported here: most hypervisors declare no storage, and each binding costs a synth its import.
-        from terravixens._bindings.proxmox.storage_cifs import StorageCifs
-        from terravixens._bindings.proxmox.storage_nfs import StorageNfs
-        from terravixens._bindings.proxmox.storage_pbs import StoragePbs
-        from terravixens._bindings.proxmox.storage_zfspool import StorageZfspool
-
         """One storage definition, on this hypervisor only (`nodes`), kept with prevent_destroy (rule TV005).
 
         Proxmox deletes a definition without touching the pool or the share's files, but every disk on it becomes
         unreachable: removing one from the site is a plain destroy, which the guard's PG010 refuses while a node
         uses it. A password (CIFS, PBS) is a sensitive variable the deploy's environment fills (TF_VAR_…): the JSON
         holds its name, never its value (ADR 0044)."""
+        # Imported here: most hypervisors declare no storage, and each binding costs a synth its import.
+        from terravixens._bindings.proxmox.storage_cifs import StorageCifs
+        from terravixens._bindings.proxmox.storage_nfs import StorageNfs
+        from terravixens._bindings.proxmox.storage_pbs import StoragePbs
+        from terravixens._bindings.proxmox.storage_zfspool import StorageZfspool
+
         construct_id = f"storage_{storage_id}"
         lifecycle = TerraformResourceLifecycle(prevent_destroy=True)
         if isinstance(storage, ZfsPool):

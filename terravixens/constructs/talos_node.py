@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
@@ -36,8 +36,15 @@ NETWORK_DEVICE_KEYS = (
     "vlan_id",
 )
 DESCRIPTION = "Talos node managed by terravixens"
+# The binding arguments named otherwise than their Terraform attribute (a clash with a construct's own members).
+BINDING_NAMES = {"import_from": "import_from_attribute", "node": "node_attribute"}
 E = TypeVar("E")
 IGNORED_IMAGE = "disk[0].import_from"
+
+
+def _binding_arguments(body: dict[str, Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A block's keys as its binding's keyword arguments."""
+    return {BINDING_NAMES.get(key, key): value for key, value in body.items() if key not in skip}
 
 
 @dataclass(frozen=True)
@@ -137,30 +144,82 @@ class TalosNode(Construct):
         from terravixens._bindings.proxmox.virtual_environment_vm import VirtualEnvironmentVm
         from terravixens._bindings.talos.machine_configuration_apply import MachineConfigurationApply
 
-        props, placed = self.props, self.props.placed
+        placed = self.props.placed
         self._vm = pin(self._new_vm(), node_id(placed.name, "vm"))
-        vm_address = address(VirtualEnvironmentVm, node_id(placed.name, "vm"))
+        body = self._apply_body(address(VirtualEnvironmentVm, node_id(placed.name, "vm")))
         self._apply = pin(
             MachineConfigurationApply(
                 self,
                 "apply",
-                # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
-                # configured by this very apply, so it cannot be the target of it (ADR 0008).
-                node_attribute=self.first_contact,
-                endpoint=self.first_contact,
-                client_configuration=props.cluster_config.client_configuration(),
-                machine_configuration_input=props.cluster_config.machine_configuration(placed.role),
-                config_patches=[self._patch],
-                apply_mode=props.apply_mode,
-                on_destroy=self._on_destroy(),
+                **_binding_arguments(body, skip=("depends_on", "lifecycle")),
                 depends_on=[self._vm],
-                # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
-                lifecycle=TerraformResourceLifecycle(replace_triggered_by=[f"{vm_address}.id"]),
+                lifecycle=TerraformResourceLifecycle(**body["lifecycle"]),
             ),
             node_id(placed.name, "apply"),
         )
 
     # --------------------------------------------------------------------------------- what both ways share
+    # The one place to touch for an attribute of the node's VM or apply: its body below. The element is created
+    # from it (`_new_vm`, `materialize`) and the block from Python is it (`_python_blocks`), key for key as cdktf
+    # writes it (keys sorted, unset arguments left out); tests/test_python_blocks.py compares the bytes both ways.
+    def _vm_body(self) -> dict[str, Any]:
+        """The VM's block as synth writes it (without cdktf's "//" metadata)."""
+        placed = self.props.placed
+        node, hypervisor = placed.node, placed.hypervisor
+        datastore, image = self._disk_source()
+        return {
+            "agent": {"enabled": self._agent_enabled(), "trim": True},
+            "bios": "seabios",
+            "boot_order": ["scsi0"],
+            "cpu": {"cores": node.cpu, "type": "host"},
+            "description": DESCRIPTION,
+            "disk": [
+                {
+                    "datastore_id": datastore,
+                    "discard": "on",
+                    "file_format": "raw",
+                    "import_from": image,
+                    "interface": "scsi0",
+                    "iothread": True,
+                    "size": node.disk_gib,
+                    "ssd": True,
+                }
+            ],
+            "lifecycle": {"ignore_changes": [IGNORED_IMAGE]},
+            "machine": "q35",
+            "memory": {"dedicated": node.memory_mib},
+            "migrate": True,
+            "name": placed.hostname,
+            "network_device": [self._network_device(None)],
+            "node_name": hypervisor.node_name,
+            "on_boot": True,
+            "operating_system": {"type": "l26"},
+            "scsi_hardware": "virtio-scsi-single",
+            "serial_device": [{"device": "socket"}],
+            "started": True,
+            "stop_on_destroy": True,
+            "tags": self._tags(),
+            "vm_id": node.vm_id,
+        }
+
+    def _apply_body(self, vm_address: str) -> dict[str, Any]:
+        """The apply's block as synth writes it; `vm_address` is the VM's `<type>.<logical id>`."""
+        props, placed = self.props, self.props.placed
+        return {
+            "apply_mode": props.apply_mode,
+            "client_configuration": props.cluster_config.client_configuration(),
+            "config_patches": [self._patch],
+            "depends_on": [vm_address],
+            # node == endpoint: talosctl reaches the machine where it answers today. A new managed address is
+            # configured by this very apply, so it cannot be the target of it (ADR 0008).
+            "endpoint": self.first_contact,
+            # A replaced VM (new vm_id) is a new machine: reset the old one gracefully, then configure the new one.
+            "lifecycle": {"replace_triggered_by": [f"{vm_address}.id"]},
+            "machine_configuration_input": props.cluster_config.machine_configuration(placed.role),
+            "node": self.first_contact,
+            "on_destroy": self._on_destroy(),
+        }
+
     def _tags(self) -> list[str]:
         # Proxmox stores tags lowercased and sorted; anything else diffs forever.
         return sorted({tag.lower() for tag in ["talos", "terravixens", *self.props.placed.node.tags]})
@@ -197,54 +256,18 @@ class TalosNode(Construct):
     def _new_vm(self) -> VirtualEnvironmentVm:
         from terravixens._bindings.proxmox.virtual_environment_vm import (
             VirtualEnvironmentVm,
-            VirtualEnvironmentVmAgent,
-            VirtualEnvironmentVmCpu,
             VirtualEnvironmentVmDisk,
-            VirtualEnvironmentVmMemory,
-            VirtualEnvironmentVmOperatingSystem,
             VirtualEnvironmentVmSerialDevice,
         )
 
-        placed = self.props.placed
-        node, hypervisor = placed.node, placed.hypervisor
-        datastore, image = self._disk_source()
-        vm = VirtualEnvironmentVm(
-            self,
-            "vm",
-            node_name=hypervisor.node_name,
-            vm_id=node.vm_id,
-            name=placed.hostname,
-            description=DESCRIPTION,
-            tags=self._tags(),
-            on_boot=True,
-            started=True,
-            # Without the guest agent a shutdown can hang; stopping is safe because the apply reset the node first.
-            stop_on_destroy=True,
-            # Moving a node to another hypervisor migrates the VM instead of replacing it.
-            migrate=True,
-            machine="q35",
-            bios="seabios",
-            scsi_hardware="virtio-scsi-single",
-            boot_order=["scsi0"],
-            agent=VirtualEnvironmentVmAgent(enabled=self._agent_enabled(), trim=True),
-            cpu=VirtualEnvironmentVmCpu(cores=node.cpu, type="host"),
-            memory=VirtualEnvironmentVmMemory(dedicated=node.memory_mib),
-            operating_system=VirtualEnvironmentVmOperatingSystem(type="l26"),
-            serial_device=[VirtualEnvironmentVmSerialDevice(device="socket")],
-            disk=[
-                VirtualEnvironmentVmDisk(
-                    interface="scsi0",
-                    datastore_id=datastore,
-                    import_from_attribute=image,
-                    size=node.disk_gib,
-                    file_format="raw",
-                    iothread=True,
-                    discard="on",
-                    ssd=True,
-                )
-            ],
-            lifecycle=TerraformResourceLifecycle(ignore_changes=[IGNORED_IMAGE]),
-        )
+        body = self._vm_body()
+        # The binding's arguments are the body's keys (BINDING_NAMES: the few the binding renames); a nested block
+        # is a dict the binding's config turns into its struct, a list of blocks is built here; network_device is an
+        # override (the binding would drop its nulls), lifecycle a meta-argument.
+        arguments = _binding_arguments(body, skip=("network_device", "lifecycle"))
+        arguments["disk"] = [VirtualEnvironmentVmDisk(**_binding_arguments(disk)) for disk in body["disk"]]
+        arguments["serial_device"] = [VirtualEnvironmentVmSerialDevice(**item) for item in body["serial_device"]]
+        vm = VirtualEnvironmentVm(self, "vm", **arguments, lifecycle=TerraformResourceLifecycle(**body["lifecycle"]))
         vm.add_override("network_device", [self._network_device(null())])
         return vm
 
@@ -256,60 +279,12 @@ class TalosNode(Construct):
         location = location_of(props.cluster_config)
         if location is None or location[0] is not scope or self._registry is None:
             return None
-        node, hypervisor = placed.node, placed.hypervisor
         client = props.cluster_config.client_configuration()
         machine_configuration = props.cluster_config.machine_configuration(placed.role)
-        datastore, image = self._disk_source()
         vm_id, apply_id = node_id(placed.name, "vm"), node_id(placed.name, "apply")
         # The types by name: asking a binding for its type would load its Node.js module (the VM's is 0.9 MB) for
         # nothing (tests/test_python_blocks.py checks they are the bindings' types).
-        vm_address = f"{NODE_VM}.{vm_id}"
-        # What the elements above write, key for key (cdktf writes keys sorted; unset arguments are left out).
-        vm = {
-            "agent": {"enabled": self._agent_enabled(), "trim": True},
-            "bios": "seabios",
-            "boot_order": ["scsi0"],
-            "cpu": {"cores": node.cpu, "type": "host"},
-            "description": DESCRIPTION,
-            "disk": [
-                {
-                    "datastore_id": datastore,
-                    "discard": "on",
-                    "file_format": "raw",
-                    "import_from": image,
-                    "interface": "scsi0",
-                    "iothread": True,
-                    "size": node.disk_gib,
-                    "ssd": True,
-                }
-            ],
-            "lifecycle": {"ignore_changes": [IGNORED_IMAGE]},
-            "machine": "q35",
-            "memory": {"dedicated": node.memory_mib},
-            "migrate": True,
-            "name": placed.hostname,
-            "network_device": [self._network_device(None)],
-            "node_name": hypervisor.node_name,
-            "on_boot": True,
-            "operating_system": {"type": "l26"},
-            "scsi_hardware": "virtio-scsi-single",
-            "serial_device": [{"device": "socket"}],
-            "started": True,
-            "stop_on_destroy": True,
-            "tags": self._tags(),
-            "vm_id": node.vm_id,
-        }
-        apply = {
-            "apply_mode": props.apply_mode,
-            "client_configuration": client,
-            "config_patches": [self._patch],
-            "depends_on": [vm_address],
-            "endpoint": self.first_contact,
-            "lifecycle": {"replace_triggered_by": [f"{vm_address}.id"]},
-            "machine_configuration_input": machine_configuration,
-            "node": self.first_contact,
-            "on_destroy": self._on_destroy(),
-        }
+        vm, apply = self._vm_body(), self._apply_body(f"{NODE_VM}.{vm_id}")
         tokens = frozenset([*client.values(), machine_configuration])
         if not (python_blocks.plain(vm, tokens) and python_blocks.plain(apply, tokens)):
             return None

@@ -288,7 +288,15 @@ def _snippet_stack(app, tmp_path, ca_data: str, comment: str | None = None) -> N
     NodeEnvSnippet(
         stack,
         "dns1",
-        NodeEnvSnippetProps("dns1", "pve1", "local", "https://127.0.0.1:8443", tokens, trust=Trust(ca_data)),
+        NodeEnvSnippetProps(
+            "dns1",
+            "pve1",
+            "local",
+            "https://127.0.0.1:8443",
+            tokens,
+            trust=Trust(ca_data),
+            agent_sha256=TerraformVariable(stack, "agent_bundle_sha256", type="string"),
+        ),
     )
     if comment is not None:
         user = pin(VirtualEnvironmentUser(stack, "user", user_id="ops@pve"), "ops")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from terravixens.config.etcd_backup import EtcdBackup
 from terravixens.config.model import Site
 from terravixens.etcd_offsite import Bucket
 from terravixens.exitcodes import ExitCode
@@ -26,6 +27,7 @@ IDENTITY_LIMIT = 64 * 1024
 class Offsite:
     bucket: Bucket
     credentials: BackupCredentials
+    backup: EtcdBackup  # the site's clusters.<name>.etcd_backup the bucket comes from
 
 
 def secrets_path(given: str | None) -> str | None:
@@ -73,7 +75,7 @@ def offsite(site: Site, cluster_name: str, secrets: str | None) -> Offsite:
         entry.access_key_id,
         entry.secret_access_key,
     )
-    return Offsite(bucket, entry)
+    return Offsite(bucket, entry, backup)
 
 
 def identity(found: Offsite, cluster_name: str, given: str | None, secrets: str | None) -> str:

@@ -576,8 +576,7 @@ def _fetched(
     except ValueError as error:
         raise _refused(given, str(error)) from None
     found = offsite(ws.site, cluster_name, options.secrets)
-    backup = ws.site.clusters[cluster_name].etcd_backup
-    assert backup is not None  # offsite() refuses a cluster without one
+    backup = found.backup
     start = f"{found.bucket.prefix}/{cluster_name}-"
     if bucket_name != found.bucket.bucket or not key.startswith(start) or not key.endswith(".snap.age"):
         raise _refused(

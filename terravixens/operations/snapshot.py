@@ -261,10 +261,9 @@ class SnapshotList:
 def remote_list(ws: Workspace, cluster_name: str, secrets: str | None) -> RemoteList | None:
     """The offsite backups, when the site has some for the cluster; what stops the listing is said, not raised: the
     local snapshots are listed whatever the bucket does."""
-    if not configured(ws.site, cluster_name):
+    backup = ws.site.clusters[cluster_name].etcd_backup if configured(ws.site, cluster_name) else None
+    if backup is None:
         return None
-    backup = ws.site.clusters[cluster_name].etcd_backup
-    assert backup is not None  # configured() said so
     location = f"s3://{backup.bucket}/{backup.key_prefix(cluster_name)}/"
     host = endpoint_host(backup.endpoint)
     try:

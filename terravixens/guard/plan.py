@@ -532,7 +532,7 @@ def read_plan(data: object, source: Path | str = "<plan>") -> Plan:
         what = (
             "a state (`terraform show -json` without a plan file prints the state)"
             if "values" in data or len(data) <= 2
-            else "not a plan"
+            else "JSON without planned_values"
         )
         raise NotAPlan(source, [_problem("(top level)", f"is {what}, not a plan: {GIVE_A_PLAN}")])
     if data.get("errored") is True:

@@ -32,9 +32,10 @@ from terravixens.guard.context import (
     pve_vm_id,
     site_usage,
 )
-from terravixens.guard.nodes import APPLY, Event, Fate, NodesView, NodeView
-from terravixens.guard.plan import Change, load_plan_data
+from terravixens.guard.nodes import APPLY, Event, Fate, NodesView, NodeView, node_view
+from terravixens.guard.plan import Change, PriorResource, addresses_in, load_plan_data
 from terravixens.inputs import InputError
+from terravixens.roles import Role
 from tests import support
 
 VM, CT = "proxmox_virtual_environment_vm", "proxmox_virtual_environment_container"
@@ -504,6 +505,8 @@ def test_the_summary_counts_every_fate_and_names_the_nodes():
         ("m", Fate.MACHINE_LOST, False),
         ("r2", Fate.REPLACED, False),
     ).summary() == ("6 nodes: 1 kept, 1 new (n), 1 leaving (l); 2 replaced (r, r2), 1 with a machine lost (m)")
+    six = view(*((f"w{i}", Fate.NEW, False) for i in range(6)))
+    assert six.summary() == "6 nodes: 0 kept, 6 new (w0, w1, w2, w3, w4, w5); none replaced, no machine lost"
     many = view(*((f"w{i}", Fate.NEW, False) for i in range(8)))
     assert (
         many.summary() == "8 nodes: 0 kept, 8 new (w0, w1, w2, w3, w4, w5 and 2 more); none replaced, no machine lost"
@@ -629,3 +632,655 @@ def test_a_plan_terraform_would_not_write_names_the_field_and_what_is_wrong(fiel
     with pytest.raises(NotAPlan) as refused:
         read_plan(data, "p.json")
     assert str(refused.value) == f"p.json: 1 problem in the plan\n  - {problem}"
+
+
+def resource_change(address: str = "a.b", actions: tuple[str, ...] = ("create",), **fields) -> dict:
+    """A change Terraform writes: type and name from the address, `change__x` sets change.x."""
+    kind, _, name = address.removeprefix("data.").partition(".")
+    body = {"actions": list(actions), "before": None if actions == ("create",) else {}, "after": {}}
+    if actions in (("delete",), ("forget",)):
+        body["after"] = None
+    body.update({key[len("change__") :]: fields.pop(key) for key in list(fields) if key.startswith("change__")})
+    mode = "data" if address.startswith("data.") else "managed"
+    return {"address": address, "mode": mode, "type": kind, "name": name.split("[")[0], "change": body, **fields}
+
+
+def plan(*changes: dict, prior: dict | None = None) -> dict:
+    data = {"format_version": "1.2", "planned_values": {}, "resource_changes": list(changes)}
+    if prior is not None:
+        data["prior_state"] = {"values": {"root_module": prior}}
+    return data
+
+
+def prior_resource(address: str, values: object = None, **fields) -> dict:
+    kind, _, name = address.removeprefix("data.").partition(".")
+    mode = "data" if address.startswith("data.") else "managed"
+    return {"address": address, "mode": mode, "type": kind, "name": name, "values": values or {}, **fields}
+
+
+LONG = "a." + "m" * 125  # past every length a message shows of an address
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` as a message shows it, cut to `limit` characters."""
+    return repr(text)[: limit - 1] + "…"
+
+
+@pytest.mark.parametrize(
+    ("data", "problems"),
+    [
+        pytest.param(
+            plan(resource_change(LONG, name="b")),
+            [
+                (
+                    f"resource_changes[0] ({cut(LONG, 80)}): address {cut(LONG, 120)} does not match its type, "
+                    f"name, index and module ('a.b'). {NEVER}"
+                )
+            ],
+            id="an address shown to 80 characters where, 120 in the message",
+        ),
+        pytest.param(
+            plan(resource_change("a.b", name="n" * 130)),
+            [
+                (
+                    "resource_changes[0] ('a.b'): address 'a.b' does not match its type, name, index and module "
+                    f"('a.{'n' * 116}…). {NEVER}"
+                )
+            ],
+            id="the address expected shown to 120 characters",
+        ),
+        pytest.param(
+            plan("x", resource_change(), resource_change()),
+            [
+                "resource_changes[0]: is 'x', not an object",
+                (
+                    f"resource_changes[2]: is a second change for 'a.b' (the first is resource_changes[1]): Terraform "
+                    f"writes one change per object. {NEVER}"
+                ),
+            ],
+            id="a second change after a change that is not an object",
+        ),
+        pytest.param(
+            plan(resource_change(LONG, name="m" * 125), resource_change(LONG, name="m" * 125)),
+            [
+                (
+                    f"resource_changes[1]: is a second change for {cut(LONG, 120)} (the first is resource_changes[0]): "
+                    f"Terraform writes one change per object. {NEVER}"
+                )
+            ],
+            id="a second change shown to 120 characters",
+        ),
+        pytest.param(
+            plan(resource_change("a.b"), resource_change("data.a.b", ("read",)) | {"address": "a.b"}),
+            [
+                (
+                    "resource_changes[1] ('a.b'): address 'a.b' does not match its type, name, index and module "
+                    f"('data.a.b'). {NEVER}"
+                )
+            ],
+            id="a data source at a managed resource's address is not its second change",
+        ),
+        pytest.param(
+            plan(
+                "x",
+                resource_change("a.c", ("update",), change__before={}),
+                resource_change("a.b", ("update",), previous_address="a.c"),
+            ),
+            [
+                "resource_changes[0]: is 'x', not an object",
+                (
+                    "resource_changes[2]: was moved from 'a.c', which has its own change (resource_changes[1]): a "
+                    f"moved object leaves nothing at its old address. {NEVER}"
+                ),
+            ],
+            id="moved after a change that is not an object",
+        ),
+        pytest.param(
+            plan(
+                resource_change(LONG, ("update",), name="m" * 125),
+                resource_change("a.b", ("update",), previous_address=LONG),
+            ),
+            [
+                (
+                    f"resource_changes[1]: was moved from {cut(LONG, 120)}, which has its own change "
+                    f"(resource_changes[0]): a moved object leaves nothing at its old address. {NEVER}"
+                )
+            ],
+            id="moved from an address shown to 120 characters",
+        ),
+        pytest.param(
+            plan(prior={"resources": [{"type": "a"}, {"name": "b"}]}),
+            [
+                "prior_state.values.root_module.resources[0]: has no address, type and name",
+                "prior_state.values.root_module.resources[1]: has no address, type and name",
+            ],
+            id="every prior resource without a name",
+        ),
+        pytest.param(
+            plan(prior={"resources": [prior_resource("a.b", mode="x"), prior_resource("a.c", mode="y")]}),
+            [
+                (
+                    "prior_state.values.root_module.resources[0].mode: is 'x': a state's resources are 'managed' or "
+                    f"'data'. {NEVER}"
+                ),
+                (
+                    "prior_state.values.root_module.resources[1].mode: is 'y': a state's resources are 'managed' or "
+                    f"'data'. {NEVER}"
+                ),
+            ],
+            id="every prior resource of an unknown mode",
+        ),
+        pytest.param(
+            plan(prior={"resources": [prior_resource("a.b", type="c"), prior_resource("a.c", name="d")]}),
+            [
+                (
+                    "prior_state.values.root_module.resources[0]: address 'a.b' does not match its type, name, index "
+                    f"and module ('c.b'). {NEVER}"
+                ),
+                (
+                    "prior_state.values.root_module.resources[1]: address 'a.c' does not match its type, name, index "
+                    f"and module ('a.d'). {NEVER}"
+                ),
+            ],
+            id="every prior resource not at its address",
+        ),
+        pytest.param(
+            plan(
+                prior={
+                    "resources": [],
+                    "child_modules": [
+                        {"address": "module.m", "resources": [prior_resource("module.m.a.b") | {"mode": "x"}]},
+                        "x",
+                    ],
+                }
+            ),
+            [
+                "prior_state.values.root_module.child_modules[1]: is 'x', not an object",
+                (
+                    "prior_state.values.root_module.child_modules[0].resources[0].mode: is 'x': a state's resources "
+                    f"are 'managed' or 'data'. {NEVER}"
+                ),
+            ],
+            id="every child module read after one that is not an object",
+        ),
+    ],
+)
+def test_a_plan_terraform_would_not_write_word_by_word(data, problems):
+    with pytest.raises(NotAPlan) as refused:
+        read_plan(data, "p.json")
+    count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    assert str(refused.value) == f"p.json: {count} in the plan\n" + "".join(f"  - {p}\n" for p in problems)[:-1]
+
+
+def test_a_plan_is_read_into_every_field_of_its_changes():
+    moved = {
+        "address": 'module.m.a.b["ü"]',
+        "module_address": "module.m",
+        "mode": "managed",
+        "type": "a",
+        "name": "b",
+        "index": "ü",  # written as Terraform writes it, not escaped
+        "previous_address": 'module.m.a.old["ü"]',
+        "action_reason": "replace_because_cannot_update",
+        "change": {
+            "actions": ["delete", "create"],
+            "before": {"x": 1},
+            "after": {"x": 2},
+            "after_unknown": {"id": True},
+            "replace_paths": [["vm_id"], "name"],
+            "importing": {"id": "1"},
+        },
+    }
+    data = plan(
+        moved,
+        resource_change("a.c", ("delete",), deposed="00abc"),
+        resource_change("a.c", ("forget",), deposed="00abd"),  # a deposed object may be forgotten
+        resource_change("a.d", ("delete",)),
+        resource_change("a.e", ("update",), previous_address="a.e"),  # not moved: its own address
+        resource_change("a.f", ("update",), previous_address="a.c"),  # a.c is left only as deposed objects
+        resource_change("data.a.g", ("read",)),
+    )
+    data["format_version"] = "1.2.1"
+    assert read_plan(data).changes == (
+        Change(
+            'module.m.a.b["ü"]',
+            "a",
+            "b",
+            ("delete", "create"),
+            {"x": 1},
+            {"x": 2},
+            {"id": True},
+            module_address="module.m",
+            index="ü",
+            previous_address='module.m.a.old["ü"]',
+            action_reason="replace_because_cannot_update",
+            replace_paths=(("vm_id",), ("name",)),
+            importing=True,
+        ),
+        Change("a.c", "a", "c", ("delete",), deposed="00abc"),
+        Change("a.c", "a", "c", ("forget",), deposed="00abd"),
+        Change("a.d", "a", "d", ("delete",)),
+        Change("a.e", "a", "e", ("update",), previous_address="a.e"),
+        Change("a.f", "a", "f", ("update",), previous_address="a.c"),
+    )
+    assert read_plan(data).changes[3].module_address == "" and read_plan(data).changes[3].after == {}
+
+
+def test_a_plan_is_read_into_every_prior_object_of_every_module():
+    prior = {
+        "resources": [
+            prior_resource("data.a.r"),
+            prior_resource("a.s", values="not an object", deposed_key=""),
+        ],
+        "child_modules": [
+            {
+                "address": "module.m",
+                "resources": [prior_resource("module.m.a.t") | {"type": "a", "name": "t"}],
+                "child_modules": [
+                    {
+                        "address": "module.m.module.n",
+                        "resources": [
+                            prior_resource("module.m.module.n.a.u", {"v": 1}, deposed_key="dk")
+                            | {"type": "a", "name": "u"}
+                        ],
+                    }
+                ],
+            },
+            {"address": "module.k", "resources": [prior_resource("module.k.a.v") | {"type": "a", "name": "v"}]},
+        ],
+    }
+    assert read_plan(plan(prior=prior)).prior == (
+        PriorResource("a.s", "a", "s", {}),
+        PriorResource("module.k.a.v", "a", "v", {}),
+        PriorResource("module.m.a.t", "a", "t", {}),
+        PriorResource("module.m.module.n.a.u", "a", "u", {"v": 1}, "dk"),
+    )
+
+
+def membership(name: str, record: object, actions: tuple[str, ...] = ("update",)) -> dict:
+    return resource_change(f"terraform_data.{name}", actions, change__after={"input": record})
+
+
+def test_the_membership_record_is_the_one_named_so_before_and_after_the_plan():
+    cluster = {"control_planes": {"cp-a": "10.0.0.11"}, "workers": {}}
+    other = {"control_planes": {"x": "10.9.9.9"}}
+    prior = {
+        "resources": [
+            prior_resource("terraform_data.other", {"input": other}),
+            prior_resource("terraform_data.cluster_membership", {"input": cluster}),
+        ]
+    }
+    read = read_plan(plan(membership("other", other), membership("cluster_membership", cluster), prior=prior))
+    assert read.membership() == cluster and read.planned_membership() == cluster
+    assert read_plan(plan(membership("cluster_membership", "text"), prior=prior)).planned_membership() is None
+    for gone in (("delete",), ("forget",)):
+        removed = resource_change("terraform_data.cluster_membership", gone)
+        assert read_plan(plan(removed, prior=prior)).planned_membership() is None
+    assert read_plan(plan(prior=prior)).planned_membership() == cluster  # no change: the record as it is
+
+
+def test_addresses_in_a_membership_record_are_text_to_text_only():
+    record = {"control_planes": {"cp-a": "10.0.0.11"}, "workers": {"wk-a": "10.0.0.21", "wk-b": 7}, "other": {"x": "y"}}
+    assert addresses_in(record) == {"10.0.0.11": "cp-a", "10.0.0.21": "wk-a"}
+    assert addresses_in(None) == {} and addresses_in({"workers": ["wk-a"]}) == {}
+
+
+def test_plan_text_and_files_name_their_source_and_what_they_are(tmp_path):
+    with pytest.raises(NotAPlan) as refused:
+        parse_plan_text("[]")
+    assert str(refused.value).startswith("<plan>: 1 problem in the plan\n  - (top level): is a list of 0 items")
+    for text, problem in (
+        ("{", "line 1: is not valid JSON: Expecting property name enclosed in double quotes (column 2)"),
+        ("[]", "(top level): is a list of 0 items, not a JSON object"),
+        ('{"a": 1}', "(top level): has no format_version: this is not Terraform's JSON output (keys: a)"),
+    ):
+        with pytest.raises(InputError) as refused:
+            parse_plan_text(text, "piped")
+        assert str(refused.value).startswith(f"piped: 1 problem in the plan\n  - {problem}")
+        (tmp_path / "plan.json").write_text(text)
+        with pytest.raises(InputError) as refused:
+            load_plan_data(tmp_path / "plan.json")
+        assert str(refused.value).startswith(f"{tmp_path / 'plan.json'}: 1 problem in the plan\n  - {problem}")
+
+
+# ------------------------------------------------------------------------------------ the per-node view, field by field
+VM_T, CT_T, APPLY_T = VM, CT, "talos_machine_configuration_apply"
+
+
+def vm_of(name: object, vm_id: int, node_name: str = "pve1") -> dict:
+    return {"name": name, "node_name": node_name, "vm_id": vm_id}
+
+
+def ct_of(hostname: str, vm_id: int, node_name: str = "pve2", initialization: list | None = None) -> dict:
+    return {"node_name": node_name, "vm_id": vm_id, "initialization": initialization or [{"hostname": hostname}]}
+
+
+def rendered(view: NodesView) -> list[str]:
+    """Every field of the view, one line per node, machine and event (what the checks and the messages read)."""
+    lines = []
+    for name, node in view.nodes.items():
+        lines.append(
+            f"{name}: {node.group} role={node.role} member={node.member} stays={node.stays} {node.fate.value} "
+            f"layer={node.layer}"
+        )
+        lines += [f"  says {node.described()}"] if node.losses else []
+        lines += [f"  today {m.kind} {m.address} {m.type} {m.identity} {m.name!r}" for m in node.today]
+        lines += [
+            f"  {e.kind} {e.action} {e.address} {e.identity} {list(e.change.actions)} again={e.elsewhere}"
+            for e in node.events
+        ]
+    lines += [f"unowned {e.kind} {e.action} {e.address} {e.identity} {list(e.change.actions)}" for e in view.unowned]
+    return [*lines, f"teardown={view.teardown}"]
+
+
+def at(kind: str, name: str) -> str:
+    return f"{kind}.{name}"
+
+
+EVENTS = [
+    "a: cluster role=controlplane member=True stays=True kept layer=None",
+    f"  today VM {VM_T}.node_a_vm proxmox_virtual_environment_vm ('pve', 'pve1', 101) 'a'",
+    f"  today configuration apply {APPLY_T}.node_a_apply talos_machine_configuration_apply ('talos', '10.0.0.1') None",
+    f"  VM updated {VM_T}.node_a_vm ('pve', 'pve1', 101) ['update'] again=None",
+    f"  configuration apply updated {APPLY_T}.node_a_apply ('talos', '10.0.0.1') ['update'] again=None",
+    f"  VM deposed {VM_T}.node_a_vm ('pve', 'pve1', 101) ['delete'] again=None",
+    f"  configuration apply deposed {APPLY_T}.node_a_apply ('talos', '10.0.0.1') ['delete'] again=None",
+    "b: cluster role=None member=False stays=False kept layer=None",
+    f"  today VM {VM_T}.node_b_vm proxmox_virtual_environment_vm ('pve', 'pve1', 102) 'b'",
+    f"  VM deposed {VM_T}.node_b_vm None ['delete'] again=None",
+    "c: cluster role=None member=False stays=False kept layer=None",
+    f"  today VM module.m.{VM_T}.node_c_vm proxmox_virtual_environment_vm ('pve', 'pve1', 103) 'c'",
+    f"  VM moved {VM_T}.node_c_vm ('pve', 'pve1', 103) ['no-op'] again=None",
+    "e: cluster role=None member=False stays=False new layer=None",
+    f"  VM imported {VM_T}.node_e_vm ('pve', 'pve1', 105) ['create'] again=None",
+    "f: cluster role=None member=False stays=False kept layer=None",
+    f"  today VM {VM_T}.node_f_vm proxmox_virtual_environment_vm ('pve', 'pve1', 106) 'f'",
+    f"  VM imported {VM_T}.node_f_vm ('pve', 'pve1', 106) ['update'] again=None",
+    "g: standalone role=None member=False stays=False leaving layer=None",
+    f"  says g (container pve2/201 forgotten at {CT_T}.sa_g_ct)",
+    f"  today container {CT_T}.sa_g_ct proxmox_virtual_environment_container ('pve', 'pve2', 201) 'g'",
+    f"  container forgotten {CT_T}.sa_g_ct ('pve', 'pve2', 201) ['forget'] again=None",
+    "h: cluster role=None member=False stays=False new layer=None",
+    f"  VM created {VM_T}.node_h_vm ('pve', 'pve1', 108) ['create'] again=None",
+    f"  configuration apply created {APPLY_T}.node_h_apply ('talos', '10.0.0.8') ['create'] again=None",
+    "i: cluster role=None member=False stays=False replaced layer=None",
+    f"  says i (VM pve1/109 replaced at {VM_T}.node_i_vm)",
+    f"  today VM {VM_T}.node_i_vm proxmox_virtual_environment_vm ('pve', 'pve1', 109) 'i'",
+    f"  VM replaced {VM_T}.node_i_vm ('pve', 'pve1', 109) ['delete', 'create'] again=None",
+    "j: cluster role=None member=False stays=False new layer=None",
+    f"  configuration apply created {APPLY_T}.node_j_apply None ['create'] again=None",
+    "u: cluster role=None member=False stays=False kept layer=None",
+    f"  today VM {VM_T}.node_u_vm proxmox_virtual_environment_vm ('pve', 'pve1', 110) None",
+    "v: cluster role=None member=False stays=False kept layer=None",
+    f"  today VM {VM_T}.node_v_vm proxmox_virtual_environment_vm ('pve', 'pve1', 111) None",
+    "w: standalone role=None member=False stays=True kept layer=None",
+    f"  today container {CT_T}.sa_w_ct proxmox_virtual_environment_container ('pve', 'pve2', 203) None",
+    "x: standalone role=None member=False stays=True kept layer=None",
+    f"  today container {CT_T}.sa_x_ct proxmox_virtual_environment_container ('pve', 'pve2', 202) 'x'",
+    "y: standalone role=None member=False stays=True new layer=None",
+    f"  container created {CT_T}.sa_y_ct ('pve', 'pve2', 204) ['create'] again=None",
+    f"unowned VM created {VM_T}.other ('pve', 'pve1', 199) ['create']",
+    "teardown=False",
+]
+
+
+def test_the_view_gives_each_event_its_node_kind_action_and_identity():
+    prior = {
+        "resources": [
+            prior_resource(at(VM_T, "node_a_vm"), vm_of("a", 101)),
+            prior_resource(at(APPLY_T, "node_a_apply"), {"node": "10.0.0.1"}),
+            prior_resource(at(VM_T, "node_b_vm"), vm_of("b", 102)),
+            prior_resource(at(VM_T, "node_d_vm"), vm_of("d", 104), deposed_key="old1"),  # no node runs on it
+            prior_resource(at(CT_T, "sa_g_ct"), ct_of("g", 201)),
+            prior_resource(at(VM_T, "node_f_vm"), vm_of("f", 106)),
+            prior_resource(at(VM_T, "node_i_vm"), vm_of("i", 109)),
+            prior_resource(at(VM_T, "node_u_vm"), vm_of("", 110)),  # a name that says nothing
+            prior_resource(at(VM_T, "node_v_vm"), vm_of(7, 111)),
+            prior_resource(at(CT_T, "sa_x_ct"), ct_of("x", 202, initialization=["text", {"hostname": "x"}])),
+            prior_resource(at(CT_T, "sa_w_ct"), {"node_name": "pve2", "vm_id": 203}),
+            prior_resource("terraform_data.cluster_membership", {"input": {"control_planes": {"a": "10.0.0.1"}}}),
+        ],
+        "child_modules": [
+            {
+                "address": "module.m",
+                "resources": [
+                    prior_resource(f"module.m.{at(VM_T, 'node_c_vm')}", vm_of("c", 103))
+                    | {"type": VM_T, "name": "node_c_vm"}
+                ],
+            }
+        ],
+    }
+    changes = [
+        resource_change(
+            at(VM_T, "node_a_vm"), ("update",), change__before=vm_of("a", 101), change__after=vm_of("a", 101)
+        ),
+        resource_change(
+            at(APPLY_T, "node_a_apply"), ("update",), change__before={}, change__after={"node": "10.0.0.1"}
+        ),
+        resource_change(at(VM_T, "node_a_vm"), ("delete",), deposed="d0", change__before=vm_of("a", 101)),
+        resource_change(at(APPLY_T, "node_a_apply"), ("delete",), deposed="d2", change__before={"node": "10.0.0.1"}),
+        resource_change(at(VM_T, "node_b_vm"), ("delete",), deposed="d1", change__before={}),
+        resource_change(
+            at(VM_T, "node_c_vm"),
+            ("no-op",),
+            previous_address=f"module.m.{at(VM_T, 'node_c_vm')}",
+            change__before=vm_of("c", 103),
+            change__after=vm_of("c", 103),
+        ),
+        resource_change(at(CT_T, "sa_g_ct"), ("forget",), change__before=ct_of("g", 201)),
+        resource_change(
+            at(VM_T, "node_e_vm"), ("create",), change__after=vm_of("e", 105), change__importing={"id": "105"}
+        ),
+        resource_change(
+            at(VM_T, "node_f_vm"),
+            ("update",),
+            change__before=vm_of("f", 106),
+            change__after=vm_of("f", 106),
+            change__importing={"id": "106"},
+        ),
+        resource_change(at(VM_T, "node_h_vm"), ("create",), change__after=vm_of("h", 108)),
+        resource_change(at(APPLY_T, "node_h_apply"), ("create",), change__after={"node": "10.0.0.8"}),
+        resource_change(at(APPLY_T, "node_j_apply"), ("create",), change__after={}),  # no address yet
+        resource_change(
+            at(VM_T, "node_i_vm"), ("delete", "create"), change__before=vm_of("i", 109), change__after=vm_of("i", 109)
+        ),
+        resource_change(at(CT_T, "sa_y_ct"), ("create",), change__after=ct_of("y", 204)),
+        resource_change(at(VM_T, "other"), ("create",), change__after=vm_of("z", 199)),
+    ]
+    view = node_view(read_plan(plan(*changes, prior=prior)), GuardContext(roles={"a": Role.CONTROLPLANE}))
+    assert rendered(view) == EVENTS
+
+
+OWNERS = [
+    "p: cluster role=worker member=False stays=True kept layer=None",
+    f"  today VM {VM_T}.node_p_vm proxmox_virtual_environment_vm ('pve', 'pve1', 111) 'p'",
+    f"  today VM {VM_T}.legacy proxmox_virtual_environment_vm ('pve', 'pve1', 150) 'p'",
+    f"  VM created {VM_T}.copy_p ('pve', 'pve1', 111) ['create'] again=None",
+    f"  VM created {VM_T}.again ('pve', 'pve1', 150) ['create'] again=None",
+    "q: cluster role=worker member=False stays=True new layer=None",
+    f"  VM created {VM_T}.named_q ('pve', 'pve1', 112) ['create'] again=None",
+    "r: cluster role=None member=False stays=True new layer=platform-other",
+    f"  VM updated {VM_T}.other_layer ('pve', 'pve3', 301) ['update'] again=None",
+    "s: cluster role=None member=False stays=False new layer=None",
+    f"  configuration apply created {APPLY_T}.apply_s ('talos', '10.0.0.12') ['create'] again=None",
+    f"  configuration apply updated {APPLY_T}.apply_u ('talos', '10.0.0.12') ['update'] again=None",
+    "t: standalone role=None member=False stays=True kept layer=None",
+    f"  today container {CT_T}.sa_t_ct proxmox_virtual_environment_container ('pve', 'pve2', 220) 't'",
+    f"  container created {CT_T}.guest_t ('pve', 'pve2', 221) ['create'] again=None",
+    "u2: cluster role=worker member=False stays=False new layer=None",
+    f"  VM created {VM_T}.named_u2 ('pve', 'pve1', 113) ['create'] again=None",
+    "v2: cluster role=None member=False stays=False new layer=None",
+    f"  VM created {VM_T}.named_v2 ('pve', 'pve1', 114) ['create'] again=None",
+    f"  configuration apply created {APPLY_T}.unknown_apply None ['create'] again=None",
+    f"unowned VM created {VM_T}.unknown None ['create']",
+    "teardown=False",
+]
+
+
+def test_a_machine_without_a_node_id_belongs_to_the_node_it_is():
+    """By its identity (claimed by a node's logical id, or by what another layer deployed), its Talos address in the
+    membership record, or its name among the cluster's nodes or the guests."""
+    recorded = {"control_planes": {}, "workers": {"p": "10.0.0.11", "u2": "10.0.0.13"}}
+    planned = {"control_planes": {}, "workers": {"p": "10.0.0.11", "s": "10.0.0.12", "v2": "10.0.0.14"}}
+    prior = {
+        "resources": [
+            prior_resource(at(VM_T, "node_p_vm"), vm_of("p", 111)),
+            prior_resource(at(CT_T, "sa_t_ct"), ct_of("t", 220)),
+            prior_resource(at(VM_T, "legacy"), vm_of("p", 150)),  # no node id: its name is a node's
+            prior_resource("terraform_data.cluster_membership", {"input": recorded}),
+        ]
+    }
+    changes = [
+        resource_change(
+            "terraform_data.cluster_membership", ("update",), change__before={}, change__after={"input": planned}
+        ),
+        resource_change(at(VM_T, "copy_p"), ("create",), change__after=vm_of("copy", 111)),  # p's identity
+        resource_change(at(APPLY_T, "apply_s"), ("create",), change__after={"node": "10.0.0.12"}),  # planned record
+        resource_change(at(APPLY_T, "apply_u"), ("update",), change__before={"node": "10.0.0.12"}, change__after={}),
+        resource_change(
+            at(VM_T, "other_layer"), ("update",), change__before=vm_of("r", 301, "pve3"), change__after={"name": "r"}
+        ),
+        resource_change(at(VM_T, "named_q"), ("create",), change__after=vm_of("q", 112)),  # the site's
+        resource_change(at(VM_T, "named_u2"), ("create",), change__after=vm_of("u2", 113)),  # the record's
+        resource_change(at(VM_T, "named_v2"), ("create",), change__after=vm_of("v2", 114)),  # the planned record's
+        resource_change(at(CT_T, "guest_t"), ("create",), change__after=ct_of("t", 221)),  # a guest's hostname
+        resource_change(at(VM_T, "again"), ("create",), change__after=vm_of("again", 150)),  # legacy's identity
+        resource_change(
+            at(VM_T, "unknown"),
+            ("create",),
+            change__after=vm_of("zz", 115),
+            change__after_unknown={"node_name": True},
+        ),
+        resource_change(
+            at(APPLY_T, "unknown_apply"),
+            ("create",),
+            change__after={"node": "10.0.0.14"},
+            change__after_unknown={"node": True},
+        ),
+    ]
+    usage = Usage(machines={("pve3", 301): ("platform-other", "r")})
+    view = node_view(
+        read_plan(plan(*changes, prior=prior)), GuardContext(roles={"q": Role.WORKER, "p": Role.WORKER}, usage=usage)
+    )
+    assert rendered(view) == OWNERS
+
+
+LOSSES = [
+    "k: cluster role=None member=True stays=False leaving layer=None",
+    (
+        f"  says k (VM pve1/120 deleted at {VM_T}.node_k_vm; configuration apply of 10.0.1.20 "
+        f"deleted at {APPLY_T}.node_k_apply)"
+    ),
+    f"  today VM {VM_T}.node_k_vm proxmox_virtual_environment_vm ('pve', 'pve1', 120) 'k'",
+    (
+        f"  today configuration apply {APPLY_T}.node_k_apply talos_machine_configuration_apply "
+        "('talos', '10.0.1.20') None"
+    ),
+    f"  VM deleted {VM_T}.node_k_vm ('pve', 'pve1', 120) ['delete'] again=None",
+    f"  configuration apply deleted {APPLY_T}.node_k_apply ('talos', '10.0.1.20') ['delete'] again=None",
+    "l: cluster role=None member=True stays=True machine lost layer=None",
+    f"  says l (VM pve1/121 deleted at {VM_T}.node_l_vm)",
+    f"  today VM {VM_T}.node_l_vm proxmox_virtual_environment_vm ('pve', 'pve1', 121) 'l'",
+    (
+        f"  today configuration apply {APPLY_T}.node_l_apply talos_machine_configuration_apply "
+        "('talos', '10.0.1.21') None"
+    ),
+    f"  VM deleted {VM_T}.node_l_vm ('pve', 'pve1', 121) ['delete'] again=None",
+    "m: cluster role=None member=False stays=False replaced layer=None",
+    f"  says m (VM pve1/122 replaced at {VM_T}.node_m_vm, created again at {VM_T}.node_m_vm_new)",
+    f"  today VM {VM_T}.node_m_vm proxmox_virtual_environment_vm ('pve', 'pve1', 122) 'm'",
+    f"  VM replaced {VM_T}.node_m_vm ('pve', 'pve1', 122) ['delete'] again={VM_T}.node_m_vm_new",
+    "n: cluster role=None member=False stays=True machine lost layer=None",
+    f"  says n (VM pve1/123 deleted at {VM_T}.node_n_vm)",
+    f"  today VM {VM_T}.node_n_vm proxmox_virtual_environment_vm ('pve', 'pve1', 123) 'n'",
+    f"  VM deleted {VM_T}.node_n_vm ('pve', 'pve1', 123) ['delete'] again=None",
+    f"  configuration apply created {APPLY_T}.node_n_apply ('talos', '10.0.1.23') ['create'] again=None",
+    "o: cluster role=None member=False stays=True machine lost layer=None",
+    f"  says o (VM pve1/124 deleted at {VM_T}.node_o_vm)",
+    f"  today VM {VM_T}.node_o_vm proxmox_virtual_environment_vm ('pve', 'pve1', 124) 'o'",
+    f"  VM deleted {VM_T}.node_o_vm ('pve', 'pve1', 124) ['delete'] again=None",
+    f"  configuration apply imported {APPLY_T}.node_o_apply ('talos', '10.0.1.24') ['create'] again=None",
+    "p: cluster role=None member=False stays=True new layer=None",
+    f"  VM created {VM_T}.node_p_vm ('pve', 'pve1', 170) ['create'] again=None",
+    "q: cluster role=None member=False stays=False replaced layer=None",
+    (
+        f"  says q (VM pve1/130 replaced at {VM_T}.node_q_vm, created again at {VM_T}.node_q_vm3; "
+        f"VM pve1/131 deleted at {VM_T}.node_q_vm2)"
+    ),
+    f"  today VM {VM_T}.node_q_vm proxmox_virtual_environment_vm ('pve', 'pve1', 130) 'q'",
+    f"  today VM {VM_T}.node_q_vm2 proxmox_virtual_environment_vm ('pve', 'pve1', 131) 'q'",
+    f"  VM replaced {VM_T}.node_q_vm ('pve', 'pve1', 130) ['delete'] again={VM_T}.node_q_vm3",
+    f"  VM deleted {VM_T}.node_q_vm2 ('pve', 'pve1', 131) ['delete'] again=None",
+    "r: cluster role=None member=False stays=True replaced layer=None",
+    f"  says r (VM pve1/140 replaced at {VM_T}.node_r_vm, created again at {VM_T}.node_r_vm_a)",
+    f"  today VM {VM_T}.node_r_vm proxmox_virtual_environment_vm ('pve', 'pve1', 140) 'r'",
+    f"  VM replaced {VM_T}.node_r_vm ('pve', 'pve1', 140) ['delete'] again={VM_T}.node_r_vm_a",
+    f"  VM created {VM_T}.node_r_vm_b ('pve', 'pve1', 141) ['create'] again=None",
+    "s: standalone role=None member=False stays=False replaced layer=None",
+    f"  says s (container pve2/250 replaced at {CT_T}.sa_s_ct, created again at {CT_T}.guest_s)",
+    f"  today container {CT_T}.sa_s_ct proxmox_virtual_environment_container ('pve', 'pve2', 250) 's'",
+    f"  container replaced {CT_T}.sa_s_ct ('pve', 'pve2', 250) ['delete'] again={CT_T}.guest_s",
+    "t: cluster role=None member=False stays=False replaced layer=None",
+    f"  says t (VM pve1/160 replaced at {VM_T}.node_t_vm, created again at {VM_T}.node_t2_vm)",
+    f"  today VM {VM_T}.node_t_vm proxmox_virtual_environment_vm ('pve', 'pve1', 160) 't'",
+    f"  VM replaced {VM_T}.node_t_vm ('pve', 'pve1', 160) ['delete'] again={VM_T}.node_t2_vm",
+    "u: cluster role=None member=False stays=True kept layer=None",
+    f"  today VM {VM_T}.node_u_vm proxmox_virtual_environment_vm ('pve', 'pve1', 180) 'u'",
+    f"  VM updated {VM_T}.node_u_vm ('pve', 'pve1', 180) ['update'] again=None",
+    "u2: cluster role=None member=False stays=True new layer=None",
+    f"  VM created {VM_T}.node_u2_vm ('pve', 'pve1', 180) ['create'] again=None",
+    "teardown=False",
+]
+
+
+def test_whether_the_site_keeps_a_node_from_its_leftovers_and_which_loss_is_a_replacement():
+    """No site and no record: a node stays while any of its machines stays or one is created for it. A loss is
+    paired with a creation of the same family (machine or apply) of the same node, the same identity first."""
+    prior = {
+        "resources": [
+            prior_resource(at(VM_T, "node_k_vm"), vm_of("k", 120)),
+            prior_resource(at(APPLY_T, "node_k_apply"), {"node": "10.0.1.20"}),
+            prior_resource(at(VM_T, "node_l_vm"), vm_of("l", 121)),
+            prior_resource(at(APPLY_T, "node_l_apply"), {"node": "10.0.1.21"}),
+            prior_resource(at(VM_T, "node_m_vm"), vm_of("m", 122)),
+            prior_resource(at(VM_T, "node_n_vm"), vm_of("n", 123)),
+            prior_resource(at(VM_T, "node_o_vm"), vm_of("o", 124)),
+            prior_resource(at(VM_T, "node_q_vm"), vm_of("q", 130)),
+            prior_resource(at(VM_T, "node_q_vm2"), vm_of("q", 131)),
+            prior_resource(at(VM_T, "node_r_vm"), vm_of("r", 140)),
+            prior_resource(at(CT_T, "sa_s_ct"), ct_of("s", 250)),
+            prior_resource(at(VM_T, "node_t_vm"), vm_of("t", 160)),
+            prior_resource(at(VM_T, "node_u_vm"), vm_of("u", 180)),
+        ]
+    }
+    delete = ("delete",)
+    changes = [
+        resource_change(at(VM_T, "node_k_vm"), delete, change__before=vm_of("k", 120)),  # both go: leaving
+        resource_change(at(APPLY_T, "node_k_apply"), delete, change__before={"node": "10.0.1.20"}),
+        resource_change(at(VM_T, "node_l_vm"), delete, change__before=vm_of("l", 121)),  # its apply stays: lost
+        resource_change(at(VM_T, "node_m_vm"), delete, change__before=vm_of("m", 122)),  # made again elsewhere
+        resource_change(at(VM_T, "node_m_vm_new"), ("create",), change__after=vm_of("m", 199)),
+        resource_change(at(VM_T, "node_n_vm"), delete, change__before=vm_of("n", 123)),  # an apply is no VM
+        resource_change(at(APPLY_T, "node_n_apply"), ("create",), change__after={"node": "10.0.1.23"}),
+        resource_change(at(VM_T, "node_o_vm"), delete, change__before=vm_of("o", 124)),
+        resource_change(
+            at(APPLY_T, "node_o_apply"), ("create",), change__after={"node": "10.0.1.24"}, change__importing={"id": "x"}
+        ),
+        resource_change(at(VM_T, "node_p_vm"), ("create",), change__after=vm_of("p", 170)),  # imported elsewhere
+        resource_change(at(VM_T, "node_q_vm"), delete, change__before=vm_of("q", 130)),  # two losses, one creation
+        resource_change(at(VM_T, "node_q_vm2"), delete, change__before=vm_of("q", 131)),
+        resource_change(at(VM_T, "node_q_vm3"), ("create",), change__after=vm_of("q", 199)),
+        resource_change(at(VM_T, "node_r_vm"), delete, change__before=vm_of("r", 140)),  # the same VM first
+        resource_change(at(VM_T, "node_r_vm_b"), ("create",), change__after=vm_of("r", 141)),
+        resource_change(at(VM_T, "node_r_vm_a"), ("create",), change__after=vm_of("r", 140)),
+        resource_change(at(CT_T, "sa_s_ct"), delete, change__before=ct_of("s", 250)),  # a guest made again
+        resource_change(at(CT_T, "guest_s"), ("create",), change__after=ct_of("s2", 250)),
+        resource_change(at(VM_T, "node_t_vm"), delete, change__before=vm_of("t", 160)),  # made again as another
+        resource_change(at(VM_T, "node_t2_vm"), ("create",), change__after=vm_of("t2", 160)),
+        resource_change(
+            at(VM_T, "node_u_vm"), ("update",), change__before=vm_of("u", 180), change__after=vm_of("u", 180)
+        ),
+        resource_change(at(VM_T, "node_u2_vm"), ("create",), change__after=vm_of("u2", 180)),  # u's VM is kept
+    ]
+    view = node_view(read_plan(plan(*changes, prior=prior)), GuardContext(teardown=False))
+    assert rendered(view) == LOSSES

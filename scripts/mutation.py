@@ -1,27 +1,29 @@
 #!/usr/bin/env python3
 """`make mutation`: mutation testing of the code that keeps the lifecycle promise and the guard (issue 27, ADR 0051).
 
-    pipenv run python scripts/mutation.py [--keep] [--max-children N] [--no-fork-check]
+    pipenv run python scripts/mutation.py [--keep] [--max-children N] [--recheck] [--report-only] [--record]
 
-1. Checks that the selected tests pass in a forked process (tests/mutation_fork.py gives each fork its own jsii
-   kernel): mutmut forks one process per mutant, and a test failing for a reason of its own would count as a kill.
-2. Runs mutmut as pyproject.toml [tool.mutmut] configures it: every mutant of the listed modules, each in a forked
-   process, against the selected tests that reached the mutated function when the tests ran once unmutated (fastest
-   first, stopping at the first failure). A fresh run removes mutants/ first; --keep reuses mutmut's results of the
-   functions that did not change.
-3. Prints the score per module and overall (killed / mutants, equivalents excluded) and every survivor with its
-   diff, then compares the survivors with tests/mutation_survivors.txt, one line per mutant:
+1. Runs mutmut as pyproject.toml [tool.mutmut] configures it, in a process of its own (`--engine`): every mutant of
+   the listed modules, each in a forked process (tests/mutation_fork.py gives it its own jsii kernel), against the
+   JUDGES of its file that reached the mutated function when the tests ran once unmutated — directly or through a
+   shared fixture (tests/mutation_plugin.py) — cheapest first, stopping at the first failure, each test under a CPU
+   limit. The unmutated tests run once more in a fork first: a test failing there for a reason of its own would
+   count as a kill. A fresh run removes mutants/ first; --keep reuses mutmut's results of the functions that did not
+   change. A survivor the survivors file argues equivalent (same mutation) is not run again unless --recheck.
+2. Prints the score per module and overall (killed / mutants, equivalents excluded), which tests killed them, and
+   every survivor, then compares the survivors with tests/mutation_survivors.txt, one line per mutant:
        <mutant> | <the mutation> | equivalent: <why no test can tell it from the original>
        <mutant> | <the mutation> | killed: <the test written for it>
        <mutant> | <the mutation> | open: <what a test would have to see>
    Exit 1 when a survivor is not in the file (or its mutation changed since), when a mutant the file says a test
    kills survives, or when a module scores under TARGET (open survivors count against the score).
-The machine, its load average and the CPU time of the run are printed with the results.
+The machine, its load average and the CPU time of the run (all processes) are printed with the results.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -29,13 +31,16 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "tests" / "mutation_survivors.txt"
+KILLS = ROOT / "mutants" / "mutation-kills.tsv"  # mutant, the test that failed, its phase (tests/mutation_plugin.py)
+SKIPPED = ROOT / "mutants" / "mutation-equivalents.txt"  # recorded equivalents this run did not run again
 TARGET = 0.90
 # Module (as the score is printed) -> the files it holds (prefixes of paths under the repository).
 MODULES = {
@@ -49,6 +54,56 @@ MODULES = {
     "terravixens/guard/": ("terravixens/guard/",),
     "terravixens/rules/": ("terravixens/rules/",),
 }
+# The tests that judge a file's mutants (test files or node ids; the first path prefix that matches the file wins).
+# A mutant runs those of them that reached its function unmutated: in the test itself or in a shared fixture.
+SYNTH = ("tests/test_snapshots.py", "tests/test_storage.py", "tests/test_library_use.py", "tests/test_scenarios.py")
+SWEEP = (
+    "tests/test_size_sweep.py::test_one_node_changes_and_no_other_node_does[4-3]",
+    "tests/test_size_sweep.py::test_one_node_changes_and_no_other_node_does[1-1]",
+)
+# A node's resources as elements and as blocks from Python write the same bytes (ADR 0057): each way is judged.
+PYTHON_BLOCKS = (
+    *(
+        f"tests/test_python_blocks.py::test_every_test_site_writes_the_same_bytes[{site}]"
+        for site in ("example", "static-macs", "storage-and-csi", "routable-taints-tags")
+    ),
+    "tests/test_python_blocks.py::test_other_sites_and_decommission_builds_write_the_same_bytes",
+    "tests/test_python_blocks.py::test_a_node_without_the_guest_agent_writes_the_same_bytes",
+    "tests/test_python_blocks.py::test_reading_a_nodes_element_makes_every_node_of_the_stack_elements",
+)
+JUDGES: dict[str, tuple[str, ...]] = {
+    "terravixens/talos/rolling.py": ("tests/test_upgrade.py",),
+    "terravixens/talos/": ("tests/test_talos_image.py", "tests/test_patches.py", *SYNTH),
+    "terravixens/constructs/": (
+        *SYNTH,
+        "tests/test_conformance.py",
+        "tests/test_chart_sources.py",
+        "tests/test_synth_output.py",
+        "tests/test_stack_dependencies.py",
+        "tests/test_rules.py",
+        *SWEEP,
+        *PYTHON_BLOCKS,
+    ),
+    "terravixens/config/": ("tests/test_addressing.py", *SYNTH, *SWEEP),
+    "terravixens/guard/": ("tests/test_guard.py", "tests/test_guard_usage.py"),
+    "terravixens/rules/": ("tests/test_rules.py", "tests/test_rule_view.py", "tests/test_rule_overrides.py", *SYNTH),
+}
+# Never selected: the real Terraform CLI, and Python in a subprocess, run code mutmut does not trace to a mutant.
+DESELECT = (
+    "--deselect",
+    "tests/test_guard.py::test_the_real_shapes_are_what_terraform_plans_today",
+    "--deselect",
+    "tests/test_rules.py::test_a_rule_fails_synth_under_python_O",
+    "--deselect",
+    "tests/test_rule_overrides.py::test_import_order_does_not_matter",
+    "--deselect",
+    "tests/test_synth_output.py::test_main_synthesizes_the_example_site_like_cdktf_synth",
+    "--deselect",
+    "tests/test_synth_output.py::test_main_prints_site_errors_without_traceback",
+    "-k",
+    "not test_cli_",
+)
+LINKED = ("tools", "node_modules")  # what the tests call from the repository, linked into mutants/
 KILLED = {"killed", "timeout", "segfault"}  # the tests told the mutant from the original (a hang or a crash counts)
 UNCHECKED = {"not checked", "skipped"}  # a run stopped before them: neither killed nor survived
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout"}
@@ -62,45 +117,33 @@ class Mutant:
     status: str
 
 
-def mutmut_config() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+def selection() -> list[str]:
+    """The tests mutmut runs (its pytest_add_cli_args_test_selection): every judge, in order, once."""
+    judges = list(dict.fromkeys(test for tests in JUDGES.values() for test in tests))
+    return [*judges, *DESELECT]
+
+
+def judges_of(path: str) -> tuple[str, ...]:
+    return next(tests for prefix, tests in JUDGES.items() if path.startswith(prefix))
+
+
+def path_of_function(key: str) -> str:
+    """terravixens.guard.x_check_plan -> terravixens/guard/__init__.py (mutmut's key of a mutated function)."""
+    from mutmut.utils.format_utils import get_module_from_key
+
+    module = get_module_from_key(key).replace(".", "/")
+    return f"{module}.py" if (ROOT / f"{module}.py").exists() else f"{module}/__init__.py"
 
 
 def environment() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("JSII_NODE", str(ROOT / "node_modules" / ".bin" / "node"))
     env.setdefault("NODE_OPTIONS", "--disable-warning=DEP0044")
+    env["TV_MUTATION_KILLS"] = str(KILLS)
     return env
 
 
-FORK_CHECK = """
-import os, sys
-import pytest
-args = sys.argv[1:]
-if pytest.main(args) != 0:
-    sys.exit("the selected tests fail unmutated")
-pid = os.fork()
-if pid == 0:
-    os._exit(pytest.main(args))
-_, status = os.waitpid(pid, 0)
-sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else "the selected tests fail in a forked process")
-"""
-
-
-def fork_check(config: dict) -> None:
-    """The selected tests, once in a process and once in a fork of it (as mutmut runs a mutant)."""
-    args = ["-q", "-x", *config["pytest_add_cli_args"], *config["pytest_add_cli_args_test_selection"]]
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", FORK_CHECK, *args], cwd=ROOT, env=environment(), check=False)
-    if result.returncode != 0:
-        sys.exit(f"make mutation: the fork check failed (exit {result.returncode}): no kill could be trusted")
-    seconds = time.perf_counter() - started
-    print(f"fork check: the selected tests pass in a process and in a fork of it ({seconds:.0f} s)")
-
-
 def mutants() -> list[Mutant]:
-    import json
-
     found = []
     for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
         path = str(meta.relative_to(ROOT / "mutants"))[: -len(".meta")]
@@ -113,11 +156,11 @@ def module_of(path: str) -> str:
     return next(module for module, prefixes in MODULES.items() if path.startswith(prefixes))
 
 
-def mutation_text(mutant: Mutant) -> str:
+def mutation_text(name: str, path: str) -> str:
     """The changed lines of the mutant, `-old / +new` on one line (what the survivors file records)."""
     from mutmut.mutation.diff_apply import get_diff_for_mutant
 
-    diff = get_diff_for_mutant(mutant.name, path=mutant.path)
+    diff = get_diff_for_mutant(name, path=path)
     lines = [line for line in diff.splitlines() if line[:1] in "-+" and not line.startswith(("---", "+++"))]
     return " / ".join(f"{line[0]}{' '.join(line[1:].split())}" for line in lines).replace("|", "¦")
 
@@ -144,6 +187,106 @@ def recorded() -> dict[str, tuple[str, str]]:
     return entries
 
 
+# --- the engine: mutmut in this process, with three changes -------------------------------------------------------
+
+
+def _skip_recorded_equivalents() -> None:
+    """Mark each mutant the survivors file argues equivalent, with the same mutation, as survived without running it
+    (a survivor runs every judge that reaches its function: the dearest mutants of a run)."""
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.utils.file_utils import walk_mutatable_files
+
+    equivalent = {name: text for name, (text, verdict) in recorded().items() if verdict.startswith("equivalent: ")}
+    skipped = []
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        changed = False
+        for name, code in data.exit_code_by_key.items():
+            if code is None and name in equivalent and mutation_text(name, str(path)) == equivalent[name]:
+                data.exit_code_by_key[name] = 0
+                skipped.append(name)
+                changed = True
+        if changed:
+            data.save()
+    SKIPPED.write_text("".join(f"{name}\n" for name in skipped))
+    print(f"    {len(skipped)} mutants argued equivalent in {SURVIVORS.name}: not run again (--recheck runs them)")
+
+
+def _restrict_to_judges() -> None:
+    """Each mutated function keeps only the tests that judge its file (JUDGES); mutmut's saved stats keep them all."""
+    from mutmut.state import state
+
+    tests = state().tests_by_mangled_function_name
+    kept = dropped = 0
+    for key, names in tests.items():
+        judges = judges_of(path_of_function(key))
+        chosen = {name for name in names if name.startswith(judges)}
+        kept += len(chosen)
+        dropped += len(names) - len(chosen)
+        tests[key] = chosen
+    print(f"    (function, test) pairs: {kept} kept, {dropped} dropped (the test does not judge the function's file)")
+
+
+def _judges_first(mutant: str, tests: list[str]) -> list[str]:
+    """A mutant's tests in the order its file's JUDGES list them (the likeliest killers first), then cheapest first."""
+    from mutmut.state import state
+    from mutmut.utils.format_utils import mangled_name_from_mutant_name
+
+    judges = judges_of(path_of_function(mangled_name_from_mutant_name(mutant)))
+    rank = {judge: number for number, judge in enumerate(judges)}
+
+    def key(test: str) -> tuple[int, float]:
+        first = min((rank[judge] for judge in judges if test.startswith(judge)), default=len(judges))
+        return first, state().duration_by_test.get(test, 0.0)
+
+    return sorted(tests, key=key)
+
+
+def engine(names: list[str], max_children: int, recheck: bool) -> None:
+    import mutmut.__main__ as mutmut_main
+    from mutmut.configuration import config
+    from mutmut.runners.harness import PytestRunner
+    from mutmut.workers import isolation
+
+    config().pytest_add_cli_args_test_selection = selection()
+    create_mutants = mutmut_main.create_mutants
+    collect_or_load_stats = mutmut_main.collect_or_load_stats
+
+    def create(max_children: int) -> mutmut_main.MutantGenerationStats:
+        stats = create_mutants(max_children)
+        if not recheck:
+            _skip_recorded_equivalents()
+        return stats
+
+    def collect(runner: isolation.MutantRunner, **kwargs: Any) -> None:
+        collect_or_load_stats(runner, **kwargs)
+        _restrict_to_judges()
+
+    def clean_tests_in_a_fork(self: isolation.ForkRunner, tests: object) -> int:
+        """The unmutated tests in a fork, as a mutant runs: a failure of the fork's own would count as a kill."""
+        return isolation.run_in_fork(self.test_runner.run_tests, mutant_name=None, tests=tests)
+
+    run_tests = PytestRunner.run_tests
+
+    def run_judges_first(self: PytestRunner, *, mutant_name: str | None, tests: Iterable[str]) -> int:
+        ordered = _judges_first(mutant_name, list(tests)) if mutant_name else tests
+        return run_tests(self, mutant_name=mutant_name, tests=ordered)
+
+    # The tests run in mutants/ (mutmut's copy): the built tools and Node.js they call are linked, not copied.
+    for name in LINKED:
+        if not (ROOT / "mutants" / name).exists():
+            (ROOT / "mutants" / name).symlink_to(ROOT / name)
+    mutmut_main.create_mutants = create
+    PytestRunner.run_tests = run_judges_first  # type: ignore[method-assign]
+    mutmut_main.collect_or_load_stats = collect
+    isolation.ForkRunner.run_clean_tests = clean_tests_in_a_fork  # type: ignore[method-assign]
+    mutmut_main._run(names, max_children)
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+
+
 def record(found: list[Mutant]) -> None:
     """Survivors the file does not list (or lists with another mutation), appended as open: the baseline the next
     run compares with, each line to be turned into a test (`killed:`) or an argument (`equivalent:`)."""
@@ -153,7 +296,7 @@ def record(found: list[Mutant]) -> None:
     for mutant in found:
         if mutant.status in KILLED | UNCHECKED:
             continue
-        text = mutation_text(mutant)
+        text = mutation_text(mutant.name, mutant.path)
         if entries.get(mutant.name, ("",))[0] != text:
             function = mutant.name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1].replace("ǁ", ".").lstrip("x_.")
             verdict = "not reached by a selected test" if mutant.status == "no tests" else "no selected test fails"
@@ -164,6 +307,23 @@ def record(found: list[Mutant]) -> None:
     print(f"recorded {len(lines)} survivors as open in {SURVIVORS.relative_to(ROOT)}")
 
 
+def killers(found: list[Mutant]) -> dict[str, Counter]:
+    """Module -> test file -> mutants its tests killed first (from tests/mutation_plugin.py's record)."""
+    by_module: dict[str, Counter] = defaultdict(Counter)
+    paths = {m.name: m.path for m in found if m.status in KILLED}
+    seen = set()
+    if KILLS.exists():
+        for line in KILLS.read_text().splitlines():
+            name, test, _ = line.split("\t")
+            if name in paths and name not in seen:
+                seen.add(name)
+                by_module[module_of(paths[name])][test.split("::")[0]] += 1
+    for mutant in found:
+        if mutant.status in KILLED and mutant.name not in seen:
+            by_module[module_of(mutant.path)][f"({mutant.status}: no test failed first)"] += 1
+    return by_module
+
+
 def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, float]) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     entries = recorded()
@@ -171,12 +331,13 @@ def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, f
     unchecked = [m for m in found if m.status in UNCHECKED]
     found = [m for m in found if m.status not in UNCHECKED]
     survivors = [m for m in found if m.status not in KILLED]
-    texts = {m.name: mutation_text(m) for m in survivors}
+    texts = {m.name: mutation_text(m.name, m.path) for m in survivors}
     equivalent = {
         m.name
         for m in survivors
         if entries.get(m.name, ("", ""))[1].startswith("equivalent: ") and entries[m.name][0] == texts[m.name]
     }
+    not_rerun = set(SKIPPED.read_text().split()) if SKIPPED.exists() else set()
     print(
         f"\nmachine: {platform.machine()}, {os.cpu_count()} cores; load average {load[0]:.1f} at the start, "
         f"{load[1]:.1f} at the end; {seconds / 60:.1f} min wall, {cpu / 60:.1f} min CPU (all processes)"
@@ -206,6 +367,11 @@ def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, f
         f"{'all':26} {total['mutants']:7} {total['killed']:7} {total['survived']:6} {total['equivalent']:6} "
         f"{score:7.1%}"
     )
+    if not_rerun:
+        print(f"({len(not_rerun & equivalent)} of the equivalents recorded before, not run again: --recheck runs them)")
+    print("\nkilled first by (test file: mutants):")
+    for module, counts in killers(found).items():
+        print(f"  {module}: " + ", ".join(f"{test} {count}" for test, count in counts.most_common()))
     print("\nsurvivors (not killed by any selected test):")
     for mutant in survivors:
         verdict = entries.get(mutant.name, ("", "not in tests/mutation_survivors.txt"))[1]
@@ -250,27 +416,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keep", action="store_true", help="reuse mutants/ (mutmut's results of unchanged code)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--no-fork-check", action="store_true")
+    parser.add_argument("--recheck", action="store_true", help="run the mutants recorded as equivalent again")
     parser.add_argument("--report-only", action="store_true", help="report the last run in mutants/ again")
     parser.add_argument(
         "--record",
         action="store_true",
         help=f"append every survivor {SURVIVORS.name} does not list, as open (to be triaged), before the comparison",
     )
+    parser.add_argument("--engine", action="store_true", help=argparse.SUPPRESS)  # mutmut itself, in this process
+    parser.add_argument("mutants", nargs="*", help="only these mutants (mutmut's names, globs allowed)")
     args = parser.parse_args()
     os.chdir(ROOT)
+    if args.engine:
+        engine(args.mutants, args.max_children, args.recheck)
+        return
     load = os.getloadavg()[0]
     started = time.perf_counter()
     if not args.report_only:
-        config = mutmut_config()
-        if not args.no_fork_check:
-            fork_check(config)
         if not args.keep:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)
-        command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)]
-        result = subprocess.run(command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, check=False)
+        command = [sys.executable, __file__, "--engine", "--max-children", str(args.max_children)]
+        command += ["--recheck"] * args.recheck + args.mutants
+        (ROOT / "mutants").mkdir(exist_ok=True)
+        with (ROOT / "mutants" / "mutmut.log").open("a") as log:
+            result = subprocess.run(command, cwd=ROOT, env=environment(), stdout=log, stderr=log, check=False)
         if result.returncode != 0:
-            sys.exit(f"make mutation: mutmut failed (exit {result.returncode}); run it to see why: {' '.join(command)}")
+            sys.exit(f"make mutation: mutmut failed (exit {result.returncode}); its output: mutants/mutmut.log")
     if args.record:
         record(mutants())
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)

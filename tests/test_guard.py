@@ -1066,7 +1066,10 @@ NEVER_WRITTEN = {
     "no change, yet planned values drop every object of the prior state": (
         UPDATED,
         lambda data: (data.pop("resource_changes"), data["planned_values"]["root_module"].update(resources=[])),
-        "resource_changes: is empty, while planned_values drop all 6 objects the prior state holds",
+        (
+            "resource_changes: is empty, while planned_values drop all 6 objects the prior state holds "
+            "(e.g. 'proxmox_virtual_environment_vm.node_cp-a_vm'): every one would go and no change says so"
+        ),
     ),
     "empty changes, planned values in a child module only": (
         DELETED,
@@ -1076,7 +1079,10 @@ NEVER_WRITTEN = {
                 root_module={"child_modules": [{"address": "module.x", "resources": [{"address": "module.x.a.b"}]}]}
             ),
         ),
-        "is empty, while planned_values drop all",
+        (
+            "resource_changes: is empty, while planned_values drop all 6 objects the prior state holds "
+            "(e.g. 'proxmox_virtual_environment_vm.node_cp-a_vm'): every one would go and no change says so"
+        ),
     ),
     "prior state resource not at its address": (
         UPDATED,

@@ -2,6 +2,10 @@
 """`make mutation`: mutation testing of the code that keeps the lifecycle promise and the guard (issue 27, ADR 0051).
 
     pipenv run python scripts/mutation.py [--keep] [--max-children N] [--recheck] [--report-only] [--record]
+                                          [--module MODULE] [MUTANT ...]
+
+`--module terravixens/guard/` runs (and reports) one module of MODULES: its mutants against its judges only (the
+traced run too), the rest of mutants/ left as it is. MUTANT names (globs allowed) run only those mutants.
 
 1. Runs mutmut as pyproject.toml [tool.mutmut] configures it, in a process of its own (`--engine`): every mutant of
    the listed modules, each in a forked process (tests/mutation_fork.py gives it its own jsii kernel), against the
@@ -34,6 +38,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +123,17 @@ class Mutant:
 
 
 def selection() -> list[str]:
-    """The tests mutmut runs (its pytest_add_cli_args_test_selection): every judge, in order, once."""
-    judges = list(dict.fromkeys(test for tests in JUDGES.values() for test in tests))
+    """The tests mutmut runs (its pytest_add_cli_args_test_selection): every judge (of $TV_MUTATION_MODULE's files
+    when it is set), in order, once."""
+    prefixes = MODULES.get(os.environ.get("TV_MUTATION_MODULE", ""), ())
+    judges = list(
+        dict.fromkeys(
+            test
+            for prefix, tests in JUDGES.items()
+            if not prefixes or any(p.startswith(prefix) or prefix.startswith(p) for p in prefixes)
+            for test in tests
+        )
+    )
     return [*judges, *DESELECT]
 
 
@@ -324,9 +338,20 @@ def killers(found: list[Mutant]) -> dict[str, Counter]:
     return by_module
 
 
-def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, float]) -> int:
+def module_globs(module: str) -> list[str]:
+    """terravixens/guard/ -> terravixens.guard.*; terravixens/constructs/cilium.py -> terravixens.constructs.cilium.*"""
+    return [prefix.removesuffix(".py").rstrip("/").replace("/", ".") + ".*" for prefix in MODULES[module]]
+
+
+def report(
+    found: list[Mutant], seconds: float, cpu: float, load: tuple[float, float], module: str | None = None
+) -> int:
     os.chdir(ROOT)  # mutmut reads its configuration and mutants/ from here
     entries = recorded()
+    if module:  # one module's run: its mutants and its lines of the survivors file only
+        found = [m for m in found if module_of(m.path) == module]
+        globs = module_globs(module)
+        entries = {name: entry for name, entry in entries.items() if any(fnmatch(name, g) for g in globs)}
     status = {m.name: m for m in found}
     unchecked = [m for m in found if m.status in UNCHECKED]
     found = [m for m in found if m.status not in UNCHECKED]
@@ -352,16 +377,16 @@ def report(found: list[Mutant], seconds: float, cpu: float, load: tuple[float, f
         counts["survived"] += mutant.status not in KILLED
         counts["equivalent"] += mutant.name in equivalent
     total: Counter = Counter()
-    for module in MODULES:
-        counts = by_module[module]
+    for name in [module] if module else MODULES:
+        counts = by_module[name]
         total.update(counts)
         score = counts["killed"] / max(counts["mutants"] - counts["equivalent"], 1)
         print(
-            f"{module:26} {counts['mutants']:7} {counts['killed']:7} {counts['survived']:6} {counts['equivalent']:6} "
+            f"{name:26} {counts['mutants']:7} {counts['killed']:7} {counts['survived']:6} {counts['equivalent']:6} "
             f"{score:7.1%}"
         )
         if score < TARGET:
-            failed.append(f"{module} scores {score:.1%}, under {TARGET:.0%}")
+            failed.append(f"{name} scores {score:.1%}, under {TARGET:.0%}")
     score = total["killed"] / max(total["mutants"] - total["equivalent"], 1)
     print(
         f"{'all':26} {total['mutants']:7} {total['killed']:7} {total['survived']:6} {total['equivalent']:6} "
@@ -424,9 +449,13 @@ def main() -> None:
         help=f"append every survivor {SURVIVORS.name} does not list, as open (to be triaged), before the comparison",
     )
     parser.add_argument("--engine", action="store_true", help=argparse.SUPPRESS)  # mutmut itself, in this process
+    parser.add_argument("--module", choices=sorted(MODULES), help="run and report this module only")
     parser.add_argument("mutants", nargs="*", help="only these mutants (mutmut's names, globs allowed)")
     args = parser.parse_args()
     os.chdir(ROOT)
+    if args.module:
+        os.environ["TV_MUTATION_MODULE"] = args.module
+        args.mutants = args.mutants or module_globs(args.module)
     if args.engine:
         engine(args.mutants, args.max_children, args.recheck)
         return
@@ -446,7 +475,13 @@ def main() -> None:
         record(mutants())
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     sys.exit(
-        report(mutants(), time.perf_counter() - started, usage.ru_utime + usage.ru_stime, (load, os.getloadavg()[0]))
+        report(
+            mutants(),
+            time.perf_counter() - started,
+            usage.ru_utime + usage.ru_stime,
+            (load, os.getloadavg()[0]),
+            args.module,
+        )
     )
 
 

@@ -663,6 +663,68 @@ def test_pg008_without_usage_knowledge_is_skipped_not_guessed():
     assert check_plan(l0_plan("proxmox_virtual_environment_user", {"user_id": "terravixens@pve"})) == []
 
 
+def test_pg008_says_replaced_or_deleted_and_names_what_and_where_word_by_word():
+    usage = Usage(api_user={"VM cp-a in platform-prod (deployed)", "VM cp-b in platform-prod (deployed)"})
+    usage.add_bridge("pve1", "vmbr1", "VM cp-a in platform-prod (deployed)")
+    usage.add_image("pve1", "local", "talos.qcow2", "node cp-a of cluster prod (site file)")
+    context = GuardContext(usage=usage)
+
+    def message(kind: str, before: dict, actions=("delete",)) -> str:
+        [violation] = check_plan(l0_plan(kind, before, actions), context)
+        return violation.message
+
+    bridge = {"node_name": "pve1", "name": "vmbr1"}
+    tail = "used by VM cp-a in platform-prod (deployed): move those VMs off it and deploy their platform layer first"
+    for actions, verb in (
+        (("delete",), "delete"),
+        (("delete", "create"), "replace"),
+        (("create", "delete"), "replace"),
+    ):
+        assert message("proxmox_network_linux_bridge", bridge, actions) == (
+            f"proxmox_network_linux_bridge.hv_pve1_x would {verb} bridge 'vmbr1' on 'pve1', {tail}, then remove the "
+            "bridge."
+        )
+    image = {"node_name": "pve1", "datastore_id": "local", "file_name": "talos.qcow2"}
+    assert message("proxmox_download_file", image) == (
+        "proxmox_download_file.hv_pve1_x would delete image 'talos.qcow2' on 'pve1', which node cp-a of cluster prod "
+        "(site file) boots from: keep the Talos version in use on that hypervisor, or move the nodes first."
+    )
+    user = {"user_id": "terravixens@pve"}
+    for actions, verb in ((("delete",), "deleted"), (("delete", "create"), "replaced")):
+        assert message("proxmox_virtual_environment_user", user, actions) == (
+            f"proxmox_virtual_environment_user.hv_pve1_x would be {verb} while the platform layers manage 2 VMs "
+            "(VM cp-a in platform-prod (deployed), VM cp-b in platform-prod (deployed)): their Proxmox credentials "
+            "would stop working. Decommission or destroy the platform layers first."
+        )
+
+
+def test_pg010_judges_every_storage_change_and_says_has_or_have():
+    def storage(name: str, actions: tuple[str, ...]) -> dict:
+        address = f"proxmox_storage_nfs.hv_pve1_storage_{name}"
+        body = {"actions": list(actions), "before": {"id": name}, "after": None if actions == ("delete",) else {}}
+        name = address.split(".")[1]
+        return {"address": address, "mode": "managed", "type": "proxmox_storage_nfs", "name": name, "change": body}
+
+    # An update first (nothing to judge), then two deletions: each is judged, not only the first.
+    changes = [storage("fast", ("update",)), storage("backups", ("delete",)), storage("bulk", ("delete",))]
+    data = {"format_version": "1.2", "planned_values": {}, "resource_changes": changes}
+    unknown = check_plan(copy.deepcopy(data), GuardContext())
+    assert [v.message.split(" would ")[0] for v in unknown] == [
+        "proxmox_storage_nfs.hv_pve1_storage_backups",
+        "proxmox_storage_nfs.hv_pve1_storage_bulk",
+    ]
+    usage = Usage(storages={"backups": {"VM wk-a in platform-prod (deployed)"}, "bulk": {"VM b", "VM a"}})
+    one, two = (v.message for v in check_plan(copy.deepcopy(data), GuardContext(usage=usage)))
+    assert one == (
+        "proxmox_storage_nfs.hv_pve1_storage_backups would delete storage 'backups', where VM wk-a in platform-prod "
+        "(deployed) has a disk: move those disks (or the nodes) to another storage and deploy their layer first, then "
+        "remove the storage."
+    )
+    assert two.startswith(
+        "proxmox_storage_nfs.hv_pve1_storage_bulk would delete storage 'bulk', where VM a, VM b have "
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- not plans
 GIVE = "give the output of `terraform show -json PLANFILE` (a saved plan from `terraform plan -out PLANFILE`)"
 ACTIONS_AMONG = "a plan lists each change's actions among create, delete, forget, no-op, read, update"

@@ -889,7 +889,8 @@ def test_a_plan_is_read_into_every_prior_object_of_every_module():
             {"address": "module.k", "resources": [prior_resource("module.k.a.v") | {"type": "a", "name": "v"}]},
         ],
     }
-    assert read_plan(plan(prior=prior)).prior == (
+    # A change keeps a.s: a plan that lists none while its planned values drop every prior object is not a plan.
+    assert read_plan(plan(resource_change("a.s", ("no-op",)), prior=prior)).prior == (
         PriorResource("a.s", "a", "s", {}),
         PriorResource("module.k.a.v", "a", "v", {}),
         PriorResource("module.m.a.t", "a", "t", {}),
@@ -916,7 +917,9 @@ def test_the_membership_record_is_the_one_named_so_before_and_after_the_plan():
     for gone in (("delete",), ("forget",)):
         removed = resource_change("terraform_data.cluster_membership", gone)
         assert read_plan(plan(removed, prior=prior)).planned_membership() is None
-    assert read_plan(plan(prior=prior)).planned_membership() == cluster  # no change: the record as it is
+    # No change for the record (another one listed: a plan that lists none while dropping all is refused): as it is.
+    kept = resource_change("terraform_data.other", ("no-op",))
+    assert read_plan(plan(kept, prior=prior)).planned_membership() == cluster
 
 
 def test_addresses_in_a_membership_record_are_text_to_text_only():
@@ -1284,3 +1287,77 @@ def test_whether_the_site_keeps_a_node_from_its_leftovers_and_which_loss_is_a_re
     ]
     view = node_view(read_plan(plan(*changes, prior=prior)), GuardContext(teardown=False))
     assert rendered(view) == LOSSES
+
+
+# ---------------------------------------------------------------------------- what a deployed machine uses, every disk
+def test_every_disk_of_a_deployed_machine_holds_its_storage_and_sibling_modules_are_all_read():
+    vm = vm_attributes(
+        "db1",
+        vm_id=1301,
+        disk=[{"datastore_id": "local-lvm"}, {"datastore_id": ""}, "not a disk"],
+        initialization=[{"datastore_id": "ci-store"}],
+        efi_disk=[{"datastore_id": "efi-store"}],
+        tpm_state={"datastore_id": "tpm-store"},  # one block, not a list
+    )
+    state = shown(
+        children=[
+            {"address": "module.a", "resources": [shown_resource(VM, "db", vm)]},
+            {"address": "module.b", "resources": [shown_resource(CT, "sa_dns1_ct", {"node_name": "pve2", "vm_id": 7})]},
+        ]
+    )
+    usage = deployed_usage({"l2": state})
+    who = "VM db1 in l2 (deployed)"
+    assert usage.storages == {store: {who} for store in ("local-lvm", "ci-store", "efi-store", "tpm-store")}
+    # A machine no node owns by its address is named by its own name; both sibling modules were read.
+    assert usage.machines == {("pve1", 1301): ("l2", "db1"), ("pve2", 7): ("l2", "dns1")}
+
+
+def test_a_value_that_is_not_text_is_no_user_and_no_crash():
+    usage = Usage()
+    usage.add_bridge("pve1", "vmbr1", "a")
+    usage.add_image("pve1", "local", "talos.qcow2", "b")
+    # Terraform's values are JSON: a list where text should be cannot name a bridge or an image (and is not hashed).
+    assert usage.bridge_users("pve1", ["vmbr1"]) == set() and usage.bridge_users(["pve1"], "vmbr1") == set()
+    assert usage.image_users("pve1", "local", ["talos.qcow2"]) == set()
+    assert usage.image_users(["pve1"], "local", "talos.qcow2") == set()
+    assert usage.image_users("pve1", ["local"], "talos.qcow2") == set()
+
+
+def test_site_usage_counts_each_guests_storage_its_own_or_its_hypervisors():
+    data = support.example_data()
+    data["standalone"] = support.yaml.safe_load((support.EXAMPLE_SITE.parent / "standalone.yaml").read_text())[
+        "standalone"
+    ]
+    site = support.site_from(data)
+    usage = site_usage(site)
+    guests = {n: g for n, g in site.standalone.nodes.items() if g.parent in site.hypervisors}
+    assert guests
+    for name, guest in guests.items():
+        storage = guest.storage or site.hypervisors[guest.parent].datastores.vm
+        assert f"standalone {guest.type} {name} (site file)" in usage.storages[storage]
+
+
+def test_secrets_under_running_nodes_count_the_applies_that_stay():
+    fixture = "hand-pg005-new-secrets-under-running-nodes.json"  # new secrets; five applies in the prior state
+    apply = "talos_machine_configuration_apply.node_{}_apply".format
+    first_three = ", ".join(apply(n) for n in ("cp-a", "cp-b", "cp-c"))
+
+    def with_changes(*changes: dict):
+        def run(data: dict) -> None:
+            data["resource_changes"] += changes
+
+        return run
+
+    def gone(node: str) -> dict:
+        return resource_change(apply(node), ("delete",), change__before={"node": "10.0.0.9"})
+
+    three = refusal(fixture, "PG005", with_changes(gone("wk-a"), gone("wk-b")))
+    assert f"while 3 node applies run on today's secrets ({first_three}): a state lost" in three
+    four = refusal(fixture, "PG005", with_changes(gone("wk-b")))
+    assert f"while 4 node applies run on today's secrets ({first_three}…): a state lost" in four
+    # A replaced apply is a node that stays (its configuration applied again), and so is one updated in place.
+    kept = with_changes(
+        resource_change(apply("wk-a"), ("update",), change__before={"node": "10.0.0.8"}),
+        resource_change(apply("wk-b"), ("delete", "create"), change__before={"node": "10.0.0.9"}),
+    )
+    assert f"while 5 node applies run on today's secrets ({first_three}…)" in refusal(fixture, "PG005", kept)

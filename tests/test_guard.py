@@ -527,6 +527,19 @@ def test_the_ok_line_is_what_the_view_says():
     )
 
 
+def test_the_ok_line_and_the_checks_read_the_context_given_and_a_plan_already_read():
+    from terravixens.guard import check_plan_file
+
+    leaves = fixture("real-worker-leaves.json")
+    # The site keeps wk-b: its machine would be lost. Without a site, a node whose VM goes is leaving.
+    lost = "5 nodes: 4 kept; none replaced, 1 with a machine lost (wk-b); PG001-PG010 pass"
+    assert ok_line(leaves, SITE) == lost and ok_line(read_plan(copy.deepcopy(leaves)), SITE) == lost
+    assert ok_line(leaves) == "5 nodes: 4 kept, 1 leaving (wk-b); none replaced, no machine lost; PG001-PG010 pass"
+    assert codes(check_plan(read_plan(copy.deepcopy(leaves)), SITE)) == codes(check_plan(leaves, SITE)) == ["PG001"]
+    assert codes(check_plan_file(PLANS / "real-worker-leaves.json", context=SITE)) == ["PG001"]
+    assert codes(check_plan_file(PLANS / "real-worker-leaves.json")) == []
+
+
 def test_decommission_waives_exactly_what_it_names():
     last = fixture("hand-ok-decommission-last-control-plane.json")
     teardown = GuardContext(roles={"cp-a": "controlplane"}, teardown=True)
@@ -576,6 +589,57 @@ def test_pg007_auto_needs_the_plan_log_to_tell_no_reboot_from_unreachable():
     assert unreachable.message.endswith("or allow it with --allow-reboot cp-b.")
     assert check_plan(plan, GuardContext(roles=THREE, reboot_checks=log("hand-pg007-node-answered.log.jsonl"))) == []
     assert check_plan(plan, GuardContext(roles=THREE, allow_reboot=frozenset({"cp-b"}))) == []
+
+
+def test_pg007_word_by_word_and_the_log_names_the_apply_or_its_node():
+    plan = fixture("hand-pg007-auto-after-a-change.json")
+    cp_b = "talos_machine_configuration_apply.node_cp-b_apply"
+    [no_log] = check_plan(copy.deepcopy(plan), SITE)
+    assert no_log.message == (
+        f"{cp_b} changes node 'cp-b''s configuration with resolved_apply_mode 'auto', and the plan's log was not "
+        "given, so the guard cannot tell 'no reboot needed' from 'node unreachable, may reboot': run `terravixens "
+        "deploy` (it reads the log), pass --plan-log (`terraform plan -json` output), or allow it with "
+        "--allow-reboot cp-b."
+    )
+    by_address = RebootChecks(frozenset({cp_b}))
+    by_node = RebootChecks(frozenset(), ("Node 127.11.1.12: connection refused",))
+    other_node = RebootChecks(frozenset({"talos_machine_configuration_apply.node_cp-a_apply"}), ("Node 127.0.0.9: x",))
+    for checks in (by_address, by_node):
+        [unreachable] = check_plan(copy.deepcopy(plan), GuardContext(roles=THREE, reboot_checks=checks))
+        assert unreachable.message.startswith(f"{cp_b}: node 'cp-b' could not be asked whether the change needs")
+    assert check_plan(copy.deepcopy(plan), GuardContext(roles=THREE, reboot_checks=other_node)) == []
+
+
+def test_pg007_judges_every_apply_after_one_it_passes_over():
+    plan = fixture("hand-pg007-auto-after-a-change.json")
+    [change] = plan["resource_changes"]
+    for first in ("no-op", "same configuration"):
+        data = copy.deepcopy(plan)
+        before = copy.deepcopy(change)
+        before["address"] = before["address"].replace("cp-b", "cp-a")
+        before["name"] = before["name"].replace("cp-b", "cp-a")
+        if first == "no-op":
+            before["change"]["actions"] = ["no-op"]
+        else:  # staged, updated, yet its configuration is what it was: nothing to reboot for
+            before["change"]["after"] = copy.deepcopy(before["change"]["before"]) | {
+                "apply_mode": "staged_if_needing_reboot",
+                "resolved_apply_mode": "auto",
+            }
+        data["resource_changes"].insert(0, before)
+        assert [v.message.split(" ")[0] for v in check_plan(data, SITE)] == [change["address"]], first
+
+
+def test_pg007_a_configuration_unknown_until_apply_is_a_change():
+    plan = fixture("hand-pg007-auto-after-a-change.json")  # one apply, cp-b's
+    for key in ("machine_configuration", "machine_configuration_input", "config_patches"):
+        data = copy.deepcopy(plan)
+        body = data["resource_changes"][0]["change"]
+        body["after"] = copy.deepcopy(body["before"]) | {"apply_mode": "staged_if_needing_reboot"}
+        body["after"]["resolved_apply_mode"] = "auto"
+        assert check_plan(copy.deepcopy(data), SITE) == [], key  # nothing changes: nothing to judge
+        body["before"].pop(key, None), body["after"].pop(key, None)
+        body["after_unknown"] = {key: True}  # known only at apply: it may change
+        assert codes(check_plan(data, SITE)) == ["PG007"], key
 
 
 def test_pg007_planned_reboot_is_refused_even_with_a_clean_log():

@@ -508,6 +508,24 @@ def test_pg002_roles_come_from_the_membership_record_not_from_configuration_text
     assert view.nodes["wk-a"].role == "worker" and not view.nodes["wk-a"].counts_as_control_plane
 
 
+def test_without_a_membership_record_the_site_says_which_members_are_control_planes():
+    from terravixens.guard.checks.roles import control_planes_today, leaving_control_planes
+
+    plan = read_plan(fixture("hand-pg002-role-unknown-counts-as-control-plane.json"))  # cp-e and wk-z leave
+    site = GuardContext(roles={**FIVE, "wk-z": "worker"})
+    assert [n.name for n in leaving_control_planes(plan, site)] == ["cp-e"]
+    assert [n.name for n in control_planes_today(plan, site)] == ["cp-a", "cp-b", "cp-c", "cp-d", "cp-e"]
+    # No site: a running member whose role nobody knows counts as a control plane leaving, not as one today.
+    assert [n.name for n in leaving_control_planes(plan, GuardContext())] == ["cp-e", "wk-z"]
+    assert control_planes_today(plan, GuardContext()) == []  # known control planes only
+    # The checks read the same context. Torn down on request, with cp-e a control plane and wk-z a worker: one
+    # control plane leaves (no PG002), the only one today (PG003). Without a site: two of unknown role (PG002).
+    data = fixture("hand-pg002-role-unknown-counts-as-control-plane.json")
+    teardown = GuardContext(roles={"cp-e": "controlplane", "wk-z": "worker"}, teardown=True)
+    assert codes(check_plan(copy.deepcopy(data), teardown)) == ["PG003"]
+    assert codes(check_plan(copy.deepcopy(data), GuardContext())) == ["PG002"]
+
+
 def test_a_control_plane_is_a_member_only_with_its_apply():
     """VMs without applies (the fakepve projection, or after decommission reset the nodes) are machines, not etcd
     members: deleting them is judged by PG001 alone."""

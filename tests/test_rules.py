@@ -694,6 +694,26 @@ def test_a_rule_alone_is_an_aspect(app):
     Aspects.of(stack).add(StableLogicalIds())
     errors = synth_errors(app)
     assert "[TV003 StableLogicalIds] 'team_user_" in errors and "is cdktf's path-derived id" in errors
+    assert "below its stack" not in errors  # attached to the stack: what it visits below it is judged, not refused
+
+
+def test_a_rule_alone_in_an_app_that_skips_validations_is_refused_once_per_stack(tmp_path):
+    """One rule as an Aspect (not apply_rules) in an App that skips validations: synth fails, naming the rule, and
+    the rule registers itself on a stack once, however often the App synthesizes (cdktf visits it each time)."""
+    from cdktf import Aspects
+
+    from terravixens.rules import StableLogicalIds
+
+    app = App(outdir=str(tmp_path), skip_validation=True)
+    stack = TerraformStack(app, "one_rule")
+    ProxmoxProvider(stack, "proxmox", endpoint="https://127.0.0.1:8006/")
+    Aspects.of(stack).add(StableLogicalIds())
+    refusal = (
+        "[one_rule] rule TV003 StableLogicalIds run as a validation of stack 'one_rule', and its App skips "
+        "validations (skip_validation=True), so it would not run: build the App without skip_validation."
+    )
+    assert synth_errors(app).count(refusal) == 1
+    assert synth_errors(app).count(refusal) == 1
 
 
 def test_a_rule_alone_judges_what_other_aspects_did(app):
@@ -745,6 +765,7 @@ def test_a_rule_alone_below_a_stack_is_refused(app):
         "judges nothing: attach it to the stack (Aspects.of(stack).add(...)) or call "
         "terravixens.rules.apply_rules(stack)."
     ) in errors
+    assert errors.count("below its stack") == 1  # once, at the construct it is attached to, not at each below it
 
 
 def test_tv007_two_elements_under_one_address_are_each_judged(app):

@@ -1361,3 +1361,41 @@ def test_secrets_under_running_nodes_count_the_applies_that_stay():
         resource_change(apply("wk-b"), ("delete", "create"), change__before={"node": "10.0.0.9"}),
     )
     assert f"while 5 node applies run on today's secrets ({first_three}…)" in refusal(fixture, "PG005", kept)
+
+
+# ------------------------------------------------------------------ no change listed, yet every prior object dropped
+def test_a_plan_without_changes_is_read_only_when_its_planned_values_keep_a_prior_object():
+    prior = {"resources": [prior_resource("a.kept"), prior_resource("a.old", deposed_key="d1")]}
+
+    def planned(root: object, prior: dict = prior) -> dict:
+        return plan(prior=prior) | {"planned_values": {"root_module": root} if root != "none" else "not an object"}
+
+    def refused(data: dict) -> str:
+        with pytest.raises(NotAPlan) as caught:
+            read_plan(data)
+        return str(caught.value)
+
+    keeps = {"address": "a.kept"}
+    deep = {"child_modules": [{"child_modules": [{"resources": [keeps]}]}, {"resources": []}]}
+    for root in ({"resources": [keeps]}, deep, {"resources": [{"address": "a.x"}], "child_modules": [deep, "x"]}):
+        assert read_plan(planned(root)).changes == ()  # it keeps a.kept: nothing changes
+    one = "<plan>: 1 problem in the plan\n  - resource_changes: is empty, while planned_values drop all 1 object "
+    said = "the prior state holds (e.g. 'a.kept'): every one would go and no change says so. " + NEVER
+    for root in (
+        {},
+        {"resources": "a.kept", "child_modules": "x"},
+        {"resources": ["a.kept", {"address": ["a.kept"]}, {"name": "a.kept"}], "child_modules": [None, []]},
+        "not a module",
+        "none",
+    ):
+        assert refused(planned(root)) == one + said, root
+    two = {"resources": [prior_resource("a.one"), prior_resource("b." + "n" * 100)]}
+    assert refused(planned({}, two)).startswith(
+        "<plan>: 1 problem in the plan\n  - resource_changes: is empty, while planned_values drop all 2 objects the "
+        "prior state holds (e.g. 'a.one'): "
+    )
+    long = {"resources": [prior_resource("b." + "n" * 100)]}
+    assert f"(e.g. {cut('b.' + 'n' * 100, 80)})" in refused(planned({}, long))
+    # Only deposed objects (no current one), or no prior state at all: nothing to drop.
+    assert read_plan(planned({}, {"resources": [prior_resource("a.old", deposed_key="d1")]})).changes == ()
+    assert read_plan(plan()).changes == ()

@@ -1403,14 +1403,8 @@ def test_a_plan_without_changes_is_read_only_when_its_planned_values_keep_a_prio
 
 def test_a_machine_whose_identity_is_unknown_until_apply_is_owned_by_its_name_or_by_no_one():
     # A VM created under an address no node owns, its VM id known only at apply: its name says whose it is.
-    vm = resource_change(at(VM_T, "spare"), ("create",), change__after={"name": "wk-z", "node_name": "pve1"}) | {
-        "change": {
-            "actions": ["create"],
-            "before": None,
-            "after": {"name": "wk-z", "node_name": "pve1"},
-            "after_unknown": {"vm_id": True},
-        }
-    }
+    after = {"name": "wk-z", "node_name": "pve1"}
+    vm = resource_change(at(VM_T, "spare"), change__after=after, change__after_unknown={"vm_id": True})
     # An apply created under such an address, the node it configures known only at apply: no one's.
     apply = resource_change(at(APPLY_T, "spare"), ("create",), change__after={"apply_mode": "auto"})
     view = node_view(read_plan(plan(vm, apply)), GuardContext(roles={"wk-z": "worker"}))

@@ -1414,3 +1414,18 @@ def test_a_machine_whose_identity_is_unknown_until_apply_is_owned_by_its_name_or
         f"unowned configuration apply created {APPLY_T}.spare None ['create']",
         "teardown=False",
     ]
+
+
+def test_pg001_joins_every_loss_of_a_node_in_its_headline_details_and_fixes():
+    from terravixens.guard.checks.staying_node_kept import _consequence, _detail, _headline, message
+
+    losses = (lost(), lost(APPLY, action="deleted", actions=("delete",)))  # VM replaced, apply deleted: two fixes
+    node = NodeView("wk-a", "cluster", "worker", True, True, Fate.REPLACED, losses)
+    fixes = list(dict.fromkeys(event.fix() for event in losses))
+    assert len(fixes) == 2
+    detail = f"{_detail(losses[0])}; {_detail(losses[1])}"
+    consequence = _consequence(list(losses))
+    assert message(node) == (
+        f"{_headline(losses[0])}; {_headline(losses[1])}: node 'wk-a' stays in the site but would be {consequence}. "
+        f"{detail[:1].upper() + detail[1:]}: {fixes[0]}; {fixes[1]}."
+    )

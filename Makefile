@@ -101,8 +101,18 @@ K8S_DECODE := tools/k8s-decode
 # age (filippo.io/age, the implementation siderolabs/talos-backup encrypts with): what `restore-etcd --from s3://…`
 # decrypts an offsite backup with, and what the tests encrypt genuine snapshots with (docs/adr/0059).
 AGE := tools/age
+# The real control plane the day-2 tests run against (docs/adr/0050-real-control-plane-in-tests.md): kube-apiserver and
+# kubectl built from k8s.io/kubernetes as tools/kube/go.mod pins it (each staging module replaced by its published
+# v0 twin), with the version stamps Kubernetes' own hack/lib/version.sh sets; etcd and etcdutl from go.etcd.io/etcd as
+# tools/etcd/go.mod pins it; the Flux and Cilium CRDs it serves, read from the Go module cache at the versions
+# tools/crds/go.mod pins (its go.sum checks the module zips; bin/modules.json says where they are). Each go.mod is the
+# one place its versions are written.
+KUBE := tools/kube
+ETCD := tools/etcd
+CRDS := tools/crds
 tools: $(TALOS_MINORS:%=$(TALOS_VALIDATE)/bin/talos-validate-v%) $(ETCD_SNAPSHOT)/bin/etcd-snapshot $(HELM)/bin/helm \
-	$(K8S_DECODE)/bin/k8s-decode $(AGE)/bin/age
+	$(K8S_DECODE)/bin/k8s-decode $(KUBE)/bin/kube-apiserver $(KUBE)/bin/kubectl $(ETCD)/bin/etcd $(ETCD)/bin/etcdutl \
+	$(ETCD)/bin/machined $(CRDS)/bin/modules.json $(AGE)/bin/age
 
 $(TALOS_VALIDATE)/bin/talos-validate-v%: $(TALOS_VALIDATE)/main.go $(TALOS_VALIDATE)/go.v%.mod $(TALOS_VALIDATE)/go.v%.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
@@ -134,6 +144,48 @@ $(AGE)/bin/age: $(AGE)/go.mod $(AGE)/go.sum
 	cd $(AGE) && GOTOOLCHAIN=local go build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w" \
 		-o bin/.tmp/ filippo.io/age/cmd/age filippo.io/age/cmd/age-keygen && \
 		mv bin/.tmp/age-keygen bin/age-keygen && mv bin/.tmp/age bin/age && rmdir bin/.tmp
+
+# kube-apiserver first, kubectl after it (it reuses most of the build cache): one at a time on a small machine. The
+# -ldflags are those Kubernetes' own build sets (hack/lib/version.sh), for the version go.mod requires (without them
+# both report v0.0.0-master); the build date is the module's release time as the Go module proxy records it. The
+# commit is not known from a module zip: gitCommit and gitTreeState stay unset, as upstream leaves them without one.
+KUBE_LDFLAGS = set -- $$(GOTOOLCHAIN=local go list -mod=readonly -m \
+		-f '{{.Version}} {{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes) && \
+	ldflags=$$(for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do \
+		echo "-X $$pkg.gitVersion=$$1 -X $$pkg.gitMajor=1 -X $$pkg.gitMinor=$$(echo $$1 | cut -d. -f2)" \
+			"-X $$pkg.buildDate=$$2"; done)
+$(KUBE)/bin/kube-apiserver: $(KUBE)/go.mod $(KUBE)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	@cd $(KUBE) && $(KUBE_LDFLAGS) && GOTOOLCHAIN=local $(STEP) kube-apiserver -- go build -mod=readonly -trimpath \
+		-buildvcs=false -ldflags "-s -w $$ldflags" -o bin/.kube-apiserver.tmp k8s.io/kubernetes/cmd/kube-apiserver && \
+		mv bin/.kube-apiserver.tmp bin/kube-apiserver
+
+$(KUBE)/bin/kubectl: $(KUBE)/go.mod $(KUBE)/go.sum | $(KUBE)/bin/kube-apiserver
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	@cd $(KUBE) && $(KUBE_LDFLAGS) && GOTOOLCHAIN=local $(STEP) kubectl -- go build -mod=readonly -trimpath \
+		-buildvcs=false -ldflags "-s -w $$ldflags" -o bin/.kubectl.tmp k8s.io/kubernetes/cmd/kubectl && \
+		mv bin/.kubectl.tmp bin/kubectl
+
+$(ETCD)/bin/etcd: $(wildcard $(ETCD)/etcd/*.go) $(ETCD)/go.mod $(ETCD)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) etcd -- go build -mod=readonly -trimpath -buildvcs=false \
+		-o bin/.etcd.tmp ./etcd && mv bin/.etcd.tmp bin/etcd
+
+$(ETCD)/bin/etcdutl: $(ETCD)/go.mod $(ETCD)/go.sum | $(ETCD)/bin/etcd
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) etcdutl -- go build -mod=readonly -trimpath -buildvcs=false \
+		-o bin/.etcdutl.tmp go.etcd.io/etcd/etcdutl/v3 && mv bin/.etcdutl.tmp bin/etcdutl
+
+# What Talos' machined asks the node's etcd member when talosctl calls its etcd API (tools/etcd/machined/main.go).
+$(ETCD)/bin/machined: $(wildcard $(ETCD)/machined/*.go) $(ETCD)/go.mod $(ETCD)/go.sum | $(ETCD)/bin/etcdutl
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
+	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) machined -- go build -mod=readonly -trimpath -buildvcs=false \
+		-o bin/.machined.tmp ./machined && mv bin/.machined.tmp bin/machined
+
+$(CRDS)/bin/modules.json: $(CRDS)/go.mod $(CRDS)/go.sum
+	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to download $@ (https://go.dev/dl/)"; exit 1; }
+	cd $(CRDS) && mkdir -p bin && GOTOOLCHAIN=local go mod download -json $$(awk '$$2 ~ /^v[0-9]/ {print $$1}' go.mod) \
+		> bin/.modules.json.tmp && mv bin/.modules.json.tmp bin/modules.json
 
 # The offline provider mirror (Go builds of what the Go module proxy serves) and its CLI config, in the cache;
 # also refreshes terravixens/schemas/<built>.json. Only the tests and TERRAVIXENS_PROVIDERS=mirror need it.

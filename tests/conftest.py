@@ -1,5 +1,7 @@
+import contextlib
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -58,15 +60,69 @@ def terraform_binary():
     pytest.fail(f"no {' or '.join(candidates)} CLI: run `make mirror` (it builds OpenTofu when terraform is missing)")
 
 
+@pytest.fixture(scope="session")
+def control_plane():
+    """A real control plane for this test process (tests/control_plane.py): three etcd members and kube-apiserver on
+    loopback, the Flux and Cilium CRDs served, stopped by PID at the end whatever happens. One per pytest-xdist worker
+    (docs/adr/0050-real-control-plane-in-tests.md: a worker freezes its API server and empties it between tests; a
+    shared one would need every test of every worker to wait for the others). A control plane that cannot start fails
+    the tests that need it: it is never a skip."""
+    from tests.control_plane import ControlPlane, new_folder
+
+    folder = new_folder("tv-control-plane-")
+    plane = ControlPlane(folder)
+    try:
+        plane.start()
+    except Exception as error:  # whatever stopped it is the failure's text
+        plane.close()
+        pytest.fail(f"the real control plane did not start: {error}", pytrace=False)
+    SUMMARY_LINES.append(
+        f"control plane: etcd (3 members) and kube-apiserver started in {plane.started_in:.1f}s "
+        f"(load average {os.getloadavg()[0]:.1f})"
+    )
+    try:
+        yield plane
+    finally:
+        plane.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def kube(control_plane):
+    """The control plane, emptied of what an earlier test left (tests/control_plane.py: RESET), its CRDs all there."""
+    control_plane.reset()
+    return control_plane
+
+
 # Lines for the end of the run (the fuzz module's summary); with pytest-xdist (`make test`) each worker hands its
 # lines and its count of validated configurations to the controller, which prints them.
 SUMMARY_LINES: list[str] = []
-_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": [], "judged": []}
+_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": [], "judged": [], "leftovers": []}
+
+
+def _leftovers() -> list[str]:
+    """Processes the real control plane code started that still run (each stopped here by its PID, and named)."""
+    import sys
+
+    module = sys.modules.get("tests.control_plane")
+    if module is None:
+        return []
+    found = module.leftovers()
+    for entry in found:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(entry.split()[0]), signal.SIGKILL)
+    return found
 
 
 def pytest_sessionfinish(session):
+    """Fails the run when a process a test started is still running (this process's, or a worker's)."""
+    leftovers = _leftovers()
     workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is None and (leftovers or _FROM_WORKERS["leftovers"]):
+        SUMMARY_LINES.append(f"LEFT RUNNING (now killed): {'; '.join(leftovers + _FROM_WORKERS['leftovers'])}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if workeroutput is not None:  # an xdist worker
+        workeroutput["terravixens_leftovers"] = leftovers
         from tests.gitops_tool import JUDGED
         from tests.talos_tool import VALIDATED
 
@@ -81,6 +137,7 @@ def pytest_testnodedown(node, error):
     _FROM_WORKERS["lines"] += output.get("terravixens_lines", [])
     _FROM_WORKERS["validated"].append(output.get("terravixens_validated", {}))
     _FROM_WORKERS["judged"].append(output.get("terravixens_judged", {}))
+    _FROM_WORKERS["leftovers"] += output.get("terravixens_leftovers", [])
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,10 +1,13 @@
-"""A running cluster made of fakes, for `terravixens check` and the Talos side of `drift`: tests/fake_talosctl.py and
-tests/fake_kubectl.py on scenarios that say what the site says (every node on the site's version and schematic, the
-control planes etcd members, every node a Ready Kubernetes Node with its role and labels, Cilium rolled out, the
-site's pools and L2 policy, Flux Ready), a talosconfig and a kubeconfig whose client certificates are real X.509
-certificates (Ed25519 and ECDSA, made with `cryptography`, a test-only dependency) — then each test breaks one thing.
+"""A running cluster for `terravixens check` and the Talos side of `drift`: the Talos side is tests/fake_talosctl.py
+on a scenario that says what the site says (every node on the site's version and schematic, the control planes etcd
+members), the Kubernetes side a real kube-apiserver (tests/control_plane.py, given as `kube`) holding the objects
+their writers would leave (tests/kube_objects.py: every site node a Ready Node with its role and labels, Cilium rolled
+out, the site's pools and L2 policy, Flux Ready), read by the real kubectl through a wrapper that records its calls —
+or, without `kube`, tests/fake_kubectl.py on a scenario (kept for the faults a real server cannot produce on demand:
+a kubectl whose child holds its pipes). A talosconfig and a kubeconfig whose client certificates are real X.509
+certificates (the kubeconfig's issued by the real API server's CA) — then each test breaks one thing.
 
-Nothing here talks over a network: the addresses are only what the fakes print.
+Only loopback is talked to: the Talos addresses are only what the fake prints.
 """
 
 from __future__ import annotations
@@ -31,11 +34,18 @@ from terravixens.operations.kube import Kubectl
 from terravixens.operations.observe import SiteNode, site_nodes
 from terravixens.roles import Role
 from terravixens.talosctl import Talosctl
-from tests import fake_kubectl as k
+from tests import kube_objects as k
+from tests.control_plane import KUBECTL as REAL
+from tests.control_plane import ControlPlane, binary, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TALOSCTL = ROOT / "tests" / "fake_talosctl.py"
 KUBECTL = ROOT / "tests" / "fake_kubectl.py"
+# The real kubectl, its arguments recorded first (one line each, separated by US): exec keeps its process group.
+RECORDING_KUBECTL = """#!/bin/sh
+{{ for argument in "$@"; do printf '%s\\037' "$argument"; done; printf '\\n'; }} >> {log}
+KUBECACHEDIR={cache} exec {kubectl} "$@"
+"""
 
 
 def certificate_pem(days: float, *, ed25519_key: bool = True, organization: str = "os:admin") -> str:
@@ -110,8 +120,16 @@ class Cluster:
     """The fake talosctl and kubectl of one test (wrappers in `folder/bin`), answering as a cluster that is exactly
     what the site says, and the talosconfig/kubeconfig files to give them."""
 
-    def __init__(self, folder: Path, site: Site, cluster: str = "prod", *, certificate_days: float = 365):
-        self.folder, self.site, self.cluster = folder, site, cluster
+    def __init__(
+        self,
+        folder: Path,
+        site: Site,
+        cluster: str = "prod",
+        *,
+        certificate_days: float = 365,
+        kube: ControlPlane | None = None,
+    ):
+        self.folder, self.site, self.cluster, self.server = folder, site, cluster, kube
         self.nodes: list[SiteNode] = site_nodes(site, cluster)
         spec = site.clusters[cluster]
         control_planes = [n for n in self.nodes if n.role is Role.CONTROLPLANE]
@@ -146,13 +164,20 @@ class Cluster:
         if spec.flux is not None:
             objects["gitrepositories.source.toolkit.fluxcd.io"] = [k.git_repository()]
             objects["kustomizations.kustomize.toolkit.fluxcd.io"] = [k.kustomization()]
-        self.kube_scenario.write_text(json.dumps({"objects": objects, "calls": []}))
         bin_dir = folder / "bin"
         bin_dir.mkdir(exist_ok=True)
         self.talosctl_path = bin_dir / "talosctl"
         self.talosctl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {TALOSCTL} {self.talos_scenario} "$@"\n')
         self.kubectl_path = bin_dir / "kubectl"
-        self.kubectl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {KUBECTL} {self.kube_scenario} "$@"\n')
+        self.kube_log = folder / "kubectl-calls"
+        if kube is None:
+            self.kube_scenario.write_text(json.dumps({"objects": objects, "calls": []}))
+            self.kubectl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {KUBECTL} {self.kube_scenario} "$@"\n')
+        else:
+            k.put_all(kube, objects)
+            self.kubectl_path.write_text(
+                RECORDING_KUBECTL.format(log=self.kube_log, cache=kube.folder / "kube-cache", kubectl=binary(REAL))
+            )
         for path in (self.talosctl_path, self.kubectl_path):
             path.chmod(0o755)
         self.talosconfig = folder / "talosconfig"
@@ -162,8 +187,12 @@ class Cluster:
     def certificates(self, talos_days: float, kube_days: float) -> None:
         endpoints = [n.address for n in self.nodes if n.role is Role.CONTROLPLANE]
         self.talosconfig.write_text(talosconfig_text(self.cluster, endpoints, talos_days))
-        vip = self.site.clusters[self.cluster].endpoint_vip
-        self.kubeconfig.write_text(kubeconfig_text(self.cluster, f"https://{vip}:6443", kube_days))
+        if self.server is None:
+            vip = self.site.clusters[self.cluster].endpoint_vip
+            self.kubeconfig.write_text(kubeconfig_text(self.cluster, f"https://{vip}:6443", kube_days))
+            return
+        client = self.server.kube_pki.issue(f"admin-{self.folder.name}", "admin", ["system:masters"], days=kube_days)
+        self.server.write_kubeconfig(self.kubeconfig, cluster=self.cluster, client=client)
 
     # ------------------------------------------------------------------------------------------------ changes
     def _change(self, path: Path, change: Callable[[dict], None]) -> None:
@@ -179,10 +208,22 @@ class Cluster:
         self._change(self.talos_scenario, change)
 
     def kube(self, change: Callable[[dict], None]) -> None:
+        """A change of the fake kubectl's scenario (no real server only)."""
+        assert self.server is None, "a real API server is changed through objects/put/remove/unreachable"
         self._change(self.kube_scenario, change)
 
     def objects(self, resource: str, items: list[dict] | None) -> None:
         """Replaces the objects of a resource type; None: the type is not served (its CRD is not installed)."""
+        if self.server is not None:
+            kind = k.RESOURCES[resource]
+            if items is None:
+                self.server.remove_crd(resource)
+                return
+            for namespace, name in self.server.names(kind):
+                self.server.delete(kind, name, namespace)
+            for item in items:
+                k.put(self.server, item)
+            return
 
         def change(state: dict) -> None:
             if items is None:
@@ -192,6 +233,40 @@ class Cluster:
 
         self.kube(change)
 
+    def put(self, resource: str, item: dict) -> None:
+        """One object added, or put in place of the one of its name."""
+        if self.server is not None:
+            kind = k.RESOURCES[resource]
+            self.server.delete(kind, item["metadata"]["name"], item["metadata"].get("namespace"))
+            k.put(self.server, item)
+            return
+        name = item["metadata"]["name"]
+        self.kube(
+            lambda s: s["objects"].update(
+                {resource: [o for o in s["objects"][resource] if o["metadata"]["name"] != name] + [item]}
+            )
+        )
+
+    def remove(self, resource: str, name: str, namespace: str | None = None) -> None:
+        if self.server is not None:
+            self.server.delete(k.RESOURCES[resource], name, namespace)
+            return
+        self.kube(
+            lambda s: s["objects"].update(
+                {resource: [o for o in s["objects"][resource] if o["metadata"]["name"] != name]}
+            )
+        )
+
+    def unreachable(self) -> str:
+        """The API does not answer: a real kubeconfig names a loopback port nothing listens on (kubectl meets a
+        refused connection). The server as kubectl names it."""
+        if self.server is None:
+            self.kube(lambda s: s.update(unreachable=True))
+            return f"{self.site.clusters[self.cluster].endpoint_vip}:6443"
+        port = free_port()
+        self.kubeconfig.write_text(self.kubeconfig.read_text().replace(self.server.server, f"https://127.0.0.1:{port}"))
+        return f"127.0.0.1:{port}"
+
     def address(self, name: str) -> str:
         return next(n.address for n in self.nodes if n.name == name)
 
@@ -199,7 +274,12 @@ class Cluster:
         return json.loads(self.talos_scenario.read_text())["calls"]
 
     def kube_calls(self) -> list[list[str]]:
-        return json.loads(self.kube_scenario.read_text())["calls"]
+        """Every kubectl call's arguments (--kubeconfig FILE VERB …), in order."""
+        if self.server is None:
+            return json.loads(self.kube_scenario.read_text())["calls"]
+        if not self.kube_log.exists():
+            return []
+        return [line.split("\x1f")[:-1] for line in self.kube_log.read_text().splitlines()]
 
     # ------------------------------------------------------------------------------------------------ the tools
     def options(self, **changes: Any) -> CheckOptions:

@@ -504,7 +504,8 @@ class ControlPlane:
     port: int = 0
     started_in: float = 0.0
     tokens: dict[str, str] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _connection: http.client.HTTPSConnection | None = None
 
     @property
     def server(self) -> str:
@@ -580,6 +581,8 @@ class ControlPlane:
         return self
 
     def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
         stop(self.process)
         if self.etcd is not None:
             self.etcd.close()
@@ -648,18 +651,26 @@ class ControlPlane:
                 time.sleep(0.2)
 
     def _request(self, method: str, path: str, body: Any, content_type: str) -> Any:
-        connection = _https(self.kube_pki.path, self.admin, "127.0.0.1", self.port, 30)
-        try:
-            data = None if body is None else json.dumps(body).encode()
-            headers = {"Accept": "application/json"}
-            if data is not None:
-                headers["Content-Type"] = content_type
-            connection.request(method, path, body=data, headers=headers)
-            response = connection.getresponse()
-            raw = response.read().decode()
-            status = response.status
-        finally:
-            connection.close()
+        """Over one kept-alive connection (a new one when the server closed it)."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        with self._lock:
+            for attempt in (1, 2):
+                if self._connection is None:
+                    self._connection = _https(self.kube_pki.path, self.admin, "127.0.0.1", self.port, 30)
+                try:
+                    self._connection.request(method, path, body=data, headers=headers)
+                    response = self._connection.getresponse()
+                    raw = response.read().decode()
+                    status = response.status
+                    break
+                except (http.client.HTTPException, OSError):
+                    self._connection.close()
+                    self._connection = None
+                    if attempt == 2:
+                        raise
         try:
             parsed: Any = json.loads(raw) if raw else {}
         except ValueError:
@@ -806,8 +817,9 @@ class ControlPlane:
                     os.kill(self.process.pid, signal.SIGCONT)
             self.restore_crds()
             for kind in RESET:
-                for namespace, name in self.names(kind):
-                    self.delete(kind, name, namespace)
+                namespaced = KINDS[kind][2]
+                for namespace in sorted({ns for ns, _ in self.names(kind)}) if namespaced else [None]:
+                    self.request("DELETE", self.path(kind, None, namespace))  # deletecollection
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[None]:

@@ -21,22 +21,24 @@ prints is kubectl's own (v1.32, research 07, checked against a real kubectl and 
 
 Scenario keys:
     objects      resource (plural.group, "nodes" for the core ones) -> list of objects as the API returns them
-                 (`node()`, `daemonset()`, `ip_pool()`, `l2_policy()`, `git_repository()`, `kustomization()` below
-                 build them with the real status shapes); a custom resource whose key is absent is not served
+                 (tests/kube_objects.py builds them with the shapes a real API server accepts); a custom resource
+                 whose key is absent is not served
     unreachable  true: the API refuses connections
     hang         ["get nodes", …]: calls (verb and resource as typed) that never return; a child holds the pipes
     server       the API address the kubeconfig names (default: read from the kubeconfig's `server:` line)
     calls        appended: the arguments of every call
 
-A real cluster adds what a fake cannot: objects changing between two calls, API priority and fairness throttling,
-discovery caching in ~/.kube/cache, RBAC refusals (`Error from server (Forbidden)`), server-side field defaults.
+The checks run against a real kube-apiserver and the real kubectl (tests/control_plane.py, tests/test_check.py): RBAC
+refusals, a frozen or unreachable server, expired certificates, CRDs that are not served and stale status all come
+from the real ones there. This fake stays for what a real server cannot produce on demand: a kubectl that hangs with a
+child holding its pipes (the runner must end the whole process group: tests/test_hangs.py, test_check), and the
+operations' exit-code and site-error tests that only need some kubectl to answer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -75,273 +77,6 @@ RESOURCES = {
     ),
 }
 BUILT_IN = {"nodes", "daemonsets.apps"}
-
-
-# -------------------------------------------------------------------------------------------- object builders
-def node(
-    name: str,
-    address: str,
-    *,
-    control_plane: bool = False,
-    ready: str = "True",
-    labels: dict[str, str] | None = None,
-    talos: str = "v1.11.5",
-    kubelet: str = "v1.34.2",
-) -> dict[str, Any]:
-    """A Node as a Talos kubelet registers it: hostname/os/arch labels, Talos' control-plane role label and taint,
-    the extension labels Talos adds (`extensions.talos.dev/<name>`, never the schematic), the four conditions."""
-    reasons = {
-        "True": ("KubeletReady", "kubelet is posting ready status"),
-        "False": (
-            "KubeletNotReady",
-            "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady",
-        ),
-        "Unknown": ("NodeStatusUnknown", "Kubelet stopped posting node status."),
-    }[ready]
-    stamp = "2026-01-10T10:00:00Z"
-    every = {
-        "beta.kubernetes.io/arch": "amd64",
-        "beta.kubernetes.io/os": "linux",
-        "extensions.talos.dev/qemu-guest-agent": "10.0.2",
-        "kubernetes.io/arch": "amd64",
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        **({"node-role.kubernetes.io/control-plane": ""} if control_plane else {}),
-        **(labels or {}),
-    }
-    conditions = [
-        {"type": kind, "status": "False", "reason": reason, "message": message}
-        for kind, reason, message in (
-            ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-        )
-    ] + [{"type": "Ready", "status": ready, "reason": reasons[0], "message": reasons[1]}]
-    for condition in conditions:
-        condition.update(lastHeartbeatTime=stamp, lastTransitionTime=stamp)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "annotations": {"talos.dev/owned-labels": "[]"},
-            "creationTimestamp": stamp,
-            "labels": every,
-            "name": name,
-            "resourceVersion": "4211",
-            "uid": f"{hashlib.sha256(name.encode()).hexdigest()[:8]}-0000-4000-8000-000000000000",
-        },
-        "spec": {
-            "podCIDR": "10.244.0.0/24",
-            **(
-                {"taints": [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}]}
-                if control_plane
-                else {}
-            ),
-        },
-        "status": {
-            "addresses": [{"address": address, "type": "InternalIP"}, {"address": name, "type": "Hostname"}],
-            "conditions": conditions,
-            "nodeInfo": {
-                "architecture": "amd64",
-                "containerRuntimeVersion": "containerd://2.1.5",
-                "kernelVersion": "6.12.57-talos",
-                "kubeletVersion": kubelet,
-                "operatingSystem": "linux",
-                "osImage": f"Talos ({talos})",
-            },
-        },
-    }
-
-
-def daemonset(
-    name: str = "cilium",
-    namespace: str = "kube-system",
-    *,
-    desired: int,
-    ready: int | None = None,
-    generation: int = 3,
-    observed: int | None = None,
-    updated: int | None = None,
-) -> dict[str, Any]:
-    """A DaemonSet with its status as the controller writes it (`numberUnavailable` and `conditions` omitted when
-    zero or empty: omitempty)."""
-    ready = desired if ready is None else ready
-    status: dict[str, Any] = {
-        "currentNumberScheduled": desired,
-        "desiredNumberScheduled": desired,
-        "numberAvailable": ready,
-        "numberMisscheduled": 0,
-        "numberReady": ready,
-        "observedGeneration": generation if observed is None else observed,
-        "updatedNumberScheduled": desired if updated is None else updated,
-    }
-    if desired - ready:
-        status["numberUnavailable"] = desired - ready
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"generation": generation, "labels": {"k8s-app": name}, "name": name, "namespace": namespace},
-        "spec": {"selector": {"matchLabels": {"k8s-app": name}}},
-        "status": status,
-    }
-
-
-def ip_pool(
-    name: str,
-    cidrs: list[str],
-    *,
-    total: int,
-    used: int = 0,
-    conflict: str | None = None,
-    disabled: bool = False,
-    version: str = "v2alpha1",
-) -> dict[str, Any]:
-    """A CiliumLoadBalancerIPPool with the conditions Cilium's LB IPAM operator writes (pkg/lbipam): counts as
-    `Unknown`/`noreason` conditions whose message is the number, a conflict as `cilium.io/PoolConflict` True."""
-    conditions = [
-        {"type": "cilium.io/IPsTotal", "status": "Unknown", "reason": "noreason", "message": str(total)},
-        {"type": "cilium.io/IPsAvailable", "status": "Unknown", "reason": "noreason", "message": str(total - used)},
-        {"type": "cilium.io/IPsUsed", "status": "Unknown", "reason": "noreason", "message": str(used)},
-    ]
-    if conflict:
-        conditions.append(
-            {"type": "cilium.io/PoolConflict", "status": "True", "reason": "cidr_overlap", "message": conflict}
-        )
-    for condition in conditions:
-        condition.update(lastTransitionTime="2026-01-10T10:05:00Z", observedGeneration=1)
-    return {
-        "apiVersion": f"cilium.io/{version}",
-        "kind": "CiliumLoadBalancerIPPool",
-        "metadata": {"generation": 1, "name": name},
-        "spec": {"blocks": [{"cidr": cidr} for cidr in cidrs], "disabled": disabled},
-        "status": {"conditions": conditions},
-    }
-
-
-def l2_policy(name: str = "terravixens-l2", *, error: tuple[str, str] | None = None) -> dict[str, Any]:
-    """A CiliumL2AnnouncementPolicy (v2alpha1 in Cilium 1.16–1.18): healthy ones carry no condition; the agent sets
-    `io.cilium/bad-*` error conditions (status True, reason `error`) when a selector or regex does not parse."""
-    status: dict[str, Any] = {}
-    if error:
-        status["conditions"] = [
-            {
-                "type": error[0],
-                "status": "True",
-                "reason": "error",
-                "message": error[1],
-                "lastTransitionTime": "2026-01-10T10:05:00Z",
-                "observedGeneration": 1,
-            }
-        ]
-    return {
-        "apiVersion": "cilium.io/v2alpha1",
-        "kind": "CiliumL2AnnouncementPolicy",
-        "metadata": {"generation": 1, "name": name},
-        "spec": {"interfaces": ["^eth0\\.120$"], "loadBalancerIPs": True},
-        "status": status,
-    }
-
-
-def _flux(
-    kind: str,
-    api: str,
-    name: str,
-    namespace: str,
-    ready: str,
-    reason: str,
-    message: str,
-    generation: int,
-    observed: int,
-    extra: dict[str, Any],
-    suspend: bool,
-) -> dict[str, Any]:
-    conditions = [
-        {
-            "lastTransitionTime": "2026-01-10T10:06:00Z",
-            "message": message,
-            "observedGeneration": observed,
-            "reason": reason,
-            "status": ready,
-            "type": "Ready",
-        }
-    ]
-    if ready != "True":
-        conditions.append(
-            {
-                "lastTransitionTime": "2026-01-10T10:06:00Z",
-                "message": "reconciliation in progress" if ready == "Unknown" else message,
-                "observedGeneration": observed,
-                "reason": "ProgressingWithRetry",
-                "status": "True",
-                "type": "Reconciling",
-            }
-        )
-    return {
-        "apiVersion": api,
-        "kind": kind,
-        "metadata": {"generation": generation, "name": name, "namespace": namespace},
-        "spec": {"interval": "10m", **({"suspend": True} if suspend else {})},
-        "status": {"conditions": conditions, "observedGeneration": observed, **extra},
-    }
-
-
-REVISION = "main@sha1:132f4e719209eb10b9485302f8593fc0e680f4fc"
-
-
-def git_repository(
-    name: str = "flux-system",
-    namespace: str = "flux-system",
-    *,
-    ready: str = "True",
-    reason: str = "Succeeded",
-    message: str | None = None,
-    generation: int = 1,
-    observed: int | None = None,
-    suspend: bool = False,
-) -> dict[str, Any]:
-    """A GitRepository as source-controller reports it (Ready True/Succeeded `stored artifact for revision …`;
-    failures e.g. False/AuthenticationFailed)."""
-    return _flux(
-        "GitRepository",
-        "source.toolkit.fluxcd.io/v1",
-        name,
-        namespace,
-        ready,
-        reason,
-        message or f"stored artifact for revision '{REVISION}'",
-        generation,
-        generation if observed is None else observed,
-        {"artifact": {"revision": REVISION}} if ready == "True" else {},
-        suspend,
-    )
-
-
-def kustomization(
-    name: str = "flux-system",
-    namespace: str = "flux-system",
-    *,
-    ready: str = "True",
-    reason: str = "ReconciliationSucceeded",
-    message: str | None = None,
-    generation: int = 1,
-    observed: int | None = None,
-    suspend: bool = False,
-) -> dict[str, Any]:
-    """A Kustomization as kustomize-controller reports it (Ready True/ReconciliationSucceeded `Applied revision: …`;
-    failures e.g. False/BuildFailed, HealthCheckFailed)."""
-    return _flux(
-        "Kustomization",
-        "kustomize.toolkit.fluxcd.io/v1",
-        name,
-        namespace,
-        ready,
-        reason,
-        message or f"Applied revision: {REVISION}",
-        generation,
-        generation if observed is None else observed,
-        {"lastAppliedRevision": REVISION, "lastAttemptedRevision": REVISION} if ready == "True" else {},
-        suspend,
-    )
 
 
 # ----------------------------------------------------------------------------------------------------- the tool

@@ -1,11 +1,18 @@
-"""`terravixens check CLUSTER`: passing and failing on each of its checks, through the faithful fakes
-(tests/fake_talosctl.py, tests/fake_kubectl.py; tests/cluster_fakes.py builds a cluster that is what the site says,
-then each case breaks one thing). Each problem is found by its own check only, named with its fix, and exits 2;
-a check that cannot look says why and exits 1; found wins over not checked.
+"""`terravixens check CLUSTER`: passing and failing on each of its checks. The Kubernetes side is a real kube-apiserver
+read by the real kubectl (tests/control_plane.py; the objects as kubelets, Cilium and Flux write them,
+tests/kube_objects.py), the Talos side the faithful fake (tests/fake_talosctl.py); tests/cluster_fakes.py builds a
+cluster that is what the site says, then each case breaks one thing. Each problem is found by its own check only,
+named with its fix, and exits 2; a check that cannot look says why and exits 1; found wins over not checked.
+
+Only a real server shows: RBAC letting a token list Nodes but not Flux's objects (read as not checked, never ok), a
+kubeconfig whose certificate the server refuses, an API server that stops answering (SIGSTOP: the deadline holds),
+status a controller has not caught up with (observedGeneration behind the server's own generation), a resource type
+whose CRD is gone. The fake kubectl stays for a kubectl whose child holds its pipes (a fault of the process, not of
+the server).
 
 What a real cluster adds (not here): talosctl health taking minutes while components settle, logs that grow while
-they are read, Flux reconciling between two reads, Cilium's operator writing pool conditions late, TLS and RBAC
-errors from the API, clock skew between the nodes and the machine running the check.
+they are read, Flux reconciling between two reads, Cilium's operator writing pool conditions late, clock skew between
+the nodes and the machine running the check.
 """
 
 from __future__ import annotations
@@ -30,12 +37,14 @@ from terravixens.operations.check import CheckCommand, check
 from terravixens.operations.console import Console
 from terravixens.operations.observe import Since, last_apply
 from terravixens.operations.workspace import Workspace
-from tests import fake_kubectl as k
+from tests import kube_objects as k
 from tests import support
 from tests.cluster_fakes import Cluster
+from tests.control_plane import OBSERVER
 from tests.fake_terraform import FakeTerraform
 
 CHECKS = ["talos", "services", "nodes", "cilium", "l2", "flux", "logs", "certificates"]
+KUBE_CHECKS = ("nodes", "cilium", "l2", "flux")
 POOLS = "ciliumloadbalancerippools.cilium.io"
 POLICIES = "ciliuml2announcementpolicies.cilium.io"
 SOURCES = "gitrepositories.source.toolkit.fluxcd.io"
@@ -72,8 +81,8 @@ def site():
 
 
 @pytest.fixture
-def cluster(tmp_path, site) -> Cluster:
-    return Cluster(tmp_path, site)
+def cluster(tmp_path, site, kube) -> Cluster:
+    return Cluster(tmp_path, site, kube=kube)
 
 
 def run(cluster: Cluster, tf=None, *, json_output: bool = False, **options) -> Ran:
@@ -157,20 +166,11 @@ DEFAULT_WORKER = [
 def _node(cluster: Cluster, name: str, **changes) -> None:
     node = next(n for n in cluster.nodes if n.name == name)
     settings = {"control_plane": node.role == "controlplane", "labels": node.labels, **changes}
-    replaced = k.node(node.hostname, node.address, **settings)
-
-    def change(state: dict) -> None:
-        state["objects"]["nodes"] = [
-            replaced if o["metadata"]["name"] == name else o for o in state["objects"]["nodes"]
-        ]
-
-    cluster.kube(change)
+    cluster.put("nodes", k.node(node.hostname, node.address, **settings))
 
 
 def _without_node(cluster: Cluster, name: str) -> None:
-    cluster.kube(
-        lambda s: s["objects"].update(nodes=[o for o in s["objects"]["nodes"] if o["metadata"]["name"] != name])
-    )
+    cluster.remove("nodes", name)
 
 
 def _services(address: str, rows: list[list[str]]) -> Callable[[Cluster], None]:
@@ -238,6 +238,7 @@ class Case:
     check: str
     breaks: Callable[[Cluster], None]
     lines: tuple[str, ...]
+    unread: tuple[str, ...] = ()  # checks the break also leaves not checked (the API server refuses the kubeconfig)
 
 
 CASES = {
@@ -369,7 +370,7 @@ CASES = {
     ),
     "unknown-node": Case(
         "nodes",
-        lambda c: c.kube(lambda s: s["objects"]["nodes"].append(k.node("old-1", "10.11.1.31"))),
+        lambda c: c.put("nodes", k.node("old-1", "10.11.1.31")),
         (
             (
                 "nodes: problem — Node old-1 is not a node of the site: a node removed from the site leaves its Node "
@@ -650,6 +651,7 @@ CASES = {
                 "kubeconfig output"
             ),
         ),
+        KUBE_CHECKS,  # the API server refuses an expired certificate: nothing on its side is read
     ),
     "certificate-unreadable": Case(
         "certificates",
@@ -663,6 +665,7 @@ CASES = {
                 "within 30 days of its expiry (certificate_renewal_duration); then use its kubeconfig output"
             ),
         ),
+        KUBE_CHECKS,  # kubectl cannot load a kubeconfig without a certificate: nothing is read
     ),
 }
 
@@ -673,11 +676,17 @@ def test_each_problem_is_found_by_its_check_named_with_its_fix(name, cluster):
     case.breaks(cluster)
     ran = run(cluster, since=HOUR_AGO)
     assert ran.code == MonitorExit.FOUND, ran.text
-    assert {check: status for check, status in ran.status().items() if status != "ok"} == {case.check: "problem"}
+    assert {check: status for check, status in ran.status().items() if status != "ok"} == {
+        case.check: "problem",
+        **dict.fromkeys(case.unread, "not checked"),
+    }
     found = [line for line in ran.lines if line.startswith(f"{case.check}: problem")]
     assert found == list(case.lines)
     count = len(found)
-    assert ran.lines[-1].startswith(f"check prod: {count} problem{'s' if count > 1 else ''} ({case.check}); ok: ")
+    unread = f"not checked: {', '.join(case.unread)}; " if case.unread else ""
+    assert ran.lines[-1].startswith(
+        f"check prod: {count} problem{'s' if count > 1 else ''} ({case.check}); {unread}ok: "
+    )
 
 
 def test_every_check_has_a_failing_case():
@@ -790,10 +799,10 @@ def test_the_outputs_are_used_private_and_removed_afterwards(cluster, monkeypatc
 
 
 def test_an_unreachable_api_is_asked_once_and_its_checks_say_why(cluster):
-    cluster.kube(lambda s: s.update(unreachable=True))
+    server = cluster.unreachable()
     ran = run(cluster)
     refused = (
-        "kubectl get nodes: The connection to the server 10.11.1.10:6443 was refused - did you specify the right "
+        f"kubectl get nodes: The connection to the server {server} was refused - did you specify the right "
         "host or port?"
     )
     assert ran.code == MonitorExit.ERROR
@@ -810,7 +819,7 @@ def test_an_unreachable_api_is_asked_once_and_its_checks_say_why(cluster):
 
 
 def test_found_wins_over_not_checked(cluster):
-    cluster.kube(lambda s: s.update(unreachable=True))
+    cluster.unreachable()
     cluster.talos(lambda s: s.update(unreachable=["10.11.1.22"]))
     ran = run(cluster)
     assert ran.code == MonitorExit.FOUND
@@ -838,7 +847,10 @@ def test_a_missing_talosctl_is_said_and_not_retried(cluster):
     assert "logs: not checked — talosctl logs: no node answered talosctl services" in ran.lines
 
 
-def test_a_hung_kubectl_is_stopped_at_its_deadline_and_not_asked_again(cluster):
+def test_a_hung_kubectl_is_stopped_at_its_deadline_and_not_asked_again(tmp_path, site):
+    """A kubectl whose child holds its pipes (a credential plugin that never returns): the fake kubectl, since this
+    is the process's fault, not the server's (the frozen server is below)."""
+    cluster = Cluster(tmp_path, site)
     cluster.kube(lambda s: s.update(hang=["get nodes"]))
     out = io.StringIO()
     started = time.monotonic()
@@ -862,6 +874,72 @@ def test_a_hung_kubectl_is_stopped_at_its_deadline_and_not_asked_again(cluster):
     assert f"nodes: not checked — {stopped}" in out.getvalue().splitlines()
     assert f"flux: not checked — not read: {stopped}" in out.getvalue().splitlines()
     assert len(cluster.kube_calls()) == 1
+
+
+# ------------------------------------------------------------------------------------------- what a real server says
+def test_rbac_that_lets_a_token_list_nodes_but_not_flux_reads_as_not_checked(cluster, kube):
+    """The observer token may read Nodes, DaemonSets and Cilium's objects, not Flux's: RBAC refuses, and the flux
+    check says it could not look — never ok."""
+    kube.write_kubeconfig(cluster.kubeconfig, token=kube.tokens[OBSERVER])
+    ran = run(cluster)
+    assert ran.code == MonitorExit.ERROR, ran.text
+    assert ran.status() == {**dict.fromkeys(CHECKS, "ok"), "flux": "not checked"}
+    [flux] = [line for line in ran.lines if line.startswith("flux:")]
+    assert flux == (
+        "flux: not checked — not read: kubectl get gitrepositories.source.toolkit.fluxcd.io: Error from server "
+        '(Forbidden): gitrepositories.source.toolkit.fluxcd.io is forbidden: User "observer" cannot list resource '
+        '"gitrepositories" in API group "source.toolkit.fluxcd.io" at the cluster scope; kubectl get '
+        "kustomizations.kustomize.toolkit.fluxcd.io: Error from server (Forbidden): "
+        'kustomizations.kustomize.toolkit.fluxcd.io is forbidden: User "observer" cannot list resource '
+        '"kustomizations" in API group "kustomize.toolkit.fluxcd.io" at the cluster scope'
+    )
+    assert ran.lines[-1] == (
+        "check prod: not checked: flux; ok: talos, services, nodes, cilium, l2, logs, certificates"
+    )
+
+
+def test_an_api_server_that_stops_answering_is_bounded_by_the_deadline(cluster, kube):
+    """SIGSTOP: the API server holds its port and answers nothing. kubectl is stopped at its deadline, the API is not
+    asked again, every Kubernetes check says why; SIGCONT afterwards (whatever happens)."""
+    kubectl = cluster.kubectl()
+    kubectl.timeout, kubectl.grace = 3, 1
+    out = io.StringIO()
+    with kube.frozen():
+        started = time.monotonic()
+        code = check(
+            Workspace(cluster.site, root=cluster.folder),
+            "prod",
+            None,
+            cluster.options(),
+            Console(out=out),
+            CheckCommand(),
+            kubectl,
+        )
+        took = time.monotonic() - started
+    lines = out.getvalue().splitlines()
+    assert code == MonitorExit.ERROR, out.getvalue()
+    assert took < 3 + 1 + 15  # one kubectl deadline (and its grace), plus the Talos side's fakes
+    assert len(cluster.kube_calls()) == 1
+    [nodes] = [line for line in lines if line.startswith("nodes:")]
+    assert nodes.startswith("nodes: not checked — kubectl get nodes: ")
+    reason = nodes.split("kubectl get nodes: ", 1)[1]
+    assert [line for line in lines if "not checked" in line and not line.startswith("check ")] == [
+        nodes,
+        f"cilium: not checked — kubectl get nodes: {reason}",
+        f"l2: not checked — not read: kubectl get nodes: {reason}",
+        f"flux: not checked — not read: kubectl get nodes: {reason}",
+    ]
+    assert run(cluster).code == MonitorExit.IN_SYNC  # resumed, it answers again
+
+
+def test_a_kubeconfig_whose_certificate_has_expired_is_refused_by_the_api_server(cluster):
+    cluster.certificates(365, _since_now(-3))
+    ran = run(cluster)
+    assert ran.code == MonitorExit.FOUND
+    [nodes] = [line for line in ran.lines if line.startswith("nodes:")]
+    assert nodes == (
+        "nodes: not checked — kubectl get nodes: error: You must be logged in to the server (Unauthorized)"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ json, wait, since

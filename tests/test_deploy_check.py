@@ -1,7 +1,8 @@
 """`terravixens deploy --check`: once a cluster's platform and gitops layers (those being deployed) are done, its
 acceptance check runs — through the platform layer's talosconfig and kubeconfig outputs — and its lines are printed;
 problems stop the deploy with CHECK_FAILED (6, what was applied stays applied), a check that cannot look with FAILED
-(4). Terraform is tests/fake_terraform.py; talosctl and kubectl are the faithful fakes (tests/cluster_fakes.py).
+(4). Terraform is tests/fake_terraform.py, talosctl the faithful fake; the Kubernetes side a real kube-apiserver read
+by the real kubectl (tests/cluster_fakes.py, tests/control_plane.py).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def synthesized(tmp_path_factory):
 
 
 @pytest.fixture
-def cluster(tmp_path, synthesized) -> Cluster:
-    return Cluster(tmp_path, synthesized[0])
+def cluster(tmp_path, synthesized, kube) -> Cluster:
+    return Cluster(tmp_path, synthesized[0], kube=kube)
 
 
 def terraform(cluster: Cluster) -> FakeTerraform:
@@ -129,14 +130,14 @@ def test_problems_stop_the_deploy_with_check_failed(cluster, synthesized):
 
 
 def test_a_check_that_cannot_look_stops_the_deploy_with_failed(cluster, synthesized):
-    cluster.kube(lambda s: s.update(unreachable=True))
+    server = cluster.unreachable()
     error, lines, _ = run(cluster, synthesized)
     assert isinstance(error, OperationError) and error.code == ExitCode.FAILED
     assert str(error).startswith("check prod: not checked: nodes, cilium, l2, flux; ok: ")
     assert str(error).endswith(
         "what was applied stays applied; run `terravixens check prod` once the cluster can be read"
     )
-    refused = "The connection to the server 10.11.1.10:6443 was refused - did you specify the right host or port?"
+    refused = f"The connection to the server {server} was refused - did you specify the right host or port?"
     assert f"  nodes: not checked — kubectl get nodes: {refused}" in lines
     assert (
         "  talos: ok — talosctl health through cp-a (10.11.1.11): every check passed (3 control planes, 2 workers)"

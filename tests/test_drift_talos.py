@@ -4,9 +4,10 @@ Kubernetes Nodes against the site's nodes. Each difference is listed and exits 2
 cannot be made says so and exits 1 unless drift was found (found wins); a platform layer without a talosconfig output
 is "not deployed" (the integration tests' projection, a cluster not applied yet): nothing to compare, exit 0.
 
-Terraform is tests/fake_terraform.py (its platform layer's state and outputs), talosctl and kubectl the faithful
-fakes (tests/cluster_fakes.py). What a real cluster adds: nodes rebooting between two reads, etcd members listed
-differently through different control planes during a membership change, apid's proxy latency.
+Terraform is tests/fake_terraform.py (its platform layer's state and outputs), talosctl the faithful fake, the
+Kubernetes Nodes a real kube-apiserver read by the real kubectl (tests/cluster_fakes.py, tests/control_plane.py). What
+a real cluster adds: nodes rebooting between two reads, etcd members listed differently through different control
+planes during a membership change, apid's proxy latency.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from terravixens.operations.console import Console
 from terravixens.operations.drift import TalosSide, drift
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl
-from tests import fake_kubectl as k
+from tests import kube_objects as k
 from tests import support
 from tests.cluster_fakes import Cluster
 from tests.fake_terraform import FakeTerraform, platform_state
@@ -42,9 +43,9 @@ def synthesized(tmp_path_factory):
 
 
 @pytest.fixture
-def cluster(tmp_path, synthesized) -> Cluster:
+def cluster(tmp_path, synthesized, kube) -> Cluster:
     site, _ = synthesized
-    return Cluster(tmp_path, site)
+    return Cluster(tmp_path, site, kube=kube)
 
 
 def terraform(cluster: Cluster, outputs: bool = True) -> FakeTerraform:
@@ -150,13 +151,11 @@ CASES = {
         ["etcd: member cp-c is still a learner (not yet voting): `talosctl -n 10.11.1.13 service etcd`"],
     ),
     "unknown-kubernetes-node": (
-        lambda c: c.kube(lambda s: s["objects"]["nodes"].append(k.node("wk-old", "10.11.1.29"))),
+        lambda c: c.put("nodes", k.node("wk-old", "10.11.1.29")),
         ["kubernetes: Node wk-old is not a node of the site: once its machine is gone, `kubectl delete node wk-old`"],
     ),
     "missing-kubernetes-node": (
-        lambda c: c.kube(
-            lambda s: s["objects"].update(nodes=[o for o in s["objects"]["nodes"] if o["metadata"]["name"] != "wk-a"])
-        ),
+        lambda c: c.remove("nodes", "wk-a"),
         ["kubernetes: no Node wk-a (site node wk-a): `talosctl -n 10.11.1.21 logs kubelet`"],
     ),
 }
@@ -202,12 +201,12 @@ def test_found_wins_over_could_not_tell(cluster, synthesized):
 
 
 def test_an_unreachable_api_is_could_not_tell(cluster, synthesized):
-    cluster.kube(lambda s: s.update(unreachable=True))
+    server = cluster.unreachable()
     code, lines = run(cluster, synthesized)
     assert code == MonitorExit.ERROR
     assert differences(lines) == [
         (
-            "could not read: kubectl get nodes: The connection to the server 10.11.1.10:6443 was refused - did you "
+            f"could not read: kubectl get nodes: The connection to the server {server} was refused - did you "
             "specify the right host or port?"
         )
     ]

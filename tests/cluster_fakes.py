@@ -35,17 +35,11 @@ from terravixens.operations.observe import SiteNode, site_nodes
 from terravixens.roles import Role
 from terravixens.talosctl import Talosctl
 from tests import kube_objects as k
-from tests.control_plane import KUBECTL as REAL
-from tests.control_plane import ControlPlane, binary, free_port
+from tests.control_plane import ControlPlane, free_port, recorded_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 TALOSCTL = ROOT / "tests" / "fake_talosctl.py"
 KUBECTL = ROOT / "tests" / "fake_kubectl.py"
-# The real kubectl, its arguments recorded first (one line each, separated by US): exec keeps its process group.
-RECORDING_KUBECTL = """#!/bin/sh
-{{ for argument in "$@"; do printf '%s\\037' "$argument"; done; printf '\\n'; }} >> {log}
-KUBECACHEDIR={cache} exec {kubectl} "$@"
-"""
 
 
 def certificate_pem(days: float, *, ed25519_key: bool = True, organization: str = "os:admin") -> str:
@@ -169,15 +163,12 @@ class Cluster:
         self.talosctl_path = bin_dir / "talosctl"
         self.talosctl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {TALOSCTL} {self.talos_scenario} "$@"\n')
         self.kubectl_path = bin_dir / "kubectl"
-        self.kube_log = folder / "kubectl-calls"
         if kube is None:
             self.kube_scenario.write_text(json.dumps({"objects": objects, "calls": []}))
             self.kubectl_path.write_text(f'#!/bin/sh\nexec {sys.executable} {KUBECTL} {self.kube_scenario} "$@"\n')
         else:
             k.put_all(kube, objects)
-            self.kubectl_path.write_text(
-                RECORDING_KUBECTL.format(log=self.kube_log, cache=kube.folder / "kube-cache", kubectl=binary(REAL))
-            )
+            self.kubectl_path = kube.recording_kubectl(bin_dir)
         for path in (self.talosctl_path, self.kubectl_path):
             path.chmod(0o755)
         self.talosconfig = folder / "talosconfig"
@@ -277,9 +268,7 @@ class Cluster:
         """Every kubectl call's arguments (--kubeconfig FILE VERB …), in order."""
         if self.server is None:
             return json.loads(self.kube_scenario.read_text())["calls"]
-        if not self.kube_log.exists():
-            return []
-        return [line.split("\x1f")[:-1] for line in self.kube_log.read_text().splitlines()]
+        return recorded_calls(self.folder / "bin")
 
     # ------------------------------------------------------------------------------------------------ the tools
     def options(self, **changes: Any) -> CheckOptions:

@@ -485,6 +485,17 @@ RESET = (
 )
 OBSERVER = "observer"  # a token user that may read Nodes, DaemonSets and Cilium's objects, not Flux's
 FIELD_MANAGER = "terravixens-tests"
+RECORDING_KUBECTL = """#!/bin/sh
+{{ for argument in "$@"; do printf '%s\\037' "$argument"; done; printf '\\n'; }} >> {log}
+[ "$1" = --kubeconfig ] && stat -c '%a %n' "$2" >> {log}.modes
+KUBECACHEDIR={cache} exec {kubectl} "$@"
+"""
+
+
+def recorded_calls(folder: Path) -> list[list[str]]:
+    """The arguments of every call of a `recording_kubectl` in `folder`, in order."""
+    log = folder / "kubectl-calls"
+    return [line.split("\x1f")[:-1] for line in log.read_text().splitlines()] if log.exists() else []
 
 
 class ApiError(RuntimeError):
@@ -636,6 +647,19 @@ class ControlPlane:
             timeout=timeout,
             env={**os.environ, "KUBECACHEDIR": str(self.folder / "kube-cache")},
         )
+
+    def recording_kubectl(self, folder: Path) -> Path:
+        """A `kubectl` in `folder` that appends its arguments to `folder/kubectl-calls` (one line per call, arguments
+        separated by US; the mode of the kubeconfig it is given, when it is, to `kubectl-calls.modes`) and execs the
+        real kubectl (its process group kept)."""
+        path = folder / "kubectl"
+        path.write_text(
+            RECORDING_KUBECTL.format(
+                log=folder / "kubectl-calls", cache=self.folder / "kube-cache", kubectl=binary(KUBECTL)
+            )
+        )
+        path.chmod(0o755)
+        return path
 
     # ----------------------------------------------------------------------------------------------- REST
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:

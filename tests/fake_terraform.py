@@ -128,6 +128,9 @@ class FakeTerraform(Terraform):
         self.calls: list[tuple[str, ...]] = []
         self.applied: list[list[str]] = []  # per apply: "action address"
         self.reset_with: dict[str, dict] = {}  # apply address -> the on_destroy in state when it was destroyed
+        # `terraform output -raw kubeconfig` while talos_cluster_kubeconfig is in state: a test against a real API
+        # server (tests/control_plane.py) puts that server's admin kubeconfig here
+        self.kubeconfig = "apiVersion: v1\nkind: Config\n"
 
     # ------------------------------------------------------------------------------------------------ plumbing
     def run(self, workdir: Path, *args: str) -> Result:
@@ -157,7 +160,7 @@ class FakeTerraform(Terraform):
             return Result(0, value, "")
         if args[:3] == ("output", "-raw", "kubeconfig"):
             if "talos_cluster_kubeconfig.cluster_kubeconfig" in state:
-                return Result(0, "apiVersion: v1\nkind: Config\n", "")
+                return Result(0, self.kubeconfig, "")
             return Result(1, "", 'Error: Output "kubeconfig" not found')
         if args[:3] == ("output", "-raw", "talosconfig"):  # talos_client_configuration: there with the secrets
             if "talos_machine_secrets.cluster_secrets" in state:

@@ -391,3 +391,23 @@ def put_all(server: Any, objects: dict[str, list[dict[str, Any]]]) -> None:
     for items in objects.values():
         for item in items:
             put(server, item)
+
+
+def put_site_nodes(server: Any, site: Any, cluster_name: str = "prod") -> list[str]:
+    """A Ready Node for every node of the site's cluster, as its kubelet registers it; their names."""
+    from terravixens.operations.observe import site_nodes
+    from terravixens.roles import Role
+
+    names = []
+    for found in site_nodes(site, cluster_name):
+        put(
+            server,
+            node(found.hostname, found.address, control_plane=found.role is Role.CONTROLPLANE, labels=found.labels),
+        )
+        names.append(found.hostname)
+    return names
+
+
+def node_names(server: Any) -> list[str]:
+    """The Nodes the API server has, by name."""
+    return sorted(name for _, name in server.names("Node"))

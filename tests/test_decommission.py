@@ -1,6 +1,7 @@
 """`terravixens decommission`: a verified etcd snapshot before the first reset, the order of the resets, the settings
-each one runs with (read from the real synth), Node objects deleted after each reset through kubectl (a fake on
-PATH), the secrets last and only when asked. Terraform is tests/fake_terraform.py: the Talos resources have no
+each one runs with (read from the real synth), Node objects deleted after each reset through kubectl (the real one
+against a real kube-apiserver, tests/control_plane.py, in the main case; a fake on PATH in the others, which do not
+look at Nodes), the secrets last and only when asked. Terraform is tests/fake_terraform.py: the Talos resources have no
 provider binary here (ADR 0003); talosctl is tests/fake_talosctl.py streaming a genuine snapshot
 (tests/etcd_tool.py)."""
 
@@ -22,8 +23,10 @@ from terravixens.operations.decommission import DecommissionOptions, decommissio
 from terravixens.operations.destroy import DestroyOptions, destroy
 from terravixens.operations.etcd import SnapshotPolicy
 from terravixens.operations.workspace import Workspace
-from tests import etcd_tool
+from tests import etcd_tool, support
+from tests.control_plane import recorded_calls
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
+from tests.kube_objects import node_names, put_site_nodes
 from tests.test_dead_member import Tools
 
 FAKE_KUBECTL = """#!/bin/sh
@@ -43,6 +46,18 @@ def kubectl_log(tmp_path, monkeypatch):
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     return log
+
+
+@pytest.fixture()
+def real_kubectl(tmp_path, monkeypatch, kube):
+    """The real kubectl first on PATH (its calls recorded in bin/kubectl-calls), and a Ready Node for every node of
+    the example site in the real API server."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    kube.recording_kubectl(folder)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    put_site_nodes(kube, support.site_from(support.example_data()))
+    return folder
 
 
 def fake(gitops: dict | None = None) -> FakeTerraform:
@@ -91,9 +106,10 @@ def snapshots(tmp_path: Path) -> list[Path]:
 
 
 def test_decommission_resets_workers_then_control_planes_one_by_one_the_last_non_graceful(
-    example_site, tmp_path, kubectl_log, talos
+    example_site, tmp_path, real_kubectl, talos, kube
 ):
     tf, out = fake(), console()
+    tf.kubeconfig = kube.kubeconfig_text()
     ws = Workspace(example_site, root=tmp_path)
     assert decommission(ws, "prod", tf, options(talos, destroy_secrets=True), console=out) == ExitCode.OK
 
@@ -124,15 +140,17 @@ def test_decommission_resets_workers_then_control_planes_one_by_one_the_last_non
         + ["terraform_data.cluster_membership"]
     )
     # Node objects: workers after their reset, then each control plane but the last (the API goes with it).
-    lines = kubectl_log.read_text().splitlines()
-    assert [line.split(" ")[3:5] for line in lines[::2]] == [
-        ["node", "wk-a"],
-        ["node", "wk-b"],
-        ["node", "cp-b"],
-        ["node", "cp-c"],
+    calls = recorded_calls(real_kubectl)
+    assert [call[2:5] for call in calls] == [
+        ["delete", "node", "wk-a"],
+        ["delete", "node", "wk-b"],
+        ["delete", "node", "cp-b"],
+        ["delete", "node", "cp-c"],
     ]
-    assert set(lines[1::2]) == {"600"}  # the kubeconfig kubectl read was private
-    assert not Path(lines[0].split(" ")[1]).exists()  # and is gone
+    assert node_names(kube) == ["cp-a"]  # the API server's own answer: the last one's goes with the cluster
+    modes = (real_kubectl / "kubectl-calls.modes").read_text().split()
+    assert set(modes[::2]) == {"600"}  # the kubeconfig kubectl read was private
+    assert not Path(calls[0][1]).exists()  # and is gone
     text = out.out.getvalue()
     assert "reset the last control plane cp-a (non-graceful)" in text and "(1 waived)" in text
     assert "[PG003 ControlPlaneRemains] (waived)" in text and "[PG004 ClusterIdentityKept] (waived)" in text

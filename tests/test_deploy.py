@@ -1,6 +1,7 @@
 """`terravixens deploy` with a stand-in for Terraform (tests/fake_terraform.py) where the talos provider is needed:
 the guard stops a plan before anything is applied, and the Node objects of nodes that left the site are deleted
-after their reset (kubectl is a fake on PATH). The real CLI path is proven in tests/integration/test_operations.py."""
+after their reset — by the real kubectl (on PATH, its calls recorded) in a real kube-apiserver
+(tests/control_plane.py). The real CLI path is proven in tests/integration/test_operations.py."""
 
 from __future__ import annotations
 
@@ -16,18 +17,19 @@ from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.workspace import Workspace
 from tests import support
+from tests.control_plane import recorded_calls
 from tests.fake_terraform import APPLY, VM, FakeTerraform, platform_state
+from tests.kube_objects import node_names, put_site_nodes
 
 
 @pytest.fixture()
-def kubectl_log(tmp_path, monkeypatch):
+def kubectl_log(tmp_path, monkeypatch, kube):
+    """The real kubectl first on PATH, recording its calls into bin/kubectl-calls."""
     folder = tmp_path / "bin"
     folder.mkdir()
-    log = tmp_path / "kubectl.log"
-    (folder / "kubectl").write_text(f'#!/bin/sh\necho "$@" >> "{log}"\n')
-    (folder / "kubectl").chmod(0o755)
+    kube.recording_kubectl(folder)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    return log
+    return folder / "kubectl-calls"
 
 
 def site_without(*workers: str, control_planes: tuple[str, ...] = ()):
@@ -43,15 +45,31 @@ def fake() -> FakeTerraform:
     return FakeTerraform({"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a")})
 
 
-def test_a_node_that_left_is_reset_then_its_node_object_deleted(tmp_path, kubectl_log):
+def test_a_node_that_left_is_reset_then_its_node_object_deleted(tmp_path, kubectl_log, kube):
+    assert put_site_nodes(kube, support.site_from(support.example_data())) == ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
     tf, out = fake(), Console(out=io.StringIO())
+    tf.kubeconfig = kube.kubeconfig_text()
     code = deploy(Workspace(site_without("wk-b"), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
     assert code == ExitCode.OK
     assert tf.applied == [
         [f"delete {APPLY}.node_wk-b_apply", f"delete {VM}.node_wk-b_vm", "update terraform_data.cluster_membership"]
     ]
-    assert kubectl_log.read_text().split()[2:] == ["delete", "node", "wk-b", "--ignore-not-found", "--wait=false"]
+    [call] = recorded_calls(kubectl_log.parent)
+    assert call[2:] == ["delete", "node", "wk-b", "--ignore-not-found", "--wait=false"]
     assert "platform-prod: kubernetes — Node wk-b deleted" in out.out.getvalue()
+    assert node_names(kube) == ["cp-a", "cp-b", "cp-c", "wk-a"]  # the API server's own answer
+
+
+def test_a_node_object_already_gone_is_no_failure(tmp_path, kubectl_log, kube):
+    """--ignore-not-found: a Node someone deleted already (or that never registered) is not an error."""
+    put_site_nodes(kube, support.site_from(support.example_data()))
+    kube.delete("Node", "wk-b")
+    tf, out = fake(), Console(out=io.StringIO())
+    tf.kubeconfig = kube.kubeconfig_text()
+    code = deploy(Workspace(site_without("wk-b"), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True), out)
+    assert code == ExitCode.OK
+    assert "platform-prod: kubernetes — Node wk-b deleted" in out.out.getvalue()
+    assert node_names(kube) == ["cp-a", "cp-b", "cp-c", "wk-a"]
 
 
 def test_two_control_planes_leaving_are_never_one_apply(tmp_path, kubectl_log, monkeypatch):
@@ -71,7 +89,7 @@ def test_two_control_planes_leaving_are_never_one_apply(tmp_path, kubectl_log, m
     text = out.out.getvalue()
     assert "[PG002 OneControlPlaneLeavesPerApply] (waived) 2 control planes would leave etcd in one apply" in text
     assert "  1/2 control plane cp-b leaves (etcd 3 → 2 members)" in text.splitlines()
-    assert tf.applied == [] and not kubectl_log.exists()
+    assert tf.applied == [] and recorded_calls(kubectl_log.parent) == []
     assert not list(tmp_path.rglob("*.tfplan"))
 
 

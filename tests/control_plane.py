@@ -312,20 +312,59 @@ class EtcdMember:
 
 class EtcdCluster:
     """etcd members named after the control planes' hostnames (Talos names each member after its node), on loopback:
-    `hosts` maps a name to the loopback address it listens on (127.0.0.1 unless given)."""
+    `hosts` maps a name to the loopback address it listens on (127.0.0.1 unless given), `nodes` to the address of
+    the node it stands for (the address talosctl is given; default: its host).
 
-    def __init__(self, folder: Path, names: Sequence[str], hosts: dict[str, str] | None = None, pki: Pki | None = None):
+    `described` (folder/etcd.json) says, after every change, which member runs on which node, its URLs, whether its
+    process runs, and the client's TLS files and tools: tests/fake_talosctl.py answers `etcd members`, `status`,
+    `remove-member` and `snapshot` from the real members through it (scenario key `etcd`)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        names: Sequence[str],
+        hosts: dict[str, str] | None = None,
+        pki: Pki | None = None,
+        nodes: dict[str, str] | None = None,
+    ):
         self.folder = folder
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         FOLDERS.append(folder)
         self.pki = pki or Pki(folder / "pki", "etcd")
         self.hosts = dict(hosts or {})
+        self.nodes = dict(nodes or {})
+        self.described = folder / "etcd.json"
         self.token = f"terravixens-{os.getpid()}-{int(time.time() * 1000) % 100000}"
         self.members: dict[str, EtcdMember] = {}
         hosts_used = sorted({self.hosts.get(name, "127.0.0.1") for name in names})
         self.client = self.pki.issue("etcd-client", "talos-machined", ips=hosts_used)
         for name in names:
             self._member(name)
+
+    def describe(self) -> Path:
+        """folder/etcd.json, written whole (renamed into place): what tests/fake_talosctl.py reads."""
+        document = {
+            "machined": str(binary(MACHINED)),
+            "etcdutl": str(binary(ETCDUTL)),
+            "cacert": str(self.pki.path),
+            "cert": str(self.client.cert),
+            "key": str(self.client.key),
+            "members": {
+                name: {
+                    "node": self.nodes.get(name, member.host),
+                    "client_url": member.client_url,
+                    "peer_url": member.peer_url,
+                    "running": member.running,
+                    "pid": member.process.pid if member.process else None,
+                    "data_dir": str(member.data_dir),
+                }
+                for name, member in self.members.items()
+            },
+        }
+        written = self.described.with_suffix(".json.tmp")
+        written.write_text(json.dumps(document))
+        written.replace(self.described)
+        return self.described
 
     def _member(self, name: str) -> EtcdMember:
         host = self.hosts.get(name, "127.0.0.1")
@@ -369,6 +408,7 @@ class EtcdCluster:
             member.process = start(self._argv(member, initial, "new"), member.log, f"etcd {member.name}")
         for member in self.members.values():
             self.wait_healthy(member, timeout)
+        self.describe()
         return self
 
     def health(self, member: EtcdMember, timeout: float = 2) -> bool:
@@ -387,6 +427,7 @@ class EtcdCluster:
         """The member's process ended (a node that died, or was reset): its data stays where it was."""
         member = self.members[name]
         stop(member.process)
+        self.describe()
 
     def pause(self, name: str) -> None:
         """Frozen (SIGSTOP): it holds its ports and answers nothing."""
@@ -395,13 +436,23 @@ class EtcdCluster:
     def resume(self, name: str) -> None:
         os.kill(self.members[name].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
 
-    def join(self, name: str, host: str | None = None, learner_promoted: bool = True) -> str:
+    def join(self, name: str, host: str | None = None, learner_promoted: bool = True, node: str | None = None) -> str:
         """A new control plane joins as Talos joins it: added as a learner through the running members, started with
         the cluster as it is, then promoted once it has caught up (unless `learner_promoted` is False). Its id."""
         if host is not None:
             self.hosts[name] = host
+        if node is not None:
+            self.nodes[name] = node
         member = self._member(name)
-        added = self.machined("add-learner", member.peer_url)
+        until = time.monotonic() + START_TIMEOUT
+        while True:  # etcd adds a member only once its leader has heard from every voter lately; Talos retries too
+            try:
+                added = self.machined("add-learner", member.peer_url)
+                break
+            except RuntimeError as refused:
+                if time.monotonic() > until or "unhealthy cluster" not in str(refused):
+                    raise
+                time.sleep(0.5)
         initial = {m["name"] or name: m["peer_urls"][0] for m in added["members"]}
         member.process = start(self._argv(member, initial, "existing"), member.log, f"etcd {member.name}")
         self.wait_healthy(member)
@@ -415,7 +466,45 @@ class EtcdCluster:
                     if time.monotonic() > until or "not in sync" not in str(refused):
                         raise
                     time.sleep(0.2)
+        self.describe()
         return str(added["id"])
+
+    def restart(self, name: str) -> None:
+        """A stopped member started again on its own data (a node that comes back)."""
+        member = self.members[name]
+        initial = {m.name: m.peer_url for m in self.members.values()}
+        member.process = start(self._argv(member, initial, "existing"), member.log, f"etcd {name}")
+        self.describe()
+
+    def restore(self, snapshot: Path, name: str, skip_hash_check: bool = False) -> subprocess.CompletedProcess:
+        """What Talos' etcd service does with `bootstrap --recover-from`: `etcdutl snapshot restore` of the file into
+        the member's (wiped) data directory as a one-member cluster, then the member started from it. etcdutl's
+        answer (a refused file: a non-zero exit, nothing started)."""
+        member = self.members.get(name) or self._member(name)
+        stop(member.process)
+        shutil.rmtree(member.data_dir, ignore_errors=True)
+        restored = subprocess.run(
+            [
+                str(binary(ETCDUTL)),
+                "snapshot",
+                "restore",
+                str(snapshot),
+                f"--data-dir={member.data_dir}",
+                f"--name={name}",
+                f"--initial-cluster={name}={member.peer_url}",
+                f"--initial-advertise-peer-urls={member.peer_url}",
+                f"--initial-cluster-token={self.token}",
+                *(["--skip-hash-check"] if skip_hash_check else []),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if restored.returncode == 0:
+            member.process = start(self._argv(member, {name: member.peer_url}, "new"), member.log, f"etcd {name}")
+            self.wait_healthy(member)
+        self.describe()
+        return restored
 
     def leave(self, name: str) -> None:
         """What a graceful reset does to a control plane: it leaves etcd (EtcdLeaveCluster), then its etcd stops and
@@ -424,6 +513,7 @@ class EtcdCluster:
         self.stop(name)
         shutil.rmtree(self.members[name].data_dir, ignore_errors=True)
         del self.members[name]
+        self.describe()
 
     # ---------------------------------------------------------------------------------------- asking etcd
     def machined_argv(self, endpoints: Sequence[str], *call: str, timeout: float = 5) -> list[str]:

@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import subprocess
@@ -381,6 +382,205 @@ def _disaster_recovery() -> None:
         sys.exit(1)
 
 
+# --------------------------------------------------------------------------------------- etcd answered by real etcd
+# With the scenario key `etcd` (the path of the description tests/control_plane.py's EtcdCluster keeps: which member
+# runs on which node, its URLs, whether its process runs, the client's TLS files), `etcd members`, `etcd status`,
+# `etcd remove-member` and `etcd snapshot` are answered by real etcd members. tools/etcd/machined makes the calls
+# Talos' machined makes for them (internal/app/machined/internal/server/v1alpha1): MemberList on the node's own member
+# with WithRequireLeader (talosctl asks QueryLocal), Status and Snapshot of the node's own member, MemberRemove through
+# every control plane's endpoint with WithRequireLeader (member not found is NotFound, anything else machined wraps).
+# This prints what talosctl prints of the answer; the gRPC status is the one machined's server sends for that error.
+# `health` reads its member list from there too. A real cluster adds apid's proxying and Talos' own etcd client
+# certificates; the node's address is only a name here (the members listen on loopback).
+def _humanize_bytes(size: int) -> str:
+    """go-humanize's Bytes (SI units), as talosctl prints DB SIZE and IN USE."""
+    if size < 10:
+        return f"{size} B"
+    exponent = math.floor(math.log(size) / math.log(1000))
+    value = math.floor(size / 1000**exponent * 10 + 0.5) / 10
+    return ("%.0f %s" if value >= 10 else "%.1f %s") % (value, ["B", "kB", "MB", "GB", "TB", "PB", "EB"][exponent])
+
+
+def _tabwriter(rows: list[list[str]]) -> str:
+    """Go's tabwriter (minwidth 0, tabwidth 0, padding 3, spaces): every cell but a line's last one is padded to its
+    column's width plus 3."""
+    widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
+    # The last cell is not padded: zip stops at the last width on purpose.
+    return "".join(
+        "".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1] + "\n" for row in rows
+    )
+
+
+def _real_members(where: str) -> list[dict]:
+    """The member list, as the first running member answers it ([] when none does): for `health`."""
+    with open(where) as described:
+        cluster = json.load(described)
+    nodes = {name: m["node"] for name, m in cluster["members"].items()}
+    for member in cluster["members"].values():
+        if member["running"]:
+            answer = _machined(cluster, [member["client_url"]], "members")
+            if "members" in answer:
+                return [
+                    {"id": m["id"], "hostname": m["name"], "address": nodes.get(m["name"], ""), "learner": m["learner"]}
+                    for m in answer["members"]
+                ]
+    return []
+
+
+def _machined(cluster: dict, endpoints: list[str], *call: str, timeout: float = 5) -> dict:
+    done = subprocess.run(
+        [
+            cluster["machined"],
+            f"-endpoints={','.join(endpoints)}",
+            f"-cacert={cluster['cacert']}",
+            f"-cert={cluster['cert']}",
+            f"-key={cluster['key']}",
+            f"-timeout={timeout}s",
+            *call,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+    )
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {"error": done.stderr.strip() or f"machined exited {done.returncode}", "code": "Unknown"}
+
+
+def _rpc(answer: dict, message: str | None = None) -> str:
+    return f"rpc error: code = {answer['code']} desc = {message or answer['error']}"
+
+
+def _real_etcd() -> None:
+    """The etcd commands answered by the real members; returns when the call is not one of them."""
+    with scenario() as state:
+        where, damage = state.get("etcd"), (state.get("etcd_snapshot") or {}).get("damage")
+    subcommand = arguments[5] if len(arguments) > 5 else ""
+    if not where or command != "etcd" or subcommand not in ("members", "status", "remove-member", "snapshot"):
+        return
+    with open(where) as described:
+        cluster = json.load(described)
+    on_node = {m["node"]: m for m in cluster["members"].values()}
+    targets = node.split(",")
+    if subcommand == "members":
+        member = on_node.get(node)
+        if member is None:
+            print(f"error getting members: {_errors([f'{node}: {DIAL_ETCD}'])}", file=sys.stderr)
+            sys.exit(1)
+        answer = _machined(cluster, [member["client_url"]], "members")
+        if "error" in answer:
+            print(f"error getting members: {_errors([f'{node}: {_rpc(answer)}'])}", file=sys.stderr)
+            sys.exit(1)
+        rows = [["NODE", "ID", "HOSTNAME", "PEER URLS", "CLIENT URLS", "LEARNER"]]
+        rows += [
+            [node, m["id"], m["name"], ",".join(m["peer_urls"]), ",".join(m["client_urls"]), str(m["learner"]).lower()]
+            for m in answer["members"]
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(6)]
+        for row in rows:
+            print("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        sys.exit(0)
+    if subcommand == "remove-member":
+        wanted = arguments[6]
+        endpoints = [m["client_url"] for m in cluster["members"].values()]  # every control plane's, dead or alive
+        answer = _machined(cluster, endpoints, "remove-member", wanted)
+        if "error" in answer:
+            decimal = int(wanted, 16)
+            if answer["error"] == "etcdserver: member not found":
+                text = _rpc({"code": "NotFound"}, f"failed to remove member {decimal}: {answer['error']}")
+            else:
+                text = _rpc(answer, f"failed to remove member: failed to remove member {decimal}: {answer['error']}")
+            print(f"error from node {node}: {text}", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(0)
+    if subcommand == "snapshot":
+        if len(targets) > 1:
+            print('error: command "etcd snapshot" is not supported with multiple nodes', file=sys.stderr)
+            sys.exit(1)
+        member = on_node.get(node)
+        db_path = arguments[6]
+        part_path = db_path + ".part"
+        answer = (
+            _machined(cluster, [member["client_url"]], "snapshot", part_path, timeout=60)
+            if member
+            else {"error": DIAL_ETCD.split("desc = ", 1)[1], "code": "Unavailable"}
+        )
+        if "error" in answer:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(part_path)
+            print(f"error: error reading file: {_rpc(answer)}", file=sys.stderr)
+            sys.exit(1)
+        with open(part_path, "rb") as source:
+            stream = bytearray(source.read())
+        if damage == "flip":
+            stream[len(stream) // 2] ^= 0x01
+        elif damage == "cut":
+            stream = stream[: len(stream) // 2 + 100]
+        with open(part_path, "wb") as target:
+            target.write(stream)
+        if len(stream) % 512 != 32:
+            os.remove(part_path)
+            print(f"error: sha256 checksum not found (size {len(stream)})", file=sys.stderr)
+            sys.exit(1)
+        os.rename(part_path, db_path)
+        print(f'etcd snapshot saved to "{db_path}" ({len(stream)} bytes)')
+        read = subprocess.run(
+            [cluster["etcdutl"], "snapshot", "status", db_path, "-w", "json"], capture_output=True, text=True
+        )
+        with contextlib.suppress(ValueError, KeyError):
+            info = json.loads(read.stdout)
+            print(
+                f"snapshot info: hash {info['hash']:08x}, revision {info['revision']}, total keys "
+                f"{info['totalKey']}, total size {info['totalSize']}"
+            )
+        sys.exit(0)
+    # status: each node's own member
+    rows = [["NODE", "MEMBER", "DB SIZE", "IN USE", "LEADER", "RAFT INDEX", "RAFT TERM", "RAFT APPLIED INDEX"]]
+    rows[0] += ["LEARNER", "PROTOCOL", "STORAGE", "ERRORS"]
+    failed = []
+    for target in targets:
+        member = on_node.get(target)
+        answer = (
+            _machined(cluster, [member["client_url"]], "status")
+            if member
+            else {"error": "no etcd", "code": "Unavailable"}
+        )
+        if "error" in answer:
+            failed.append(f"{target}: {_rpc(answer)}")
+            continue
+        ratio = answer["db_size_in_use"] / answer["db_size"] * 100.0 if answer["db_size"] > 0 else 0.0
+        rows.append(
+            [
+                target,
+                answer["member_id"],
+                _humanize_bytes(answer["db_size"]),
+                f"{_humanize_bytes(answer['db_size_in_use'])} ({ratio:.2f}%)",
+                answer["leader"],
+                str(answer["raft_index"]),
+                str(answer["raft_term"]),
+                str(answer["raft_applied_index"]),
+                str(answer["learner"]).lower(),
+                answer["protocol"],
+                answer["storage"],
+                ", ".join(answer["errors"] or []),
+            ]
+        )
+    if failed and len(failed) == len(targets):
+        print(f"error: error getting status: {_errors(failed)}", file=sys.stderr)
+        sys.exit(1)
+    if failed:
+        print(f"WARNING: {_errors(failed)}", file=sys.stderr)
+    sys.stdout.write(_tabwriter(rows))
+    sys.exit(0)
+
+
+DIAL_ETCD = (
+    'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp '
+    '127.0.0.1:2379: connect: connection refused"'
+)
+
+_real_etcd()
 _disaster_recovery()
 
 if command == "version":
@@ -468,6 +668,8 @@ elif command == "health":
         healthy = script.pop(0) if script else not state.get("broken")
         broken = state.get("broken", [])
         transcript = state.get("health_transcript", False)
+        if state.get("etcd"):  # the members as the real etcd lists them
+            state["members"] = _real_members(state["etcd"])
         control_planes = {m["address"] for m in state.get("members", [])}
         names = state.get("node_names", {})
     given = []
@@ -552,27 +754,7 @@ elif command == "health":
 #                   `broken` does not answer: a WARNING on stderr and no row, as talosctl prints a node's error.
 # A real cluster adds what a fixture cannot: a snapshot of gigabytes taking minutes, a leader change mid-stream.
 import hashlib  # noqa: E402  (this block stays self-contained)
-import math  # noqa: E402
 import os  # noqa: E402
-
-
-def _humanize_bytes(size: int) -> str:
-    """go-humanize's Bytes (SI units), as talosctl prints DB SIZE and IN USE."""
-    if size < 10:
-        return f"{size} B"
-    exponent = math.floor(math.log(size) / math.log(1000))
-    value = math.floor(size / 1000**exponent * 10 + 0.5) / 10
-    return ("%.0f %s" if value >= 10 else "%.1f %s") % (value, ["B", "kB", "MB", "GB", "TB", "PB", "EB"][exponent])
-
-
-def _tabwriter(rows: list[list[str]]) -> str:
-    """Go's tabwriter (minwidth 0, tabwidth 0, padding 3, spaces): every cell but a line's last one is padded to its
-    column's width plus 3."""
-    widths = [max(len(row[column]) for row in rows) + 3 for column in range(len(rows[0]) - 1)]
-    # The last cell is not padded: zip stops at the last width on purpose.
-    return "".join(
-        "".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[-1] + "\n" for row in rows
-    )
 
 
 def _member_id(address: str) -> str:

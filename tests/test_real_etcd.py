@@ -1,0 +1,261 @@
+"""etcd judged by etcd itself: the operations that read or change etcd membership run against a real etcd cluster
+(tests/control_plane.py: three members on loopback, TLS, client certificates), which the talosctl fake delegates to
+(tests/fake_talosctl.py, scenario key `etcd`: `etcd members`, `status`, `remove-member` and `snapshot` are answered
+by tools/etcd/machined making the calls Talos' machined makes). Node objects go through the real kubectl into a real
+kube-apiserver.
+
+- `terravixens snapshot`: the file is what a running member streams (Maintenance.Snapshot), judged by etcdutl and
+  by a member started from it with `etcdutl snapshot restore`, whose keys are read back;
+- scale-in: each control plane that leaves really leaves (Talos' EtcdLeaveCluster on its graceful reset), a new one
+  really joins as a learner and is promoted; the member count after each step is etcd's;
+- `remove-dead-member`: the member's process is stopped for real; etcd removes it;
+- quorum loss (two of three stopped): etcd itself refuses the member list and the removal;
+- `restore-etcd`: a genuine snapshot of the cluster, restored by etcdutl into the bootstrap node's member; the
+  others join it; the keys written before the snapshot are read back from the restored cluster.
+
+What is still a fake here, and why: talosctl and the Talos API (not served by the Go module proxy), so `version`,
+`health`, `service`, `reset` and the reboots are tests/fake_talosctl.py's, written from talosctl's sources. A real
+cluster adds the reboots, apid's proxying, and etcd members listening on the nodes' own addresses.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from terravixens.operations import ExitCode, OperationError
+from terravixens.operations.console import Console
+from terravixens.operations.dead_member import remove_dead_member, snapshot_before_removal
+from terravixens.operations.kube import Kubectl
+from terravixens.operations.snapshot import SnapshotOptions, take_snapshot
+from terravixens.operations.workspace import Workspace
+from terravixens.talosctl import members
+from tests import control_plane as cp
+from tests import etcd_tool
+from tests.fake_terraform import ADDRESSES, FakeTerraform
+from tests.kube_objects import node_names, put_site_nodes
+from tests.test_dead_member import LoggedTerraform, Tools, options
+from tests.test_scale_in import Cluster, ClusterTerraform, site_data, snapshots
+
+CP = {name: ADDRESSES[name] for name in ("cp-a", "cp-b", "cp-c")}
+KEYS = {f"/registry/terravixens/key-{i}": f"value-{i}" for i in range(8)}
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    """Three real members named after the example site's control planes, standing for their nodes' addresses."""
+    cluster = cp.EtcdCluster(tmp_path / "etcd", list(CP), nodes=dict(ADDRESSES))
+    try:
+        cluster.start()
+        for key, value in KEYS.items():
+            cluster.machined("put", key, value)
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def tools(tmp_path: Path, etcd: cp.EtcdCluster, **scenario) -> Tools:
+    folder = tmp_path / "talos"
+    folder.mkdir(exist_ok=True)
+    return Tools(folder, **{"unreachable": [], "etcd": str(etcd.described), **scenario})
+
+
+def names(etcd: cp.EtcdCluster, through: str) -> list[str]:
+    return sorted(m["name"] for m in etcd.member_list(through))
+
+
+# ----------------------------------------------------------------------------------------------------- reading
+def test_members_and_status_are_etcds_own_answers(tmp_path, etcd):
+    fake = tools(tmp_path, etcd)
+    answer = fake.talosctl().etcd_members(CP["cp-b"])
+    assert answer.ok, answer.reason
+    listed = members(answer.stdout)
+    real = {m["id"]: m for m in etcd.member_list("cp-a")}
+    assert sorted((m.id, m.hostname, m.learner) for m in listed) == sorted(
+        (i, m["name"], m["learner"]) for i, m in real.items()
+    )
+    assert all(m.peer_urls == real[m.id]["peer_urls"][0] for m in listed)
+    status = subprocess.run(
+        [str(fake.talosctl_path), "--talosconfig", "x", "--nodes", ",".join(CP.values()), "etcd", "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows = [re.split(r"\s{3,}", line.strip()) for line in status.stdout.splitlines()[1:]]  # tabwriter columns
+    assert status.returncode == 0 and [row[0] for row in rows] == list(CP.values())
+    assert {row[1] for row in rows} == set(real)  # each node's own member
+    assert len({row[4] for row in rows}) == 1 and {row[4] for row in rows} <= set(real)  # one leader, a member
+    assert {row[9] for row in rows} == {"3.6.16"}  # PROTOCOL: the version the members run
+
+
+def test_a_snapshot_is_what_a_running_member_streams_and_restores_with_its_keys(tmp_path, etcd, example_site):
+    fake = tools(tmp_path, etcd)
+    ws = Workspace(example_site, root=tmp_path)
+    console = Console(out=io.StringIO())
+    options = SnapshotOptions(talosconfig="talosconfig", talosctl=fake.talosctl())
+    code = take_snapshot(ws, "prod", FakeTerraform({}), options, console)
+    assert code == ExitCode.OK, console.out.getvalue()
+    [kept] = snapshots(tmp_path)
+    assert kept.name.endswith("_cp-a_manual.snapshot")
+    status = json.loads(
+        subprocess.run(
+            [str(cp.ETCDUTL), "snapshot", "status", str(kept), "-w", "json"], capture_output=True, text=True
+        ).stdout
+    )
+    assert status["totalKey"] >= len(KEYS)
+    restored = cp.EtcdCluster(tmp_path / "restored", ["cp-a"], pki=etcd.pki)
+    try:
+        done = restored.restore(kept, "cp-a")
+        assert done.returncode == 0, done.stderr
+        assert restored.machined("get", "/registry/terravixens/")["kvs"] == KEYS
+    finally:
+        restored.close()
+
+
+# ----------------------------------------------------------------------------------------------------- scale-in
+class RealScaleIn(Cluster):
+    """tests/test_scale_in.py's cluster, its etcd real: a deleted control plane's apply is Talos' graceful reset (the
+    member leaves, its etcd stops, its data is wiped), a new control plane's apply makes it join as a learner, promoted
+    unless `learners` names it; Node objects deleted by the real kubectl in a real API server."""
+
+    def __init__(self, folder: Path, etcd: cp.EtcdCluster, kube: cp.ControlPlane, workers: list[str]):
+        super().__init__(folder, list(etcd.members), workers, etcd=str(etcd.described))
+        self.etcd, self.kube = etcd, kube
+        self.tf = RealTerraform(self, self.tf.states)
+        self.tf.kubeconfig = kube.kubeconfig_text()
+        self.kubectl_path = kube.recording_kubectl(folder / "bin")
+
+    def members(self) -> list[str]:
+        through = next(name for name, member in self.etcd.members.items() if member.running)
+        return names(self.etcd, through)
+
+
+class RealTerraform(ClusterTerraform):
+    def applied_change(self, layer: str, change: dict) -> None:
+        address = change["address"]
+        if not address.startswith("talos_machine_configuration_apply."):
+            return
+        name = address.split(".", 1)[1].removeprefix("node_").removesuffix("_apply")
+        etcd = self.cluster.etcd
+        if change["action"] == "delete" and name in etcd.members:
+            etcd.leave(name)
+        if change["action"] == "create" and name.startswith("cp-"):
+            etcd.join(name, node=ADDRESSES[name], learner_promoted=name not in self.learners)
+
+
+def test_three_control_planes_to_one_leave_etcd_one_per_apply(tmp_path, etcd, kube, example_site):
+    put_site_nodes(kube, example_site)
+    cluster = RealScaleIn(tmp_path, etcd, kube, ["wk-a", "wk-b"])
+    ran = cluster.deploy(site_data(["cp-a"], ["wk-a", "wk-b"]))
+    assert ran.code == ExitCode.OK, ran.error + ran.out
+    assert ran.steps() == [
+        "1/2 control plane cp-b leaves (etcd 3 → 2 members)",
+        "2/2 control plane cp-c leaves (etcd 2 → 1 members), with the rest of the plan (1 change)",
+    ]
+    assert "etcd members — 2 (cp-a, cp-c) after step 1/2, listed through cp-a" in ran.out
+    assert "etcd members — 1 (cp-a) after step 2/2, listed through cp-a" in ran.out
+    assert cluster.members() == ["cp-a"]  # etcd's own answer
+    assert etcd.machined("get", "/registry/terravixens/")["kvs"] == KEYS  # nothing lost on the way
+    assert node_names(kube) == ["cp-a", "wk-a", "wk-b"]  # the API server's own answer
+    taken = snapshots(tmp_path)
+    assert len(taken) == 2
+    for path in taken:  # each one a real member's database, judged by etcd's own code
+        code, report = etcd_tool.verify(path)
+        assert code == 0 and report["total_keys"] >= len(KEYS)
+
+
+def test_a_replacement_joins_as_a_learner_and_the_old_one_leaves_once_it_votes(tmp_path, etcd, kube, example_site):
+    """cp-d joins and stays a learner (etcd has not promoted it): the member read-back stops the scale-in before
+    cp-c leaves; promoted for real, the re-run goes on."""
+    put_site_nodes(kube, example_site)
+    cluster = RealScaleIn(tmp_path, etcd, kube, ["wk-a", "wk-b"])
+    cluster.tf.learners = {"cp-d"}
+    site = site_data(["cp-a", "cp-b", "cp-d"], ["wk-a", "wk-b"])
+    stopped = cluster.deploy(site)
+    assert stopped.code == ExitCode.FAILED and len(cluster.tf.applied) == 1
+    assert "still a learner (not yet a voting member): cp-d" in stopped.error
+    [learner] = [m for m in etcd.member_list("cp-a") if m["learner"]]
+    assert learner["name"] == "cp-d"
+    etcd.machined("promote", learner["id"])
+    resumed = cluster.deploy(site)
+    assert resumed.code == ExitCode.OK, resumed.error
+    assert resumed.steps() == ["1/1 control plane cp-c leaves (etcd 4 → 3 members)"]
+    assert cluster.members() == ["cp-a", "cp-b", "cp-d"]
+    assert not [m for m in etcd.member_list("cp-a") if m["learner"]]
+    assert etcd.machined("get", "/registry/terravixens/", through=["cp-d"])["kvs"] == KEYS  # replicated to it
+
+
+# ----------------------------------------------------------------------------------------------- a dead member
+def _dead(tmp_path, etcd: cp.EtcdCluster, kube: cp.ControlPlane, example_site, *dead: str) -> tuple:
+    for name in dead:
+        etcd.stop(name)  # the machine is gone: its etcd with it
+    put_site_nodes(kube, example_site)
+    fake = tools(tmp_path, etcd, unreachable=[CP[name] for name in dead])
+    tf = LoggedTerraform(fake)
+    tf.kubeconfig = kube.kubeconfig_text()
+    kubectl = Kubectl(str(kube.recording_kubectl(fake.folder / "bin")), timeout=30)
+    return fake, tf, kubectl
+
+
+def test_remove_dead_member_takes_out_a_member_stopped_for_real(tmp_path, etcd, kube, example_site):
+    fake, tf, kubectl = _dead(tmp_path, etcd, kube, example_site, "cp-a")
+    ws = Workspace(example_site, root=tmp_path)
+    console = Console(out=io.StringIO())
+    dead_id = next(m["id"] for m in etcd.member_list("cp-b") if m["name"] == "cp-a")
+    code = remove_dead_member(
+        ws,
+        "prod",
+        "cp-a",
+        tf,
+        fake.talosctl(),
+        kubectl,
+        console,
+        options(before_irreversible=snapshot_before_removal(ws)),
+    )
+    output = console.out.getvalue()
+    assert code == ExitCode.OK, output
+    assert f"platform-prod: etcd — 3 members listed through cp-b; cp-a is member {dead_id}" in output
+    assert "platform-prod: etcd — 2 members left (read back through cp-b)" in output
+    assert names(etcd, "cp-b") == ["cp-b", "cp-c"] == names(etcd, "cp-c")  # etcd's own answer, on both
+    assert node_names(kube) == ["cp-b", "cp-c", "wk-a", "wk-b"]
+    [kept] = snapshots(tmp_path)  # taken before the removal, through a live member
+    assert "_cp-b_" in kept.name and etcd_tool.verify(kept)[0] == 0
+
+
+def test_quorum_loss_is_etcds_refusal_and_nothing_is_removed(tmp_path, etcd, kube, example_site):
+    """Two of three members stopped: the survivor has no leader. etcd refuses the member list (the removal is never
+    tried), and the cluster is whole again when the two come back."""
+    ids = {m["name"]: m["id"] for m in etcd.member_list()}
+    fake, tf, kubectl = _dead(tmp_path, etcd, kube, example_site, "cp-b", "cp-c")
+    ws = Workspace(example_site, root=tmp_path)
+    console = Console(out=io.StringIO())
+    with pytest.raises(OperationError) as caught:
+        remove_dead_member(
+            ws, "prod", "cp-b", tf, fake.talosctl(), kubectl, console, options(confirm="homelab/prod/cp-b")
+        )
+    assert caught.value.code == ExitCode.REFUSED
+    assert str(caught.value) == (
+        "no control plane of prod answers `talosctl etcd members`: etcd has lost quorum; restore etcd from a "
+        "snapshot (talosctl bootstrap --recover-from); nothing was done"
+    )
+    listed = [line for line in fake.log() if " etcd " in line]
+    # every other control plane asked: cp-a's etcd refuses (no leader), cp-c's node does not answer
+    assert listed == ["talosctl 10.11.1.11 etcd members", "talosctl 10.11.1.13 etcd members"]
+    answer = fake.talosctl().etcd_members(CP["cp-a"])
+    assert not answer.ok
+    assert "error getting members: 1 error occurred:" in answer.stderr
+    assert "10.11.1.11: rpc error: code = " in answer.stderr
+    assert any(text in answer.stderr for text in ("etcdserver: no leader", "context deadline exceeded"))
+    with pytest.raises(RuntimeError, match="etcdserver: no leader"):  # by now it knows it has none
+        etcd.machined("remove-member", ids["cp-b"], through=["cp-a"])
+    assert node_names(kube) == ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]  # nothing was deleted
+    for name in ("cp-b", "cp-c"):
+        etcd.restart(name)
+    for name in ("cp-b", "cp-c"):
+        etcd.wait_healthy(etcd.members[name])
+    assert names(etcd, "cp-a") == ["cp-a", "cp-b", "cp-c"]

@@ -213,6 +213,52 @@ def _status_of(path: str, tool: str) -> tuple[dict | None, bool, bool]:
     return (report if report.get("ok") else None), digested, matches
 
 
+def _wipe_real_member(where: str, address: str) -> None:
+    """The real member standing for `address`: its process ended (SIGTERM, SIGKILL after 10s) and its data directory
+    removed; the description says it no longer runs."""
+    import shutil
+    import signal
+
+    with open(where) as described:
+        cluster = json.load(described)
+    for member in cluster["members"].values():
+        if member["node"] != address:
+            continue
+        if member["running"] and member["pid"]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member["pid"], signal.SIGCONT)
+                os.kill(member["pid"], signal.SIGTERM)
+            until = time.monotonic() + 10
+            while os.path.exists(f"/proc/{member['pid']}") and time.monotonic() < until:
+                with open(f"/proc/{member['pid']}/status") as status:
+                    if "\nState:\tZ" in status.read():
+                        break
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member["pid"], signal.SIGKILL)
+        shutil.rmtree(member["data_dir"], ignore_errors=True)
+        member["running"] = False
+    with open(f"{where}.{os.getpid()}", "w") as target:
+        json.dump(cluster, target)
+    os.replace(f"{where}.{os.getpid()}", where)
+
+
+def _wait_for_real_recovery(timeout: float = 120) -> None:
+    """An accepted recovery on real members: the test's supervisor restores the file into the node's member with
+    etcdutl and starts it (then the other wiped control planes join it), and marks `recovered` started — or failed,
+    with etcdutl's answer. talosctl's bootstrap returns before etcd is up on a real node; here it returns once the
+    supervisor has done it, so that what comes next (health) reads the restored cluster."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        with scenario() as state:
+            recovered = state.get("recovered") or {}
+        if recovered.get("started") or recovered.get("failed"):
+            return
+        time.sleep(0.1)
+    print("fake talosctl: the test's supervisor did not start the recovered member", file=sys.stderr)
+    sys.exit(1)
+
+
 def _disaster_recovery() -> None:
     """The commands and conditions of this block; returns when the call is not one of them."""
     targets = node.split(",")
@@ -231,6 +277,8 @@ def _disaster_recovery() -> None:
             entry.update(state=entry["after"][0], health="?")
             state.setdefault("etcd_service", {})[node] = entry
             state.setdefault("wiped", []).append(node)
+            if state.get("etcd"):  # a real member on this node: its etcd stopped, EPHEMERAL (its data) wiped
+                _wipe_real_member(state["etcd"], node)
         if "--wait=false" not in arguments:
             for line in (
                 "waiting for actor ID",
@@ -320,6 +368,7 @@ def _disaster_recovery() -> None:
                 "mode": oct(os.stat(path).st_mode & 0o777),
                 "folder_mode": oct(os.stat(os.path.dirname(path)).st_mode & 0o777),
             }
+            delegated = bool(state.get("etcd"))
             refused = ""
             if not digested and not skip:
                 refused = "snapshot missing hash but --skip-hash-check=false"
@@ -350,6 +399,8 @@ def _disaster_recovery() -> None:
                     }
                     for address in [node, *sorted(set(joined) - {node})]
                 ]
+        if delegated and not refused:
+            _wait_for_real_recovery()
         sys.exit(0)
     with scenario() as state:
         etcd = _etcd_of(state, node) if len(targets) == 1 else None
@@ -461,7 +512,8 @@ def _real_etcd() -> None:
         return
     with open(where) as described:
         cluster = json.load(described)
-    on_node = {m["node"]: m for m in cluster["members"].values()}
+    # a member whose process does not run is no member on its node (Talos' local client: connection refused)
+    on_node = {m["node"]: m for m in cluster["members"].values() if m["running"]}
     targets = node.split(",")
     if subcommand == "members":
         member = on_node.get(node)

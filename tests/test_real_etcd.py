@@ -20,10 +20,13 @@ cluster adds the reboots, apid's proxying, and etcd members listening on the nod
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,7 @@ from terravixens.operations import ExitCode, OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.dead_member import remove_dead_member, snapshot_before_removal
 from terravixens.operations.kube import Kubectl
+from terravixens.operations.restore_etcd import RestoreOptions, restore_etcd
 from terravixens.operations.snapshot import SnapshotOptions, take_snapshot
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import members
@@ -40,6 +44,7 @@ from tests import etcd_tool
 from tests.fake_terraform import ADDRESSES, FakeTerraform
 from tests.kube_objects import node_names, put_site_nodes
 from tests.test_dead_member import LoggedTerraform, Tools, options
+from tests.test_restore_etcd import DISASTER
 from tests.test_scale_in import Cluster, ClusterTerraform, site_data, snapshots
 
 CP = {name: ADDRESSES[name] for name in ("cp-a", "cp-b", "cp-c")}
@@ -259,3 +264,101 @@ def test_quorum_loss_is_etcds_refusal_and_nothing_is_removed(tmp_path, etcd, kub
     for name in ("cp-b", "cp-c"):
         etcd.wait_healthy(etcd.members[name])
     assert names(etcd, "cp-a") == ["cp-a", "cp-b", "cp-c"]
+
+
+# ------------------------------------------------------------------------------------------------------ restore
+class Recovery(threading.Thread):
+    """What Talos' etcd service does once `talosctl bootstrap --recover-from` was accepted on a node: the file
+    restored by etcdutl into the node's (wiped) member and that member started, then every other wiped control plane
+    joining it (as a learner, promoted). The fake talosctl records the request (scenario `recovered`) and waits for
+    this to mark it started (or failed, with etcdutl's answer). Processes started here die with this thread
+    (PR_SET_PDEATHSIG follows the thread): it lives until the cluster is closed."""
+
+    def __init__(self, etcd: cp.EtcdCluster, fake: Tools):
+        super().__init__(daemon=True)
+        self.etcd, self.fake = etcd, fake
+        self.finished = threading.Event()
+        self.restored: list[str] = []
+
+    def __enter__(self) -> Recovery:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.etcd.close()  # before the thread ends: its processes would be killed with it anyway
+        self.finished.set()
+        self.join(30)
+
+    def _mark(self, **flags: object) -> None:
+        with open(f"{self.fake.scenario}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = self.fake.state()
+            state["recovered"].update(flags)
+            written = self.fake.scenario.with_name(f"{self.fake.scenario.name}.{os.getpid()}")
+            written.write_text(json.dumps(state))
+            written.replace(self.fake.scenario)
+
+    def run(self) -> None:
+        while not self.finished.wait(0.1):
+            state = self.fake.state()
+            asked = state.get("recovered") or {}
+            if not asked or asked.get("started") or asked.get("failed"):
+                continue
+            name = next(n for n, a in CP.items() if a == asked["node"])
+            done = self.etcd.restore(Path(asked["file"]), name, skip_hash_check=asked["skip_hash_check"])
+            if done.returncode != 0:
+                self._mark(failed=done.stderr.strip()[-500:])
+                continue
+            for other in sorted(set(CP) - {name}):  # the other wiped control planes join the restored one
+                if CP[other] in state.get("wiped", []):
+                    self.etcd.join(other, node=CP[other])
+            self.restored.append(name)
+            self._mark(started=True)
+
+
+def test_restore_etcd_restores_a_genuine_snapshot_and_its_keys_come_back(tmp_path, etcd, example_site):
+    """A snapshot of the running cluster (terravixens snapshot), a key written after it, then quorum lost (two
+    members stopped). restore-etcd wipes every control plane's member, the bootstrap node's is restored from the file
+    by etcdutl and started, the others join it: the keys of the snapshot are there, the later one is not, and the
+    members are new."""
+    fake = tools(tmp_path, etcd)
+    ws = Workspace(example_site, root=tmp_path)
+    options = SnapshotOptions(talosconfig="talosconfig", talosctl=fake.talosctl())
+    assert take_snapshot(ws, "prod", FakeTerraform({}), options, Console(out=io.StringIO())) == ExitCode.OK
+    [source] = snapshots(tmp_path)
+    etcd.machined("put", "/registry/terravixens/after-the-snapshot", "lost by the restore")
+    before = {m["id"] for m in etcd.member_list()}
+    etcd.stop("cp-b")
+    etcd.stop("cp-c")
+    with open(f"{fake.scenario}.lock", "w") as lock:  # what Talos says of the services: cp-a up without a leader
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = fake.state()
+        state.update(etcd_service=json.loads(json.dumps(DISASTER)), etcd_tool=str(etcd_tool.binary()))
+        fake.scenario.write_text(json.dumps(state))
+    console = Console(out=io.StringIO())
+    with Recovery(etcd, fake) as recovery:
+        code = restore_etcd(
+            ws,
+            "prod",
+            FakeTerraform({}),
+            fake.talosctl(timeout=60),
+            RestoreOptions(source=source, confirm="homelab/prod", talosconfig="talosconfig", poll=0.2, timeout=60),
+            console,
+        )
+        output = console.out.getvalue()
+        assert code == ExitCode.OK, output
+        assert recovery.restored == ["cp-a"]
+        assert "platform-prod: etcd — cp-a lists no members (exit 1: error getting members: 1 error occurred:" in output
+        assert etcd.machined("get", "/registry/terravixens/", through=["cp-c"])["kvs"] == KEYS  # replicated
+        listed = {m["name"]: m for m in etcd.member_list("cp-a")}
+        assert sorted(listed) == ["cp-a", "cp-b", "cp-c"] and not [m for m in listed.values() if m["learner"]]
+        # the joined members are new; the restored one's id is etcd's hash of its peer URL and the cluster token,
+        # the same as before when both are (a real node restores on its own address)
+        assert not {listed["cp-b"]["id"], listed["cp-c"]["id"]} & before
+    assert fake.log()[-2:] == [
+        f"talosctl 10.11.1.11 bootstrap --recover-from={source}",
+        (
+            "talosctl 10.11.1.11 health --control-plane-nodes 10.11.1.11,10.11.1.12,10.11.1.13 --wait-timeout 60s "
+            "--worker-nodes 10.11.1.21,10.11.1.22"
+        ),
+    ]

@@ -97,7 +97,7 @@ def kube(control_plane):
 # Lines for the end of the run (the fuzz module's summary); with pytest-xdist (`make test`) each worker hands its
 # lines and its count of validated configurations to the controller, which prints them.
 SUMMARY_LINES: list[str] = []
-_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": [], "judged": [], "leftovers": []}
+_FROM_WORKERS: dict[str, list] = {"lines": [], "validated": [], "judged": [], "accepted": [], "leftovers": []}
 
 
 def _leftovers() -> list[str]:
@@ -123,12 +123,13 @@ def pytest_sessionfinish(session):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if workeroutput is not None:  # an xdist worker
         workeroutput["terravixens_leftovers"] = leftovers
-        from tests.gitops_tool import JUDGED
+        from tests.gitops_tool import JUDGED, SERVER_ACCEPTED
         from tests.talos_tool import VALIDATED
 
         workeroutput["terravixens_lines"] = list(SUMMARY_LINES)
         workeroutput["terravixens_validated"] = dict(VALIDATED)
         workeroutput["terravixens_judged"] = dict(JUDGED)
+        workeroutput["terravixens_accepted"] = dict(SERVER_ACCEPTED)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -137,12 +138,14 @@ def pytest_testnodedown(node, error):
     _FROM_WORKERS["lines"] += output.get("terravixens_lines", [])
     _FROM_WORKERS["validated"].append(output.get("terravixens_validated", {}))
     _FROM_WORKERS["judged"].append(output.get("terravixens_judged", {}))
+    _FROM_WORKERS["accepted"].append(output.get("terravixens_accepted", {}))
     _FROM_WORKERS["leftovers"] += output.get("terravixens_leftovers", [])
 
 
 def pytest_terminal_summary(terminalreporter):
     """The fuzz summary, how many machine configurations Talos' own library judged in this run
-    (tests/test_talos_validate.py), and how many gitops objects k8s-decode judged (tests/test_gitops_judges.py)."""
+    (tests/test_talos_validate.py), how many gitops objects k8s-decode judged and how many a real kube-apiserver
+    accepted in a server-side dry run (tests/test_gitops_judges.py)."""
     from collections import Counter
 
     from tests.talos_tool import VALIDATED
@@ -165,3 +168,13 @@ def pytest_terminal_summary(terminalreporter):
     if judged:
         by_kind = ", ".join(f"{kind}: {count}" for kind, count in sorted(judged.items()))
         terminalreporter.write_line(f"k8s-decode: {sum(judged.values())} gitops objects decoded ({by_kind})")
+    from tests.gitops_tool import SERVER_ACCEPTED
+
+    accepted = Counter(SERVER_ACCEPTED)
+    for counts in _FROM_WORKERS["accepted"]:
+        accepted.update(counts)
+    if accepted:
+        by_kind = ", ".join(f"{kind}: {count}" for kind, count in sorted(accepted.items()))
+        terminalreporter.write_line(
+            f"kube-apiserver: {sum(accepted.values())} gitops objects accepted by a server-side dry run ({by_kind})"
+        )

@@ -3,8 +3,10 @@ every test site synthesizes, and k8s-decode decodes every rendered object into i
 
 The sites are the conformance variants (tests/test_conformance.py: VARIANTS, the example site among them), the same
 sites Talos' own validator judges. The binaries are built by `make tools`; a missing one fails these tests with the
-command that builds it. What a real cluster would add: admission (the CRDs' CEL rules, webhooks) and the
-controllers' own reconciliation (e.g. whether the Git URL answers); neither runs here.
+command that builds it. Every object then goes through a real kube-apiserver serving the Flux and Cilium CRDs
+(tests/control_plane.py): `kubectl apply --server-side --dry-run=server`, the CRDs' OpenAPI schemas and CEL rules
+judging it; the example's objects are applied for real and `terravixens check` reads them back. What a real cluster
+would add: admission webhooks and the controllers' own reconciliation (e.g. whether the Git URL answers).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import subprocess
 
 import pytest
+import yaml
 
 from terravixens.config.model import Site
 from terravixens.constructs.csi_secret import BUILT_IN_NAMESPACES
@@ -29,15 +32,24 @@ def _pinned(module_file: str, module: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def judged(variant_stacks) -> dict[str, tuple[list[gitops_tool.Release], gitops_tool.Report]]:
-    """variant -> (our releases, the decoder's report on every object they render and every kubernetes_* object)."""
+def rendered(variant_stacks) -> dict[str, list[dict]]:
+    """variant -> every object the gitops layer renders: our charts through `helm template` with the site's values,
+    and the Namespace and Secret objects of the kubernetes_* resources."""
     found = {}
     for variant in sorted(VARIANTS):
         stacks = variant_stacks(variant)
-        releases = gitops_tool.our_releases(stacks)
-        renders = [{"name": r.name, "manifest": gitops_tool.template(r)} for r in releases]
-        found[variant] = (releases, gitops_tool.decode(renders + gitops_tool.kubernetes_objects(stacks)))
+        renders = [{"name": r.name, "manifest": gitops_tool.template(r)} for r in gitops_tool.our_releases(stacks)]
+        found[variant] = renders + gitops_tool.kubernetes_objects(stacks)
     return found
+
+
+@pytest.fixture(scope="module")
+def judged(variant_stacks, rendered) -> dict[str, tuple[list[gitops_tool.Release], gitops_tool.Report]]:
+    """variant -> (our releases, the decoder's report on every object they render and every kubernetes_* object)."""
+    return {
+        variant: (gitops_tool.our_releases(variant_stacks(variant)), gitops_tool.decode(rendered[variant]))
+        for variant in sorted(VARIANTS)
+    }
 
 
 def _expected_objects(variant: str) -> dict[tuple[str, str], int]:
@@ -256,3 +268,104 @@ def test_helm_fails_on_values_our_chart_cannot_render(tmp_path, variant_stacks):
     done = gitops_tool.lint(broken)
     assert done.returncode != 0
     assert "templates/pools.yaml" in done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------------------------- a real API server
+def _applied(documents: list[dict]) -> list[str]:
+    """What `kubectl apply -o name` prints for these objects: kind.group/name (the core group has no suffix)."""
+    names = []
+    for document in documents:
+        group = document["apiVersion"].split("/")[0] if "/" in document["apiVersion"] else ""
+        names.append(f"{document['kind'].lower()}{'.' + group if group else ''}/{document['metadata']['name']}")
+    return sorted(names)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_object_passes_a_server_side_dry_run_against_the_real_crds(variant, rendered, kube):
+    verdict = gitops_tool.server_dry_run(kube, rendered[variant])
+    assert (verdict.code, verdict.errors) == (0, [])
+    documents = gitops_tool.documents(rendered[variant])
+    assert len(documents) == sum(_expected_objects(variant).values())
+    assert sorted(verdict.applied) == _applied(documents)
+
+
+def _release(variant_stacks, chart: str, *values: str) -> gitops_tool.Release:
+    [release] = [r for r in gitops_tool.our_releases(variant_stacks("example")) if r.chart.name == chart]
+    return gitops_tool.Release(release.name, release.chart, [*release.values, *values])
+
+
+def test_a_bad_interval_is_refused_by_the_flux_crds(variant_stacks, kube):
+    release = _release(variant_stacks, "flux-sync", "interval: 10 minutes\n")
+    verdict = gitops_tool.server_dry_run(kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
+    assert verdict.code == 1 and verdict.applied == []
+    pattern = "spec.interval in body should match '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$'"
+    for kind in ("GitRepository.source.toolkit.fluxcd.io", "Kustomization.kustomize.toolkit.fluxcd.io"):
+        [error] = [line for line in verdict.errors if f'{kind} "flux-system" is invalid' in line]
+        assert f'spec.interval: Invalid value: "10 minutes": {pattern}' in error
+
+
+def test_a_bad_cidr_is_refused_by_the_cilium_crd(variant_stacks, kube):
+    release = _release(variant_stacks, "cilium-l2", "pools:\n  services: [10.0.300.0/24]\n")
+    verdict = gitops_tool.server_dry_run(kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
+    assert verdict.code == 1
+    assert verdict.applied == ["ciliuml2announcementpolicy.cilium.io/terravixens-l2"]  # the policy itself is fine
+    assert verdict.errors == [
+        'The CiliumLoadBalancerIPPool "services" is invalid: spec.blocks[0].cidr: Invalid value: "10.0.300.0/24": '
+        'spec.blocks[0].cidr in body must be of type cidr: "10.0.300.0/24"'
+    ]
+
+
+def test_an_unknown_field_is_refused_by_strict_field_validation(kube):
+    manifest = """
+apiVersion: cilium.io/v2alpha1
+kind: CiliumLoadBalancerIPPool
+metadata: {name: typo}
+spec:
+  blockz: [{cidr: 10.12.0.192/27}]
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: typo, namespace: flux-system}
+spec: {interval: 1m, url: "ssh://git@git.lab.internal/platform/fleet.git", branch: main}
+"""
+    verdict = gitops_tool.server_dry_run(kube, [{"name": "hand-written", "manifest": manifest}])
+    assert verdict.code == 1 and verdict.applied == []
+    text = "\n".join(verdict.errors)
+    assert ".spec.blockz: field not declared in schema" in text
+    assert ".spec.branch: field not declared in schema" in text
+
+
+def test_the_sync_objects_applied_for_real_are_read_back_by_check(rendered, kube, tmp_path, example_site):
+    """The example's pools, L2 policy, GitRepository and Kustomization as our charts render them, applied for real
+    (server-side, the real kubectl), their status then written as Cilium and Flux write it: check reads them back."""
+    from tests import kube_objects
+    from tests.cluster_fakes import Cluster
+    from tests.test_check import run
+
+    cluster = Cluster(tmp_path, example_site, kube=kube)
+    for resource in ("ciliumloadbalancerippools.cilium.io", "ciliuml2announcementpolicies.cilium.io"):
+        cluster.objects(resource, [])
+    for resource in ("gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io"):
+        cluster.objects(resource, [])
+    documents = gitops_tool.documents(rendered["example"])
+    stream = "---\n".join(yaml.safe_dump(d) for d in documents)
+    done = kube.kubectl("apply", "--server-side", "--field-manager=terravixens", "-f", "-", input=stream)
+    assert done.returncode == 0, done.stderr
+    statuses = {
+        "GitRepository": kube_objects.git_repository()["status"],
+        "Kustomization": kube_objects.kustomization()["status"],
+        "CiliumLoadBalancerIPPool": kube_objects.ip_pool("services", [], total=32, used=1)["status"],
+    }
+    for document in documents:
+        if document["kind"] in statuses:
+            written = kube.status(document, statuses[document["kind"]])
+            assert written["metadata"]["generation"] == 1  # what Flux's observedGeneration says it has seen
+    ran = run(cluster)
+    assert ran.code == 0, ran.text
+    assert "l2: ok — 1 pool: services (31 of 32 addresses free); L2 policy terravixens-l2 without error conditions" in (
+        ran.lines
+    )
+    assert (
+        "flux: ok — 2 objects Ready: GitRepository flux-system/flux-system (main@sha1:132f4e71), Kustomization "
+        "flux-system/flux-system (main@sha1:132f4e71)"
+    ) in ran.lines

@@ -604,6 +604,7 @@ class ControlPlane:
     process: subprocess.Popen | None = None
     port: int = 0
     started_in: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds each start-up phase took
     tokens: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _connection: http.client.HTTPSConnection | None = None
@@ -626,6 +627,7 @@ class ControlPlane:
         self.kube_pki = Pki(self.folder / "pki", "kubernetes")
         self.etcd = EtcdCluster(self.folder / "etcd", ["etcd-a", "etcd-b", "etcd-c"])
         self.etcd.start()  # all three at once: a new cluster elects its leader once they meet
+        self.phases["etcd"] = time.monotonic() - began
         self.serving = self.kube_pki.issue(
             "apiserver", "kube-apiserver", ips=["127.0.0.1"], dns=["localhost", "kubernetes"], server=True
         )
@@ -674,11 +676,13 @@ class ControlPlane:
         ]
         self.process = start(argv, self.log, "kube-apiserver")
         _wait(lambda: self.get("/readyz", raw=True) == "ok", "kube-apiserver", START_TIMEOUT, self.log, self.process)
+        self.phases["kube-apiserver"] = time.monotonic() - began - self.phases["etcd"]
         self.write_kubeconfig(self.folder / "admin.kubeconfig")
         self._crds()
         self._rbac()
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})
         self.started_in = time.monotonic() - began
+        self.phases["CRDs, RBAC"] = self.started_in - self.phases["etcd"] - self.phases["kube-apiserver"]
         return self
 
     def close(self) -> None:

@@ -84,3 +84,12 @@ def test_lifecycle_walk_reports_steps_per_second():
     ), result.stdout
     assert re.search(r"^synth: \d+ \(\+\d+ cached\), ", result.stdout, re.M), result.stdout
     assert machine_paths(result.stdout) == []
+
+
+def test_control_plane_reports_each_start_up_phase_and_leaves_nothing_running():
+    result = run_benchmark("benchmarks/control_plane.py", "--runs", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for phase in ("etcd", "kube-apiserver", "CRDs, RBAC", "start-up", "stop"):
+        assert re.search(rf"^{re.escape(phase)}\s+\d+\.\d+s\s+\d+\.\d+s$", result.stdout, re.M), (phase, result.stdout)
+    assert "left running: nothing" in result.stdout and "load average" in result.stdout
+    assert machine_paths(result.stdout) == []

@@ -310,8 +310,10 @@ def test_a_bad_cidr_is_refused_by_the_cilium_crd(variant_stacks, kube):
     assert verdict.code == 1
     assert verdict.applied == ["ciliuml2announcementpolicy.cilium.io/terravixens-l2"]  # the policy itself is fine
     assert verdict.errors == [
-        'The CiliumLoadBalancerIPPool "services" is invalid: spec.blocks[0].cidr: Invalid value: "10.0.300.0/24": '
-        'spec.blocks[0].cidr in body must be of type cidr: "10.0.300.0/24"'
+        (
+            'The CiliumLoadBalancerIPPool "services" is invalid: spec.blocks[0].cidr: Invalid value: "10.0.300.0/24": '
+            'spec.blocks[0].cidr in body must be of type cidr: "10.0.300.0/24"'
+        )
     ]
 
 

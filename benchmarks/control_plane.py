@@ -1,0 +1,91 @@
+"""What the real control plane of the tests costs (ADR 0050): its start-up and stop, and the cold build of its tools.
+
+    .venv/bin/python benchmarks/control_plane.py [--runs 5] [--cold]
+
+Each run starts tests/control_plane.py's ControlPlane (three etcd members, kube-apiserver, the CRDs applied by the
+real kubectl), as the tests' session fixture does, and stops it; the median and the slowest of each phase are
+printed, with the load average before and after (the machine is shared: a figure without its load says nothing).
+--cold builds kube-apiserver, kubectl, etcd, etcdutl and machined once more into a temporary folder with an empty
+GOCACHE (the module cache stays: downloads are not counted), one after the other, and prints each build's wall time
+and CPU time (user + system of the go command and every compiler it ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests import control_plane  # noqa: E402
+
+BUILDS = (  # what `make tools` builds for the control plane: folder, package, output
+    ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"),
+    ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl"),
+    ("tools/etcd", "./etcd", "etcd"),
+    ("tools/etcd", "go.etcd.io/etcd/etcdutl/v3", "etcdutl"),
+    ("tools/etcd", "./machined", "machined"),
+)
+
+
+def load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+def cold_builds() -> None:
+    total_cpu = 0.0
+    with tempfile.TemporaryDirectory(prefix="tv-gocache-") as cache, tempfile.TemporaryDirectory() as out:
+        for folder, package, name in BUILDS:  # one cache for all: kubectl reuses what kube-apiserver compiled
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run(
+                ["go", "build", "-mod=readonly", "-trimpath", "-buildvcs=false", "-o", f"{out}/{name}", package],
+                cwd=ROOT / folder,
+                env={**os.environ, "GOCACHE": cache, "GOTOOLCHAIN": "local"},
+                check=True,
+                capture_output=True,
+            )
+            wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            total_cpu += cpu
+            print(f"cold build {name:15} {wall:7.1f} s wall {cpu:7.1f} s CPU")
+    print(f"cold builds in all: {total_cpu / 60:.1f} min CPU (load average now {load()})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cold", action="store_true", help="also time the cold builds (many minutes of CPU)")
+    arguments = parser.parse_args()
+    print(f"machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}; load average {load()}")
+    phases: dict[str, list[float]] = {}
+    for _ in range(arguments.runs):
+        plane = control_plane.ControlPlane(control_plane.new_folder("tv-benchmark-"))
+        try:
+            plane.start()
+        finally:
+            stopping = time.perf_counter()
+            plane.close()
+            stopped = time.perf_counter() - stopping
+        for phase, seconds in [*plane.phases.items(), ("start-up", plane.started_in), ("stop", stopped)]:
+            phases.setdefault(phase, []).append(seconds)
+    print(f"{'phase':16} {'median':>8} {'slowest':>8}   ({arguments.runs} runs)")
+    for phase, seconds in phases.items():
+        print(f"{phase:16} {statistics.median(seconds):7.1f}s {max(seconds):7.1f}s")
+    print(f"load average after: {load()}; left running: {control_plane.leftovers() or 'nothing'}")
+    if arguments.cold:
+        cold_builds()
+
+
+if __name__ == "__main__":
+    main()

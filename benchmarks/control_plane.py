@@ -7,7 +7,9 @@ real kubectl), as the tests' session fixture does, and stops it; the median and 
 printed, with the load average before and after (the machine is shared: a figure without its load says nothing).
 --cold builds kube-apiserver, kubectl, etcd, etcdutl and machined once more into a temporary folder with an empty
 GOCACHE (the module cache stays: downloads are not counted), one after the other, and prints each build's wall time
-and CPU time (user + system of the go command and every compiler it ran).
+and CPU time (user + system of the go command and every compiler it ran). With --primed the empty cache first gets
+what `make tools` already built before these tools existed and shares code with them (tools/etcd-snapshot: etcd
+v3.6.16; tools/k8s-decode: k8s.io/api v0.34.2), so the figure is what a cold `make setup-test` grows by.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests import control_plane  # noqa: E402
 
+PRIMERS = (  # what `make tools` built before, sharing modules with these: folder, package, output
+    ("tools/etcd-snapshot", ".", "etcd-snapshot"),
+    ("tools/k8s-decode", ".", "k8s-decode"),
+)
 BUILDS = (  # what `make tools` builds for the control plane: folder, package, output
     ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"),
     ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl"),
@@ -41,9 +47,21 @@ def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
-def cold_builds() -> None:
+def cold_builds(primed: bool) -> None:
     total_cpu = 0.0
     with tempfile.TemporaryDirectory(prefix="tv-gocache-") as cache, tempfile.TemporaryDirectory() as out:
+        for folder, package, name in PRIMERS if primed else ():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(
+                ["go", "build", "-mod=readonly", "-trimpath", "-buildvcs=false", "-o", f"{out}/{name}", package],
+                cwd=ROOT / folder,
+                env={**os.environ, "GOCACHE": cache, "GOTOOLCHAIN": "local"},
+                check=True,
+                capture_output=True,
+            )
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            print(f"primer {name:19} {cpu:7.1f} s CPU (not counted)")
         for folder, package, name in BUILDS:  # one cache for all: kubectl reuses what kube-apiserver compiled
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
@@ -59,13 +77,15 @@ def cold_builds() -> None:
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             total_cpu += cpu
             print(f"cold build {name:15} {wall:7.1f} s wall {cpu:7.1f} s CPU")
-    print(f"cold builds in all: {total_cpu / 60:.1f} min CPU (load average now {load()})")
+    what = "on a cache primed with the tools that share modules" if primed else "from an empty cache"
+    print(f"cold builds in all, {what}: {total_cpu / 60:.1f} min CPU (load average now {load()})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cold", action="store_true", help="also time the cold builds (many minutes of CPU)")
+    parser.add_argument("--primed", action="store_true", help="--cold on a cache primed as make tools primes it")
     arguments = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}; load average {load()}")
     phases: dict[str, list[float]] = {}
@@ -79,12 +99,13 @@ def main() -> None:
             stopped = time.perf_counter() - stopping
         for phase, seconds in [*plane.phases.items(), ("start-up", plane.started_in), ("stop", stopped)]:
             phases.setdefault(phase, []).append(seconds)
-    print(f"{'phase':16} {'median':>8} {'slowest':>8}   ({arguments.runs} runs)")
-    for phase, seconds in phases.items():
-        print(f"{phase:16} {statistics.median(seconds):7.1f}s {max(seconds):7.1f}s")
-    print(f"load average after: {load()}; left running: {control_plane.leftovers() or 'nothing'}")
+    if arguments.runs:
+        print(f"{'phase':16} {'median':>8} {'slowest':>8}   ({arguments.runs} runs)")
+        for phase, seconds in phases.items():
+            print(f"{phase:16} {statistics.median(seconds):7.1f}s {max(seconds):7.1f}s")
+        print(f"load average after: {load()}; left running: {control_plane.leftovers() or 'nothing'}")
     if arguments.cold:
-        cold_builds()
+        cold_builds(arguments.primed)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.operations import ExitCode, OperationError
+from terravixens.exitcodes import ExitCode
+from terravixens.operations import OperationError
 from terravixens.operations.console import Console
 from terravixens.operations.dead_member import remove_dead_member, snapshot_before_removal
 from terravixens.operations.kube import Kubectl

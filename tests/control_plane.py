@@ -403,9 +403,16 @@ class EtcdCluster:
 
     def start(self, timeout: float = START_TIMEOUT) -> EtcdCluster:
         """Every member started (a new cluster), then each one's /health asked until all say true."""
+        self.launch()
+        return self.wait(timeout)
+
+    def launch(self) -> None:
+        """Every member started at once (a new cluster elects its leader once they meet), not waited for."""
         initial = {m.name: m.peer_url for m in self.members.values()}
         for member in self.members.values():
             member.process = start(self._argv(member, initial, "new"), member.log, f"etcd {member.name}")
+
+    def wait(self, timeout: float = START_TIMEOUT) -> EtcdCluster:
         for member in self.members.values():
             self.wait_healthy(member, timeout)
         self.describe()
@@ -626,8 +633,7 @@ class ControlPlane:
         FOLDERS.append(self.folder)
         self.kube_pki = Pki(self.folder / "pki", "kubernetes")
         self.etcd = EtcdCluster(self.folder / "etcd", ["etcd-a", "etcd-b", "etcd-c"])
-        self.etcd.start()  # all three at once: a new cluster elects its leader once they meet
-        self.phases["etcd"] = time.monotonic() - began
+        self.etcd.launch()  # the API server starts while they elect: it waits for its storage itself
         self.serving = self.kube_pki.issue(
             "apiserver", "kube-apiserver", ips=["127.0.0.1"], dns=["localhost", "kubernetes"], server=True
         )
@@ -675,6 +681,8 @@ class ControlPlane:
             f"--cert-dir={self.folder / 'certs'}",
         ]
         self.process = start(argv, self.log, "kube-apiserver")
+        self.etcd.wait()
+        self.phases["etcd"] = time.monotonic() - began
         _wait(lambda: self.get("/readyz", raw=True) == "ok", "kube-apiserver", START_TIMEOUT, self.log, self.process)
         self.phases["kube-apiserver"] = time.monotonic() - began - self.phases["etcd"]
         self.write_kubeconfig(self.folder / "admin.kubeconfig")

@@ -615,6 +615,7 @@ class ControlPlane:
     tokens: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _connection: http.client.HTTPSConnection | None = None
+    baseline: tuple[str, Any] | None = None  # (what it stands for, `items()` then): see remember/holds
 
     @property
     def server(self) -> str:
@@ -934,9 +935,47 @@ class ControlPlane:
         )
 
     # ------------------------------------------------------------------------------------------ between tests
+    def items(self) -> tuple[tuple[str, str | None, str, str], ...] | None:
+        """(kind, namespace, name, resourceVersion) of every object of RESET; None when a kind is not served (a
+        test took its CRD away). An object's resourceVersion changes with every write of it, whoever writes."""
+        found = []
+        for kind in RESET:
+            prefix, plural, _ = KINDS[kind]
+            try:
+                listed = self.request("GET", f"{prefix}/{plural}")
+            except ApiError as error:
+                if error.status == 404:
+                    return None
+                raise
+            for item in listed.get("items", []):
+                metadata = item["metadata"]
+                found.append((kind, metadata.get("namespace"), metadata["name"], metadata["resourceVersion"]))
+        return tuple(sorted(found, key=str))
+
+    def remember(self, key: str) -> None:
+        """What the server holds now is the baseline `key` stands for (e.g. a cluster as its site says)."""
+        self.baseline = (key, self.items())
+
+    def holds(self, key: str | None = None) -> bool:
+        """The server holds the remembered baseline (the one `key` stands for, when given), untouched since: every
+        CRD served, the same objects at the same resourceVersions."""
+        if self.baseline is None or (key is not None and self.baseline[0] != key):
+            return False
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGCONT)
+        return self.items() == self.baseline[1]
+
+    def prepare(self) -> None:
+        """Before a test: the remembered baseline when the last test left it untouched (a test that reads the
+        cluster as its site says changes nothing), else an empty server (`reset`)."""
+        if not self.holds():
+            self.reset()
+
     def reset(self) -> None:
         """What a test left: the CRDs back, the objects of RESET gone (namespaces stay: without a controller
         manager, nothing would finish deleting one)."""
+        self.baseline = None
         with self._lock:
             if self.process is not None and self.process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -145,6 +145,9 @@ $(AGE)/bin/age: $(AGE)/go.mod $(AGE)/go.sum
 		-o bin/.tmp/ filippo.io/age/cmd/age filippo.io/age/cmd/age-keygen && \
 		mv bin/.tmp/age-keygen bin/age-keygen && mv bin/.tmp/age bin/age && rmdir bin/.tmp
 
+# GOGC=400 for the compilers of these large builds: about a fifth less CPU (measured on k8s.io/api, 2-core machine),
+# more memory per compile (0.7 GB instead of 0.5), the same binaries (the compiler's output does not depend on it).
+KUBE_GOGC := GOGC=400
 # kube-apiserver first, kubectl after it (it reuses most of the build cache): one at a time on a small machine. The
 # -ldflags are those Kubernetes' own build sets (hack/lib/version.sh), for the version go.mod requires (without them
 # both report v0.0.0-master); the build date is the module's release time as the Go module proxy records it. The
@@ -156,30 +159,30 @@ KUBE_LDFLAGS = set -- $$(GOTOOLCHAIN=local go list -mod=readonly -m \
 			"-X $$pkg.buildDate=$$2"; done)
 $(KUBE)/bin/kube-apiserver: $(KUBE)/go.mod $(KUBE)/go.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	@cd $(KUBE) && $(KUBE_LDFLAGS) && GOTOOLCHAIN=local $(STEP) kube-apiserver -- go build -mod=readonly -trimpath \
+	@cd $(KUBE) && $(KUBE_LDFLAGS) && $(KUBE_GOGC) GOTOOLCHAIN=local $(STEP) kube-apiserver -- go build -mod=readonly -trimpath \
 		-buildvcs=false -ldflags "-s -w $$ldflags" -o bin/.kube-apiserver.tmp k8s.io/kubernetes/cmd/kube-apiserver && \
 		mv bin/.kube-apiserver.tmp bin/kube-apiserver
 
 $(KUBE)/bin/kubectl: $(KUBE)/go.mod $(KUBE)/go.sum | $(KUBE)/bin/kube-apiserver
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	@cd $(KUBE) && $(KUBE_LDFLAGS) && GOTOOLCHAIN=local $(STEP) kubectl -- go build -mod=readonly -trimpath \
+	@cd $(KUBE) && $(KUBE_LDFLAGS) && $(KUBE_GOGC) GOTOOLCHAIN=local $(STEP) kubectl -- go build -mod=readonly -trimpath \
 		-buildvcs=false -ldflags "-s -w $$ldflags" -o bin/.kubectl.tmp k8s.io/kubernetes/cmd/kubectl && \
 		mv bin/.kubectl.tmp bin/kubectl
 
 $(ETCD)/bin/etcd: $(wildcard $(ETCD)/etcd/*.go) $(ETCD)/go.mod $(ETCD)/go.sum
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) etcd -- go build -mod=readonly -trimpath -buildvcs=false \
+	@cd $(ETCD) && $(KUBE_GOGC) GOTOOLCHAIN=local $(STEP) etcd -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.etcd.tmp ./etcd && mv bin/.etcd.tmp bin/etcd
 
 $(ETCD)/bin/etcdutl: $(ETCD)/go.mod $(ETCD)/go.sum | $(ETCD)/bin/etcd
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) etcdutl -- go build -mod=readonly -trimpath -buildvcs=false \
+	@cd $(ETCD) && $(KUBE_GOGC) GOTOOLCHAIN=local $(STEP) etcdutl -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.etcdutl.tmp go.etcd.io/etcd/etcdutl/v3 && mv bin/.etcdutl.tmp bin/etcdutl
 
 # What Talos' machined asks the node's etcd member when talosctl calls its etcd API (tools/etcd/machined/main.go).
 $(ETCD)/bin/machined: $(wildcard $(ETCD)/machined/*.go) $(ETCD)/go.mod $(ETCD)/go.sum | $(ETCD)/bin/etcdutl
 	@command -v go >/dev/null || { echo "Go >= 1.26.1 is needed to build $@ (https://go.dev/dl/)"; exit 1; }
-	@cd $(ETCD) && GOTOOLCHAIN=local $(STEP) machined -- go build -mod=readonly -trimpath -buildvcs=false \
+	@cd $(ETCD) && $(KUBE_GOGC) GOTOOLCHAIN=local $(STEP) machined -- go build -mod=readonly -trimpath -buildvcs=false \
 		-o bin/.machined.tmp ./machined && mv bin/.machined.tmp bin/machined
 
 $(CRDS)/bin/modules.json: $(CRDS)/go.mod $(CRDS)/go.sum

@@ -229,10 +229,13 @@ def _wipe_real_member(where: str, address: str) -> None:
                 os.kill(member["pid"], signal.SIGCONT)
                 os.kill(member["pid"], signal.SIGTERM)
             until = time.monotonic() + 10
-            while os.path.exists(f"/proc/{member['pid']}") and time.monotonic() < until:
-                with open(f"/proc/{member['pid']}/status") as status:
-                    if "\nState:\tZ" in status.read():
-                        break
+            while time.monotonic() < until:
+                try:
+                    with open(f"/proc/{member['pid']}/status") as status:
+                        if "\nState:\tZ" in status.read():
+                            break
+                except FileNotFoundError:
+                    break
                 time.sleep(0.05)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(member["pid"], signal.SIGKILL)

@@ -29,7 +29,6 @@ RESOURCES = {
     "gitrepositories.source.toolkit.fluxcd.io": "GitRepository",
     "kustomizations.kustomize.toolkit.fluxcd.io": "Kustomization",
 }
-CRDS = {resource: resource for resource in RESOURCES if "." in resource and not resource.endswith(".apps")}
 
 
 def _uid(name: str) -> str:

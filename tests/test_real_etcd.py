@@ -21,6 +21,7 @@ cluster adds the reboots, apid's proxying, and etcd members listening on the nod
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -317,6 +318,17 @@ class Recovery(threading.Thread):
             self._mark(started=True)
 
 
+def lose_quorum(fake: Tools, etcd: cp.EtcdCluster) -> None:
+    """Two of the three members stopped for real; what Talos says of the services: cp-a up without a leader."""
+    etcd.stop("cp-b")
+    etcd.stop("cp-c")
+    with open(f"{fake.scenario}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = fake.state()
+        state.update(etcd_service=json.loads(json.dumps(DISASTER)), etcd_tool=str(etcd_tool.binary()))
+        fake.scenario.write_text(json.dumps(state))
+
+
 def test_restore_etcd_restores_a_genuine_snapshot_and_its_keys_come_back(tmp_path, etcd, example_site):
     """A snapshot of the running cluster (terravixens snapshot), a key written after it, then quorum lost (two
     members stopped). restore-etcd wipes every control plane's member, the bootstrap node's is restored from the file
@@ -329,13 +341,7 @@ def test_restore_etcd_restores_a_genuine_snapshot_and_its_keys_come_back(tmp_pat
     [source] = snapshots(tmp_path)
     etcd.machined("put", "/registry/terravixens/after-the-snapshot", "lost by the restore")
     before = {m["id"] for m in etcd.member_list()}
-    etcd.stop("cp-b")
-    etcd.stop("cp-c")
-    with open(f"{fake.scenario}.lock", "w") as lock:  # what Talos says of the services: cp-a up without a leader
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = fake.state()
-        state.update(etcd_service=json.loads(json.dumps(DISASTER)), etcd_tool=str(etcd_tool.binary()))
-        fake.scenario.write_text(json.dumps(state))
+    lose_quorum(fake, etcd)
     console = Console(out=io.StringIO())
     with Recovery(etcd, fake) as recovery:
         code = restore_etcd(
@@ -356,10 +362,64 @@ def test_restore_etcd_restores_a_genuine_snapshot_and_its_keys_come_back(tmp_pat
         # the joined members are new; the restored one's id is etcd's hash of its peer URL and the cluster token,
         # the same as before when both are (a real node restores on its own address)
         assert not {listed["cp-b"]["id"], listed["cp-c"]["id"]} & before
+    # bootstrap read the private copy of the file (issue 26: restore-etcd verifies and uploads a 0600 copy of it)
+    recovered = fake.state()["recovered"]
+    assert recovered["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest() and recovered["mode"] == "0o600"
     assert fake.log()[-2:] == [
-        f"talosctl 10.11.1.11 bootstrap --recover-from={source}",
+        f"talosctl 10.11.1.11 bootstrap --recover-from={recovered['file']}",
         (
             "talosctl 10.11.1.11 health --control-plane-nodes 10.11.1.11,10.11.1.12,10.11.1.13 --wait-timeout 60s "
             "--worker-nodes 10.11.1.21,10.11.1.22"
         ),
     ]
+
+
+def test_another_real_clusters_snapshot_is_refused_and_restores_only_with_its_members_typed(
+    tmp_path, etcd, example_site
+):
+    """Issue 26's identity check against a real etcd's snapshot: a running one-member cluster (db-1, another
+    cluster's node) streams its database (Maintenance.Snapshot, as Talos streams it). restore-etcd reads its members
+    with etcd's own membership reader and refuses it before any talosctl call; with --force-foreign-snapshot db-1 the
+    bootstrap node's real member is restored from it by etcdutl: prod's keys are gone, the other cluster's are read
+    back."""
+    foreign = cp.EtcdCluster(tmp_path / "foreign", ["db-1"], nodes={"db-1": "10.20.0.5"})
+    try:
+        foreign.start()
+        foreign.machined("put", "/registry/other/secret", "not prod's")
+        source = tmp_path / "other.snapshot"
+        assert foreign.machined("snapshot", str(source))["bytes"] == source.stat().st_size > 0
+        peer = foreign.members["db-1"].peer_url
+    finally:
+        foreign.close()
+    fake = tools(tmp_path, etcd)
+    ws = Workspace(example_site, root=tmp_path)
+
+    def options(**changes: object) -> RestoreOptions:
+        return RestoreOptions(
+            **{"source": source, "confirm": "homelab/prod", "talosconfig": "talosconfig", "poll": 0.2, "timeout": 60}
+            | changes
+        )
+
+    out = io.StringIO()
+    for forced, mismatch in ((None, ""), ("db-2", " (--force-foreign-snapshot 'db-2' is not 'db-1')")):
+        with pytest.raises(OperationError) as caught:
+            restore_etcd(ws, "prod", FakeTerraform({}), fake.talosctl(), options(foreign=forced), Console(out))
+        assert caught.value.code == ExitCode.REFUSED and fake.log() == []
+        assert str(caught.value) == (
+            f"--from other.snapshot: it is not this cluster's etcd: its members db-1 ({peer}) are none of prod's "
+            f"control planes (cp-a, cp-b, cp-c) by hostname or peer address{mismatch}. Restoring it would give prod "
+            "another cluster's objects, identities and Secrets; to restore it anyway, knowingly, pass "
+            "--force-foreign-snapshot db-1; nothing was done"
+        )
+    assert etcd.machined("get", "/registry/terravixens/")["kvs"] == KEYS  # prod's etcd untouched
+
+    lose_quorum(fake, etcd)
+    console = Console(out=io.StringIO())
+    with Recovery(etcd, fake) as recovery:
+        code = restore_etcd(ws, "prod", FakeTerraform({}), fake.talosctl(timeout=60), options(foreign="db-1"), console)
+        output = console.out.getvalue()
+        assert code == ExitCode.OK, output
+        assert "restored anyway: --force-foreign-snapshot db-1" in output
+        assert recovery.restored == ["cp-a"]
+        assert etcd.machined("get", "/registry/", through=["cp-c"])["kvs"] == {"/registry/other/secret": "not prod's"}
+        assert sorted(m["name"] for m in etcd.member_list("cp-a")) == ["cp-a", "cp-b", "cp-c"]

@@ -101,7 +101,7 @@ K8S_DECODE := tools/k8s-decode
 # age (filippo.io/age, the implementation siderolabs/talos-backup encrypts with): what `restore-etcd --from s3://…`
 # decrypts an offsite backup with, and what the tests encrypt genuine snapshots with (docs/adr/0059).
 AGE := tools/age
-# The real control plane the day-2 tests run against (docs/adr/0053-real-control-plane-in-tests.md): kube-apiserver and
+# The real control plane the day-2 tests run against (docs/adr/0058-real-control-plane-in-tests.md): kube-apiserver and
 # kubectl built from k8s.io/kubernetes as tools/kube/go.mod pins it (each staging module replaced by its published
 # v0 twin), with the version stamps Kubernetes' own hack/lib/version.sh sets; etcd and etcdutl from go.etcd.io/etcd as
 # tools/etcd/go.mod pins it; the Flux and Cilium CRDs it serves, read from the Go module cache at the versions

@@ -1,4 +1,4 @@
-"""What the real control plane of the tests costs (ADR 0053): its start-up and stop, and the cold build of its tools.
+"""What the real control plane of the tests costs (ADR 0058): its start-up and stop, and the cold build of its tools.
 
     .venv/bin/python benchmarks/control_plane.py [--runs 5] [--cold]
 

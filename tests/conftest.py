@@ -64,7 +64,7 @@ def terraform_binary():
 def control_plane():
     """A real control plane for this test process (tests/control_plane.py): three etcd members and kube-apiserver on
     loopback, the Flux and Cilium CRDs served, stopped by PID at the end whatever happens. One per pytest-xdist worker
-    (docs/adr/0053-real-control-plane-in-tests.md: a worker freezes its API server and empties it between tests; a
+    (docs/adr/0058-real-control-plane-in-tests.md: a worker freezes its API server and empties it between tests; a
     shared one would need every test of every worker to wait for the others). A control plane that cannot start fails
     the tests that need it: it is never a skip."""
     from tests.control_plane import ControlPlane, new_folder

@@ -1,4 +1,4 @@
-"""A real Kubernetes control plane for the day-2 tests (docs/adr/0053-real-control-plane-in-tests.md): etcd members
+"""A real Kubernetes control plane for the day-2 tests (docs/adr/0058-real-control-plane-in-tests.md): etcd members
 and a kube-apiserver built by `make tools` (tools/etcd, tools/kube), on loopback, with the Flux and Cilium CRDs read
 from the Go module cache at the versions tools/crds/go.mod pins.
 

@@ -1,4 +1,4 @@
-"""The real control plane the day-2 tests run against (tests/control_plane.py, docs/adr/0053): the binaries are the
+"""The real control plane the day-2 tests run against (tests/control_plane.py, docs/adr/0058): the binaries are the
 versions their module files pin, the CRDs come from the module cache at the pinned versions, and every process it
 starts is stopped — by the fixture, by a close that meets a frozen process, and when the test process itself is killed.
 """

@@ -1,7 +1,7 @@
 // machined asks a real etcd member what Talos' machined asks it when talosctl calls the etcd API of a node
 // (internal/app/machined/internal/server/v1alpha1 in siderolabs/talos), so that the tests' talosctl
 // (tests/fake_talosctl.py) answers from a real etcd cluster: the Talos API itself cannot run here, etcd can
-// (docs/adr/0053-real-control-plane-in-tests.md).
+// (docs/adr/0058-real-control-plane-in-tests.md).
 //
 //	machined [flags] members           EtcdMemberList{QueryLocal: true}: MemberList on the node's own member, with
 //	                                   clientv3.WithRequireLeader

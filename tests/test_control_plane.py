@@ -52,6 +52,22 @@ def test_etcd_and_etcdutl_are_the_release_their_module_file_pins():
     assert tool.stdout.splitlines()[0] == f"etcdutl version: {pinned[1:]}"
 
 
+def test_the_etcd_the_tests_run_is_the_etcd_whose_code_judges_snapshots():
+    """tools/etcd (the test's etcd, etcdutl and machined) and tools/etcd-snapshot (the product's snapshot judge, ADR
+    0030) are two modules on purpose — one ships with terravixens, the other only serves the tests — but a snapshot
+    the real cluster streams must be judged by the same etcd code that wrote it: every go.etcd.io module both
+    require is at the same version."""
+    both = {}
+    for tool in ("etcd", "etcd-snapshot"):
+        text = (ROOT / "tools" / tool / "go.mod").read_text()
+        both[tool] = dict(re.findall(r"^\s*(go\.etcd\.io/\S+) (v\S+)", text, re.M))
+    shared = sorted(both["etcd"].keys() & both["etcd-snapshot"].keys())
+    assert "go.etcd.io/etcd/server/v3" in shared and "go.etcd.io/etcd/etcdutl/v3" in shared
+    assert {module: both["etcd"][module] for module in shared} == {
+        module: both["etcd-snapshot"][module] for module in shared
+    }
+
+
 @pytest.mark.parametrize(
     ("binary", "module_file"),
     [

@@ -96,6 +96,18 @@ def kube(control_plane):
     return control_plane
 
 
+@pytest.fixture
+def empty_kube(control_plane):
+    """The control plane with its CRDs all there and none of the objects tests write (tests/control_plane.py: RESET),
+    even when the last test left a cluster as its site says (`kube` keeps that baseline for the next test that reads
+    one): for tests whose objects would meet it — a server-side apply of an object another field manager wrote
+    conflicts on every field they share."""
+    control_plane.prepare()
+    if control_plane.items():
+        control_plane.reset()
+    return control_plane
+
+
 # Lines for the end of the run (the fuzz module's summary); with pytest-xdist (`make test`) each worker hands its
 # lines and its count of validated configurations to the controller, which prints them.
 SUMMARY_LINES: list[str] = []

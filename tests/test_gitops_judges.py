@@ -281,8 +281,8 @@ def _applied(documents: list[dict]) -> list[str]:
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_every_object_passes_a_server_side_dry_run_against_the_real_crds(variant, rendered, kube):
-    verdict = gitops_tool.server_dry_run(kube, rendered[variant])
+def test_every_object_passes_a_server_side_dry_run_against_the_real_crds(variant, rendered, empty_kube):
+    verdict = gitops_tool.server_dry_run(empty_kube, rendered[variant])
     assert (verdict.code, verdict.errors) == (0, [])
     documents = gitops_tool.documents(rendered[variant])
     assert len(documents) == sum(_expected_objects(variant).values())
@@ -294,9 +294,9 @@ def _release(variant_stacks, chart: str, *values: str) -> gitops_tool.Release:
     return gitops_tool.Release(release.name, release.chart, [*release.values, *values])
 
 
-def test_a_bad_interval_is_refused_by_the_flux_crds(variant_stacks, kube):
+def test_a_bad_interval_is_refused_by_the_flux_crds(variant_stacks, empty_kube):
     release = _release(variant_stacks, "flux-sync", "interval: 10 minutes\n")
-    verdict = gitops_tool.server_dry_run(kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
+    verdict = gitops_tool.server_dry_run(empty_kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
     assert verdict.code == 1 and verdict.applied == []
     pattern = "spec.interval in body should match '^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$'"
     for kind in ("GitRepository.source.toolkit.fluxcd.io", "Kustomization.kustomize.toolkit.fluxcd.io"):
@@ -304,9 +304,9 @@ def test_a_bad_interval_is_refused_by_the_flux_crds(variant_stacks, kube):
         assert f'spec.interval: Invalid value: "10 minutes": {pattern}' in error
 
 
-def test_a_bad_cidr_is_refused_by_the_cilium_crd(variant_stacks, kube):
+def test_a_bad_cidr_is_refused_by_the_cilium_crd(variant_stacks, empty_kube):
     release = _release(variant_stacks, "cilium-l2", "pools:\n  services: [10.0.300.0/24]\n")
-    verdict = gitops_tool.server_dry_run(kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
+    verdict = gitops_tool.server_dry_run(empty_kube, [{"name": "broken", "manifest": gitops_tool.template(release)}])
     assert verdict.code == 1
     assert verdict.applied == ["ciliuml2announcementpolicy.cilium.io/terravixens-l2"]  # the policy itself is fine
     assert verdict.errors == [
@@ -317,7 +317,7 @@ def test_a_bad_cidr_is_refused_by_the_cilium_crd(variant_stacks, kube):
     ]
 
 
-def test_an_unknown_field_is_refused_by_strict_field_validation(kube):
+def test_an_unknown_field_is_refused_by_strict_field_validation(empty_kube):
     manifest = """
 apiVersion: cilium.io/v2alpha1
 kind: CiliumLoadBalancerIPPool
@@ -330,7 +330,7 @@ kind: GitRepository
 metadata: {name: typo, namespace: flux-system}
 spec: {interval: 1m, url: "ssh://git@git.lab.internal/platform/fleet.git", branch: main}
 """
-    verdict = gitops_tool.server_dry_run(kube, [{"name": "hand-written", "manifest": manifest}])
+    verdict = gitops_tool.server_dry_run(empty_kube, [{"name": "hand-written", "manifest": manifest}])
     assert verdict.code == 1 and verdict.applied == []
     text = "\n".join(verdict.errors)
     assert ".spec.blockz: field not declared in schema" in text

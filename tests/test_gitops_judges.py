@@ -282,11 +282,15 @@ def _applied(documents: list[dict]) -> list[str]:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_object_passes_a_server_side_dry_run_against_the_real_crds(variant, rendered, empty_kube):
+    """Every object but Talos' own ServiceAccount (talos.dev: its CRD is in the root siderolabs/talos module, which
+    the proxy refuses; k8s-decode judges it) is accepted by the server; the ones left out are exactly those."""
     verdict = gitops_tool.server_dry_run(empty_kube, rendered[variant])
     assert (verdict.code, verdict.errors) == (0, [])
     documents = gitops_tool.documents(rendered[variant])
     assert len(documents) == sum(_expected_objects(variant).values())
-    assert sorted(verdict.applied) == _applied(documents)
+    assert sorted(verdict.applied) == _applied([d for d in documents if d["apiVersion"] != "talos.dev/v1alpha1"])
+    assert verdict.not_served == _applied([d for d in documents if d["apiVersion"] == "talos.dev/v1alpha1"])
+    assert all(name.startswith("serviceaccount.talos.dev/") for name in verdict.not_served)
 
 
 def _release(variant_stacks, chart: str, *values: str) -> gitops_tool.Release:

@@ -191,7 +191,9 @@ def server_dry_run(kube, renders: list[dict]) -> ServerVerdict:
     created for real first (a dry run cannot create the namespace of the objects in it)."""
     rendered = documents(renders)
     left_out = sorted(
-        f"{d['kind'].lower()}.{d['apiVersion'].split('/')[0]}/{d['metadata']['name']}" for d in rendered if not_served(d)
+        f"{d['kind'].lower()}.{d['apiVersion'].split('/')[0]}/{d['metadata']['name']}"
+        for d in rendered
+        if not_served(d)
     )
     found = [d for d in rendered if not not_served(d)]
     if not found:  # a site without Flux and pools renders nothing: nothing to judge

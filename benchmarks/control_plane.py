@@ -18,6 +18,7 @@ import argparse
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,13 +91,15 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, {platform.system()} {platform.machine()}; load average {load()}")
     phases: dict[str, list[float]] = {}
     for _ in range(arguments.runs):
-        plane = control_plane.ControlPlane(control_plane.new_folder("tv-benchmark-"))
+        folder = control_plane.new_folder("tv-benchmark-")
+        plane = control_plane.ControlPlane(folder)
         try:
             plane.start()
         finally:
             stopping = time.perf_counter()
             plane.close()
             stopped = time.perf_counter() - stopping
+            shutil.rmtree(folder, ignore_errors=True)  # its keys and etcd data: nothing of a run stays behind
         for phase, seconds in [*plane.phases.items(), ("start-up", plane.started_in), ("stop", stopped)]:
             phases.setdefault(phase, []).append(seconds)
     if arguments.runs:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from tests.test_docs_paths import machine_paths
@@ -87,7 +88,9 @@ def test_lifecycle_walk_reports_steps_per_second():
 
 
 def test_control_plane_reports_each_start_up_phase_and_leaves_nothing_running():
+    folders = set(Path(tempfile.gettempdir()).glob("tv-benchmark-*"))
     result = run_benchmark("benchmarks/control_plane.py", "--runs", "1")
+    assert set(Path(tempfile.gettempdir()).glob("tv-benchmark-*")) == folders  # its keys and etcd data removed
     assert result.returncode == 0, result.stdout + result.stderr
     for phase in ("etcd", "kube-apiserver", "CRDs, RBAC", "start-up", "stop"):
         assert re.search(rf"^{re.escape(phase)}\s+\d+\.\d+s\s+\d+\.\d+s$", result.stdout, re.M), (phase, result.stdout)

@@ -13,7 +13,8 @@ did: a binary that is missing or not executable, a call past its deadline, a non
 - inside `handle_signals()` SIGTERM and SIGHUP behave like Ctrl-C: every process group the runner started is ended
   (SIGTERM, grace, SIGKILL), then `Interrupted` (a KeyboardInterrupt) is raised in the main thread, so the command
   can print one line of what is done and what is not. A second signal during that stop kills at once (and raises
-  nothing more). Calls started after a stop was asked for do not start.
+  nothing more). Calls started after a stop was asked for do not start; a call is registered before its program
+  starts, so a stop that arrives while the program is starting ends it and names it like any other.
 
 Output is streamed: `on_stdout_line` gets each line as it arrives (Terraform's `-json` progress).
 """
@@ -131,17 +132,21 @@ def interrupted_line(error: BaseException) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ live groups
-@dataclass
+@dataclass(eq=False)
 class _Live:
-    process: subprocess.Popen[str]
+    """One call, registered before its program is started: a stop that arrives while Popen is half done (the
+    program may already run and write its pid) takes it like any other, and whoever attaches the process ends it."""
+
     label: str
     grace: float
+    process: subprocess.Popen[str] | None = None  # None while it starts (or when it could not start)
     stopped_by: str | None = None  # the signal whose stop ended it
+    ended: bool = False  # a stop or the caller's cleanup took it: a process attached afterwards is killed at once
 
 
 # Re-entrant: the signal handler runs in the main thread, possibly while that thread holds the lock.
 _lock = threading.RLock()
-_live: dict[int, _Live] = {}  # process group id (= the leader's pid) -> the call
+_live: set[_Live] = set()
 _stopping: str | None = None  # the signal that asked every call to stop (inside handle_signals)
 
 
@@ -155,28 +160,38 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-def _end(entries: Sequence[_Live], now: bool = False) -> None:
+def _take(entries: Sequence[_Live], stopped_by: str | None = None) -> list[tuple[subprocess.Popen[str], float]]:
+    """Marks the calls as ended (under the lock, so a call still starting sees it) and returns the processes that
+    exist now, with their grace."""
+    with _lock:
+        for entry in entries:
+            entry.ended = True
+            entry.stopped_by = entry.stopped_by or stopped_by
+        return [(entry.process, entry.grace) for entry in entries if entry.process is not None]
+
+
+def _end(processes: Sequence[tuple[subprocess.Popen[str], float]], now: bool = False) -> None:
     """SIGTERM to each group, up to its grace for the leader to exit, then SIGKILL to whatever is left of the group."""
     if not now:
-        for entry in entries:
-            _signal_group(entry.process.pid, signal.SIGTERM)
-        for entry in entries:
-            deadline = time.monotonic() + entry.grace
-            while entry.process.poll() is None and time.monotonic() < deadline:
+        for process, _grace in processes:
+            _signal_group(process.pid, signal.SIGTERM)
+        for process, grace in processes:
+            deadline = time.monotonic() + grace
+            while process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
-    for entry in entries:
-        _signal_group(entry.process.pid, signal.SIGKILL)
-    for entry in entries:
+    for process, _grace in processes:
+        _signal_group(process.pid, signal.SIGKILL)
+    for process, _grace in processes:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            entry.process.wait(timeout=5)
+            process.wait(timeout=5)
 
 
 def _stop_all(name: str, now: bool = False) -> list[str]:
+    """Ends every call, those still starting included (their starter kills what it starts): all are named."""
     with _lock:
-        entries = list(_live.values())
-        for entry in entries:
-            entry.stopped_by = entry.stopped_by or name
-    _end(entries, now)
+        entries = list(_live)
+        processes = _take(entries, name)
+    _end(processes, now)
     return [entry.label for entry in entries]
 
 
@@ -240,10 +255,12 @@ def _spawn(
     with_input: bool,
     label: str,
     grace: float,
-) -> _Live | OSError:
-    """Starts the program in its own session and registers its group, in a helper thread: a signal arriving in the
-    main thread while Popen is half done can then never leave an unregistered child behind."""
-    box: dict[str, object] = {}
+) -> _Live | OSError | str:
+    """Registers the call, then starts the program in its own session in a helper thread: a signal arriving in the
+    main thread while Popen is half done then never leaves an unregistered child behind, nor a stop that does not
+    name it. A str: the signal a stop was asked for with before it started (it does not start)."""
+    entry = _Live(label, grace)
+    failed: list[OSError] = []
 
     def start() -> None:
         try:
@@ -260,43 +277,44 @@ def _spawn(
                 errors="replace",
             )
         except OSError as error:
-            box["result"] = error
+            failed.append(error)
             return
-        entry = _Live(process, label, grace)
         with _lock:
-            _live[process.pid] = entry
-        box["result"] = entry
-        if _stopping is not None:  # a stop was asked for while it started: it does not run
-            entry.stopped_by = _stopping
+            entry.process = process
+            ended = entry.ended
+        if ended:  # a stop took the call while it started: it does not run
             _signal_group(process.pid, signal.SIGKILL)
 
     helper = threading.Thread(target=start, name=f"start {label}", daemon=True)
-    helper.start()
     try:
+        with _lock:
+            if _stopping is not None:
+                return _stopping
+            _live.add(entry)
+        helper.start()
         helper.join()
     except BaseException:
-        helper.join()
-        started = box.get("result")
-        if isinstance(started, _Live):
-            _finish(started.process, now=True)
+        with contextlib.suppress(RuntimeError):  # interrupted before it started: it kills what it starts (`ended`)
+            helper.join()
+        _finish(entry, now=True)
         raise
-    return box["result"]  # type: ignore[return-value]
+    if failed:
+        _forget(entry)
+        return failed[0]
+    return entry
 
 
-def _finish(process: subprocess.Popen[str], now: bool = False, grace: float = TERM_GRACE) -> None:
+def _finish(entry: _Live, now: bool = False) -> None:
     """Ends the call's group; it stays registered until then, so a second signal meanwhile still reaches it."""
-    with _lock:
-        entry = _live.get(process.pid)
     try:
-        _end([entry or _Live(process, "", grace)], now)
+        _end(_take([entry]), now)
     finally:
-        with _lock:
-            _live.pop(process.pid, None)
+        _forget(entry)
 
 
-def _forget(process: subprocess.Popen[str]) -> None:
+def _forget(entry: _Live) -> None:
     with _lock:
-        _live.pop(process.pid, None)
+        _live.discard(entry)
 
 
 def _message(stderr: str, stdout: str) -> str:
@@ -325,9 +343,12 @@ def run(
         return Ran(tuple(argv), None, "", "", f"{label} not started: {_stopping} received", interrupted=True)
     started = time.monotonic()
     entry = _spawn(argv, cwd, env, input is not None, label, grace)
+    if isinstance(entry, str):
+        return Ran(tuple(argv), None, "", "", f"{label} not started: {entry} received", interrupted=True)
     if isinstance(entry, OSError):
         return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {entry.strerror or entry}")
     process = entry.process
+    assert process is not None  # attached by the helper, which has finished
     out: list[str] = []
     err: list[str] = []
     errors: list[BaseException] = []
@@ -346,18 +367,18 @@ def run(
             process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
-            _finish(process, grace=grace)
+            _finish(entry)
         else:
             # The program is done; its pipes close unless something it left behind still holds them: then the
             # rest of its group is killed (a grandchild outside the group is abandoned below).
             _join(threads[:2], min(PIPE_LINGER, max(0.0, deadline - time.monotonic())))
             if any(thread.is_alive() for thread in threads[:2]):
-                _finish(process, now=True)
+                _finish(entry, now=True)
             else:
-                _forget(process)
+                _forget(entry)
         _join(threads[:2], 1.0)  # what is still open now is held outside the group: abandoned
     except BaseException:
-        _finish(process, grace=grace)
+        _finish(entry)
         raise
     if errors:
         raise errors[0]

@@ -128,6 +128,50 @@ def test_a_signal_during_a_call_ends_its_group_then_raises_interrupted(tmp_path,
     assert signal.getsignal(signum) == before and runner.stopping() is None
 
 
+@pytest.mark.parametrize("in_thread", [False, True], ids=["main thread", "other thread"])
+def test_a_stop_while_a_child_is_starting_is_reported_like_any_other(tmp_path, monkeypatch, in_thread):
+    """The signal arrives after the program exists (it already wrote its pid, as the fake Terraform of
+    test_operations_cli does) but before Popen returned to the runner: the stop must still end it and name it in
+    the one line. Deterministic: Popen does not return until the stop has taken its list of calls to end."""
+    stop_taken = threading.Event()
+    real_stop_all, real_popen = runner._stop_all, subprocess.Popen
+
+    def stop_all(name: str, now: bool = False) -> list[str]:
+        try:
+            return real_stop_all(name, now)
+        finally:
+            stop_taken.set()
+
+    class SlowToReturn(real_popen):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pid_in(tmp_path / "pid")
+            os.kill(os.getpid(), signal.SIGINT)
+            assert stop_taken.wait(10), "the stop never ran"
+
+    monkeypatch.setattr(runner, "_stop_all", stop_all)
+    monkeypatch.setattr(subprocess, "Popen", SlowToReturn)
+    results: list[runner.Ran] = []
+
+    def call() -> None:
+        results.append(run(["sh", "-c", f"echo $$ > {tmp_path}/pid; exec sleep 300"], timeout=60, label="plan"))
+
+    with pytest.raises(Interrupted) as caught, handle_signals():
+        if not in_thread:
+            call()
+        worker = threading.Thread(target=call)
+        worker.start()
+        while True:
+            time.sleep(0.05)
+    if in_thread:
+        worker.join(10)
+        assert results[0].interrupted and results[0].reason == "plan stopped: SIGINT received"
+    assert caught.value.stopped == ("plan",)
+    assert runner.interrupted_line(caught.value).startswith("interrupted by SIGINT (plan stopped with its process")
+    assert processes.ends_soon(pid_in(tmp_path / "pid"))
+    assert runner.stopping() is None and not runner._live
+
+
 def test_calls_in_other_threads_are_ended_too_and_nothing_new_starts(tmp_path):
     results: dict[int, runner.Ran] = {}
 

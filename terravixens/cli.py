@@ -252,8 +252,9 @@ def _invoke(entry: Command, args: argparse.Namespace) -> int:
         console = Console(out=sys.stderr) if getattr(args, "json", False) else Console()
         # Only the commands that take --secrets plan or apply a layer with apply-time variables.
         selected = _selected_layers(args) if hasattr(args, "secrets") else []
-        env = layer_env(site, args.site, getattr(args, "secrets", None), selected)
-        return run(args, Workspace(site), _terraform(env), console)
+        ws = Workspace(site)
+        env = layer_env(site, args.site, getattr(args, "secrets", None), selected, ws.site_layers)
+        return run(args, ws, _terraform(env), console)
     except OperationError as error:
         print(f"terravixens {entry.name}: {error}", file=sys.stderr)
         line = console.journal.line(interrupted=False) if console is not None else None

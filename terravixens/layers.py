@@ -20,6 +20,11 @@ layers in the order of `LAYER_KINDS`; inside a kind, the order its `layers` give
 it names in `after`. Stack names are public API (state keys, `terravixens deploy LAYER`): they come from stable
 names only.
 
+Layer names are formatted here (and, for L2, in terravixens.standalone.layout, which this module reads) and
+nowhere else: everything else is handed `Layer` values (`SiteLayers`, computed once per run) and reads a layer's
+declared facts — its kind, its cluster, its `GuardFacts` — never its name's shape (tests/test_layers.py holds every
+module of the package to it).
+
 Pure: no cdktf import (the CLI lists layers without starting jsii); a kind names its stack class, imported only
 when a stack is built.
 """
@@ -27,13 +32,15 @@ when a stack is built.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from terravixens.config.model import Site, StateConfig
 from terravixens.standalone.layout import StandaloneLayer, standalone_layers
 
-HYPERVISORS = "hypervisors"
+HYPERVISORS = "hypervisors"  # the L0 kind, and its one layer's name
+PLATFORM = "platform"  # the kind of a cluster's Talos machines (their talosconfig, kubeconfig and etcd)
+GITOPS = "gitops"  # the kind of a cluster's Cilium and Flux
 LEVELS = ("L0", "L1", "L2")
 
 
@@ -83,6 +90,11 @@ class Layer:
     guard: GuardFacts
     cluster: str | None = None
     guests: StandaloneLayer | None = field(default=None, compare=False)
+
+    @property
+    def roles_cluster(self) -> str | None:
+        """The cluster whose roles the guard judges this layer's plan with (GuardFacts.roles), else None."""
+        return self.cluster if self.guard.roles else None
 
     def state_path(self, state: StateConfig) -> str:
         return state_path(state, self.name)
@@ -144,7 +156,7 @@ def _standalone(kind: LayerKind, site: Site) -> list[Layer]:
 
 LAYER_KINDS: tuple[LayerKind, ...] = (
     LayerKind(
-        "hypervisors",
+        HYPERVISORS,
         "L0",
         "terravixens.stacks.hypervisors:HypervisorsStack",
         ("proxmox",),
@@ -152,7 +164,7 @@ LAYER_KINDS: tuple[LayerKind, ...] = (
         _hypervisors,
     ),
     LayerKind(
-        "platform",
+        PLATFORM,
         "L1",
         "terravixens.stacks.platform:PlatformStack",
         ("proxmox", "talos"),
@@ -160,7 +172,7 @@ LAYER_KINDS: tuple[LayerKind, ...] = (
         _platforms,
     ),
     LayerKind(
-        "gitops", "L1", "terravixens.stacks.gitops:GitopsStack", ("helm", "kubernetes"), GuardFacts(roles=True), _gitops
+        GITOPS, "L1", "terravixens.stacks.gitops:GitopsStack", ("helm", "kubernetes"), GuardFacts(roles=True), _gitops
     ),
     LayerKind(
         "standalone",
@@ -183,33 +195,71 @@ def site_layers(site: Site) -> list[Layer]:
     return [layer for *_, layer in sorted(layers, key=lambda item: item[:3])]
 
 
+@dataclass(frozen=True)
+class SiteLayers:
+    """Every layer of one site, in apply order, computed once (`SiteLayers.of(site)`; an operation's Workspace keeps
+    one per run): what the operations and the guard look a layer up in — by name, by kind and cluster, or by fact."""
+
+    site: str
+    layers: tuple[Layer, ...]
+
+    @classmethod
+    def of(cls, site: Site) -> SiteLayers:
+        return cls(site.site, tuple(site_layers(site)))
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def names(self) -> list[str]:
+        return [layer.name for layer in self.layers]
+
+    def get(self, name: str) -> Layer | None:
+        return next((layer for layer in self.layers if layer.name == name), None)
+
+    def named(self, name: str) -> Layer:
+        """The layer called `name` (a stack name); KeyError naming the site's layers when there is none."""
+        found = self.get(name)
+        if found is None:
+            raise KeyError(f"no layer {name!r} in site {self.site!r}: its layers are {', '.join(self.names)}")
+        return found
+
+    def select(self, names: Sequence[str]) -> list[Layer]:
+        """The layers named, in apply order (KeyError for a name the site has not)."""
+        for name in names:
+            self.named(name)
+        return [layer for layer in self.layers if layer.name in names]
+
+    def of_cluster(self, cluster: str, kind: str) -> Layer:
+        """The layer of kind `kind` of cluster `cluster` (KeyError when the site has none)."""
+        for layer in self.layers:
+            if layer.kind.name == kind and layer.cluster == cluster:
+                return layer
+        raise KeyError(f"site {self.site!r} has no {kind} layer of cluster {cluster!r}")
+
+    def platform(self, cluster: str) -> Layer:
+        """The cluster's platform layer: its Talos machines, their talosconfig and kubeconfig outputs, its etcd."""
+        return self.of_cluster(cluster, PLATFORM)
+
+    def gitops(self, cluster: str) -> Layer:
+        """The cluster's GitOps layer: Cilium and Flux."""
+        return self.of_cluster(cluster, GITOPS)
+
+    def guests_on_l0(self) -> list[Layer]:
+        """The layers whose deployed state says what their guests use on L0 (GuardFacts.guests_on_l0), in apply
+        order: read when a plan of a layer with GuardFacts.l0_usage is judged."""
+        return [layer for layer in self.layers if layer.guard.guests_on_l0]
+
+
 def layer_named(site: Site, name: str) -> Layer:
     """The layer called `name` (a stack name); KeyError naming the site's layers when there is none."""
-    layers = site_layers(site)
-    for layer in layers:
-        if layer.name == name:
-            return layer
-    raise KeyError(
-        f"no layer {name!r} in site {site.site!r}: its layers are {', '.join(layer.name for layer in layers)}"
-    )
+    return SiteLayers.of(site).named(name)
 
 
 def stack_names(site: Site) -> list[str]:
     """The site's stack names in apply order: L0 first, then per cluster its platform stack and its GitOps stack
     (which reads the platform state), then the L2 stacks when the site has standalone nodes."""
     return [layer.name for layer in site_layers(site)]
-
-
-def roles_cluster(site: Site, name: str) -> str | None:
-    """The cluster whose roles the guard judges layer `name`'s plan with (GuardFacts.roles); None for any other
-    layer, or a name the site has not."""
-    for layer in site_layers(site):
-        if layer.name == name:
-            return layer.cluster if layer.guard.roles else None
-    return None
-
-
-def guest_layers_on_l0(site: Site) -> list[str]:
-    """The layers whose deployed state says what their guests use on L0 (GuardFacts.guests_on_l0), in apply order:
-    read when a plan of a layer with GuardFacts.l0_usage is judged."""
-    return [layer.name for layer in site_layers(site) if layer.guard.guests_on_l0]

@@ -365,7 +365,7 @@ def guarded(command: str, args: Sequence[str], stack_dir: Path, binary: str) -> 
         tf = Terraform(
             binary=binary,
             env={ACTIVE_ENV: "1"},
-            layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer]),
+            layer_env=standalone_layer_env(site, str(path) if path else None, None, [layer], ws.site_layers),
         )
         if command == "apply":
             return int(deploy(ws, [layer], tf, DeployOptions(yes="-auto-approve" in args, synth=False), console))

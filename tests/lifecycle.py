@@ -46,6 +46,7 @@ from terravixens.guard import (
     site_usage,
 )
 from terravixens.guard.nodes import DISRUPTED
+from terravixens.layers import SiteLayers
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.rules import ALL_RULES
 from terravixens.stackdiff import Changes, addresses, diff, effective
@@ -485,9 +486,11 @@ def guard_problems(
     problems: list[str] = []
     site = support.site_from(after)
     usage = site_usage(site)
+    layers = SiteLayers.of(site)
     for stack in sorted(result):
         plan = plan_of(old.get(stack, {}), new.get(stack, {}), result[stack])
-        roles = site_roles(site, stack) if stack in (P, G) else {}
+        layer = layers.get(stack)  # None: a layer the site no longer has
+        roles = site_roles(site, layer) if layer is not None else {}
         context = GuardContext(roles=roles, usage=usage, reboot_checks=RebootChecks())  # every node answered
         refused = refusals(check_plan(plan, context))
         codes = sorted({violation.code for violation in refused})
@@ -495,7 +498,7 @@ def guard_problems(
         if two_leave:
             if codes != ["PG002"]:
                 problems.append(f"{stack}: the guard says {codes or 'ok'} to two control planes at once, not PG002")
-            problems += sequence_problems(sequence_of(site, stack, read_plan(plan)), plan, context)
+            problems += sequence_problems(sequence_of(site, layers.named(stack), read_plan(plan)), plan, context)
         elif refused:
             problems.append(f"{stack}: the guard refuses a legal step: {[v.code + ' ' + str(v) for v in refused]}")
         disrupted = {

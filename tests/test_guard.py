@@ -33,6 +33,7 @@ from terravixens.guard import (
 )
 from terravixens.guard.context import site_roles, site_usage
 from terravixens.guard.plan import read_plan
+from terravixens.layers import layer_named
 from terravixens.rules import reset_scoped_to_node, storage_prevent_destroy
 from tests import support
 from tests.fixtures.plans import hand_made, real_shapes
@@ -1322,8 +1323,10 @@ def test_cli_roles_from_the_site_file_and_allow_reboot(tmp_path):
 
 
 def test_site_roles(example_site):
-    assert site_roles(example_site, "platform-prod") == THREE
-    assert site_roles(example_site, "hypervisors") == {}
+    """From the layer's facts (GuardFacts.roles, its cluster): the platform and gitops layers have roles."""
+    assert site_roles(example_site, layer_named(example_site, "platform-prod")) == THREE
+    assert site_roles(example_site, layer_named(example_site, "gitops-prod")) == THREE
+    assert site_roles(example_site, layer_named(example_site, "hypervisors")) == {}
     assert site_roles(example_site) == THREE
 
 
@@ -1342,7 +1345,8 @@ def test_site_roles_refuses_a_name_with_two_roles():
 
     with pytest.raises(AmbiguousRoles, match="node 'wk-a' is a controlplane in one cluster and a worker in another"):
         site_roles(support.site_from(data))
-    assert site_roles(support.site_from(data), "platform-lab") == {"wk-a": "controlplane"}
+    site = support.site_from(data)
+    assert site_roles(site, layer_named(site, "platform-lab")) == {"wk-a": "controlplane"}
 
 
 # ---------------------------------------------------------------------------------------------------- real plans

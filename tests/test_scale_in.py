@@ -318,7 +318,7 @@ def test_three_control_planes_to_one_leave_one_per_apply(tmp_path):
     assert "etcd members — 1 (cp-a) after step 2/2, listed through cp-a" in ran.out
     assert ran.out.splitlines()[-1] == "deployed: platform-prod"
     # The guard judged every plan that was applied, and none had two control planes leaving.
-    roles = site_roles(cluster.ws.site, LAYER)
+    roles = site_roles(cluster.ws.site, cluster.ws.layer(LAYER))
     step_plans = cluster.tf.shown[1:]
     assert len(step_plans) == 2
     for shown in step_plans:
@@ -679,7 +679,7 @@ def _plan_of(cluster: Cluster, site: dict) -> tuple[Workspace, object]:
 def test_etcd_never_goes_below_the_sites_count_and_ends_odd(tmp_path, today, site, counts):
     cluster = Cluster(tmp_path, today, ["wk-a"])
     ws, plan = _plan_of(cluster, site_data(site, ["wk-a"]))
-    sequence = sequence_of(ws.site, LAYER, plan)
+    sequence = sequence_of(ws.site, ws.layer(LAYER), plan)
     assert sequence is not None
     assert [(step.members_before, step.members_after) for step in sequence.steps] == counts
     assert all(after >= len(site) for _, after in counts) and counts[-1][1] == len(site) and len(site) % 2 == 1

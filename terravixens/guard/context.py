@@ -14,7 +14,7 @@ from typing import Any
 from terravixens.catalogue import CONTAINERS, VMS
 from terravixens.config.model import Site
 from terravixens.inputs import JsonObject
-from terravixens.layers import platform_stack_name
+from terravixens.layers import Layer
 from terravixens.logical_ids import owner_of, standalone_owner_of
 from terravixens.talos.image import disk_image_file_name
 
@@ -205,12 +205,15 @@ class AmbiguousRoles(ValueError):
     pass
 
 
-def site_roles(site: Site, layer: str | None = None) -> dict[str, str]:
-    """Node -> role for the cluster of `layer` (platform-<cluster> or gitops-<cluster>), or for every cluster of the
-    site when no layer is named (a node name in two clusters with two roles must then be disambiguated)."""
+def site_roles(site: Site, layer: Layer | None = None) -> dict[str, str]:
+    """Node -> role for the cluster whose roles `layer`'s plan is judged with (its GuardFacts.roles: none for a layer
+    without), or for every cluster of the site when no layer is given (a node name in two clusters with two roles
+    must then be disambiguated)."""
     clusters = sorted(site.clusters)
     if layer is not None:
-        clusters = [name for name in clusters if layer in (platform_stack_name(name), f"gitops-{name}")]
+        if not layer.guard.roles:
+            return {}
+        clusters = [name for name in clusters if layer.cluster in (None, name)]
     roles: dict[str, str] = {}
     for cluster_name in clusters:
         for node_name, (role, _) in site.clusters[cluster_name].nodes().items():

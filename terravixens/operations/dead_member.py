@@ -48,7 +48,6 @@ from terravixens.arguments import (
 )
 from terravixens.config.addressing import node_address
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
-from terravixens.layers import platform_stack_name
 from terravixens.operations.backup import Backup, backup_state
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import TALOSCONFIG_UNIT, SnapshotPolicy, fresh_snapshot, platform_talosconfig
@@ -289,7 +288,7 @@ def _remove(
     address: dict[str, str],
     hostname: str,
 ) -> int:
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     journal = console.journal
     with journal.unit(PROBE) as unit:
         unit.note = probe_silence(talosctl, dead, address[dead], options, console, layer)

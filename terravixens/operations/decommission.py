@@ -34,7 +34,6 @@ from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY, VMS
 from terravixens.decommission_settings import Decommission
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
 from terravixens.guard.plan import Plan
-from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.logical_ids import cluster_id
 from terravixens.operations import summary
 from terravixens.operations.backup import pull_state
@@ -118,7 +117,9 @@ def run_step(
                 f"deploy it first (terravixens deploy {layer}), then decommission",
                 ExitCode.REFUSED,
             )
-        judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), "-destroy" in args))
+        judge(
+            console, planned, guard_context(ws, tf, console, ws.layer(layer), planned, frozenset(), "-destroy" in args)
+        )
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
             console.say(line)
@@ -144,7 +145,7 @@ def decommission(
             f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
         )
     cluster = ws.site.clusters[cluster_name]
-    layer, gitops = platform_stack_name(cluster_name), gitops_stack_name(cluster_name)
+    layer, gitops = ws.platform_layer(cluster_name).name, ws.gitops_layer(cluster_name).name
     typed_confirmation(
         console,
         f"{ws.site.site}/{cluster_name}",
@@ -195,7 +196,7 @@ def _snapshot(
     cluster = ws.site.clusters[cluster_name]
     reset = [name for name in sorted(cluster.control_planes) if apply_address(name) not in in_state]
     if len(reset) == len(cluster.control_planes):
-        console.step(platform_stack_name(cluster_name), "snapshot", "none: every control plane is already reset")
+        console.step(ws.platform_layer(cluster_name).name, "snapshot", "none: every control plane is already reset")
         return "none: no control plane left"
     if options.snapshot.skip_reason is not None:  # the reason is said; no talosconfig is needed
         fresh_snapshot(ws, cluster_name, options.talosctl, console, "decommission", options.snapshot)
@@ -224,7 +225,7 @@ def _teardown(
     in_state: set[str],
 ) -> None:
     cluster = ws.site.clusters[cluster_name]
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     last = cluster.bootstrap
     others = [name for name in sorted(cluster.control_planes) if name != last and apply_address(name) in in_state]
     hostnames = {name: node.hostname or name for name, (_, node) in cluster.nodes().items()}

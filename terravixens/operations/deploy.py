@@ -34,6 +34,7 @@ from terravixens.arguments import (
     site_option,
 )
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
+from terravixens.layers import Layer
 from terravixens.operations import acceptance, scale_in, summary
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy
@@ -80,12 +81,13 @@ def deploy_layer(
     ws: Workspace,
     tf: Terraform,
     console: Console,
-    layer: str,
+    found: Layer,
     options: DeployOptions,
     several: bool = False,
     kubectl: Kubectl | None = None,
 ) -> bool:
     """Returns True when something was applied."""
+    layer = found.name
     workdir = ws.stack_dir(layer)
     console.step(layer, "init")
     tf.init(workdir, layer)
@@ -99,13 +101,13 @@ def deploy_layer(
             console.step(layer, "plan", "no changes")
             remove_quietly(planned.path)
             return False
-        sequence = scale_in.sequence_of(ws.site, layer, planned.plan, options.scale_in.worker_batch)
+        sequence = scale_in.sequence_of(ws.site, found, planned.plan, options.scale_in.worker_batch)
         if sequence is not None:  # several control planes leave (or join first): one guarded apply per step
             how = scale_in.Run(
                 options.scale_in, options.yes, options.allow_reboot, options.lock_timeout, options.dry_run
             )
             return scale_in.run(ws, tf, console, planned, sequence, how, kubectl)
-        judge(console, planned, guard_context(ws, tf, console, layer, planned, options.allow_reboot))
+        judge(console, planned, guard_context(ws, tf, console, found, planned, options.allow_reboot))
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
             console.say(line)
@@ -132,7 +134,8 @@ def deploy(
     kubectl: Kubectl | None = None,
 ) -> int:
     console = console or Console()
-    selected = ws.layers(layers)
+    chosen = ws.layers(layers)
+    selected = [layer.name for layer in chosen]
     several = len(selected) > 1
     for layer in selected:  # before anything runs: a plan is never written over an existing file
         target = plan_json_path(options, layer, several)
@@ -140,7 +143,7 @@ def deploy(
             require_new_file(target, SAVE_PLAN_JSON)
     started = datetime.now(UTC)
     # --check after a dry run would look at a cluster nothing was applied to: not run (said by the dry run's line).
-    checks = acceptance.checked_after(ws, selected) if options.check is not None and not options.dry_run else {}
+    checks = acceptance.checked_after(chosen) if options.check is not None and not options.dry_run else {}
     journal = console.journal
     journal.expect(
         *(["synth"] if options.synth else []),
@@ -148,14 +151,15 @@ def deploy(
     )
     if options.synth:
         with journal.unit("synth"):
-            console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.layers())}")
+            console.step("site", "synth", f"{ws.site.site}: {', '.join(ws.site_layers.names)}")
             ws.synth()
     for layer in selected:  # before Terraform runs: a missing credential is its variable's name, not a provider error
         tf.require_credentials(ws.stack_dir(layer), layer)
     applied = []
-    for layer in selected:
+    for found in chosen:
+        layer = found.name
         with journal.unit(layer) as unit:
-            if deploy_layer(ws, tf, console, layer, options, several, kubectl):
+            if deploy_layer(ws, tf, console, found, options, several, kubectl):
                 applied.append(layer)
             else:
                 unit.note = "dry run" if options.dry_run else "no changes"

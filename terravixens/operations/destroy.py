@@ -37,9 +37,7 @@ class DestroyOptions:
 
 def children_first(ws: Workspace, tf: Terraform, console: Console, layer: str) -> None:
     """Refuses to destroy an L2 layer while a nested host it creates still has guests in their own layer."""
-    from terravixens.standalone.layout import standalone_layers
-
-    for child in [name for name, found in standalone_layers(ws.site).items() if found.after == layer]:
+    for child in [found.name for found in ws.site_layers if found.guests is not None and found.guests.after == layer]:
         workdir = ws.stack_dir(child)
         console.step(child, "init", "to see whether its guests are gone")
         tf.init(workdir, child)
@@ -54,7 +52,8 @@ def children_first(ws: Workspace, tf: Terraform, console: Console, layer: str) -
 
 def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, console: Console | None = None) -> int:
     console = console or Console()
-    [layer] = ws.layers([layer])
+    found = ws.layer(layer)
+    layer = found.name
     typed_confirmation(
         console,
         f"{ws.site.site}/{layer}",
@@ -105,7 +104,7 @@ def destroy(ws: Workspace, layer: str, tf: Terraform, options: DestroyOptions, c
                 console.step(layer, "plan", "nothing to destroy")
                 unit.note = "nothing to destroy"
                 return ExitCode.OK
-            judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset(), teardown=True))
+            judge(console, planned, guard_context(ws, tf, console, found, planned, frozenset(), teardown=True))
             console.step(layer, "summary", summary.counts(planned.plan))
             for line in summary.lines(planned.plan):
                 console.say(line)

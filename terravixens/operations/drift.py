@@ -20,7 +20,7 @@ from typing import Any
 
 from terravixens.arguments import Definition, json_option, secrets_option, site_option
 from terravixens.exitcodes import ExitCode, MonitorExit, codes
-from terravixens.layers import platform_stack_name
+from terravixens.layers import PLATFORM
 from terravixens.operations import summary
 from terravixens.operations.acceptance import parse_wait
 from terravixens.operations.console import Console
@@ -187,18 +187,17 @@ def drift_report(
     talos = talos or TalosSide()
     selected = ws.layers(layers)
     journal = console.journal
-    journal.expect(*(["synth"] if synth else []), *selected)
+    journal.expect(*(["synth"] if synth else []), *(layer.name for layer in selected))
     if synth:
         with journal.unit("synth"):
             console.step("site", "synth", ws.site.site)
             ws.synth()
     report = DriftReport(ws.site.site)
     for layer in selected:
-        with journal.unit(layer) as unit:
-            found = _drift_layer(ws, tf, console, layer)
-            cluster = ws.cluster_of(layer)
-            if talos.enabled and cluster is not None and layer == platform_stack_name(cluster):
-                found.talos = talos_drift(ws, tf, console, cluster, talos)
+        with journal.unit(layer.name) as unit:
+            found = _drift_layer(ws, tf, console, layer.name)
+            if talos.enabled and layer.kind.name == PLATFORM and layer.cluster is not None:  # its Talos machines
+                found.talos = talos_drift(ws, tf, console, layer.cluster, talos)
             report.layers.append(found)
             unit.note = found.status
     return report
@@ -236,7 +235,7 @@ def _drift_layer(ws: Workspace, tf: Terraform, console: Console, layer: str) -> 
 # ------------------------------------------------------------------------------------------------- Talos side
 def talos_drift(ws: Workspace, tf: Terraform, console: Console, cluster_name: str, talos: TalosSide) -> TalosDrift:
     """Reads the running cluster (talosctl, kubectl: read-only) and prints how it differs from the site."""
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     console.journal.saw(layer, "talos")
     nodes = site_nodes(ws.site, cluster_name)
     with cluster_access(ws, tf, cluster_name) as access:

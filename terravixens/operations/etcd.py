@@ -19,7 +19,6 @@ from pathlib import Path
 from terravixens.config.addressing import node_address
 from terravixens.etcd_snapshots import DEFAULT_KEEP, SnapshotError, SnapshotStore, StoreError, Taken
 from terravixens.exitcodes import ExitCode
-from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.files import private_directory, write_private
 from terravixens.operations.outcome import OperationError
@@ -69,7 +68,7 @@ def talosconfig_file(ws: Workspace, tf: Terraform, cluster_name: str, given: str
     if given:
         yield given
         return
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     text = talosconfig_of(tf, ws.stack_dir(layer))
     if text is None:
         raise OperationError(
@@ -91,7 +90,7 @@ def platform_talosconfig(
     if given:
         yield given
         return
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     with contextlib.ExitStack() as stack:
         with console.journal.unit(TALOSCONFIG_UNIT):
             console.step(layer, "init")
@@ -124,7 +123,7 @@ def fresh_snapshot(
     `reason` names the snapshot file; the lines say "before <reason>" unless `purpose` says what it is for
     (`terravixens snapshot`: "on request")."""
     policy = policy or SnapshotPolicy()
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     purpose = purpose or f"before {reason}"
     if policy.skip_reason is not None:
         console.step(layer, "snapshot", f"skipped {purpose}: {policy.skip_reason} (--no-snapshot)")

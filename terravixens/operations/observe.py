@@ -39,7 +39,6 @@ from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.etcd_offsite import OffsiteError, RemoteBackup, list_backups
 from terravixens.inputs import InputError, read_text
-from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.operations.backup import BACKUP_DIR
 from terravixens.operations.files import private_directory, write_private
 from terravixens.operations.kube import Kubectl
@@ -179,7 +178,7 @@ def cluster_access(
     """The cluster's talosconfig and kubeconfig: the files given, else the platform layer's outputs (its folder
     initialised first when needed), written 0600 into a 0700 temporary folder removed afterwards. `options`: the
     command takes --talosconfig/--kubeconfig (said when an output is missing)."""
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     texts: dict[str, str] = {}
     outputs: dict[str, str | Unread | None] = {}
     if talosconfig is None or kubeconfig is None:
@@ -587,7 +586,7 @@ def last_apply(ws: Workspace, cluster_name: str) -> Since | None:
     """The newest state backup of the cluster's platform or gitops layer, by the UTC time its name starts with:
     taken right before the last apply (or destroy, restore) terravixens made of it. None: no backup here."""
     newest: tuple[datetime, str, str] | None = None
-    for layer in (platform_stack_name(cluster_name), gitops_stack_name(cluster_name)):
+    for layer in (ws.platform_layer(cluster_name).name, ws.gitops_layer(cluster_name).name):
         folder = ws.root / BACKUP_DIR / ws.site.site / layer
         for path in folder.glob("*.tfstate") if folder.is_dir() else ():
             stamp = BACKUP_NAME.match(path.name)
@@ -603,7 +602,8 @@ def last_apply(ws: Workspace, cluster_name: str) -> Since | None:
 def since_default(ws: Workspace, cluster_name: str) -> Since:
     return last_apply(ws, cluster_name) or Since(
         None,
-        f"no bound: no state backup of {platform_stack_name(cluster_name)} or {gitops_stack_name(cluster_name)} here",
+        f"no bound: no state backup of {ws.platform_layer(cluster_name).name} or "
+        f"{ws.gitops_layer(cluster_name).name} here",
     )
 
 

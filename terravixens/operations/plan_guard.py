@@ -28,6 +28,7 @@ from terravixens.guard.checks.base import Violation
 from terravixens.guard.context import AmbiguousRoles
 from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
 from terravixens.inputs import InputError, Problem, load_json, read_text
+from terravixens.layers import layer_named
 from terravixens.operations.outcome import OperationError
 from terravixens.output import render
 
@@ -74,9 +75,11 @@ def context_for(site: Site, options: GuardOptions) -> GuardContext:
     if not options.teardown:
         site_usage(site, usage)
     try:
-        roles = site_roles(site, options.layer)
+        roles = site_roles(site, None if options.layer is None else layer_named(site, options.layer))
     except AmbiguousRoles as error:
         raise OperationError(str(error), ExitCode.BAD_INPUT) from None
+    except KeyError as error:  # a layer the site has not: its roles would silently be none
+        raise OperationError(f"--layer: {error.args[0]}", ExitCode.BAD_INPUT) from None
     return GuardContext(
         roles=roles,
         usage=usage,

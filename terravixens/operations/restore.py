@@ -29,7 +29,7 @@ def restore(
     console: Console | None = None,
 ) -> int:
     console = console or Console()
-    [layer] = ws.layers([layer])
+    layer = ws.layer(layer).name
     read_backup(Path(backup))  # a file that is not a state is bad input before anything runs
     typed_confirmation(
         console,

@@ -82,7 +82,6 @@ from terravixens.etcd_snapshots import (
     verify_snapshot,
 )
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
-from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, platform_talosconfig
 from terravixens.operations.files import private_directory
@@ -217,7 +216,7 @@ def check_source(
     BAD_INPUT with the file, what is wrong and the way out when it is not usable, REFUSED when it is another
     cluster's (and --force-foreign-snapshot does not name its members). `shown`: what --from said, when `path` is
     the decrypted download of an s3:// backup."""
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     shown = shown or _shown(path, ws.root)
     given = f"--from {shown}"
     copy, size, sha256 = _copy_private(path, folder, given)
@@ -569,7 +568,7 @@ def _fetched(
     The bucket must be the one the site names, the key one of this cluster's backups under its prefix, the identity
     the one of the site's recipient; all checked before a byte is read. BAD_INPUT (nothing done) for what the
     operator gives, FAILED for a store or a decryption that fails."""
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     given = f"--from {url}"
     try:
         bucket_name, key = parse_url(url)
@@ -641,7 +640,7 @@ def _restore(
     addresses: dict[str, str],
     workers: list[str],
 ) -> None:
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     bootstrap = ws.site.clusters[cluster_name].bootstrap
     journal = console.journal
     with journal.unit(CHECK) as unit:

@@ -38,7 +38,7 @@ from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode
 from terravixens.guard import Fate, GuardContext, Plan, node_view, site_roles
 from terravixens.guard.nodes import NodeView
-from terravixens.layers import platform_stack_name
+from terravixens.layers import PLATFORM, Layer
 from terravixens.operations import summary
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot, talosconfig_file
@@ -190,12 +190,12 @@ def _cluster_node(site: Site, cluster_name: str, node: NodeView, plan: Plan, rol
     return ClusterNode(node.name, role, hostname, address)
 
 
-def sequence_of(site: Site, layer: str, plan: Plan | None, worker_batch: int | None = None) -> ScaleIn | None:
+def sequence_of(site: Site, layer: Layer, plan: Plan | None, worker_batch: int | None = None) -> ScaleIn | None:
     """The sequence a platform layer's plan needs, or None when one plain apply is right (no control plane leaves,
     the workers that leave fit in one batch) — or when the plan is the guard's to refuse as it is (a node the site
     keeps losing its machine, no control plane of today staying). A single control plane leaving is a sequence of
     one step: it gets the snapshot and the checks too (it is what is left of a sequence after a stop)."""
-    cluster_name = next((name for name in site.clusters if platform_stack_name(name) == layer), None)
+    cluster_name = layer.cluster if layer.kind.name == PLATFORM else None  # a cluster's Talos machines
     if cluster_name is None or plan is None:
         return None
     roles = site_roles(site, layer)
@@ -250,8 +250,8 @@ def sequence_of(site: Site, layer: str, plan: Plan | None, worker_batch: int | N
     steps[-1] = Step(last.kind, last.leaving, last.joining, (), last.members_before, last.members_after, len(rest))
     if count % 2 == 0 or count < 1:  # the site's count is odd (TV001): a state that disagrees is not guessed at
         raise OperationError(
-            f"{layer}: the sequence would leave etcd with {count} members; the site's control planes are odd in "
-            f"number: the state and the site disagree (run `terravixens drift {layer}`); nothing was applied",
+            f"{layer.name}: the sequence would leave etcd with {count} members; the site's control planes are odd in "
+            f"number: the state and the site disagree (run `terravixens drift {layer.name}`); nothing was applied",
             ExitCode.REFUSED,
         )
 
@@ -264,7 +264,7 @@ def sequence_of(site: Site, layer: str, plan: Plan | None, worker_batch: int | N
     }
     staying = tuple(node.name for node in control_planes if node.fate != Fate.LEAVING)
     return ScaleIn(
-        layer,
+        layer.name,
         cluster_name,
         "; ".join(reasons),
         tuple(steps),
@@ -411,7 +411,7 @@ def run(
     sequence, asks once, then runs each step. Returns True when something was applied (False for a dry run)."""
     layer = sequence.layer
     planned.extra_waived = frozenset({"PG002"})
-    judge(console, planned, guard_context(ws, tf, console, layer, planned, how.allow_reboot))
+    judge(console, planned, guard_context(ws, tf, console, ws.layer(layer), planned, how.allow_reboot))
     remove_quietly(planned.path)  # each step plans again, with its own targets
     console.step(layer, "summary", f"{summary.counts(planned.plan)} in all, in {_steps(len(sequence.steps))}")
     for line in summary.lines(planned.plan):
@@ -466,14 +466,14 @@ def _step(
             console.step(layer, "plan", "no changes: this step is already applied")
             check_cluster(talosctl, sequence, number - 1, console, f"after step {number}/{total}", applied)
             return "already applied"
-        unexpected = _unexpected(planned.plan, step, site_roles(ws.site, layer))
+        unexpected = _unexpected(planned.plan, step, site_roles(ws.site, ws.layer(layer)))
         if unexpected is not None:
             raise OperationError(
                 f"{layer}: the plan of step {number}/{total} is not the step ({unexpected}); nothing of it was "
                 f"applied. {RESUME}",
                 ExitCode.REFUSED,
             )
-        judge(console, planned, guard_context(ws, tf, console, layer, planned, how.allow_reboot))
+        judge(console, planned, guard_context(ws, tf, console, ws.layer(layer), planned, how.allow_reboot))
         console.step(layer, "summary", summary.counts(planned.plan))
         for line in summary.lines(planned.plan):
             console.say(line)

@@ -33,7 +33,7 @@ from terravixens.arguments import Definition, site_option
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.exitcodes import ExitCode, codes
-from terravixens.layers import HYPERVISORS, platform_stack_name, site_layers
+from terravixens.layers import SiteLayers
 from terravixens.standalone.layout import layer_of_node
 from terravixens.standalone.topology import placement
 
@@ -140,10 +140,11 @@ class SiteView:
 
 def view(site: Site) -> SiteView:
     """The site at a glance, from the validated model alone (nothing synthesized, nothing asked of a cluster)."""
+    known = SiteLayers.of(site)
     layers = tuple(
-        LayerView(layer.name, layer.kind.name, layer.kind.level, layer.after, layer.cluster)
-        for layer in site_layers(site)
+        LayerView(layer.name, layer.kind.name, layer.kind.level, layer.after, layer.cluster) for layer in known
     )
+    [l0] = [layer.name for layer in known if layer.kind.level == "L0"]  # the layer of the hypervisors
     hypervisors = tuple(
         HypervisorView(
             name=name,
@@ -154,7 +155,7 @@ def view(site: Site) -> SiteView:
             ),
             datastores={"vm": hypervisor.datastores.vm, "images": hypervisor.datastores.images},
             api_user=hypervisor.api_user.user_id if hypervisor.api_user else None,
-            layer=HYPERVISORS,
+            layer=l0,
         )
         for name, hypervisor in sorted(site.hypervisors.items())
     )
@@ -186,7 +187,7 @@ def view(site: Site) -> SiteView:
                     mac_address=placed.node.mac_address,
                     talos_version=cluster.talos_version,
                     kubernetes_version=cluster.kubernetes_version,
-                    layer=platform_stack_name(cluster_name),
+                    layer=known.platform(cluster_name).name,
                     cpu=placed.node.cpu,
                     memory_mib=placed.node.memory_mib,
                     disk_gib=placed.node.disk_gib,

@@ -29,7 +29,6 @@ from terravixens.arguments import Definition, backup_secrets_option, json_option
 from terravixens.etcd_offsite import OffsiteError, RemoteBackup, age_of, endpoint_host, list_backups
 from terravixens.etcd_snapshots import DEFAULT_KEEP, Snapshot, SnapshotStore, StoreError, describe
 from terravixens.exitcodes import SYNTH_RULE, ExitCode, codes
-from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, check_store, fresh_snapshot, platform_talosconfig
 from terravixens.operations.offsite import configured, offsite
@@ -74,7 +73,7 @@ def take_snapshot(
     console = console or Console()
     _known(ws, cluster_name)
     check_store(SnapshotStore(ws.root, ws.site.site, keep=options.keep), cluster_name)  # before synth and talosctl
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     journal = console.journal
     if options.talosconfig is None:
         journal.expect("synth", "talosconfig", "snapshot")

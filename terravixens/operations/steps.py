@@ -26,7 +26,7 @@ from terravixens.guard import (
 )
 from terravixens.guard.plan import NotAPlan, Plan, parse_plan_text
 from terravixens.inputs import InputError
-from terravixens.layers import HYPERVISORS
+from terravixens.layers import Layer
 from terravixens.logical_ids import node_id
 from terravixens.operations.backup import Backup, backup_state, local_state, pull_state
 from terravixens.operations.console import Console
@@ -35,7 +35,6 @@ from terravixens.operations.journal import Journal, Unit
 from terravixens.operations.outcome import OperationError
 from terravixens.operations.terraform import Result, Terraform
 from terravixens.operations.workspace import Workspace
-from terravixens.standalone.layout import STANDALONE
 
 PLAN_FILE = "terravixens.tfplan"
 
@@ -108,16 +107,17 @@ def make_plan(
 
 
 # ---------------------------------------------------------------------------------------------------- judge
-def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str, dict[str, Any]]:
-    """Each platform layer's deployed state (what its VMs use), and the `standalone` layer's (guests of the
-    hypervisors), for the hypervisors' guard.
+def platform_states(ws: Workspace, tf: Terraform, console: Console, judged: Layer) -> dict[str, dict[str, Any]]:
+    """The deployed state of each layer whose guests use L0 (GuardFacts.guests_on_l0: the platform layers, the
+    `standalone` layer's guests of the hypervisors), for the guard of `judged` (a layer with GuardFacts.l0_usage).
 
     Only the layer asked for is initialised: a local state is read where it lies (`terraform init` of a platform
     layer installs talos, which the offline mirror does not hold: the hypervisors layer deploys offline). An S3 state
     is pulled, initialising the layer's directory if needed; a provider that init cannot install stops with one line
     naming it and why it was needed."""
     states = {}
-    for layer in ws.platform_layers() + ([STANDALONE] if STANDALONE in ws.layers() else []):
+    for guests in ws.site_layers.guests_on_l0():
+        layer = guests.name
         workdir = ws.stack_dir(layer)
         local = local_state(workdir, layer)
         if local is not None:
@@ -129,7 +129,7 @@ def platform_states(ws: Workspace, tf: Terraform, console: Console) -> dict[str,
                     tf.init(workdir, layer)
                 except OperationError as error:
                     raise OperationError(
-                        f"{HYPERVISORS}: its guard reads {layer}'s state (what its VMs use), and {error}", error.code
+                        f"{judged.name}: its guard reads {layer}'s state (what its VMs use), and {error}", error.code
                     ) from None
             _, state = pull_state(tf, workdir, layer)
         if state:
@@ -141,18 +141,21 @@ def guard_context(
     ws: Workspace,
     tf: Terraform,
     console: Console,
-    layer: str,
+    layer: Layer,
     planned: LayerPlan,
     allow_reboot: frozenset[str],
     teardown: bool = False,
 ) -> GuardContext:
+    """What the guard knows of `layer` besides its plan, from the layer's declared facts (terravixens.layers
+    GuardFacts): the roles of its cluster's nodes, and what the site's guests use on L0 when its plan is judged
+    against that."""
     usage = None
-    if layer == HYPERVISORS:
-        usage = deployed_usage(platform_states(ws, tf, console))
+    if layer.guard.l0_usage:
+        usage = deployed_usage(platform_states(ws, tf, console, layer))
         if not teardown:
             site_usage(ws.site, usage)
     return GuardContext(
-        roles=site_roles(ws.site, layer) if ws.cluster_of(layer) else {},
+        roles=site_roles(ws.site, layer),
         usage=usage,
         reboot_checks=RebootChecks.from_log(planned.log.messages) if planned.log is not None else None,
         allow_reboot=allow_reboot,

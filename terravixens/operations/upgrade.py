@@ -53,7 +53,6 @@ from typing import Any
 from terravixens.arguments import Definition, batch, duration, json_option, no_snapshot_option, site_option
 from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode, codes
-from terravixens.layers import platform_stack_name
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, control_plane_addresses, fresh_snapshot, talosconfig_file
 from terravixens.operations.journal import Journal
@@ -563,7 +562,7 @@ def talosconfig_path(ws: Workspace, tf: Terraform, cluster_name: str, given: str
     if Path(LOCAL_TALOSCONFIG).is_file():  # relative to the current folder, as talosctl reads it
         yield LOCAL_TALOSCONFIG
         return
-    layer = platform_stack_name(cluster_name)
+    layer = ws.platform_layer(cluster_name).name
     if not ws.stack_dir(layer).is_dir():
         raise OperationError(
             f"no talosconfig: none given (--talosconfig FILE), no ./{LOCAL_TALOSCONFIG} here, and {layer} was not "

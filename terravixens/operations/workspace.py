@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from terravixens.config.model import Site
 from terravixens.decommission_settings import Decommission
 from terravixens.exitcodes import ExitCode
-from terravixens.layers import gitops_stack_name, platform_stack_name, stack_names
+from terravixens.layers import Layer, SiteLayers
 from terravixens.operations.outcome import OperationError
 from terravixens.synth import rule_messages, synth_failure
 
@@ -36,15 +37,42 @@ class Workspace:
         self.root = Path(self.root).resolve()
         self.outdir = Path(self.outdir).resolve() if self.outdir else self.root / "cdktf.out"
 
-    def layers(self, selection: Sequence[str] | None = None) -> list[str]:
-        """The layers asked for, in apply order; all of them for None or an empty selection."""
-        known = stack_names(self.site)
+    @cached_property
+    def site_layers(self) -> SiteLayers:
+        """Every layer of the site, computed once for the run: the operations read a layer's facts from these."""
+        return SiteLayers.of(self.site)
+
+    def layers(self, selection: Sequence[str] | None = None) -> list[Layer]:
+        """The layers asked for (by name), in apply order; all of them for None or an empty selection."""
+        known = self.site_layers
         if not selection:
-            return known
-        unknown = [name for name in selection if name not in known]
+            return list(known)
+        unknown = [name for name in selection if known.get(name) is None]
         if unknown:
-            raise OperationError(f"unknown layer {unknown[0]!r}: use one of {', '.join(known)}", ExitCode.BAD_INPUT)
-        return [name for name in known if name in selection]
+            raise OperationError(
+                f"unknown layer {unknown[0]!r}: use one of {', '.join(known.names)}", ExitCode.BAD_INPUT
+            )
+        return known.select(selection)
+
+    def layer(self, name: str) -> Layer:
+        """The layer called `name` (BAD_INPUT naming the site's layers when there is none)."""
+        [layer] = self.layers([name])
+        return layer
+
+    def platform_layer(self, cluster_name: str) -> Layer:
+        """The cluster's platform layer (BAD_INPUT naming the site's clusters for a cluster it has not)."""
+        return self.site_layers.platform(self._known_cluster(cluster_name))
+
+    def gitops_layer(self, cluster_name: str) -> Layer:
+        return self.site_layers.gitops(self._known_cluster(cluster_name))
+
+    def _known_cluster(self, cluster_name: str) -> str:
+        if cluster_name not in self.site.clusters:
+            raise OperationError(
+                f"unknown cluster {cluster_name!r}: use one of {', '.join(sorted(self.site.clusters))}",
+                ExitCode.BAD_INPUT,
+            )
+        return cluster_name
 
     @property
     def out(self) -> Path:
@@ -59,27 +87,18 @@ class Workspace:
         from terravixens.stacks import build_app
 
         try:
-            build_app(self.site, str(self.outdir), dict(self.decommission)).synth()
+            build_app(self.site, str(self.outdir), dict(self.decommission), self.site_layers).synth()
         except RuntimeError as error:  # what cdktf raises for error annotations and failed validations
             messages = rule_messages(error)
             if messages is not None:
                 raise OperationError("synth stopped by safety rules:\n" + messages, ExitCode.REFUSED) from None
             raise OperationError("synth failed:\n" + synth_failure(error), ExitCode.FAILED) from None
-        layers = stack_names(self.site)
+        layers = self.site_layers.names
         if self.transform is not None:
             for layer in layers:
                 path = self.stack_dir(layer) / "cdk.tf.json"
                 path.write_text(json.dumps(self.transform(layer, json.loads(path.read_text())), indent=2))
         return layers
-
-    def cluster_of(self, layer: str) -> str | None:
-        for name in self.site.clusters:
-            if layer in (platform_stack_name(name), gitops_stack_name(name)):
-                return name
-        return None
-
-    def platform_layers(self) -> list[str]:
-        return [platform_stack_name(name) for name in sorted(self.site.clusters)]
 
 
 __all__ = ["Transform", "Workspace"]

@@ -15,7 +15,6 @@ from terravixens.constructs.cilium import Cilium, CiliumProps
 from terravixens.constructs.csi_secret import CsiSecret, CsiSecretProps
 from terravixens.constructs.etcd_backup import EtcdBackupJob, EtcdBackupJobProps
 from terravixens.constructs.flux_bootstrap import FluxBootstrap, FluxBootstrapProps
-from terravixens.layers import platform_stack_name
 from terravixens.stacks.backend import remote_state
 from terravixens.stacks.base import LayerStack
 
@@ -24,7 +23,8 @@ class GitopsStack(LayerStack):
     def build(self) -> None:
         site, cluster_name = self.site, self.cluster_name
         cluster = site.clusters[cluster_name]
-        platform = remote_state(self, "platform", site.state, site.site, platform_stack_name(cluster_name))
+        # its `after` is its platform layer, whose state it reads (terravixens.layers, ADR 0007)
+        platform = remote_state(self, "platform", site.state, site.site, self.platform_layer)
         client = platform.get("kubernetes_client")
         credentials = {
             "host": Fn.lookup(client, "host"),
@@ -43,3 +43,12 @@ class GitopsStack(LayerStack):
             self.etcd_backup = EtcdBackupJob(
                 self, "etcd_backup", EtcdBackupJobProps(cluster_name=cluster_name, backup=cluster.etcd_backup)
             )
+
+    @property
+    def platform_layer(self) -> str:
+        """The platform layer this one is applied after and whose outputs it reads."""
+        if self.layer.after is None:
+            raise ValueError(
+                f"layer {self.layer.name!r} names no platform layer to read its cluster's credentials from"
+            )
+        return self.layer.after

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from terravixens import runner
 from terravixens.exitcodes import ExitCode, MonitorExit
+from terravixens.layers import Layer
 from terravixens.operations.acceptance import (
     backups,
     certificates,
@@ -222,7 +223,13 @@ def run(
             observed = observe(
                 ws.site, cluster_name, access, talosctl, kubectl, since, options.tail, progress, options.secrets
             )
-            context = Context(cluster_name, ws.site.clusters[cluster_name], datetime.now(UTC))
+            context = Context(
+                cluster_name,
+                ws.site.clusters[cluster_name],
+                datetime.now(UTC),
+                platform=ws.platform_layer(cluster_name).name,
+                gitops=ws.gitops_layer(cluster_name).name,
+            )
             report = Report(ws.site.site, cluster_name, since, judge(context, observed), passes)
             left = deadline - time.monotonic()
             if report.exit_code == MonitorExit.IN_SYNC or left <= 0:
@@ -232,14 +239,13 @@ def run(
 
 
 # --------------------------------------------------------------------------------------------------- deploy --check
-def checked_after(ws: Workspace, selected: list[str]) -> dict[str, str]:
+def checked_after(selected: Sequence[Layer]) -> dict[str, str]:
     """layer -> cluster, for the layer after which `deploy --check` checks a cluster: the last of the cluster's
-    platform and gitops layers being deployed (Nodes are Ready only once Cilium, the gitops layer's, runs)."""
+    layers being deployed (Nodes are Ready only once Cilium, the gitops layer's, runs)."""
     last: dict[str, str] = {}
     for layer in selected:
-        cluster = ws.cluster_of(layer)
-        if cluster is not None:
-            last[cluster] = layer
+        if layer.cluster is not None:
+            last[layer.cluster] = layer.name
     return {layer: cluster for cluster, layer in last.items()}
 
 

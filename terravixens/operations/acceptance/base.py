@@ -10,7 +10,6 @@ from datetime import datetime
 from enum import StrEnum
 
 from terravixens.config.model import Cluster
-from terravixens.layers import gitops_stack_name, platform_stack_name
 from terravixens.operations.observe import Observed, SiteNode, Unread
 
 
@@ -46,19 +45,14 @@ class Result:
 
 @dataclass(frozen=True)
 class Context:
-    """What the site says about the cluster being checked, and the time the check judges at."""
+    """What the site says about the cluster being checked, and the time the check judges at; `platform` and
+    `gitops`: the names of the cluster's layers, for the fixes the checks print (`terravixens deploy LAYER`)."""
 
     cluster_name: str
     cluster: Cluster
     now: datetime
-
-    @property
-    def platform(self) -> str:
-        return platform_stack_name(self.cluster_name)
-
-    @property
-    def gitops(self) -> str:
-        return gitops_stack_name(self.cluster_name)
+    platform: str
+    gitops: str
 
 
 Check = Callable[[Context, Observed], Result]

@@ -1314,6 +1314,16 @@ def test_cli_ok_line_from_the_per_node_view_and_the_site_file(tmp_path):
     assert torn.returncode == 0 and "3 kept, 2 leaving (wk-a, wk-b)" in torn.stdout, torn.stderr
 
 
+def test_cli_a_layer_the_site_has_not_is_bad_input():
+    """--layer names the layer whose roles judge the plan: a typo would judge it with no roles at all."""
+    result = cli(str(PLANS / "real-worker-leaves.json"), "--layer", "platform-prd")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == (
+        "terravixens plan-guard: --layer: no layer 'platform-prd' in site 'homelab': its layers are hypervisors, "
+        "platform-prod, gitops-prod\n"
+    )
+
+
 def test_cli_roles_from_the_site_file_and_allow_reboot(tmp_path):
     plan = str(PLANS / "hand-pg007-auto-after-a-change.json")
     assert cli(plan).returncode == 1

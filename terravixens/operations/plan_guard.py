@@ -208,7 +208,10 @@ PLAN_GUARD = Definition(
     codes(
         ExitCode.OK,
         (ExitCode.REFUSED, "the plan breaks a promise: one line per problem and why"),
-        (ExitCode.BAD_INPUT, "not a plan (or a state, log or site that cannot be read)"),
+        (
+            ExitCode.BAD_INPUT,
+            "not a plan (or a state, log or site that cannot be read, or --layer names no layer of the site)",
+        ),
         ExitCode.INTERRUPTED,
     ),
     examples=(

@@ -107,3 +107,47 @@ def test_site_change_naming_nothing_new_applies_nothing(tmp_path):
         == ExitCode.OK
     )
     assert tf.applied == []
+
+
+@pytest.fixture()
+def views(monkeypatch):
+    """Every plan the per-node view was computed for, once per computation (terravixens.guard.nodes)."""
+    from terravixens.guard import nodes
+
+    computed = []
+    compute = nodes._node_view
+
+    def counting(plan, context):
+        computed.append(plan)
+        return compute(plan, context)
+
+    monkeypatch.setattr(nodes, "_node_view", counting)
+    return computed
+
+
+def test_the_per_node_view_of_a_plan_is_computed_once_per_deploy(tmp_path, kubectl_log, views):
+    """Scale-in's sequencing and PG001-PG003 all read the view of the layer's plan: one computation."""
+    tf = fake()
+    code = deploy(Workspace(site_without("wk-b"), root=tmp_path), ["platform-prod"], tf, DeployOptions(yes=True))
+    assert code == ExitCode.OK and tf.applied
+    assert len(views) == 1
+
+
+def test_a_scale_in_computes_the_view_of_its_whole_plan_once(tmp_path, kubectl_log, monkeypatch, views):
+    monkeypatch.setenv("PATH", str(kubectl_log.parent / "bin"))  # no talosctl: it stops before the first step
+    data = support.example_data()
+    prod = data["clusters"]["prod"]
+    prod["control_planes"] = {"cp-a": prod["control_planes"]["cp-a"]}
+    with pytest.raises(OperationError):
+        deploy(Workspace(support.site_from(data), root=tmp_path), ["platform-prod"], fake(), DeployOptions(yes=True))
+    assert len(views) == 1  # sequenced, then judged whole (PG002 waived) from the same view
+
+
+def test_plan_guard_judges_and_sums_up_from_one_view(views):
+    from terravixens.operations.plan_guard import GuardOptions, plan_guard_report
+
+    plan = support.EXAMPLE_SITE.parent.parent / "tests" / "fixtures" / "plans" / "hand-ok-staged-change.json"
+    report = plan_guard_report(
+        support.site_from(support.example_data()), GuardOptions(str(plan), layer="platform-prod")
+    )
+    assert report.ok.endswith("PG001-PG010 pass") and len(views) == 1

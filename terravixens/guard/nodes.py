@@ -377,8 +377,18 @@ def _event(change: Change, kind: str, identity: Identity | None) -> Event | None
 
 
 def node_view(plan: Plan, context: GuardContext | None = None) -> NodesView:
-    """What the plan does to each node (see the module docstring)."""
+    """What the plan does to each node (see the module docstring); computed once per plan and judging context
+    (what of it the view reads: the site's roles, other layers' deployed machines, teardown), kept with the plan."""
     context = context or GuardContext()
+    machines = tuple(sorted(context.usage.machines.items())) if context.usage is not None else None
+    key = (tuple(sorted(context.roles.items())), machines, context.teardown)
+    view = plan.views.get(key)
+    if not isinstance(view, NodesView):
+        view = plan.views[key] = _node_view(plan, context)
+    return view
+
+
+def _node_view(plan: Plan, context: GuardContext) -> NodesView:
     owners = _Owners(plan, context)
     today = _prior_machines(plan, owners)
     owned: list[tuple[Change, str, Identity | None, str | None]] = []  # change, kind, identity, owner

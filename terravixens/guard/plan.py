@@ -141,6 +141,10 @@ class PriorResource:
 class Plan:
     changes: tuple[Change, ...]
     prior: tuple[PriorResource, ...]
+    # The per-node views of this plan computed so far (terravixens.guard.nodes.node_view), by what of the judging
+    # context they read: a deploy asks for it in scale-in's sequencing and in PG001-PG003, and computes it once. Not
+    # a field of the value (no init, no compare): a copy of the plan starts without.
+    views: dict[tuple[object, ...], object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def prior_of(self, *types: str) -> list[PriorResource]:
         """Today's current objects of `types` (deposed objects left out: no node runs on them)."""
@@ -575,6 +579,13 @@ def load_plan_data(path: Path | str, limit: int = PLAN_LIMIT) -> JsonObject:
     data = _plan_object(load_json(text, path, what="plan"), path)
     read_plan(data, path)
     return data
+
+
+def load_plan_file(path: Path | str, limit: int = PLAN_LIMIT) -> Plan:
+    """A plan file (or '-' for stdin) read strictly and bounded, parsed once: judged and summed up from one `Plan`
+    (and one per-node view of it); InputError when it cannot be used."""
+    text = read_text(path, limit=limit, what="plan")
+    return read_plan(_plan_object(load_json(text, path, what="plan"), path), path)
 
 
 def parse_plan_text(text: str, source: Path | str = "<plan>", limit: int = PLAN_LIMIT) -> tuple[JsonObject, Plan]:

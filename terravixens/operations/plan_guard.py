@@ -26,7 +26,7 @@ from terravixens.guard import (
 )
 from terravixens.guard.checks.base import Violation
 from terravixens.guard.context import AmbiguousRoles
-from terravixens.guard.plan import PLAN_LIMIT, load_plan_data
+from terravixens.guard.plan import PLAN_LIMIT, load_plan_file
 from terravixens.inputs import InputError, Problem, load_json, read_text
 from terravixens.layers import layer_named
 from terravixens.operations.outcome import OperationError
@@ -145,7 +145,7 @@ class GuardReport:
 def plan_guard_report(site: Site, options: GuardOptions) -> GuardReport:
     try:
         context = context_for(site, options)
-        plan = load_plan_data(options.plan, options.limit)
+        plan = load_plan_file(options.plan, options.limit)
         violations = check_plan(plan, context)
     except InputError as error:
         return GuardReport(options.plan, input_error=error)

@@ -1,7 +1,8 @@
 """Plan guard: what synth cannot know, because it needs today's state, checked on `terraform show -json PLANFILE`.
 
 Synth-time rules (terravixens.rules) make every change *per node*; a plan also knows what exists today. Each check
-is a named module under `terravixens.guard.checks` (code, name, why); `ALL_CHECKS` lists them:
+is a named module under `terravixens.guard.checks` (code, name, why); `ALL_CHECKS` lists them (and this list is held
+to it by tests/test_catalogues.py):
 
 - PG001 StayingNodeKept: a node the site keeps keeps its VM and its apply, whatever their addresses;
 - PG002 OneControlPlaneLeavesPerApply: at most one control plane leaves etcd per apply (losing its VM counts);
@@ -11,7 +12,8 @@ is a named module under `terravixens.guard.checks` (code, name, why); `ALL_CHECK
 - PG006 BootstrapOnlyForNewCluster: no bootstrap created, forgotten or destroyed in a running cluster;
 - PG007 NoSilentReboot: a staying node's `staged_if_needing_reboot` change is not planned to (maybe) reboot it;
 - PG008 HypervisorKeepsWhatNodesUse: L0 keeps bridges, images and the automation user that nodes use;
-- PG009 ProtectedStorageKept: no storage, volume or state bucket destroyed.
+- PG009 ProtectedStorageKept: no volume or state bucket (what holds data itself) destroyed;
+- PG010 StorageKeptWhileUsed: no Proxmox storage definition deleted while a node (in the site or deployed) uses it.
 
 PG001-PG003 judge nodes, not addresses: terravixens.guard.nodes computes what happens to each node (kept, new,
 leaving, replaced, machine lost) from the plan, the site and the state, knowing a machine by what it is.

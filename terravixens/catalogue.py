@@ -51,13 +51,8 @@ STORAGES = frozenset(
     }
 )
 BUCKETS = frozenset({"aws_s3_bucket", "minio_s3_bucket"})
-# The snippet files that carry a standalone node's node.env (cloud-init vendor data, container hookscript): replaced
-# on a token rotation, never a reason to replace the guest (ADR 0026).
-FILES = frozenset({"proxmox_virtual_environment_file"})
 
 # ------------------------------------------------------------------------------------------------------- groups
-# A node's machine: replacing one wipes or re-creates a node that stays (guard PG001); standalone containers too.
-NODE_MACHINES = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS, *CONTAINERS})
 # Destroying (or replacing) one resets or deletes a machine: it must belong to exactly one node (rule TV002).
 RESET_CAPABLE = frozenset({NODE_APPLY, TALOS_MACHINE, *VMS, *CONTAINERS})
 # What a destroy would lose for good: buckets, the cluster's certificates, and the storage definitions every disk on

@@ -37,7 +37,6 @@ from terravixens.spec_transport import ca_pem, plain_http_refusal
 
 # A Proxmox volume id: <storage>:<content>/<file>, e.g. local:import/debian-12-genericcloud-amd64.qcow2
 VOLUME_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*:(iso|import|vztmpl)/[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-NODE_TYPES = ("pve", "vm", "ct")
 
 
 def _volume(content: tuple[str, ...], example: str):

@@ -17,7 +17,6 @@ import argparse
 import base64
 import json
 import os
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,11 +122,6 @@ def lines(node: str, verb: str, outcome: Outcome) -> list[str]:
     elif result["changed"] == 0:
         summary = f"spec {verb} {node}: in line with its spec, nothing to do"
     return [*out, summary]
-
-
-def remote_shell(argv: list[str]) -> str:
-    """How a remote command reads in docs and errors."""
-    return shlex.join(argv)
 
 
 # ------------------------------------------------------------------------------------------------- command line

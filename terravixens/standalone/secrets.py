@@ -79,9 +79,6 @@ class Secrets(Strict):
     etcd_backup: dict[DnsName, BackupCredentials] = Field(default_factory=dict)
 
 
-EMPTY = Secrets(schema_version=1)
-
-
 def load_secrets(path: Path | str) -> tuple[Secrets, Lines]:
     """The secrets and the line of each key (for later problems); refuses a file others can read."""
     problem = private_mode_problem(path, WHAT)

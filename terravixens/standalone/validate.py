@@ -55,12 +55,6 @@ def validate(path: Path | None, site: Path | None, secrets: Path | None) -> tupl
         return 2, str(error)
 
 
-def validate_site_specs(site: Path | str | None) -> str | None:
-    """For `terravixens validate`: every problem of the site's specs folder and references, or None."""
-    errors = site_spec_errors(site)
-    return "\n".join(str(error) for error in errors) if errors else None
-
-
 def site_spec_errors(site: Path | str | None) -> list[InputError]:
     """The same problems as values, one InputError per file (`terravixens validate --json` lists each problem)."""
     import os

@@ -255,7 +255,7 @@ def _spawn(
     with_input: bool,
     label: str,
     grace: float,
-) -> _Live | OSError | str:
+) -> tuple[_Live, subprocess.Popen[str]] | OSError | str:
     """Registers the call, then starts the program in its own session in a helper thread: a signal arriving in the
     main thread while Popen is half done then never leaves an unregistered child behind, nor a stop that does not
     name it. A str: the signal a stop was asked for with before it started (it does not start)."""
@@ -298,10 +298,10 @@ def _spawn(
             helper.join()
         _finish(entry, now=True)
         raise
-    if failed:
+    if failed or entry.process is None:
         _forget(entry)
-        return failed[0]
-    return entry
+        return failed[0] if failed else OSError(f"{label} did not start")
+    return entry, entry.process
 
 
 def _finish(entry: _Live, now: bool = False) -> None:
@@ -342,13 +342,12 @@ def run(
     if _stopping is not None:
         return Ran(tuple(argv), None, "", "", f"{label} not started: {_stopping} received", interrupted=True)
     started = time.monotonic()
-    entry = _spawn(argv, cwd, env, input is not None, label, grace)
-    if isinstance(entry, str):
-        return Ran(tuple(argv), None, "", "", f"{label} not started: {entry} received", interrupted=True)
-    if isinstance(entry, OSError):
-        return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {entry.strerror or entry}")
-    process = entry.process
-    assert process is not None  # attached by the helper, which has finished
+    spawned = _spawn(argv, cwd, env, input is not None, label, grace)
+    if isinstance(spawned, str):
+        return Ran(tuple(argv), None, "", "", f"{label} not started: {spawned} received", interrupted=True)
+    if isinstance(spawned, OSError):
+        return Ran(tuple(argv), None, "", "", f"cannot run {argv[0]}: {spawned.strerror or spawned}")
+    entry, process = spawned
     out: list[str] = []
     err: list[str] = []
     errors: list[BaseException] = []

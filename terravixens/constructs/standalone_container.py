@@ -26,7 +26,7 @@ from terravixens.config.model import Datastores
 from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnippetProps
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.node_env import NO_TRUST, Trust
-from terravixens.standalone.topology import Nic, PlacedNode
+from terravixens.standalone.topology import Nic, PlacedGuest
 
 # Proxmox VE's container OS types, recognised from the template's file name as PVE names its templates
 # (`debian-12-standard_…`, `ubuntu-24.04-standard_…`, `rockylinux-9-default_…`). bpg's default, `unmanaged`,
@@ -58,7 +58,7 @@ class StandaloneContainerProps:
     """placed: the node from terravixens.standalone.topology; proxmox_node: the Proxmox node it runs on;
     tokens: the stack's sensitive `node_tokens` variable."""
 
-    placed: PlacedNode
+    placed: PlacedGuest
     proxmox_node: str
     datastores: Datastores
     spec_server: str

@@ -26,7 +26,7 @@ from terravixens.constructs.node_env_snippet import NodeEnvSnippet, NodeEnvSnipp
 from terravixens.constructs.talos_node import NETWORK_DEVICE_KEYS
 from terravixens.logical_ids import pin, standalone_id
 from terravixens.standalone.node_env import NO_TRUST, Trust
-from terravixens.standalone.topology import Nic, PlacedNode
+from terravixens.standalone.topology import Nic, PlacedGuest
 
 # A nested hypervisor needs the host's CPU flags (VMX/SVM); any other VM gets a model every host of a cluster can
 # run, so it can migrate.
@@ -38,7 +38,7 @@ class StandaloneVmProps:
     """placed: the node from terravixens.standalone.topology; proxmox_node: the Proxmox node it runs on (a
     hypervisor's node_name, or the nested host's name); tokens: the stack's sensitive `node_tokens` variable."""
 
-    placed: PlacedNode
+    placed: PlacedGuest
     proxmox_node: str
     datastores: Datastores
     spec_server: str

@@ -103,7 +103,7 @@ def deploy_layer(
             return False
         sequence = scale_in.sequence_of(ws.site, found, planned.plan, options.scale_in.worker_batch)
         if sequence is not None:  # several control planes leave (or join first): one guarded apply per step
-            how = scale_in.Run(
+            how = scale_in.SequenceRun(
                 options.scale_in, options.yes, options.allow_reboot, options.lock_timeout, options.dry_run
             )
             return scale_in.run(ws, tf, console, planned, sequence, how, kubectl)

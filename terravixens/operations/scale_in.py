@@ -379,7 +379,7 @@ def _unexpected(plan: Plan, step: Step, roles: Mapping[str, str]) -> str | None:
 
 # ------------------------------------------------------------------------------------------------------ run
 @dataclass(frozen=True)
-class Run:
+class SequenceRun:
     """What a deploy hands the sequence: its own options, and the sequence's."""
 
     options: ScaleInOptions
@@ -404,7 +404,7 @@ def run(
     console: Console,
     planned: LayerPlan,
     sequence: ScaleIn,
-    how: Run,
+    how: SequenceRun,
     kubectl: Kubectl | None = None,
 ) -> bool:
     """Judges the whole plan (PG002 waived: its control planes are taken out one per apply below), shows the
@@ -449,7 +449,7 @@ def _step(
     console: Console,
     sequence: ScaleIn,
     number: int,
-    how: Run,
+    how: SequenceRun,
     talosctl: Talosctl,
     kubectl: Kubectl,
     kubeconfig: str | None,
@@ -500,9 +500,9 @@ def _step(
 
 __all__ = [
     "ClusterNode",
-    "Run",
     "ScaleIn",
     "ScaleInOptions",
+    "SequenceRun",
     "Step",
     "check_cluster",
     "describe",

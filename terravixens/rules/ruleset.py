@@ -16,7 +16,7 @@ from constructs import IValidation
 from terravixens.rules.view import StackView
 
 
-class Check(Protocol):
+class RuleCheck(Protocol):
     """What RuleSet runs: a rule (terravixens.rules.base.Rule) or anything that judges a StackView the same way."""
 
     def check(self, view: StackView) -> None: ...
@@ -29,7 +29,7 @@ class RuleSet:
     annotations on the offending construct; the list returned to cdktf stays empty, so synth fails with the rules'
     messages ("Encountered Annotations with level ERROR") as before."""
 
-    def __init__(self, stack: TerraformStack, rules: Sequence[Check]):
+    def __init__(self, stack: TerraformStack, rules: Sequence[RuleCheck]):
         self.stack = stack
         self.rules = tuple(rules)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from terravixens.config.model import Datastores, Site
-from terravixens.standalone.topology import PlacedNode, placement
+from terravixens.standalone.topology import PlacedGuest, placement
 
 STANDALONE = "standalone"
 # A nested Proxmox VE host has the datastores of a default installation: `local` (a directory: snippets, imported
@@ -42,13 +42,13 @@ class StandaloneLayer:
     name: str
     host: GuestHost
     after: str | None  # the L2 stack that creates the host (None: only the hypervisors layer)
-    nodes: tuple[PlacedNode, ...]  # parents first, then by name (topology order)
+    nodes: tuple[PlacedGuest, ...]  # parents first, then by name (topology order)
 
-    def proxmox_node_name(self, site: Site, node: PlacedNode) -> str:
+    def proxmox_node_name(self, site: Site, node: PlacedGuest) -> str:
         """The Proxmox node the guest runs on: the hypervisor's node_name, or the nested host's name."""
         return site.hypervisors[node.parent].node_name if node.parent in site.hypervisors else node.parent
 
-    def datastores(self, site: Site, node: PlacedNode) -> Datastores:
+    def datastores(self, site: Site, node: PlacedGuest) -> Datastores:
         """The parent hypervisor's datastores, the guest's disks on the storage it names (a site rule checked that
         the hypervisor has it, with the content it needs); a nested host's guests get a default installation's."""
         if node.parent not in site.hypervisors:
@@ -65,7 +65,7 @@ def standalone_layers(site: Site) -> dict[str, StandaloneLayer]:
     placed = placement(site)
     if not placed:
         return {}
-    by_host: dict[str | None, list[PlacedNode]] = {}
+    by_host: dict[str | None, list[PlacedGuest]] = {}
     for node in placed.values():
         host = None if node.parent in site.hypervisors else node.parent
         by_host.setdefault(host, []).append(node)

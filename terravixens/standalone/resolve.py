@@ -1,7 +1,7 @@
 """A site's standalone nodes resolved against their specs, postures and (at serve/apply time) the secrets file.
 
-    load_standalone(site_path, secrets_path=None) -> Standalone   every check, every problem located in its file
-    Standalone.documents[identity]                                the resolved spec the server returns
+    load_standalone(site_path, secrets_path=None) -> ResolvedStandalone   every check, every problem in its file
+    ResolvedStandalone.documents[identity]                                the resolved spec the server returns
 
 The rules across files are references.py; the site-only ones config/site_rules/standalone.py; a spec's unknown posture
 is found when the specs folder is read (catalog.py).
@@ -23,7 +23,7 @@ from terravixens.standalone.posture import Posture
 from terravixens.standalone.references import Found, SecretsFile, SiteFile, secret_references, site_references
 from terravixens.standalone.secrets import Secrets, load_secrets
 from terravixens.standalone.spec import CtConfig, PveConfig, Spec, VmConfig
-from terravixens.standalone.topology import PlacedNode, placement
+from terravixens.standalone.topology import PlacedGuest, placement
 from terravixens.standalone.vocabulary import SCHEMA_VERSION
 
 
@@ -43,7 +43,7 @@ def _raise_if_any(found: list[Found], earlier: list[InputError]) -> None:
 class NodeSpec:
     """One node with everything its spec resolves to."""
 
-    placed: PlacedNode
+    placed: PlacedGuest
     spec: Spec
     posture_name: str
     posture: Posture
@@ -54,7 +54,10 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
-class Standalone:
+class ResolvedStandalone:
+    """The site's standalone nodes resolved (not the site file's `standalone:` section, config.standalone.Standalone):
+    the specs folder read, each node's spec and posture, and with the secrets file the documents the server serves."""
+
     site: Site
     site_path: Path
     catalog: Catalog
@@ -137,7 +140,7 @@ def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict:
     }
 
 
-def load_standalone(site_path: Path | str, secrets_path: Path | str | None = None) -> Standalone:
+def load_standalone(site_path: Path | str, secrets_path: Path | str | None = None) -> ResolvedStandalone:
     """The site, its specs folder and (optionally) the secrets file, every cross-file reference checked.
 
     Raises SiteError for a bad site file, CatalogError listing every problem of every other file."""
@@ -159,4 +162,4 @@ def load_standalone(site_path: Path | str, secrets_path: Path | str | None = Non
         spec = catalog.specs[placed.spec]
         nodes[name] = NodeSpec(placed, spec, spec.access.posture, catalog.postures[spec.access.posture])
     documents = {name: _document(name, node, secrets.ssh_keys) for name, node in nodes.items()} if secrets else {}
-    return Standalone(site, site_path, catalog, nodes, secrets, documents)
+    return ResolvedStandalone(site, site_path, catalog, nodes, secrets, documents)

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from terravixens.standalone.layout import standalone_layers
-from terravixens.standalone.resolve import Standalone, load_standalone
+from terravixens.standalone.resolve import ResolvedStandalone, load_standalone
 
 TOKENS_ENV = "TF_VAR_node_tokens"
 
@@ -25,7 +25,7 @@ class TokensUnavailable(ValueError):
     """Some node's posture asks for a token and no secrets file was given."""
 
 
-def node_tokens(standalone: Standalone) -> dict[str, str]:
+def node_tokens(standalone: ResolvedStandalone) -> dict[str, str]:
     """node -> the token its posture asks for; nodes with a `network` posture are absent."""
     secrets = standalone.secrets
     needing = sorted(name for name, node in standalone.nodes.items() if node.auth != "network")

@@ -26,7 +26,10 @@ class Nic:
 
 
 @dataclass(frozen=True)
-class PlacedNode:
+class PlacedGuest:
+    """A standalone node placed on its parent (a hypervisor or a nested pve host): its tier, id, size, NICs and spec
+    (a cluster's Talos node placed on its hypervisor is config.placement.PlacedNode)."""
+
     name: str
     type: str
     parent: str
@@ -77,13 +80,13 @@ def _size(name: str, preset: str, field: str, value: int | None) -> int:
     return value
 
 
-def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
+def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedGuest:
     preset = site.standalone.effective_presets()[node.preset]
     chain = _chain(site, name)
     nics = tuple(
         Nic(node.bridge, vlan, interface.address, interface.gateway) for vlan, interface in node.networks.interfaces()
     )
-    return PlacedNode(
+    return PlacedGuest(
         name=name,
         type=node.type,
         parent=node.parent,
@@ -102,7 +105,7 @@ def _placed(site: Site, name: str, node: StandaloneNode) -> PlacedNode:
     )
 
 
-def placement(site: Site) -> dict[str, PlacedNode]:
+def placement(site: Site) -> dict[str, PlacedGuest]:
     """Every standalone node, parents before children (by tier, then by name)."""
     placed = [_placed(site, name, node) for name, node in site.standalone.nodes.items()]
     return {node.name: node for node in sorted(placed, key=lambda node: (node.tier, node.name))}

@@ -41,7 +41,7 @@ from terravixens.operations.acceptance import (
     services,
     talos_health,
 )
-from terravixens.operations.acceptance.base import Check, Context, Problem, Result, Status
+from terravixens.operations.acceptance.base import AcceptanceCheck, CheckProblem, CheckResult, Context, Status
 from terravixens.operations.console import Console
 from terravixens.operations.kube import Kubectl
 from terravixens.operations.observe import DEFAULT_TAIL, Since, cluster_access, observe, shown_time, since_default
@@ -50,7 +50,7 @@ from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl
 
-ALL_CHECKS: tuple[tuple[str, Check], ...] = (
+ALL_CHECKS: tuple[tuple[str, AcceptanceCheck], ...] = (
     (talos_health.NAME, talos_health.check),
     (services.NAME, services.check),
     (nodes.NAME, nodes.check),
@@ -131,7 +131,7 @@ class Report:
     site: str
     cluster: str
     since: Since
-    results: list[Result]
+    results: list[CheckResult]
     passes: int = 1
     checked_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -146,7 +146,7 @@ class Report:
             return MonitorExit.ERROR
         return MonitorExit.IN_SYNC
 
-    def problems(self) -> list[Problem]:
+    def problems(self) -> list[CheckProblem]:
         return [problem for result in self.results for problem in result.problems]
 
     def lines(self) -> list[str]:
@@ -190,7 +190,7 @@ class Report:
         }
 
 
-def judge(context: Context, observed: Any) -> list[Result]:
+def judge(context: Context, observed: Any) -> list[CheckResult]:
     """Every check's verdict; `backups` only for a cluster whose site has etcd_backup (none to judge otherwise, and an
     `ok` would claim backups that do not exist)."""
     return [check(context, observed) for name, check in ALL_CHECKS if name != backups.NAME or backups.applies(context)]
@@ -302,10 +302,10 @@ __all__ = [
     "ALL_CHECKS",
     "VERDICT",
     "CheckOptions",
+    "CheckProblem",
+    "CheckResult",
     "Context",
-    "Problem",
     "Report",
-    "Result",
     "Status",
     "after_deploy",
     "check_options",

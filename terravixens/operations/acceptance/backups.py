@@ -9,7 +9,7 @@ from datetime import UTC
 from terravixens.config import cron
 from terravixens.config.etcd_backup import JOB_NAME
 from terravixens.etcd_offsite import age_of
-from terravixens.operations.acceptance.base import Context, Problem, Result, Status, not_checked, plural, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, Status, not_checked, plural, verdict
 from terravixens.operations.observe import Observed, Unread
 
 NAME = "backups"
@@ -20,10 +20,10 @@ def applies(context: Context) -> bool:
     return context.cluster.etcd_backup is not None
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     backup = context.cluster.etcd_backup
     if backup is None:
-        return Result(NAME, Status.OK, "no etcd_backup in the site: the snapshots are the operator's (snapshot)")
+        return CheckResult(NAME, Status.OK, "no etcd_backup in the site: the snapshots are the operator's (snapshot)")
     found = observed.backups
     if isinstance(found, Unread):
         return not_checked(NAME, found)
@@ -41,7 +41,7 @@ def check(context: Context, observed: Observed) -> Result:
     due = before.replace(tzinfo=UTC)
     if not found:
         return verdict(
-            NAME, [Problem(f"no backup in {location} yet (the job writes one per run of {backup.schedule!r})", fix)], ""
+            NAME, [CheckProblem(f"no backup in {location} yet (the job writes one per run of {backup.schedule!r})", fix)], ""
         )
     newest = found[-1]
     age = age_of(newest, now)
@@ -50,7 +50,7 @@ def check(context: Context, observed: Observed) -> Result:
             f"the newest backup in {location} is {age} old (uploaded {newest.modified:%Y-%m-%d %H:%M} UTC): older than "
             f"two runs of {backup.schedule!r} (due {before:%Y-%m-%d %H:%M} and {latest:%Y-%m-%d %H:%M} UTC)"
         )
-        return verdict(NAME, [Problem(what, fix)], "")
+        return verdict(NAME, [CheckProblem(what, fix)], "")
     return verdict(
         NAME,
         [],

@@ -20,20 +20,22 @@ class Status(StrEnum):
 
 
 @dataclass(frozen=True)
-class Problem:
+class CheckProblem:
+    """One thing a check found wrong on the cluster, and its fix (not terravixens.inputs.Problem: a site file's)."""
+
     what: str
     fix: str
 
 
 @dataclass(frozen=True)
-class Result:
+class CheckResult:
     """One check's verdict. `summary`: what was seen (ok), or why it could not look (not checked); `problems`: one
     per thing wrong, each with its fix; `unread`: what it could not read besides (said, never hidden)."""
 
     check: str
     status: Status
     summary: str
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[CheckProblem, ...] = ()
 
     def lines(self) -> list[str]:
         if self.status is Status.PROBLEM:
@@ -55,22 +57,22 @@ class Context:
     gitops: str
 
 
-Check = Callable[[Context, Observed], Result]
+AcceptanceCheck = Callable[[Context, Observed], CheckResult]
 
 
-def not_checked(check: str, unread: Unread) -> Result:
-    return Result(check, Status.NOT_CHECKED, str(unread))
+def not_checked(check: str, unread: Unread) -> CheckResult:
+    return CheckResult(check, Status.NOT_CHECKED, str(unread))
 
 
-def verdict(check: str, problems: list[Problem], ok: str, unread: list[str] | None = None) -> Result:
+def verdict(check: str, problems: list[CheckProblem], ok: str, unread: list[str] | None = None) -> CheckResult:
     """Problems win (what could not be read is said after them); else not checked when something could not be read;
     else ok."""
     rest = "not read: " + "; ".join(dict.fromkeys(unread)) if unread else ""
     if problems:
-        return Result(check, Status.PROBLEM, rest, tuple(problems))
+        return CheckResult(check, Status.PROBLEM, rest, tuple(problems))
     if unread:
-        return Result(check, Status.NOT_CHECKED, rest)
-    return Result(check, Status.OK, ok)
+        return CheckResult(check, Status.NOT_CHECKED, rest)
+    return CheckResult(check, Status.OK, ok)
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -81,4 +83,14 @@ def where(node: SiteNode) -> str:
     return f"{node.hostname} ({node.address})"
 
 
-__all__ = ["Check", "Context", "Problem", "Result", "Status", "not_checked", "plural", "verdict", "where"]
+__all__ = [
+    "AcceptanceCheck",
+    "CheckProblem",
+    "CheckResult",
+    "Context",
+    "Status",
+    "not_checked",
+    "plural",
+    "verdict",
+    "where",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, not_checked, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, not_checked, verdict
 from terravixens.operations.observe import Observed, Unread
 
 NAME = "certificates"
@@ -24,7 +24,7 @@ def _fix(source: str, context: Context) -> str:
     )
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     found = observed.certificates
     if isinstance(found, Unread):
         return not_checked(NAME, found)
@@ -33,19 +33,21 @@ def check(context: Context, observed: Observed) -> Result:
     problems, valid = [], []
     for certificate in found:
         if certificate.not_after is None:
-            problems.append(Problem(f"{certificate.source}: {certificate.problem}", _fix(certificate.source, context)))
+            problems.append(
+                CheckProblem(f"{certificate.source}: {certificate.problem}", _fix(certificate.source, context))
+            )
             continue
         date = certificate.not_after.strftime("%Y-%m-%d")
         left = certificate.not_after - context.now
         if left <= timedelta(0):
             problems.append(
-                Problem(
+                CheckProblem(
                     f"{certificate.source}: client certificate expired on {date}", _fix(certificate.source, context)
                 )
             )
         elif left <= WARN_WITHIN:
             problems.append(
-                Problem(
+                CheckProblem(
                     f"{certificate.source}: client certificate expires on {date} (in {left.days} days)",
                     _fix(certificate.source, context),
                 )

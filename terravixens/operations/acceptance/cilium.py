@@ -4,24 +4,24 @@ desiredNumberScheduled`, nothing unavailable (Kubernetes' DaemonSetStatus; resea
 
 from __future__ import annotations
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, Status, not_checked
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, Status, not_checked
 from terravixens.operations.observe import Absent, Observed, Unread
 
 NAME = "cilium"
 PODS = "`kubectl -n kube-system get pods -l k8s-app=cilium -o wide`, `kubectl -n kube-system logs ds/cilium`"
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     found = observed.cilium
     if isinstance(found, Unread):
         return not_checked(NAME, found)
     if isinstance(found, Absent) or not found:
-        return Result(
+        return CheckResult(
             NAME,
             Status.PROBLEM,
             "",
             (
-                Problem(
+                CheckProblem(
                     "no DaemonSet kube-system/cilium",
                     f"Cilium is the gitops layer's: terravixens deploy {context.gitops}",
                 ),
@@ -37,7 +37,7 @@ def check(context: Context, observed: Observed) -> Result:
     problems = []
     if status.get("observedGeneration") != generation:
         problems.append(
-            Problem(
+            CheckProblem(
                 f"the cilium DaemonSet is at generation {generation}, its controller has seen "
                 f"{status.get('observedGeneration', 'none')}",
                 "wait a moment and check again; if it stays, `kubectl -n kube-system describe ds cilium`",
@@ -45,15 +45,15 @@ def check(context: Context, observed: Observed) -> Result:
         )
     if desired == 0:
         problems.append(
-            Problem("the cilium DaemonSet schedules no agent", "`kubectl -n kube-system describe ds cilium`")
+            CheckProblem("the cilium DaemonSet schedules no agent", "`kubectl -n kube-system describe ds cilium`")
         )
     if ready < desired or unavailable:
-        problems.append(Problem(f"{ready} of {desired} Cilium agents ready ({unavailable} unavailable)", PODS))
+        problems.append(CheckProblem(f"{ready} of {desired} Cilium agents ready ({unavailable} unavailable)", PODS))
     if updated < desired:
-        problems.append(Problem(f"{updated} of {desired} Cilium agents run the DaemonSet's current spec", PODS))
+        problems.append(CheckProblem(f"{updated} of {desired} Cilium agents run the DaemonSet's current spec", PODS))
     if problems:
-        return Result(NAME, Status.PROBLEM, "", tuple(problems))
-    return Result(
+        return CheckResult(NAME, Status.PROBLEM, "", tuple(problems))
+    return CheckResult(
         NAME,
         Status.OK,
         f"DaemonSet kube-system/cilium: {ready} of {desired} agents ready, generation {generation} rolled out",

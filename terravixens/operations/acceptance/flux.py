@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, Status, plural, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, Status, plural, verdict
 from terravixens.operations.observe import Absent, JsonObject, Observed, Unread
 
 NAME = "flux"
@@ -17,17 +17,17 @@ KINDS = (
 )
 
 
-def _one(kind: str, resource: str, flux: str, item: JsonObject, context: Context) -> tuple[Problem | None, str]:
+def _one(kind: str, resource: str, flux: str, item: JsonObject, context: Context) -> tuple[CheckProblem | None, str]:
     metadata = item.get("metadata") or {}
     name, namespace = str(metadata.get("name")), str(metadata.get("namespace"))
     label = f"{kind} {namespace}/{name}"
     describe = f"`kubectl -n {namespace} describe {resource} {name}`"
     if (item.get("spec") or {}).get("suspend"):
-        return Problem(f"{label} is suspended", f"`flux resume {flux} {name} -n {namespace}`"), ""
+        return CheckProblem(f"{label} is suspended", f"`flux resume {flux} {name} -n {namespace}`"), ""
     status = item.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Ready"), None)
     if ready is None:
-        return Problem(f"{label} has no Ready condition yet (never reconciled)", describe), ""
+        return CheckProblem(f"{label} has no Ready condition yet (never reconciled)", describe), ""
     said = f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
     if ready.get("status") != "True":
         fix = describe
@@ -36,12 +36,12 @@ def _one(kind: str, resource: str, flux: str, item: JsonObject, context: Context
                 f"the git credentials: flux.{context.cluster_name} in the secrets file, then bump "
                 f"git_credentials_revision and terravixens deploy {context.gitops}"
             )
-        return Problem(f"{label} is not Ready ({ready.get('status')}, {said})", fix), ""
+        return CheckProblem(f"{label} is not Ready ({ready.get('status')}, {said})", fix), ""
     generation = metadata.get("generation")
     seen = ready.get("observedGeneration", status.get("observedGeneration"))
     if generation is not None and seen != generation:
         return (
-            Problem(
+            CheckProblem(
                 f"{label} is Ready for generation {seen}, the object is at generation {generation}",
                 f"`flux reconcile {flux} {name} -n {namespace}` (or wait for its interval)",
             ),
@@ -52,10 +52,10 @@ def _one(kind: str, resource: str, flux: str, item: JsonObject, context: Context
     return None, f"{label}" + (f" ({short})" if short else "")
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     if context.cluster.flux is None:
-        return Result(NAME, Status.OK, "the site has no Flux: nothing to check")
-    problems: list[Problem] = []
+        return CheckResult(NAME, Status.OK, "the site has no Flux: nothing to check")
+    problems: list[CheckProblem] = []
     unread: list[str] = []
     ready: list[str] = []
     for (kind, resource, flux), found in zip(KINDS, (observed.git_repositories, observed.kustomizations), strict=True):
@@ -64,7 +64,7 @@ def check(context: Context, observed: Observed) -> Result:
             continue
         if isinstance(found, Absent):
             problems.append(
-                Problem(
+                CheckProblem(
                     f"Flux is not installed ({found.what})",
                     f"Flux is the gitops layer's: terravixens deploy {context.gitops}",
                 )
@@ -74,7 +74,7 @@ def check(context: Context, observed: Observed) -> Result:
             (str((i.get("metadata") or {}).get("namespace")), str((i.get("metadata") or {}).get("name"))) for i in found
         }
         if SITE_OBJECT not in names:
-            problems.append(Problem(f"no {kind} flux-system/flux-system", f"terravixens deploy {context.gitops}"))
+            problems.append(CheckProblem(f"no {kind} flux-system/flux-system", f"terravixens deploy {context.gitops}"))
         for item in sorted(
             found,
             key=lambda i: (str((i.get("metadata") or {}).get("namespace")), str((i.get("metadata") or {}).get("name"))),

@@ -5,7 +5,7 @@ has pools (no pool: no policy either)."""
 
 from __future__ import annotations
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, Status, plural, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, Status, plural, verdict
 from terravixens.operations.observe import Absent, JsonObject, Observed, Unread
 
 NAME = "l2"
@@ -16,33 +16,33 @@ def _conditions(item: JsonObject) -> dict[str, JsonObject]:
     return {str(c.get("type")): c for c in (item.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     wanted = sorted(context.cluster.cilium.pools)
     if not wanted:
-        return Result(NAME, Status.OK, "the site has no LoadBalancer pools: nothing to announce")
+        return CheckResult(NAME, Status.OK, "the site has no LoadBalancer pools: nothing to announce")
     redeploy = f"terravixens deploy {context.gitops}"
-    problems: list[Problem] = []
+    problems: list[CheckProblem] = []
     unread: list[str] = []
     available: list[str] = []
     pools = observed.pools
     if isinstance(pools, Unread):
         unread.append(str(pools))
     elif isinstance(pools, Absent):
-        problems.append(Problem(f"Cilium's LoadBalancer IP pools are not served ({pools.what})", redeploy))
+        problems.append(CheckProblem(f"Cilium's LoadBalancer IP pools are not served ({pools.what})", redeploy))
     else:
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in pools}
         for name in wanted:
             pool = by_name.get(name)
             if pool is None:
-                problems.append(Problem(f"no CiliumLoadBalancerIPPool {name}", redeploy))
+                problems.append(CheckProblem(f"no CiliumLoadBalancerIPPool {name}", redeploy))
                 continue
             if (pool.get("spec") or {}).get("disabled"):
-                problems.append(Problem(f"pool {name} is disabled", f"{redeploy} (the site's pools are enabled)"))
+                problems.append(CheckProblem(f"pool {name} is disabled", f"{redeploy} (the site's pools are enabled)"))
             conditions = _conditions(pool)
             conflict = conditions.get("cilium.io/PoolConflict")
             if conflict and conflict.get("status") == "True":
                 problems.append(
-                    Problem(
+                    CheckProblem(
                         f"pool {name}: {conflict.get('message') or conflict.get('reason')}",
                         f"give clusters.{context.cluster_name}.cilium.pools.{name} ranges no other pool has, then "
                         f"{redeploy}",
@@ -52,7 +52,7 @@ def check(context: Context, observed: Observed) -> Result:
             total = str((conditions.get("cilium.io/IPsTotal") or {}).get("message", "?"))
             if left.isdigit() and int(left) == 0:
                 problems.append(
-                    Problem(
+                    CheckProblem(
                         f"pool {name} has no address left ({total} in all)",
                         f"add a range to clusters.{context.cluster_name}.cilium.pools.{name}, then {redeploy}",
                     )
@@ -65,16 +65,16 @@ def check(context: Context, observed: Observed) -> Result:
     if isinstance(policies, Unread):
         unread.append(str(policies))
     elif isinstance(policies, Absent):
-        problems.append(Problem(f"Cilium's L2 announcement policies are not served ({policies.what})", redeploy))
+        problems.append(CheckProblem(f"Cilium's L2 announcement policies are not served ({policies.what})", redeploy))
     else:
         by_name = {str((p.get("metadata") or {}).get("name")): p for p in policies}
         if POLICY not in by_name:
-            problems.append(Problem(f"no CiliumL2AnnouncementPolicy {POLICY}", redeploy))
+            problems.append(CheckProblem(f"no CiliumL2AnnouncementPolicy {POLICY}", redeploy))
         for name, policy in sorted(by_name.items()):
             for kind, condition in sorted(_conditions(policy).items()):
                 if condition.get("status") == "True":
                     problems.append(
-                        Problem(
+                        CheckProblem(
                             f"L2 policy {name}: {kind}: {condition.get('message') or condition.get('reason')}",
                             f"fix clusters.{context.cluster_name}.cilium.l2_interfaces in the site, then {redeploy}"
                             if name == POLICY

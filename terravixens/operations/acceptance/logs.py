@@ -5,19 +5,19 @@ read (the services check reports them)."""
 
 from __future__ import annotations
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, not_checked, plural, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, not_checked, plural, verdict
 from terravixens.operations.observe import EXAMPLE_LIMIT, LEVELLED_LOGS, Observed, Unread, shown_time
 
 NAME = "logs"
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     reading = observed.logs
     if isinstance(reading, Unread):
         return not_checked(NAME, reading)
     nodes = {node.name: node for node in observed.nodes}
     since = f"since {shown_time(reading.since)}" if reading.since else "in the lines read"
-    problems: list[Problem] = []
+    problems: list[CheckProblem] = []
     unread: list[str] = []
     for (name, service), found in sorted(reading.errors.items()):
         node = nodes[name]
@@ -28,7 +28,7 @@ def check(context: Context, observed: Observed) -> Result:
             example = found[-1].text
             example = example if len(example) <= EXAMPLE_LIMIT else example[: EXAMPLE_LIMIT - 1] + "…"
             problems.append(
-                Problem(
+                CheckProblem(
                     f"{node.hostname} {service}: {plural(len(found), 'error line')} {since}, the last: {example}",
                     f"`talosctl -n {node.address} logs {service}`",
                 )

@@ -4,7 +4,7 @@ the site does not know."""
 
 from __future__ import annotations
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, not_checked, plural, verdict
+from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, not_checked, plural, verdict
 from terravixens.operations.observe import Observed, Unread
 from terravixens.roles import Role
 
@@ -12,7 +12,7 @@ NAME = "nodes"
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     found = observed.kube_nodes
     if isinstance(found, Unread):
         return not_checked(NAME, found)
@@ -23,7 +23,7 @@ def check(context: Context, observed: Observed) -> Result:
         kube = by_name.get(node.hostname)
         if kube is None:
             problems.append(
-                Problem(
+                CheckProblem(
                     f"no Kubernetes Node {node.hostname} (site node {node.name}, {node.address})",
                     f"its kubelet has not registered: `talosctl -n {node.address} logs kubelet`",
                 )
@@ -31,7 +31,7 @@ def check(context: Context, observed: Observed) -> Result:
             continue
         if kube.ready != "True":
             problems.append(
-                Problem(
+                CheckProblem(
                     f"Node {node.hostname} is not Ready (Ready {kube.ready}: {kube.reason})",
                     f"`kubectl describe node {node.hostname}`, `talosctl -n {node.address} service kubelet`",
                 )
@@ -39,7 +39,7 @@ def check(context: Context, observed: Observed) -> Result:
         if kube.control_plane != (node.role is Role.CONTROLPLANE):
             has = "carries" if kube.control_plane else "lacks"
             problems.append(
-                Problem(
+                CheckProblem(
                     f"Node {node.hostname} {has} the {CONTROL_PLANE_LABEL} label but is a {node.role} in the site",
                     f"`talosctl -n {node.address} get machinetype` says what the machine is; the site and the "
                     f"machine must agree",
@@ -47,10 +47,10 @@ def check(context: Context, observed: Observed) -> Result:
             )
         for key, value in sorted(node.labels.items()):
             if key not in kube.labels:
-                problems.append(Problem(f"Node {node.hostname} has no label {key}={value}", redeploy))
+                problems.append(CheckProblem(f"Node {node.hostname} has no label {key}={value}", redeploy))
             elif kube.labels[key] != value:
                 problems.append(
-                    Problem(
+                    CheckProblem(
                         f"Node {node.hostname} has label {key}={kube.labels[key]}, the site says {key}={value}",
                         redeploy,
                     )
@@ -58,7 +58,7 @@ def check(context: Context, observed: Observed) -> Result:
     known = {node.hostname for node in observed.nodes}
     for name in sorted(set(by_name) - known):
         problems.append(
-            Problem(
+            CheckProblem(
                 f"Node {name} is not a node of the site",
                 f"a node removed from the site leaves its Node behind if its reset did not run: once its machine "
                 f"is gone, `kubectl delete node {name}`",

@@ -3,7 +3,15 @@ the kubelet on every node, nothing Failed or failing its health check."""
 
 from __future__ import annotations
 
-from terravixens.operations.acceptance.base import Context, Problem, Result, not_checked, plural, verdict, where
+from terravixens.operations.acceptance.base import (
+    CheckProblem,
+    CheckResult,
+    Context,
+    not_checked,
+    plural,
+    verdict,
+    where,
+)
 from terravixens.operations.observe import Observed, Unread
 from terravixens.roles import Role
 
@@ -12,7 +20,7 @@ NAME = "services"
 SETTLED = ("Running", "Finished")
 
 
-def check(context: Context, observed: Observed) -> Result:
+def check(context: Context, observed: Observed) -> CheckResult:
     answered = {name: rows for name, rows in observed.services.items() if not isinstance(rows, Unread)}
     if not answered:
         first = next(iter(observed.services.values()), Unread("talosctl services", "no node"))
@@ -23,7 +31,7 @@ def check(context: Context, observed: Observed) -> Result:
         if isinstance(rows, Unread) or rows is None:
             why = rows.reason if isinstance(rows, Unread) else "no answer"
             problems.append(
-                Problem(
+                CheckProblem(
                     f"{where(node)} does not answer talosctl ({why})",
                     f"is it up? `talosctl -n {node.address} version`, its console in Proxmox",
                 )
@@ -34,7 +42,7 @@ def check(context: Context, observed: Observed) -> Result:
         for service in wanted:
             if service not in present:
                 problems.append(
-                    Problem(
+                    CheckProblem(
                         f"{where(node)} runs no {service} service",
                         f"`talosctl -n {node.address} get machinetype` (is it a {node.role}?), "
                         f"`talosctl -n {node.address} dmesg`",
@@ -45,7 +53,7 @@ def check(context: Context, observed: Observed) -> Result:
             failing = row.health == "Fail" and not (row.id.startswith("ext-") and row.state == "Running")
             if row.state not in SETTLED or failing:
                 problems.append(
-                    Problem(
+                    CheckProblem(
                         f"{where(node)}: service {row.id} is {row.state}, health {row.health}"
                         f"{' (' + row.last_event + ')' if row.last_event else ''}",
                         f"`talosctl -n {node.address} service {row.id}`, `talosctl -n {node.address} logs {row.id}`",

@@ -30,15 +30,15 @@ def example_synth(example_site, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def variant_stacks(tmp_path_factory):
-    """The conformance site variants (tests/test_conformance.py: VARIANTS), each synthesized once per session and
+    """The conformance site variants (tests/variants.py: VARIANTS), each synthesized once per session and
     shared read-only by the tests that judge them (schemas, Talos' validator)."""
-    from tests.test_conformance import VARIANTS, _variant
+    from tests.variants import VARIANTS, variant_data
 
     cache: dict[str, dict[str, dict]] = {}
 
     def get(name: str) -> dict[str, dict]:
         if name not in cache:
-            site = support.site_from(_variant(VARIANTS[name]))
+            site = support.site_from(variant_data(VARIANTS[name]))
             cache[name] = support.synth(site, tmp_path_factory.mktemp(f"variant-{name}"))
         return cache[name]
 

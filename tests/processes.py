@@ -1,7 +1,9 @@
-"""Checks that processes a test made hang are really gone (the runner ended their whole process group)."""
+"""Processes tests make hang: a hanging tool (tests/fake_hang.py) to put on PATH, the pid a program wrote, and checks
+that they are really gone (the runner ended their whole process group)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -29,3 +31,25 @@ def recorded(path: Path) -> list[int]:
 
 def all_gone(pids: list[int]) -> bool:
     return bool(pids) and all(ends_soon(pid) for pid in pids)
+
+
+HANG = Path(__file__).resolve().parent / "fake_hang.py"
+
+
+def hanging_tool(folder: Path, name: str) -> Path:
+    """A program `name` in `folder` that is tests/fake_hang.py (it hangs on $FAKE_HANG_ON, holding its pipes through
+    a child, and writes their pids to $FAKE_HANG_DIR/hung)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f'#!/bin/sh\nexec {sys.executable} {HANG} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def pid_in(path: Path, within: float = 10) -> int:
+    """The first pid a program wrote to `path`, once it is there (a test's sign that the program runs)."""
+    until = time.monotonic() + within
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < until, f"{path} never written"
+        time.sleep(0.02)
+    return int(path.read_text().split()[0])

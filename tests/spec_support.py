@@ -35,6 +35,11 @@ BOB = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRlc3RrZXlib2J0ZXN0a2V5Ym9idGVzdGtle
 ALL_TOKENS = [SITE_TOKEN, *NODE_TOKENS.values(), WRONG_TOKEN]
 
 
+def standalone_data() -> dict:
+    """The shipped standalone site's data (sites/standalone.yaml)."""
+    return yaml.safe_load(SITE.read_text())
+
+
 def secrets_data(**changes) -> dict:
     data = {
         "schema_version": 1,
@@ -59,10 +64,24 @@ def standalone_copy(folder: Path) -> tuple[Path, Path]:
     return folder / "site.yaml", write_secrets(folder / "secrets.yaml")
 
 
-def free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+def write_env(
+    path: Path,
+    server: str,
+    identity: str,
+    token: str | None = None,
+    ca: Path | None = None,
+    mode: int = 0o600,
+    extra: str = "",
+) -> Path:
+    """A node.env as cloud-init writes it on a standalone node, for `terravixens spec get`."""
+    lines = ["# written by cloud-init", f"TERRAVIXENS_SPEC_SERVER={server}", f"TERRAVIXENS_IDENTITY={identity}"]
+    if token:
+        lines.append(f'TERRAVIXENS_TOKEN="{token}"')
+    if ca:
+        lines.append(f"TERRAVIXENS_CA_FILE={ca}")
+    path.write_text("\n".join(lines) + "\n" + extra)
+    path.chmod(mode)
+    return path
 
 
 @dataclass

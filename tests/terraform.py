@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 from pathlib import Path
 
 from terravixens import provider_install
+from tests.loopback import free_port
 
 MIRROR = provider_install.mirror_dir() / "registry.terraform.io"
 BUILTIN_TYPES = {"terraform_remote_state", "terraform_data"}
@@ -84,3 +86,27 @@ def problems(report: dict) -> list[str]:
         f"@ {d.get('address', d.get('range', {}).get('filename', ''))}"
         for d in report.get("diagnostics", [])
     ]
+
+
+def offline(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` with the network cut: only loopback hosts are reached directly."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    cut = {
+        "HTTPS_PROXY": dead,
+        "HTTP_PROXY": dead,
+        "https_proxy": dead,
+        "http_proxy": dead,
+        "NO_PROXY": "127.0.0.0/8,localhost",
+        "no_proxy": "127.0.0.0/8,localhost",
+    }
+    return {**environ, **cut, "CHECKPOINT_DISABLE": "1", "TF_IN_AUTOMATION": "1"}
+
+
+def user_environment() -> dict[str, str]:
+    """The environment of a user who configured nothing for Terraform."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK")
+        and not k.startswith("TF_PLUGIN")
+    }

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.test_docs_paths import machine_paths
+from tests.machine_paths import machine_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ import pytest
 from terravixens.config.loader import SiteError
 from terravixens.conformance import check_stack, load_schemas
 from tests import gitops_tool, support
-from tests.test_scenarios import cluster
+from tests.site_builders import cluster
 
 CILIUM, FLUX = "v1.18.4", "v2.17.1"
 

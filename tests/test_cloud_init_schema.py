@@ -9,8 +9,6 @@ Python, held to the synthesized stack here and to Terraform's own rendering by t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import yaml
@@ -24,16 +22,9 @@ from terravixens.standalone.node_env import (
 )
 from terravixens.standalone.resolve import load_standalone
 from tests import spec_support
+from tests.cloud_init_tool import cloud_init_schema
 
 SNAPSHOTS = Path(__file__).resolve().parent / "__snapshots__" / "test_standalone_stacks"
-CLOUD_INIT = Path(os.environ.get("TERRAVIXENS_CACHE", Path.home() / ".cache/terravixens")) / "cloud-init/cloud-init"
-
-
-def cloud_init_schema(path: Path) -> subprocess.CompletedProcess:
-    assert CLOUD_INIT.exists(), f"{CLOUD_INIT} is missing: run `make setup-test` (tools/cloud-init/install.sh)"
-    return subprocess.run(
-        [str(CLOUD_INIT), "schema", "--config-file", str(path)], capture_output=True, text=True, timeout=120
-    )
 
 
 def test_the_validator_refuses_what_is_wrong(tmp_path):

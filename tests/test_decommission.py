@@ -27,7 +27,7 @@ from tests import etcd_tool, support
 from tests.control_plane import recorded_calls
 from tests.fake_terraform import APPLY, FakeTerraform, platform_state
 from tests.kube_objects import node_names, put_site_nodes
-from tests.test_dead_member import Tools
+from tests.tools_on_path import Tools
 
 FAKE_KUBECTL = """#!/bin/sh
 # fake kubectl: records its arguments and whether the kubeconfig it was given is private

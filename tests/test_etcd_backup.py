@@ -41,29 +41,18 @@ from terravixens.operations.standalone_env import layer_env
 from terravixens.operations.workspace import Workspace
 from terravixens.standalone.etcd_backup_credentials import BACKUP_ENV, BACKUP_VARIABLE
 from tests import etcd_tool, gitops_tool, json_shapes, support
+from tests.site_builders import BACKUP_BUCKET as BUCKET
+from tests.site_builders import BACKUP_RECIPIENT as RECIPIENT
+from tests.site_builders import cluster, with_backup
 from tests.test_restore_etcd import bootstrapped, resets, sha256_of, tools
 from tests.test_restore_etcd import run as restore
-from tests.test_scenarios import cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 AGE = ROOT / "tools" / "age" / "bin" / "age"
 KEYGEN = ROOT / "tools" / "age" / "bin" / "age-keygen"
 # A public key (age-keygen -y of a throwaway identity): what a site names. Not a secret.
-RECIPIENT = "age18s09wxxa0zt9wn0fsjlfxcrpxrs99f2am97tdczyellgc4esv3dqwhd6xa"
 ACCESS_KEY, SECRET_KEY = "AKIA-CANARY-access-5b1d", "CANARY-secret-access-key-9e07c2"
-BUCKET = "etcd-backups"
 H, G, P = "hypervisors", "gitops-prod", "platform-prod"
-
-
-def with_backup(data: dict, **changes) -> dict:
-    cluster(data)["etcd_backup"] = {
-        "schedule": "0 */6 * * *",
-        "endpoint": "https://minio.lab.internal:9000",
-        "bucket": BUCKET,
-        "age_recipient": RECIPIENT,
-        **changes,
-    }
-    return data
 
 
 def _secrets_file(tmp_path: Path, entry: dict, flux: bool = True) -> str:

@@ -4,8 +4,8 @@ by a real run of that command (`cli.main`, in this process) with the meaning the
 
 Terraform is tests/fake_terraform.py behind the command line's one seam (`cli._terraform`); talosctl and kubectl are
 fakes on PATH: tests/fake_talosctl.py (talosctl's own output formats and errors) and a kubectl script, as
-tests/test_dead_member.py's Tools sets them up, and test_upgrade's Fake for upgrade. What a real cluster adds is in
-tests/integration/.
+tests/tools_on_path.py's Tools sets them up, and tests/upgrade_fakes.py's Fake for upgrade. What a real cluster adds
+is in tests/integration/.
 Ctrl-C is simulated by the fake raising KeyboardInterrupt in the middle of a step, which is what Python (and the
 runner, for SIGTERM/SIGHUP) does to the main thread.
 """
@@ -20,25 +20,36 @@ import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from terravixens import cli, runner
 from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
-from terravixens.operations.terraform import Result
-from tests import etcd_tool, support
-from tests.cluster_fakes import Cluster
-from tests.fake_terraform import APPLY, VM, FakeTerraform, platform_state
-from tests.test_dead_member import Tools
+from tests import cli_lab, etcd_tool
+from tests.cli_lab import (
+    GITOPS,
+    PLANS,
+    SNAPSHOT,
+    TOKEN_LIKE,
+    Lab,
+    Scripted,
+    cluster_fakes,
+    gitops,
+    given,
+    kept_snapshots,
+    platform,
+    upgrade_site,
+    without,
+    without_node,
+)
+from tests.fake_terraform import APPLY, VM, FakeTerraform
+from tests.tools_on_path import DISASTER, Tools
+from tests.upgrade_fakes import FIVE, IMAGES, ISCSI, Fake, site_data, with_extensions
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "commands.md"
-PLANS = ROOT / "tests" / "fixtures" / "plans"
 BEGIN, END = "<!-- exit-codes:begin -->", "<!-- exit-codes:end -->"
-TOKEN_LIKE = "abcdef.0123456789abcdef"  # a valid label value shaped like a bootstrap token: TV006 stops synth
-GITOPS = {"helm_release.cluster_flux": {"values": {"name": "flux"}, "depends_on": []}}
 # A command with no journal, interrupted (terravixens.runner.interrupted_line of a plain Ctrl-C)
 NOTHING_STARTED = "interrupted by SIGINT; nothing after it was started; the lines above say what is done"
 
@@ -107,146 +118,7 @@ def test_one_table_every_code_means_one_thing():
 
 
 # ---------------------------------------------------------------------------------------------------- harness
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-class Scripted(FakeTerraform):
-    """The fake Terraform, told to fail (exit 1, as Terraform does) or to be interrupted at the n-th call of a
-    command ("apply", "state pull", "plan", "state push"...)."""
-
-    def __init__(
-        self,
-        states: dict[str, dict[str, dict]],
-        fail: dict[str, int] | None = None,
-        interrupt: dict[str, int] | None = None,
-    ):
-        super().__init__(states)
-        self.fail, self.interrupt, self.seen = fail or {}, interrupt or {}, {}
-        self.pushed: dict[str, dict] = {}
-
-    def _trip(self, args: tuple[str, ...]) -> Result | None:
-        for command in set(self.fail) | set(self.interrupt):
-            if " ".join(args).startswith(command):
-                self.seen[command] = self.seen.get(command, 0) + 1
-                if self.interrupt.get(command) == self.seen[command]:
-                    raise KeyboardInterrupt
-                if self.fail.get(command) == self.seen[command]:
-                    return Result(1, "", f"Error: {command} failed (scripted by the test)")
-        return None
-
-    def run(self, workdir: Path, *args: str) -> Result:
-        tripped = self._trip(args)
-        if tripped is not None:
-            self.calls.append((Path(workdir).name, *args))
-            return tripped
-        if args[:2] == ("state", "push"):
-            self.calls.append((Path(workdir).name, *args))
-            self.pushed[Path(workdir).name] = json.loads(Path(args[-1]).read_text())
-            return Result(0, "", "")
-        return super().run(workdir, *args)
-
-    def run_json(self, workdir: Path, *args: str, on_message=None) -> Result:
-        tripped = self._trip(args)
-        if tripped is not None:
-            self.calls.append((Path(workdir).name, *args))
-            return tripped
-        return super().run_json(workdir, *args, on_message=on_message)
-
-
-def platform(**script) -> Scripted:
-    return Scripted(
-        {"platform-prod": platform_state(["cp-a", "cp-b", "cp-c"], ["wk-a", "wk-b"], "cp-a"), "gitops-prod": {}},
-        **script,
-    )
-
-
-def gitops(**script) -> Scripted:
-    return Scripted({"gitops-prod": json.loads(json.dumps(GITOPS))}, **script)
-
-
-def public_fleet(data: dict) -> None:
-    """The example cluster's Flux repository as a public https one (`git_auth: none`): exit codes do not depend on
-    Flux's git credentials, which would otherwise have to come from a secrets file (tests/test_flux_credentials.py
-    walks that path)."""
-    flux = data["clusters"]["prod"]["flux"]
-    flux.pop("git_secret", None)
-    flux.pop("git_credentials_revision", None)
-    flux.update(url="https://git.lab.internal/platform/fleet.git", git_auth="none")
-
-
-@dataclass
-class Lab:
-    folder: Path
-    run: Callable[..., Ran]
-    monkeypatch: pytest.MonkeyPatch
-
-    def site(self, change: Callable[[dict], None] | None = None, name: str = "site.yaml") -> str:
-        data = support.example_data()
-        public_fleet(data)
-        if change is not None:
-            change(data)
-        path = self.folder / name
-        path.write_text(json.dumps(data))  # JSON is YAML
-        return str(path)
-
-    def token_site(self) -> str:
-        def label(data: dict) -> None:
-            data["clusters"]["prod"]["workers"]["wk-a"]["labels"] = {"node.kubernetes.io/pool": TOKEN_LIKE}
-
-        return self.site(label, "token.yaml")
-
-    def tools(self, **scenario) -> Tools:
-        """The faithful fake talosctl (cp-a, 10.11.1.11, unreachable; `scenario` as tests/fake_talosctl.py reads it)
-        and a kubectl that records its calls, first on PATH."""
-        tools = Tools(self.folder, **scenario)
-        self.monkeypatch.setenv("PATH", f"{tools.talosctl_path.parent}{os.pathsep}{os.environ['PATH']}")
-        return tools
-
-    def snapshot(self, data: bytes | None = None) -> str:
-        """A genuine etcd snapshot (tests/etcd_tool.py) in the working folder, as an operator keeps one."""
-        path = self.folder / "db.snapshot"
-        path.write_bytes(etcd_tool.genuine_snapshot().read_bytes() if data is None else data)
-        return "db.snapshot"
-
-    def backup(self, layer: str = "gitops-prod", lineage: str | None = None) -> str:
-        path = self.folder / "saved.tfstate"
-        path.write_text(
-            json.dumps({"version": 4, "lineage": lineage or f"lineage-{layer}", "serial": 1, "resources": []})
-        )
-        return str(path)
-
-
-@pytest.fixture
-def lab(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    umask = os.umask(0o022)  # the operations set 077 for the process: given back afterwards
-    os.umask(umask)
-    nothing = FakeTerraform({})
-
-    def run(*argv: str, tf: FakeTerraform | None = None) -> Ran:
-        monkeypatch.setattr(cli, "_terraform", lambda layer_env: tf if tf is not None else nothing)
-        code = cli.main(list(argv))
-        captured = capsys.readouterr()
-        assert "Traceback" not in captured.err
-        return Ran(code, captured.out, captured.err)
-
-    yield Lab(tmp_path, run, monkeypatch)
-    os.umask(umask)
-    assert nothing.calls == []  # a case that gave no Terraform never reached one
-
-
-def _without(*workers: str, control_planes: tuple[str, ...] = ()) -> Callable[[dict], None]:
-    def change(data: dict) -> None:
-        for name in workers:
-            del data["clusters"]["prod"]["workers"][name]
-        for name in control_planes:
-            del data["clusters"]["prod"]["control_planes"][name]
-
-    return change
+lab = cli_lab.lab  # the fixture
 
 
 def _applied(tf: FakeTerraform) -> bool:
@@ -270,7 +142,7 @@ def case(command: str, code: ExitCode | MonitorExit):
 def deploy_applies(lab: Lab) -> None:
     lab.tools()
     tf = platform()
-    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == ExitCode.OK and ran.out.splitlines()[-1] == "deployed: platform-prod"
     assert tf.applied == [
         [f"delete {APPLY}.node_wk-b_apply", f"delete {VM}.node_wk-b_vm", "update terraform_data.cluster_membership"]
@@ -306,7 +178,7 @@ def _scale_in_tools(lab: Lab, **scenario) -> Tools:
     return lab.tools(unreachable=[], etcd_snapshot=etcd_tool.fake_talosctl_setup(), **scenario)
 
 
-THREE_TO_ONE = _without(control_planes=("cp-b", "cp-c"))
+THREE_TO_ONE = without(control_planes=("cp-b", "cp-c"))
 
 
 @case("deploy", ExitCode.OK)
@@ -391,7 +263,7 @@ def deploy_plan_json_into_a_file_as_folder(lab: Lab) -> None:
 @case("deploy", ExitCode.DECLINED)
 def deploy_without_a_terminal(lab: Lab) -> None:
     tf = platform()
-    ran = lab.run("deploy", "platform-prod", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("deploy", "platform-prod", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == ExitCode.DECLINED and not _applied(tf)
     assert ran.err.splitlines() == [
         "terravixens deploy: platform-prod: no terminal to confirm on and no --yes: nothing was applied",
@@ -402,7 +274,7 @@ def deploy_without_a_terminal(lab: Lab) -> None:
 @case("deploy", ExitCode.FAILED)
 def deploy_apply_fails(lab: Lab) -> None:
     tf = platform(fail={"apply": 1})
-    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == ExitCode.FAILED
     assert "terravixens deploy: platform-prod: terraform apply failed (exit 1); the state before it is in " in ran.err
     assert ran.err.splitlines()[-1] == "stopped at platform-prod (apply): done: synth; not done: platform-prod"
@@ -411,7 +283,7 @@ def deploy_apply_fails(lab: Lab) -> None:
 @case("deploy", ExitCode.BACKUP_FAILED)
 def deploy_backup_fails(lab: Lab) -> None:
     tf = platform(fail={"state pull": 1})
-    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("deploy", "platform-prod", "--yes", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == ExitCode.BACKUP_FAILED and not _applied(tf)
     assert "terravixens deploy: platform-prod: terraform state pull failed" in ran.err
     assert ran.err.splitlines()[-1] == "stopped at platform-prod (backup): done: synth; not done: platform-prod"
@@ -420,7 +292,7 @@ def deploy_backup_fails(lab: Lab) -> None:
 @case("deploy", ExitCode.INTERRUPTED)
 def deploy_interrupted(lab: Lab) -> None:
     tf = platform(interrupt={"apply": 1})
-    ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("deploy", "hypervisors", "platform-prod", "--yes", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err.splitlines() == [
         (
@@ -430,42 +302,9 @@ def deploy_interrupted(lab: Lab) -> None:
     ]
 
 
-def _cluster(lab: Lab, change: Callable[[Cluster], None] | None = None) -> tuple[Cluster, str]:
-    """The faithful fakes of a running cluster as the site says (tests/cluster_fakes.py), and the site file."""
-    data = support.example_data()
-    public_fleet(data)
-    path = lab.folder / "check-site.yaml"
-    path.write_text(json.dumps(data))
-    folder = lab.folder / "cluster"
-    folder.mkdir(exist_ok=True)
-    fakes = Cluster(folder, support.site_from(data))
-    if change is not None:
-        change(fakes)
-    return fakes, str(path)
-
-
-def _without_node(name: str) -> Callable[[Cluster], None]:
-    return lambda c: c.kube(
-        lambda s: s["objects"].update(nodes=[o for o in s["objects"]["nodes"] if o["metadata"]["name"] != name])
-    )
-
-
-def _given(fakes: Cluster) -> tuple[str, ...]:
-    return (
-        "--talosconfig",
-        str(fakes.talosconfig),
-        "--kubeconfig",
-        str(fakes.kubeconfig),
-        "--talosctl",
-        str(fakes.talosctl_path),
-        "--kubectl",
-        str(fakes.kubectl_path),
-    )
-
-
 @case("deploy", ExitCode.CHECK_FAILED)
 def deploy_then_check_finds_a_problem(lab: Lab) -> None:
-    fakes, site = _cluster(lab, _without_node("wk-b"))
+    fakes, site = cluster_fakes(lab, without_node("wk-b"))
     lab.monkeypatch.setenv("KUBECTL", str(fakes.kubectl_path))
     tf = platform()
     tf.outputs = {
@@ -505,8 +344,8 @@ def deploy_then_check_finds_a_problem(lab: Lab) -> None:
 # check ----------------------------------------------------------------------------------------------------
 @case("check", MonitorExit.IN_SYNC)
 def check_passes(lab: Lab) -> None:
-    fakes, site = _cluster(lab)
-    ran = lab.run("check", "prod", *_given(fakes), "--site", site)
+    fakes, site = cluster_fakes(lab)
+    ran = lab.run("check", "prod", *given(fakes), "--site", site)
     assert ran.code == MonitorExit.IN_SYNC and ran.err == ""
     assert ran.out.splitlines()[-1] == (
         "check prod: every check passed (talos, services, nodes, cilium, l2, flux, logs, certificates)"
@@ -515,8 +354,8 @@ def check_passes(lab: Lab) -> None:
 
 @case("check", MonitorExit.FOUND)
 def check_finds_a_problem(lab: Lab) -> None:
-    fakes, site = _cluster(lab, _without_node("wk-b"))
-    ran = lab.run("check", "prod", *_given(fakes), "--json", "--site", site)
+    fakes, site = cluster_fakes(lab, without_node("wk-b"))
+    ran = lab.run("check", "prod", *given(fakes), "--json", "--site", site)
     assert ran.code == MonitorExit.FOUND and json.loads(ran.out)["result"] == "problems"
 
 
@@ -984,19 +823,12 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
 
 # snapshot -------------------------------------------------------------------------------------------------
 # cp-a (10.11.1.11) does not answer (Tools): the snapshot comes through cp-b. The talosconfig is the platform layer's.
-SNAPSHOT = ("snapshot", "prod")
-
-
-def _kept(lab: Lab) -> list[Path]:
-    return sorted((lab.folder / "etcd-snapshots" / "homelab" / "prod").glob("*.snapshot"))
-
-
 @case("snapshot", ExitCode.OK)
 def snapshot_taken(lab: Lab) -> None:
     tools = lab.tools()
     ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
     assert ran.code == ExitCode.OK and ran.err == ""
-    [kept] = _kept(lab)
+    [kept] = kept_snapshots(lab)
     assert (
         kept.name.endswith("_cp-b_manual.snapshot") and kept.read_bytes() == etcd_tool.genuine_snapshot().read_bytes()
     )
@@ -1012,7 +844,7 @@ def snapshot_list(lab: Lab) -> None:
     lab.tools()
     assert lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform()).code == ExitCode.OK
     ran = lab.run(*SNAPSHOT, "--list", "--site", lab.site())
-    [kept] = _kept(lab)
+    [kept] = kept_snapshots(lab)
     assert (
         ran.code == ExitCode.OK and ran.out.splitlines()[0] == "etcd-snapshots/homelab/prod/: 1 snapshot, oldest first"
     )
@@ -1080,14 +912,14 @@ def snapshot_terraform_init_fails(lab: Lab) -> None:
     ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform(fail={"init": 1}))
     assert ran.code == ExitCode.FAILED and "platform-prod: terraform init failed" in ran.err
     assert ran.err.splitlines()[-1] == "stopped at talosconfig (init): done: synth; not done: talosconfig, snapshot"
-    assert tools.log() == [] and _kept(lab) == []
+    assert tools.log() == [] and kept_snapshots(lab) == []
 
 
 @case("snapshot", ExitCode.BACKUP_FAILED)
 def snapshot_does_not_verify(lab: Lab) -> None:
     lab.tools(etcd_snapshot=etcd_tool.fake_talosctl_setup("flip"))
     ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
-    assert ran.code == ExitCode.BACKUP_FAILED and _kept(lab) == []
+    assert ran.code == ExitCode.BACKUP_FAILED and kept_snapshots(lab) == []
     assert ran.err.splitlines() == [
         (
             "terravixens snapshot: platform-prod: no verified etcd snapshot of prod (3 control planes tried, each said "
@@ -1107,21 +939,19 @@ def snapshot_interrupted(lab: Lab) -> None:
     lab.tools()
     lab.monkeypatch.setattr(Talosctl, "etcd_snapshot", interrupted)
     ran = lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform())
-    assert ran.code == ExitCode.INTERRUPTED and _kept(lab) == []
+    assert ran.code == ExitCode.INTERRUPTED and kept_snapshots(lab) == []
     assert ran.err == (
         "terravixens snapshot: interrupted by SIGINT at snapshot: done: synth, talosconfig; not done: snapshot\n"
     )
 
 
 # restore-etcd ---------------------------------------------------------------------------------------------
-# Every control plane answers; etcd has lost quorum (tests/test_restore_etcd.py's DISASTER) unless said otherwise.
+# Every control plane answers; etcd has lost quorum (tests/tools_on_path.py's DISASTER) unless said otherwise.
 RESTORE = ("restore-etcd", "prod", "--from", "db.snapshot", "--poll", "1s")
 RESTORE_UNITS = "reset cp-a, reset cp-b, reset cp-c, etcd Preparing, bootstrap cp-a, health"
 
 
 def _disaster(lab: Lab, **scenario) -> Tools:
-    from tests.test_restore_etcd import DISASTER
-
     lab.snapshot()
     return lab.tools(
         **{
@@ -1266,7 +1096,7 @@ def drift_in_sync(lab: Lab) -> None:
 @case("drift", MonitorExit.FOUND)
 def drift_found(lab: Lab) -> None:
     tf = platform()
-    ran = lab.run("drift", "platform-prod", "--terraform-only", "--site", lab.site(_without("wk-b")), tf=tf)
+    ran = lab.run("drift", "platform-prod", "--terraform-only", "--site", lab.site(without("wk-b")), tf=tf)
     assert ran.code == MonitorExit.FOUND and ran.out.splitlines()[-1] == "drift in: platform-prod"
     assert not _applied(tf)
 
@@ -1297,55 +1127,38 @@ def drift_interrupted(lab: Lab) -> None:
 
 
 # upgrade --------------------------------------------------------------------------------------------------
-def _upgrade_site(lab: Lab, talosconfig: bool = True, data: dict | None = None) -> str:
-    """The tests' loopback site, and a ./talosconfig (the fake talosctl ignores it) unless `talosconfig` is False."""
-    from tests.test_upgrade import site_data
-
-    path = lab.folder / "upgrade.yaml"
-    path.write_text(json.dumps(data or site_data()))
-    if talosconfig:
-        (lab.folder / "talosconfig").touch()
-    return str(path)
-
-
 @case("upgrade", ExitCode.OK)
 def upgrade_done(lab: Lab) -> None:
-    from tests.test_upgrade import FIVE, Fake
-
     fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
-    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", upgrade_site(lab))
     assert ran.code == ExitCode.OK and fake.upgraded() == FIVE
 
 
 @case("upgrade", ExitCode.REFUSED)
 def upgrade_downgrade_refused(lab: Lab) -> None:
-    from tests.test_upgrade import FIVE, Fake
-
     fake = Fake(lab.folder, {**dict.fromkeys(FIVE, "v1.11.6"), "wk-b": "v1.12.0"})
-    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", upgrade_site(lab))
     assert ran.code == ExitCode.REFUSED and fake.upgraded() == []
     assert ran.out.splitlines()[-1].startswith("refused: wk-b runs v1.12.0, newer than the target v1.11.6")
 
 
 @case("upgrade", ExitCode.BAD_INPUT)
 def upgrade_unknown_cluster(lab: Lab) -> None:
-    ran = lab.run("upgrade", "staging", "--site", _upgrade_site(lab))
+    ran = lab.run("upgrade", "staging", "--site", upgrade_site(lab))
     assert ran.code == ExitCode.BAD_INPUT and ran.err.strip() == "unknown cluster 'staging': use one of prod"
 
 
 @case("upgrade", ExitCode.BAD_INPUT)
 def upgrade_without_a_talosconfig(lab: Lab) -> None:
     """None given, no ./talosconfig, and no platform layer deployed from this folder to read one from."""
-    ran = lab.run("upgrade", "prod", "--site", _upgrade_site(lab, talosconfig=False))
+    ran = lab.run("upgrade", "prod", "--site", upgrade_site(lab, talosconfig=False))
     assert ran.code == ExitCode.BAD_INPUT and ran.err.startswith("terravixens upgrade: no talosconfig: none given")
 
 
 @case("upgrade", ExitCode.FAILED)
 def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
-    from tests.test_upgrade import FIVE, Fake
-
     fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"), breaks_on_upgrade=["cp-a"])
-    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", upgrade_site(lab))
     assert ran.code == ExitCode.FAILED and fake.upgraded() == ["cp-a"]
     assert ran.out.splitlines()[-1].startswith("stopped at cp-a: health check after upgrading cp-a failed")
 
@@ -1353,10 +1166,8 @@ def upgrade_stops_on_an_unhealthy_cluster(lab: Lab) -> None:
 @case("upgrade", ExitCode.BACKUP_FAILED)
 def upgrade_without_a_verified_snapshot(lab: Lab) -> None:
     """An extension roll-out: every control plane streams a cut snapshot, so cp-a is not touched."""
-    from tests.test_upgrade import FIVE, IMAGES, ISCSI, Fake, site_data, with_extensions
-
     fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.6"), images=IMAGES, snapshot_damage="cut")
-    site = _upgrade_site(lab, data=with_extensions(site_data(), ISCSI))
+    site = upgrade_site(lab, data=with_extensions(site_data(), ISCSI))
     ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", site)
     assert ran.code == ExitCode.BACKUP_FAILED and fake.upgraded() == []
     assert ran.out.splitlines()[-1].startswith(
@@ -1368,14 +1179,13 @@ def upgrade_without_a_verified_snapshot(lab: Lab) -> None:
 def upgrade_interrupted(lab: Lab) -> None:
     """Ctrl-C while cp-a's `talosctl upgrade` runs: Talos may already be upgrading it (the note of its 130)."""
     from terravixens.talosctl import Talosctl
-    from tests.test_upgrade import FIVE, Fake
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
 
     fake = Fake(lab.folder, dict.fromkeys(FIVE, "v1.11.5"))
     lab.monkeypatch.setattr(Talosctl, "upgrade", interrupted)
-    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", _upgrade_site(lab))
+    ran = lab.run("upgrade", "prod", "--talosctl", str(fake.path), "--site", upgrade_site(lab))
     assert ran.code == ExitCode.INTERRUPTED
     assert ran.err == (
         "terravixens upgrade: interrupted by SIGINT during talosctl upgrade of cp-a; done: none; not "
@@ -1628,7 +1438,7 @@ def spec_push_unknown_node(lab: Lab) -> None:
 @case("spec handoff", ExitCode.FAILED)
 def spec_push_unreachable(lab: Lab) -> None:
     """Nothing listens on the port: ssh exits 255, one line says what is not done."""
-    from tests.spec_support import free_port
+    from tests.loopback import free_port
 
     port = str(free_port("127.0.0.1"))
     for verb in ("push", "handoff"):

@@ -42,7 +42,7 @@ from terravixens.standalone.flux_credentials import CREDENTIALS_ENV, known_host
 from terravixens.standalone.secrets import load_secrets
 from tests import support
 from tests.fake_terraform import OPERATOR_CREDENTIALS
-from tests.test_scenarios import assert_changes
+from tests.scenario_support import assert_changes
 
 ROOT = Path(__file__).resolve().parent.parent
 G = "gitops-prod"

@@ -1,7 +1,7 @@
 """The gitops layer judged by the tools that consume it (ADR 0043): Helm lints and renders our charts with the values
 every test site synthesizes, and k8s-decode decodes every rendered object into its owner's Go API type.
 
-The sites are the conformance variants (tests/test_conformance.py: VARIANTS, the example site among them), the same
+The sites are the conformance variants (tests/variants.py: VARIANTS, the example site among them), the same
 sites Talos' own validator judges. The binaries are built by `make tools`; a missing one fails these tests with the
 command that builds it. Every object then goes through a real kube-apiserver serving the Flux and Cilium CRDs
 (tests/control_plane.py): `kubectl apply --server-side --dry-run=server`, the CRDs' OpenAPI schemas and CEL rules
@@ -21,8 +21,8 @@ import yaml
 from terravixens.config.model import Site
 from terravixens.constructs.csi_secret import BUILT_IN_NAMESPACES
 from tests import gitops_tool, support
-from tests.test_conformance import VARIANTS, _variant
-from tests.test_scenarios import cluster
+from tests.site_builders import cluster
+from tests.variants import VARIANTS, variant_data
 
 TOOLS = gitops_tool.ROOT / "tools"
 
@@ -54,7 +54,7 @@ def judged(variant_stacks, rendered) -> dict[str, tuple[list[gitops_tool.Release
 
 def _expected_objects(variant: str) -> dict[tuple[str, str], int]:
     """(kind, name) -> count, from the variant's model: what the gitops layer must put in the cluster."""
-    site = support.site_from(_variant(VARIANTS[variant]))
+    site = support.site_from(variant_data(VARIANTS[variant]))
     expected: dict[tuple[str, str], int] = {}
     for spec in site.clusters.values():
         for pool in spec.cilium.pools:
@@ -120,7 +120,7 @@ def test_make_rebuilds_a_judge_only_when_its_module_file_changes(binary):
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_helm_lints_our_charts_with_every_sites_values(variant, variant_stacks):
     releases = gitops_tool.our_releases(variant_stacks(variant))
-    site = support.site_from(_variant(VARIANTS[variant]))
+    site = support.site_from(variant_data(VARIANTS[variant]))
     wanted = sum(
         bool(c.cilium.pools) + (c.flux is not None) + (c.etcd_backup is not None) for c in site.clusters.values()
     )

@@ -19,7 +19,7 @@ from terravixens.exitcodes import ExitCode
 from terravixens.guarded_path import ENV_NAME, VARIABLE
 from terravixens.state_files import tighten_local_state, tighten_tree
 from tests import support
-from tests.test_library_use import EdgeStack
+from tests.library_stacks import EdgeStack
 
 ROOT = Path(__file__).resolve().parents[1]
 WRAPPER = Path(sys.executable).parent / "terravixens-terraform"
@@ -45,7 +45,7 @@ def test_every_stack_of_the_app_carries_the_requirement(example_synth):
 
 
 def test_standalone_stacks_carry_it_too(tmp_path):
-    from tests.test_standalone_stacks import standalone_data  # the L2 example of those tests
+    from tests.spec_support import standalone_data  # the shipped L2 example
 
     stacks = support.synth(support.site_from(standalone_data()), tmp_path)
     assert any(name.startswith("standalone") for name in stacks)
@@ -369,8 +369,7 @@ def interrupted_wrapper(
     """The wrapper run as cdktf runs it, its Terraform hanging (tests/fake_hang.py) on `hang_on` holding its output
     through a child; `signum` sent to the wrapper once it hangs. Returns the exit status, stderr and the hung pids."""
     from tests import processes
-    from tests.test_hangs import hanging_tool
-    from tests.test_runner import pid_in
+    from tests.processes import hanging_tool, pid_in
 
     terraform = hanging_tool(tmp_path / "hang-bin", "terraform")
     environ = {

@@ -27,20 +27,12 @@ from terravixens.operations.kube import Kubectl
 from terravixens.operations.workspace import Workspace
 from tests import processes
 from tests.fake_terraform import OPERATOR_CREDENTIALS
-from tests.test_dead_member import CONFIRM, LoggedTerraform, Tools
+from tests.processes import hanging_tool
+from tests.tools_on_path import CONFIRM, LoggedTerraform, Tools
+from tests.upgrade_fakes import FIVE, Fake, site_data
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = str(ROOT / "sites" / "example.yaml")
-HANG = ROOT / "tests" / "fake_hang.py"
-FIVE = ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
-
-
-def hanging_tool(folder: Path, name: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(f'#!/bin/sh\nexec {sys.executable} {HANG} "$@"\n')
-    path.chmod(0o755)
-    return path
 
 
 def cli(
@@ -121,8 +113,6 @@ def test_a_hung_terraform_stops_the_operation(tmp_path, command, layer, code):
 
 
 def test_a_hung_talosctl_stops_the_upgrade(tmp_path):
-    from tests.test_upgrade import Fake, site_data
-
     fake = Fake(tmp_path, dict.fromkeys(FIVE, "v1.11.5"), hang={"upgrade": ["cp-a"]})
     site_file = tmp_path / "site.yaml"
     site_file.write_text(json.dumps(site_data()))

@@ -13,6 +13,7 @@ A package's own `__init__` running first is not counted (that is how Python impo
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -271,3 +272,56 @@ def summary(edges: dict[str, set[str]]) -> str:
 
 if __name__ == "__main__":
     print(summary(graph(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)))
+
+
+# ------------------------------------------------------------------------------------------------ the tests' own
+TESTS = ROOT / "tests"
+
+
+def imported_test_modules(path: Path, package: str) -> set[str]:
+    """The modules of tests/ named test_* that the file at `path` (in the dotted `package`) imports, at the top or
+    inside a function, absolutely or relatively (`from .test_x import y`, `from . import test_x`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if re.fullmatch(r"tests(\.integration)?\.test_\w+", name))
+    return found
+
+
+def imports_of_tests(root: Path = TESTS) -> set[tuple[str, str]]:
+    """(file, test module it imports) for every Python file under `root` (the folder named `tests`)."""
+    return {
+        (path.relative_to(root.parent).as_posix(), module)
+        for path in sorted(root.rglob("*.py"))
+        for module in imported_test_modules(path, ".".join(path.relative_to(root.parent).parent.parts))
+    }
+
+
+def test_test_modules_import_no_test_module():
+    """Shared fakes, site builders and harnesses live in support modules (tests/support.py, site_builders.py,
+    tools_on_path.py, cli_lab.py, …): a helper's home is never whichever test needed it first (issue 29, item 5)."""
+    assert imports_of_tests() == set()
+
+
+def test_the_tests_import_check_can_fail(tmp_path):
+    folder = tmp_path / "tests"
+    (folder / "integration").mkdir(parents=True)
+    (folder / "test_a.py").write_text("from tests.test_b import helper\nfrom tests import test_c, support\n")
+    (folder / "test_d.py").write_text("def f():\n    import tests.test_e\n")
+    (folder / "integration" / "test_f.py").write_text("from .test_g import x\nfrom .. import test_h\nfrom . import y\n")
+    (folder / "helpers.py").write_text("from tests.integration.test_i import fixture\nfrom tests.variants import V\n")
+    assert imports_of_tests(folder) == {
+        ("tests/test_a.py", "tests.test_b"),
+        ("tests/test_a.py", "tests.test_c"),
+        ("tests/test_d.py", "tests.test_e"),
+        ("tests/integration/test_f.py", "tests.integration.test_g"),
+        ("tests/integration/test_f.py", "tests.test_h"),
+        ("tests/helpers.py", "tests.integration.test_i"),
+    }

@@ -16,25 +16,26 @@ import pytest
 
 from terravixens import cli
 from terravixens.exitcodes import ExitCode, MonitorExit
-from tests import json_shapes
-from tests import test_exit_codes as exit_codes
-from tests.test_exit_codes import (
+from tests import cli_lab, json_shapes
+from tests.cli_lab import (
     PLANS,
     SNAPSHOT,
     Lab,
-    _cluster,
-    _given,
-    _kept,
-    _without,
-    _without_node,
+    cluster_fakes,
+    given,
+    kept_snapshots,
     platform,
+    upgrade_site,
+    without,
+    without_node,
 )
+from tests.upgrade_fakes import FIVE, Fake
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-# tests/test_exit_codes.py's lab fixture: a folder, `run` through cli.main with a fake Terraform, the fakes.
-lab = exit_codes.lab
+# The lab fixture (tests/cli_lab.py): a folder, `run` through cli.main with a fake Terraform, the fakes.
+lab = cli_lab.lab
 
 
 def document(ran: Any, command: str, sample: str | None = None) -> dict[str, Any]:
@@ -186,7 +187,7 @@ def test_drift_in_sync_and_found_with_progress_on_stderr(lab: Lab) -> None:
             "talos": None,
         }
     ]
-    site = lab.site(_without("wk-b"))
+    site = lab.site(without("wk-b"))
     ran = lab.run("drift", "platform-prod", "--terraform-only", "--site", site, "--json", tf=platform())
     found = document(ran, "drift")
     text = lab.run("drift", "platform-prod", "--terraform-only", "--site", site, tf=platform())
@@ -214,7 +215,7 @@ def test_snapshot_list_empty_then_one(lab: Lab) -> None:
     assert lab.run(*SNAPSHOT, "--site", lab.site(), tf=platform()).code == ExitCode.OK
     ran = lab.run(*SNAPSHOT, "--list", "--json", "--site", lab.site())
     found = document(ran, "snapshot-list")
-    [kept] = _kept(lab)
+    [kept] = kept_snapshots(lab)
     [shown] = found["snapshots"]
     assert shown["file"] == f"etcd-snapshots/homelab/prod/{kept.name}" and shown["size"] == kept.stat().st_size
     assert (shown["node"], shown["reason"], shown["verified"], shown["not_verified_because"]) == (
@@ -236,8 +237,8 @@ def test_snapshot_json_goes_with_list(lab: Lab) -> None:
 
 @pytest.mark.parametrize("problem", [False, True], ids=["passes", "finds"])
 def test_check(lab: Lab, problem: bool) -> None:
-    fakes, site = _cluster(lab, _without_node("wk-b") if problem else None)
-    ran = lab.run("check", "prod", *_given(fakes), "--site", site, "--json")
+    fakes, site = cluster_fakes(lab, without_node("wk-b") if problem else None)
+    ran = lab.run("check", "prod", *given(fakes), "--site", site, "--json")
     found = document(ran, "check", "check-problems" if problem else "check")
     assert ran.err == ""
     assert found["result"] == ("problems" if problem else "ok")
@@ -245,9 +246,7 @@ def test_check(lab: Lab, problem: bool) -> None:
 
 
 def test_upgrade_dry_run_plan_refusal_and_text(lab: Lab) -> None:
-    from tests.test_upgrade import FIVE, Fake
-
-    site = exit_codes._upgrade_site(lab)
+    site = upgrade_site(lab)
     fake = Fake(lab.folder, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-b": "v1.11.6"})
     ran = lab.run("upgrade", "prod", "--dry-run", "--json", "--talosctl", str(fake.path), "--site", site)
     found = document(ran, "upgrade dry-run", "upgrade-dry-run")
@@ -281,7 +280,7 @@ def test_upgrade_dry_run_plan_refusal_and_text(lab: Lab) -> None:
 
 
 def test_upgrade_json_goes_with_dry_run(lab: Lab) -> None:
-    site = exit_codes._upgrade_site(lab)
+    site = upgrade_site(lab)
     for extra in ([], ["--dry-run", "--kubernetes"]):
         ran = lab.run("upgrade", "prod", "--json", *extra, "--site", site)
         assert ran.code == ExitCode.BAD_INPUT and ran.out == ""

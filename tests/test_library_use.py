@@ -24,52 +24,12 @@ from terravixens.constructs import (
     TalosNodeProps,
 )
 from terravixens.rules import apply_rules
+from tests.library_stacks import EdgeStack
 
 # The JSON a user's stack (FleetStack below) synthesized on main 5fbb5eb, before a node's blocks could be written from
 # Python (ADR 0057): the constructs' public API (scope, id, props, `node.vm` / `node.apply`, construct paths,
 # logical ids) must keep giving these very bytes.
 FLEET_JSON = Path(__file__).parent / "fixtures" / "library_use" / "fleet.cdk.tf.json"
-
-
-class EdgeStack(TerraformStack):
-    """A user's own stack: one hypervisor and a single-node cluster, with the terravixens rules on."""
-
-    def __init__(self, scope, id):
-        super().__init__(scope, id)
-        LocalBackend(self, path="edge.tfstate")
-        ProxmoxProvider(self, "proxmox", endpoint="https://127.0.0.1:8006/")
-        TalosProvider(self, "talos")
-        spec = HypervisorSpec(node_name="edge1")
-        Hypervisor(self, "edge1", HypervisorProps(name="edge1", spec=spec, talos_versions=frozenset({"v1.11.5"})))
-        node = Node(
-            hypervisor="edge1", vm_id=900, networks=NodeNetworks(vlans={111: VlanInterface(address="127.0.10.2/24")})
-        )
-        cluster = Cluster(
-            endpoint_vip="127.0.10.1",
-            talos_version="v1.11.5",
-            kubernetes_version="1.34.2",
-            control_planes={"solo": node},
-        )
-        config = ClusterConfig(self, "cluster_config", ClusterConfigProps(cluster_name="edge", cluster=cluster))
-        solo = TalosNode(
-            self,
-            "solo",
-            TalosNodeProps(
-                placed=place("solo", "controlplane", node, cluster, spec), cluster=cluster, cluster_config=config
-            ),
-        )
-        ControlPlane(
-            self,
-            "control_plane",
-            ControlPlaneProps(
-                cluster_name="edge",
-                cluster_config=config,
-                control_planes={"solo": solo},
-                workers={},
-                bootstrap_node="solo",
-            ),
-        )
-        apply_rules(self)
 
 
 def test_constructs_compose_in_a_users_stack(tmp_path):

@@ -551,7 +551,7 @@ def test_a_count_leaking_past_the_example_size_is_caught_from_a_large_start(monk
     pool's size. One worker added to the example (2 -> 3 workers) keeps the promise; the same edit from the 3 + 20
     start breaks it for every other worker."""
     import terravixens.constructs.talos_node as talos_node
-    from tests.test_size_sweep import pool_size_label
+    from tests.planted_bugs import pool_size_label
 
     monkeypatch.setattr(talos_node, "node_patch", pool_size_label(talos_node.node_patch))
     tag = "broken: pool size in each worker's patch"

@@ -28,35 +28,13 @@ from terravixens.operations.workspace import Workspace
 from terravixens.talosctl import Talosctl, service_states
 from tests import etcd_tool
 from tests.fake_terraform import FakeTerraform, platform_state
-from tests.test_dead_member import Tools
+from tests.tools_on_path import DISASTER, Tools
 
 CP = {"cp-a": "10.11.1.11", "cp-b": "10.11.1.12", "cp-c": "10.11.1.13"}
 ALL = ",".join(CP.values())
 RESET = "reset --graceful=false --reboot --system-labels-to-wipe=EPHEMERAL --wait --timeout 60s"
 HEALTH = f"health --control-plane-nodes {ALL} --wait-timeout 60s --worker-nodes 10.11.1.21,10.11.1.22"
 UNITS = ["reset cp-a", "reset cp-b", "reset cp-c", "etcd Preparing", "bootstrap cp-a", "health"]
-# Quorum lost: two members up without a leader, one crash-looping (Talos restarts a failed service for ever).
-DISASTER = {
-    "10.11.1.11": {
-        "state": "Running",
-        "health": "Fail",
-        "message": "context deadline exceeded",
-        "events": [["Running", "Health check failed: context deadline exceeded"]],
-    },
-    "10.11.1.12": {
-        "state": "Waiting",
-        "health": "?",
-        "events": [
-            ["Waiting", 'Error running Containerd(etcd), going to restart forever: task "etcd" failed: exit code 1']
-        ],
-    },
-    "10.11.1.13": {
-        "state": "Running",
-        "health": "Fail",
-        "message": "context deadline exceeded",
-        "events": [["Running", "Health check failed: context deadline exceeded"]],
-    },
-}
 
 
 def tools(tmp_path: Path, **scenario) -> Tools:

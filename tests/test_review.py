@@ -15,7 +15,7 @@ from terravixens.operations import OperationError
 from terravixens.operations.review import Row, named_by_change, picture, review_dirs, review_ref, rows
 from terravixens.stackdiff import diff
 from tests import support
-from tests.test_show import parse
+from tests.mermaid import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 

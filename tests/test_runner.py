@@ -16,17 +16,10 @@ import pytest
 
 from terravixens import runner
 from terravixens.runner import Interrupted, handle_signals, run
-from tests import processes
+from tests import processes, support
+from tests.processes import hanging_tool, pid_in
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def pid_in(path: Path, within: float = 10) -> int:
-    until = time.monotonic() + within
-    while not path.exists() or not path.read_text().strip():
-        assert time.monotonic() < until, f"{path} never written"
-        time.sleep(0.02)
-    return int(path.read_text().split()[0])
 
 
 def later(seconds: float, action) -> threading.Timer:
@@ -232,11 +225,9 @@ def test_a_signal_during_cleanup_after_a_stop_cuts_nothing_short(tmp_path):
 # ---------------------------------------------------------------------------------------------------------- the command
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_terravixens_interrupted_ends_terraform_and_exits_130_with_one_line(tmp_path, signum):
-    from tests.test_hangs import SITE, hanging_tool
-
     terraform = hanging_tool(tmp_path / "bin", "terraform")
     process = subprocess.Popen(
-        [sys.executable, "-m", "terravixens.cli", "drift", "platform-prod", "--site", SITE],
+        [sys.executable, "-m", "terravixens.cli", "drift", "platform-prod", "--site", str(support.EXAMPLE_SITE)],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

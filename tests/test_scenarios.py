@@ -15,6 +15,8 @@ import yaml
 
 from terravixens.stackdiff import Changes, diff
 from tests import support
+from tests.scenario_support import assert_changes, run
+from tests.site_builders import cluster, node
 
 P, H, G = "platform-prod", "hypervisors", "gitops-prod"
 HEALTH = "data.talos_cluster_health.cluster_health"
@@ -31,36 +33,6 @@ def vm(name: str) -> str:
 
 def apply(name: str) -> str:
     return f"talos_machine_configuration_apply.node_{name}_apply"
-
-
-def node(vm_id: int, octet: int, hypervisor: str = "pve2", **extra) -> dict:
-    return {
-        "hypervisor": hypervisor,
-        "vm_id": vm_id,
-        **extra,
-        "networks": {
-            "maintenance_ip": f"10.0.0.{octet}",
-            "vlans": {111: {"address": f"10.11.1.{octet}/24", "gateway": "10.11.1.1"}},
-        },
-    }
-
-
-def cluster(data: dict) -> dict:
-    return data["clusters"]["prod"]
-
-
-def run(before: dict, change) -> dict[str, Changes]:
-    after = copy.deepcopy(before)
-    change(after)
-    return diff(support.synth(support.site_from(before)), support.synth(support.site_from(after)))
-
-
-def assert_changes(result: dict[str, Changes], expected: dict[str, dict[str, set[str]]]) -> None:
-    actual = {
-        stack: {kind: getattr(changes, kind) for kind in ("added", "removed", "changed") if getattr(changes, kind)}
-        for stack, changes in result.items()
-    }
-    assert actual == expected
 
 
 @pytest.fixture()

@@ -36,6 +36,7 @@ from terravixens.stacks.base import BuildOptions
 from tests import support
 from tests.conftest import SUMMARY_LINES
 from tests.lifecycle import CLUSTER, new_node
+from tests.planted_bugs import pool_size_label
 
 POOLS = (0, 1, 2, 3, 4, 5, 8, 16, 50)
 PLANES = (1, 3, 5, 7)
@@ -214,22 +215,6 @@ def test_the_sweep_names_sort_as_the_docstring_says():
 
 
 # ---------------------------------------------------------------------------------------- the sweep can fail
-def pool_size_label(original):
-    """A plausible bug: once a pool is larger than the example's, each worker's patch labels it with the pool's size
-    (a cluster-wide count in a per-node resource)."""
-
-    def patch(placed, cluster_model) -> str:
-        text = original(placed, cluster_model)
-        if placed.role == "worker" and len(cluster_model.workers) > 3:
-            documents = list(yaml.safe_load_all(text))
-            labels = documents[0]["machine"].setdefault("nodeLabels", {})
-            labels["example.com/pool-size"] = str(len(cluster_model.workers))
-            text = yaml.safe_dump_all(documents, sort_keys=False)
-        return text
-
-    return patch
-
-
 def position_tag(original):
     """A plausible bug: each VM is tagged with its node's index among the cluster's nodes sorted by name (planted in
     the tags a node's VM is written with, whether as an element or as a block from Python, ADR 0057)."""

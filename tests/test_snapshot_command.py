@@ -22,7 +22,7 @@ from terravixens.operations.snapshot import SnapshotOptions, list_snapshots, tak
 from terravixens.operations.workspace import Workspace
 from tests import etcd_tool
 from tests.fake_terraform import FakeTerraform, platform_state
-from tests.test_dead_member import Tools
+from tests.tools_on_path import Tools
 
 FOLDER = Path("etcd-snapshots") / "homelab" / "prod"
 

@@ -25,7 +25,8 @@ from terravixens.specclient import envfile
 from terravixens.specclient.fetch import Answer, Backoff, Transient, with_retries
 from terravixens.specclient.get import write_atomically
 from tests import spec_support as s
-from tests.spec_support import NODE_TOKENS, SITE_TOKEN, WRONG_TOKEN
+from tests.loopback import free_port
+from tests.spec_support import NODE_TOKENS, SITE_TOKEN, WRONG_TOKEN, write_env
 
 HOST = "127.0.0.9"
 
@@ -37,25 +38,6 @@ def lab(tmp_path_factory):
     server = s.start_server(site, secrets, folder / "serve.log", host=HOST, extra=["--watch-interval", "0"])
     yield folder, server
     server.stop()
-
-
-def write_env(
-    path: Path,
-    server: str,
-    identity: str,
-    token: str | None = None,
-    ca: Path | None = None,
-    mode: int = 0o600,
-    extra: str = "",
-) -> Path:
-    lines = ["# written by cloud-init", f"TERRAVIXENS_SPEC_SERVER={server}", f"TERRAVIXENS_IDENTITY={identity}"]
-    if token:
-        lines.append(f'TERRAVIXENS_TOKEN="{token}"')
-    if ca:
-        lines.append(f"TERRAVIXENS_CA_FILE={ca}")
-    path.write_text("\n".join(lines) + "\n" + extra)
-    path.chmod(mode)
-    return path
 
 
 @dataclass
@@ -122,7 +104,7 @@ def test_refusals_have_their_exit_codes_and_write_nothing(lab, tmp_path, identit
 
 # ---------------------------------------------------------------------------------------------------- retries
 def test_nothing_listening_exits_3_within_the_time_budget(tmp_path, spec_get):
-    port = s.free_port(HOST)
+    port = free_port(HOST)
     started = time.monotonic()
     result = spec_get(
         write_env(tmp_path / "node.env", f"http://{HOST}:{port}", "tools"), tmp_path / "spec.json", "--max-time", "1.5"
@@ -134,7 +116,7 @@ def test_nothing_listening_exits_3_within_the_time_budget(tmp_path, spec_get):
 
 
 def test_exit_codes_reach_the_shell(tmp_path):
-    env = write_env(tmp_path / "node.env", f"http://{HOST}:{s.free_port(HOST)}", "tools")
+    env = write_env(tmp_path / "node.env", f"http://{HOST}:{free_port(HOST)}", "tools")
     result = subprocess.run(
         [
             sys.executable,
@@ -159,7 +141,7 @@ def test_exit_codes_reach_the_shell(tmp_path):
 
 def test_server_down_then_up_is_retried_with_backoff(tmp_path):
     site, secrets = s.standalone_copy(tmp_path)
-    port = s.free_port(HOST)
+    port = free_port(HOST)
     out = tmp_path / "spec.json"
     env = write_env(tmp_path / "node.env", f"http://{HOST}:{port}", "dns1", NODE_TOKENS["dns1"])
     client = subprocess.Popen(

@@ -34,8 +34,7 @@ from terravixens.specserver.specset import Entry, SpecSet
 from terravixens.standalone.node_env import render_env, site_lines
 from tests import spec_support as s
 from tests import support
-from tests.spec_support import NODE_TOKENS, SITE_TOKEN
-from tests.test_spec_client import write_env
+from tests.spec_support import NODE_TOKENS, SITE_TOKEN, write_env
 
 HOST = "127.0.0.9"
 

@@ -23,8 +23,8 @@ from terravixens.stackdiff import diff
 from terravixens.standalone.resolve import load_standalone
 from terravixens.standalone.tokens import TOKENS_ENV, TokensUnavailable, layer_variables, node_tokens
 from tests import support
+from tests.scenario_support import assert_changes
 from tests.spec_support import NODE_TOKENS, SITE, SITE_TOKEN, secrets_data, standalone_copy, write_secrets
-from tests.test_scenarios import assert_changes
 
 S, N = "standalone", "standalone-nest1"
 SCHEMAS = load_schemas()

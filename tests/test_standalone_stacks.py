@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from cdktf import App, TerraformStack
 from cdktf import Testing as CdktfTesting  # aliased: pytest would try to collect a class named Test*
 from syrupy.extensions.json import JSONSnapshotExtension
@@ -22,13 +21,9 @@ from terravixens.stacks.standalone import node_tokens_variable
 from terravixens.standalone.layout import standalone_layers
 from terravixens.standalone.topology import placement
 from tests import support
-from tests.spec_support import ALL_TOKENS, SITE
+from tests.spec_support import ALL_TOKENS, standalone_data
 
 L2 = ["standalone", "standalone-nest1"]
-
-
-def standalone_data() -> dict:
-    return yaml.safe_load(SITE.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,10 @@ from terravixens.operations.standalone_env import layer_env
 from terravixens.standalone.csi_credentials import CSI_ENV, CSI_VARIABLE
 from tests import support
 from tests.fixtures.plans import hand_made
-from tests.test_scenarios import assert_changes, cluster, run
+from tests.scenario_support import assert_changes, run
+from tests.site_builders import FINGERPRINT, PASSWORD, cluster, with_csi, with_storage
 
 H, G, P = "hypervisors", "gitops-prod", "platform-prod"
-PASSWORD = "Sw0rdfish-not-in-json"
-FINGERPRINT = ":".join(["ab"] * 32)
 
 
 def zfs(storage_id: str = "tank") -> str:
@@ -36,24 +35,6 @@ def zfs(storage_id: str = "tank") -> str:
 
 def vm(name: str) -> str:
     return f"proxmox_virtual_environment_vm.node_{name}_vm"
-
-
-def with_storage(data: dict) -> dict:
-    """The example with one storage of each type on pve1 and wk-a's disk on the ZFS pool."""
-    data["hypervisors"]["pve1"]["storage"] = {
-        "tank": {"type": "zfspool", "pool": "tank/vmdata"},
-        "nas": {"type": "nfs", "server": "nas.lab.internal", "export": "/srv/vm", "content": ["images", "backup"]},
-        "share": {"type": "cifs", "server": "nas.lab.internal", "share": "vms", "username": "pve"},
-        "backups": {
-            "type": "pbs",
-            "server": "pbs.lab.internal",
-            "datastore": "main",
-            "username": "backup@pbs!pve",
-            "fingerprint": FINGERPRINT.upper(),
-        },
-    }
-    cluster(data)["workers"]["wk-a"]["storage"] = "tank"
-    return data
 
 
 def problems(data: dict) -> list[tuple[str, str]]:
@@ -344,11 +325,6 @@ def test_a_standalone_vm_disk_and_cloud_init_drive_go_to_its_storage():
 
 
 # ------------------------------------------------------------------------------------------------- CSI secret
-def with_csi(data: dict) -> dict:
-    cluster(data)["csi"] = {"name": "smb-creds", "namespace": "csi-smb"}
-    return data
-
-
 def test_the_csi_secret_is_written_through_a_write_only_attribute_from_an_ephemeral_variable():
     stacks = support.synth(support.site_from(with_csi(support.example_data())))
     gitops = stacks[G]

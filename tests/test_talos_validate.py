@@ -21,7 +21,7 @@ from terravixens import talos_versions as versions
 from terravixens.config.loader import SiteError
 from terravixens.config.model import NEWEST_SUPPORTED_TALOS
 from tests import support, talos_tool
-from tests.test_conformance import VARIANTS, _variant
+from tests.variants import VARIANTS, variant_data
 
 MINORS = {"1.11": "v1.11.6", "1.12": "v1.12.7", "1.13": "v1.13.0"}
 # siderolabs/talos v0.11.0 (the provider terravixens pins) is built with machinery v1.13.0: that is what really
@@ -57,7 +57,7 @@ def site_verdicts(site_requests):
 
 def _expected_nodes(variant: str) -> dict[str, tuple[str, str, str]]:
     """name -> (Talos minor it runs, hostname, configuration contract) for every node of the variant's model."""
-    site = support.site_from(_variant(VARIANTS[variant]))
+    site = support.site_from(variant_data(VARIANTS[variant]))
     return {
         f"{variant}:platform-{cluster_name}/node_{name}_apply": (
             talos_tool.minor_of(cluster.talos_version),
@@ -70,7 +70,7 @@ def _expected_nodes(variant: str) -> dict[str, tuple[str, str, str]]:
 
 
 def _contract_1_11(variant: str) -> bool:
-    clusters = support.site_from(_variant(VARIANTS[variant])).clusters
+    clusters = support.site_from(variant_data(VARIANTS[variant])).clusters
     return all(cluster.contract == "v1.11" for cluster in clusters.values())
 
 

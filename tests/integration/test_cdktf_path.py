@@ -37,8 +37,8 @@ from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.files import private_process
 from tests import support
 from tests.fakepve_ext import FakePveServer
-from tests.integration.test_fakepve import _free_port
-from tests.integration.test_operations import Recorder, inventory, terraform_for, workspace
+from tests.fakepve_operations import Recorder, inventory, terraform_for, workspace
+from tests.loopback import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ SITE = "sites/cdktf-path.yaml"
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path_factory.mktemp("pki-cdktf")).start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path_factory.mktemp("pki-cdktf")).start()
     yield server
     server.stop()
 

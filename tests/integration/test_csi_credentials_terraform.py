@@ -19,8 +19,8 @@ import pytest
 
 from terravixens.standalone.csi_credentials import CSI_VARIABLE
 from tests import support
+from tests.site_builders import with_csi
 from tests.terraform import mirrored_providers, terraform
-from tests.test_storage import with_csi
 
 pytestmark = pytest.mark.integration
 

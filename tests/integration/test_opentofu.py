@@ -27,8 +27,8 @@ from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from tests import support
 from tests.fakepve_ext import FakePveServer
-from tests.integration.test_provider_modes import _free_port, offline
-from tests.terraform import mirrored_providers, projection
+from tests.loopback import free_port
+from tests.terraform import mirrored_providers, offline, projection
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ def test_the_built_opentofu_is_the_pinned_release_and_at_least_1_11(tofu):
 
 @pytest.fixture()
 def fake(tmp_path):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path / "pki").start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path / "pki").start()
     yield server
     server.stop()
 

@@ -17,36 +17,30 @@ from __future__ import annotations
 import copy
 import json
 import os
-import ssl
 import stat
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from terravixens import provider_install
 from terravixens.exitcodes import ExitCode, MonitorExit
 from terravixens.operations import OperationError
 from terravixens.operations.check import CheckCommand, check
-from terravixens.operations.console import Console
 from terravixens.operations.deploy import DeployOptions, deploy
 from terravixens.operations.destroy import DestroyOptions, destroy
 from terravixens.operations.drift import drift
 from terravixens.operations.files import private_process
 from terravixens.operations.restore import restore
-from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from tests import support
 from tests.cluster_fakes import Cluster
 from tests.fakepve_ext import FakePveServer
+from tests.fakepve_operations import Recorder, api, inventory, terraform_for, workspace
 from tests.fixtures.plans.capture import capture, capture_state, capturing
-from tests.integration.test_fakepve import _free_port, assert_only_loopback
-from tests.integration.test_s3_state import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
-from tests.terraform import mirrored_providers, projection
+from tests.loopback import free_port
+from tests.s3_store import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -57,15 +51,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMINGS = ROOT / "tests" / "fixtures" / "cycle-times.json"
 
 
-def project(layer: str, document: dict) -> dict:
-    projected, _ = projection(document, mirrored_providers())
-    assert_only_loopback(projected)
-    return projected
-
-
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path_factory.mktemp("pki-ops")).start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path_factory.mktemp("pki-ops")).start()
     yield server
     server.stop()
 
@@ -75,49 +63,6 @@ def umask():
     previous = private_process()
     yield
     os.umask(previous)
-
-
-def terraform_for(fake: FakePveServer, binary: str, **extra: str) -> Terraform:
-    # The tests opt into the offline mirror (operators keep their own TF_CLI_CONFIG_FILE: the registry by default).
-    return Terraform(binary=binary, env={**fake.provider_env(), **provider_install.environment_for("mirror"), **extra})
-
-
-def workspace(root: Path, data: dict) -> Workspace:
-    return Workspace(support.site_from(data), root=root, transform=project)
-
-
-class Recorder(Console):
-    def __init__(self, answers=()):
-        import io
-
-        super().__init__(out=io.StringIO(), answers=iter(answers))
-
-    @property
-    def text(self) -> str:
-        return self.out.getvalue()
-
-
-def inventory(fake: FakePveServer) -> dict:
-    """What the fake holds beyond a fresh Proxmox VE: VMs, bridges, users, roles, tokens, ACLs, stored files."""
-
-    def read():
-        pve = fake.pve
-        return {
-            "vms": sorted(vm.vmid for vm in pve.vms),
-            "bridges": sorted(
-                f"{node}/{name}"
-                for node, ifaces in pve.tv_net.items()
-                for name in ifaces
-                if name not in ("enp2s0", "vmbr0")
-            ),
-            "users": sorted(u for u in pve.tv_users if u != "root@pam"),
-            "roles": sorted(pve.tv_roles),
-            "tokens": sorted("!".join(key) for key in pve.tv_tokens),
-            "acl": sorted(e["ugid"] for e in pve.tv_acl),
-            "files": sorted(f"{name}:{f}" for name, storage in pve.storages.items() for f in storage.get("files", ())),
-        }
-
-    return fake.call(read)
 
 
 EMPTY = {"vms": [], "bridges": [], "users": [], "roles": [], "tokens": [], "acl": [], "files": []}
@@ -262,24 +207,6 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
     assert guard.returncode == 2 and "is a state (`terraform show -json` without a plan file" in guard.stderr
     assert inventory(fake) == before
     assert leftover_plans(root) == []
-
-
-def api(fake: FakePveServer, method: str, path: str, **fields: str) -> dict:
-    """A call to the fake's HTTP API as any client makes it: ticket, CSRF token, form body."""
-    context = ssl.create_default_context(cafile=fake.cafile)
-    login = urllib.request.Request(
-        f"{fake.url}api2/json/access/ticket",
-        method="POST",
-        data=urllib.parse.urlencode({"username": "root@pam", "password": "secret"}).encode(),
-    )
-    ticket = json.loads(urllib.request.urlopen(login, context=context, timeout=30).read())["data"]
-    request = urllib.request.Request(
-        f"{fake.url}api2/json{path}",
-        method=method,
-        data=urllib.parse.urlencode(fields).encode(),
-        headers={"Cookie": f"PVEAuthCookie={ticket['ticket']}", "CSRFPreventionToken": ticket["CSRFPreventionToken"]},
-    )
-    return json.loads(urllib.request.urlopen(request, context=context, timeout=30).read())
 
 
 def test_drift_detected_after_an_out_of_band_change(deployed, fake):
@@ -431,7 +358,7 @@ def test_five_destroy_recreate_cycles_leave_nothing_behind(deployed, fake):
 
 @pytest.fixture()
 def second_fake(tmp_path_factory):
-    server = FakePveServer("127.0.0.44", _free_port("127.0.0.44"), tmp_path_factory.mktemp("pki-s3")).start()
+    server = FakePveServer("127.0.0.44", free_port("127.0.0.44"), tmp_path_factory.mktemp("pki-s3")).start()
     yield server
     server.stop()
 

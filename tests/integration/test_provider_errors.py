@@ -32,8 +32,9 @@ from terravixens.operations.terraform import Terraform
 from terravixens.operations.workspace import Workspace
 from tests import support
 from tests.fakepve_ext import FakePveServer
-from tests.integration.test_provider_modes import _free_port, offline, user_environment
-from tests.integration.test_s3_state import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
+from tests.loopback import free_port
+from tests.s3_store import BUCKET, s3_endpoint  # noqa: F401  (module fixture)
+from tests.terraform import offline, user_environment
 
 pytestmark = pytest.mark.integration
 
@@ -132,7 +133,7 @@ def test_the_cdktf_path_adds_the_same_line_to_terraforms_own_output(terraform_bi
 # ------------------------------------------------------------------------ the mirror mode: only the asked layers
 @pytest.fixture()
 def fake(tmp_path):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path / "pki").start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path / "pki").start()
     yield server
     server.stop()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,43 +17,14 @@ import pytest
 from terravixens import provider_install
 from tests import support
 from tests.fakepve_ext import FakePveServer
-from tests.terraform import mirrored_providers, projection
+from tests.loopback import free_port
+from tests.terraform import mirrored_providers, offline, projection, user_environment
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.44"
 CDKTF = ROOT / "node_modules" / ".bin" / "cdktf"
-
-
-def _free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
-def offline(environ: dict[str, str]) -> dict[str, str]:
-    """`environ` with the network cut: only loopback hosts are reached directly."""
-    dead = f"http://127.0.0.1:{_free_port()}"
-    cut = {
-        "HTTPS_PROXY": dead,
-        "HTTP_PROXY": dead,
-        "https_proxy": dead,
-        "http_proxy": dead,
-        "NO_PROXY": "127.0.0.0/8,localhost",
-        "no_proxy": "127.0.0.0/8,localhost",
-    }
-    return {**environ, **cut, "CHECKPOINT_DISABLE": "1", "TF_IN_AUTOMATION": "1"}
-
-
-def user_environment() -> dict[str, str]:
-    """The environment of a user who configured nothing for Terraform."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("TF_CLI_CONFIG_FILE", "TERRAVIXENS_PROVIDERS", "CDKTF_SKIP_PROVIDER_LOCK")
-        and not k.startswith("TF_PLUGIN")
-    }
 
 
 def write_hypervisors(workdir: Path) -> None:
@@ -92,7 +62,7 @@ def test_init_installs_from_the_registry_or_from_the_mirror(terraform_binary, tm
 
 @pytest.fixture
 def fake(tmp_path):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path / "pki").start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path / "pki").start()
     yield server
     server.stop()
 

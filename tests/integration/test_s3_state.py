@@ -8,56 +8,19 @@ one key per layer, locking, and that a concurrent apply neither corrupts nor los
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests import support
+from tests import s3_store, support
+from tests.s3_store import BUCKET
 from tests.terraform import terraform_env
 
 pytestmark = pytest.mark.integration
 
-BUCKET = "tfstate"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        import boto3
-
-        client = boto3.client(
-            "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
-        )
-        for _ in range(100):
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except Exception:  # server still starting
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"moto server did not start: {log.read_text()}")
-        yield endpoint, client
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+s3_endpoint = s3_store.s3_endpoint  # moto's server, one per module (a fixture)
 
 
 def _env() -> dict:

@@ -45,13 +45,13 @@ from terravixens.standalone.node_env import FIRST_BOOT, render_cloud_config, ren
 from terravixens.standalone.resolve import load_standalone
 from tests import spec_support
 from tests.agent_support import node_root
+from tests.cloud_init_tool import cloud_init_schema
 from tests.fakepve_ext import FakePveServer
+from tests.fakepve_operations import Recorder, api
 from tests.fakessh import FakeSsh
 from tests.fakessh_node import FakeNode
-from tests.integration.test_fakepve import _free_port, assert_only_loopback
-from tests.integration.test_operations import Recorder, api
+from tests.loopback import assert_only_loopback, free_port
 from tests.terraform import mirrored_providers, projection
-from tests.test_cloud_init_schema import cloud_init_schema
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ class World:
         self.hv_host = f"127.{self.octet}.0.2"
         self.nest_host = f"127.{self.octet}.1.60"
         self.spec_host, self.spec_port = f"127.{self.octet}.0.8", 0
-        self.pve1 = FakePveServer(self.hv_host, _free_port(self.hv_host), folder / "pki1", nodes=("pve1",)).start()
+        self.pve1 = FakePveServer(self.hv_host, free_port(self.hv_host), folder / "pki1", nodes=("pve1",)).start()
         self.nest1 = FakePveServer(self.nest_host, 8006, folder / "pki2", nodes=("nest1",)).start()
         for fake in (self.pve1, self.nest1):
             fake.call(fake.pve.store_file, "local", "debian-12-genericcloud-amd64.qcow2", 1024, "import")
@@ -98,7 +98,7 @@ class World:
         self.ssh2 = FakeSsh(self.nest_host, folder / "ssh-nest1", self._register(self.nest1)).start()
         self.ca_bundle = folder / "ca.pem"
         self.ca_bundle.write_text(Path(self.pve1.cafile).read_text() + Path(self.nest1.cafile).read_text())
-        self.spec_port = _free_port(self.spec_host)
+        self.spec_port = free_port(self.spec_host)
         self.site, self.secrets = self._site()
 
     @staticmethod

@@ -21,9 +21,10 @@ import pytest
 from terravixens.guard import check_plan
 from terravixens.guard.context import GuardContext, deployed_usage, site_usage
 from tests import support
+from tests.fakepve_deployment import HOST, Deployment
 from tests.fakepve_ext import FakePveServer
-from tests.integration.test_fakepve import HOST, Deployment, _free_port
-from tests.test_storage import FINGERPRINT, PASSWORD, with_storage
+from tests.loopback import free_port
+from tests.site_builders import FINGERPRINT, PASSWORD, with_storage
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +50,7 @@ def loopback_storage(data: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
-    server = FakePveServer(HOST, _free_port(HOST), tmp_path_factory.mktemp("pki")).start()
+    server = FakePveServer(HOST, free_port(HOST), tmp_path_factory.mktemp("pki")).start()
     yield server
     server.stop()
 

@@ -10,8 +10,10 @@ the stack, the address, the attribute path and what the schema says.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 META_ARGUMENTS = {"//", "count", "for_each", "depends_on", "lifecycle", "provider", "provisioner", "connection"}
@@ -29,7 +31,7 @@ class Finding:
         return f"{self.stack}: {self.address}: {self.path}: {self.problem}"
 
 
-def load_schemas(folder: Path = SCHEMAS) -> dict[str, dict]:
+def load_schemas(folder: Path = SCHEMAS) -> dict[str, dict[str, Any]]:
     """Local provider name -> provider schema, for every committed schema file."""
     schemas = {}
     for path in sorted(folder.glob("*.json")):
@@ -39,15 +41,15 @@ def load_schemas(folder: Path = SCHEMAS) -> dict[str, dict]:
     return schemas
 
 
-def _is_expression(value) -> bool:
+def _is_expression(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-def _type_name(spec) -> str:
+def _type_name(spec: object) -> str:
     return spec if isinstance(spec, str) else json.dumps(spec)
 
 
-def _check_type(value, spec, path: str):
+def _check_type(value: object, spec: object, path: str) -> Iterator[tuple[str, str]]:
     """Yields (path, problem) where a literal value cannot have the schema's type."""
     if value is None or _is_expression(value) or spec == "dynamic":
         return
@@ -98,7 +100,7 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _check_attributes(body: dict, attributes: dict, path: str):
+def _check_attributes(body: dict[str, Any], attributes: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
     for name, attribute in attributes.items():
         here = f"{path}{name}"
         if name not in body:
@@ -114,7 +116,7 @@ def _check_attributes(body: dict, attributes: dict, path: str):
             yield from _check_type(value, attribute.get("type", "dynamic"), here)
 
 
-def _check_nested(value, nested: dict, path: str):
+def _check_nested(value: object, nested: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
     if value is None or _is_expression(value):
         return
     mode = nested["nesting_mode"]
@@ -134,14 +136,16 @@ def _check_nested(value, nested: dict, path: str):
             return
         items = [(f"{path}.{key}", item) for key, item in value.items()]
     for here, item in items:
-        if _is_expression(item):
+        if _is_expression(item) or not isinstance(item, dict):
             continue
         for key in sorted(set(item) - set(nested["attributes"])):
             yield f"{here}.{key}", "is not an attribute of this nested object"
         yield from _check_attributes(item, nested["attributes"], f"{here}.")
 
 
-def check_block(body: dict, block: dict, path: str = "", ignore: frozenset = frozenset()):
+def check_block(
+    body: dict[str, Any], block: dict[str, Any], path: str = "", ignore: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
     """Yields (path, problem) for one configuration body against one schema block."""
     attributes = block.get("attributes", {})
     block_types = block.get("block_types", {})
@@ -185,12 +189,14 @@ def check_block(body: dict, block: dict, path: str = "", ignore: frozenset = fro
             yield from check_block(item, inner, prefix)
 
 
-def check_stack(stack_name: str, stack: dict, schemas: dict[str, dict]) -> tuple[list[Finding], set[str]]:
+def check_stack(
+    stack_name: str, stack: dict[str, Any], schemas: dict[str, dict[str, Any]]
+) -> tuple[list[Finding], set[str]]:
     """Findings for one synthesized stack, and the providers that have no committed schema (not checked)."""
     findings: list[Finding] = []
     unchecked: set[str] = set()
 
-    def add(address: str, problems) -> None:
+    def add(address: str, problems: Iterable[tuple[str, str]]) -> None:
         findings.extend(Finding(stack_name, address, path, problem) for path, problem in problems)
 
     for kind, prefix, section in (("resource", "", "resource_schemas"), ("data", "data.", "data_source_schemas")):

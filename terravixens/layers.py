@@ -117,7 +117,8 @@ class LayerKind:
     def stack_class(self) -> type:
         """The stack class, imported now (it starts jsii): `stack_class()(scope, site, layer, options)`."""
         module, _, name = self.stack.partition(":")
-        return getattr(importlib.import_module(module), name)
+        found: type = getattr(importlib.import_module(module), name)
+        return found
 
 
 def _hypervisors(kind: LayerKind, site: Site) -> list[Layer]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Any
 
 from terravixens.expressions import addresses_in
 
 
-def addresses(stack: dict) -> dict[str, dict]:
+def addresses(stack: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Terraform address -> body (metadata removed) for every resource, data source and output of a stack."""
-    found: dict[str, dict] = {}
+    found: dict[str, dict[str, Any]] = {}
     for kind, prefix in (("resource", ""), ("data", "data.")):
         for rtype, items in stack.get(kind, {}).items():
             for name, body in items.items():
@@ -26,7 +27,7 @@ def addresses(stack: dict) -> dict[str, dict]:
     return found
 
 
-def effective(body: dict) -> dict:
+def effective(body: dict[str, Any]) -> dict[str, Any]:
     """What Terraform acts on: attributes listed in lifecycle.ignore_changes never cause a change."""
     ignored = body.get("lifecycle", {}).get("ignore_changes", [])
     if ignored == "all":
@@ -37,7 +38,7 @@ def effective(body: dict) -> dict:
     return result
 
 
-def _drop(body, path: str) -> None:
+def _drop(body: Any, path: str) -> None:
     parts = path.replace("[", ".").replace("]", "").split(".")
     target = body
     for part in parts[:-1]:
@@ -88,7 +89,7 @@ class Changes:
         return bool(self.touched)
 
 
-def diff_stack(before: dict, after: dict) -> Changes:
+def diff_stack(before: dict[str, Any], after: dict[str, Any]) -> Changes:
     """Added, removed and changed addresses. A change also flows along references out of data sources and
     terraform_data (their results are re-read or re-computed), as Terraform's plan would show it: a new Kubernetes
     version changes the machine configuration data sources, and through them every node's apply."""
@@ -105,7 +106,7 @@ def diff_stack(before: dict, after: dict) -> Changes:
     return Changes(added=set(new) - set(old), removed=set(old) - set(new), changed=changed, attributes=attributes)
 
 
-def diff(before: dict[str, dict], after: dict[str, dict]) -> dict[str, Changes]:
+def diff(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict[str, Changes]:
     """Per stack, only the stacks that changed (a stack that appears or disappears counts as all-added/removed)."""
     result = {}
     for name in sorted(set(before) | set(after)):

@@ -24,7 +24,7 @@ from terravixens.agent.converge import Result, converge
 from terravixens.agent.system import Node, Refused, Unusable, node_parts
 from terravixens.exitcodes import SpecGetExit
 from terravixens.inputs import InputError, load_json, read_text
-from terravixens.specclient import get
+from terravixens.specclient import envfile, get
 
 # 0 and 2 as `spec get` (its table: the run's fetch codes pass through), then the agent's own code past its 3–7.
 OK, USAGE = SpecGetExit.OK, SpecGetExit.USAGE
@@ -106,7 +106,7 @@ def _report(node: Node, result: Result, args: argparse.Namespace) -> int:
 
 def _fetch(node: Node, args: argparse.Namespace) -> tuple[int, object]:
     """spec get's fetch, then the spec written to SPEC_PATH without following a link (not in a dry run)."""
-    env_file = Path(args.env_file) if args.env_file else node.path(get.envfile.DEFAULT_PATH.as_posix())
+    env_file = Path(args.env_file) if args.env_file else node.path(envfile.DEFAULT_PATH.as_posix())
     options = get.GetOptions(env_file=env_file, out=Path(SPEC_PATH), budget=args.budget)
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the result's alone
         fetched = get.fetch(options)

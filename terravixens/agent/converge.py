@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from terravixens.agent.desired import SCHEMA_VERSION, Desired
 from terravixens.agent.sections import SECTIONS
@@ -43,7 +44,7 @@ class Result:
     def changed(self) -> int:
         return sum(len(section.changes) for section in self.sections)
 
-    def document(self) -> dict:
+    def document(self) -> dict[str, Any]:
         return {
             "schema": "terravixens/agent-result/v1",  # docs/json/agent-result.v1.schema.json
             "schema_version": SCHEMA_VERSION,

@@ -78,7 +78,7 @@ class Desired:
     network: Network | None = None
 
 
-def _get(document: dict, path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+def _get(document: dict[str, Any], path: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
     value: Any = document
     for part in path.split("."):
         value = value.get(part, default) if isinstance(value, dict) else default
@@ -96,7 +96,7 @@ def _kind(kind: type | tuple[type, ...]) -> str:
     )
 
 
-def _names(values: list, path: str, pattern: re.Pattern[str], what: str) -> tuple[str, ...]:
+def _names(values: list[Any], path: str, pattern: re.Pattern[str], what: str) -> tuple[str, ...]:
     for value in values:
         if not words.matches(pattern, value):
             raise BadSpec(f"spec field {path}: {str(value)[:64]!r} is not a {what}: fix the spec and fetch it again")
@@ -121,8 +121,8 @@ def _user(name: object, settings: object) -> User:
     )
 
 
-def _type_config(document: dict, node_type: str) -> dict[str, Any]:
-    config = _get(document, f"config.{node_type}", dict, {})
+def _type_config(document: dict[str, Any], node_type: str) -> dict[str, Any]:
+    config: dict[str, Any] = _get(document, f"config.{node_type}", dict, {})
     for key in ("guest_agent", "regenerate_host_keys"):
         if key in config:
             _get(config, key, bool)

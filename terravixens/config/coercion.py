@@ -23,6 +23,8 @@ import functools
 import re
 import types
 import typing
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -30,14 +32,16 @@ from terravixens.config import model
 from terravixens.inputs import Lines, Problem, shown
 from terravixens.inputs.problems import field_path
 
+R = TypeVar("R")
+
 PLAIN_NUMBER = re.compile(r"[1-9][0-9]*")
 
 
-def _is_vlan(metadata) -> bool:
+def _is_vlan(metadata: Iterable[object]) -> bool:
     return any(getattr(item, "func", None) is model.vlan_id for item in metadata)
 
 
-def _strip(annotation, metadata=()) -> tuple[object, tuple]:
+def _strip(annotation: object, metadata: tuple[Any, ...] = ()) -> tuple[object, tuple[Any, ...]]:
     """The annotation without `Annotated`, and every metadata item found on the way."""
     while typing.get_origin(annotation) is typing.Annotated:
         arguments = typing.get_args(annotation)
@@ -45,12 +49,12 @@ def _strip(annotation, metadata=()) -> tuple[object, tuple]:
     return annotation, tuple(metadata)
 
 
-def _cached(function):
+def _cached(function: Callable[[Any], R]) -> Callable[[Any], R]:
     """Memoized by the annotation's identity: annotations live as long as the model, and not all are hashable."""
-    results: dict[int, tuple[object, object]] = {}
+    results: dict[int, tuple[object, R]] = {}
 
     @functools.wraps(function)
-    def cached(annotation):
+    def cached(annotation: Any) -> R:
         found = results.get(id(annotation))
         if found is None:
             found = results[id(annotation)] = (annotation, function(annotation))  # keeps the id's owner alive
@@ -63,12 +67,12 @@ VLAN = TypeAdapter(model.VlanId)
 
 
 @_cached
-def _adapter(annotation) -> TypeAdapter:
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
 @_cached
-def _reaches(annotation) -> bool:
+def _reaches(annotation: object) -> bool:
     """Whether values of this annotation can hold an integer, a non-text key or a VLAN id (else: not visited)."""
     bare, _ = _strip(annotation)
     if bare is int:
@@ -85,7 +89,7 @@ def _reaches(annotation) -> bool:
 
 
 @_cached
-def _fields(model_class: type[BaseModel]) -> tuple[tuple[str, object, tuple], ...]:
+def _fields(model_class: type[BaseModel]) -> tuple[tuple[str, object, tuple[Any, ...]], ...]:
     """The fields worth visiting: (name, annotation, metadata)."""
     return tuple(
         (name, field.annotation, tuple(field.metadata))
@@ -99,11 +103,11 @@ class _Check:
         self.lines = lines
         self.problems: list[Problem] = []
 
-    def add(self, path: tuple, message: str) -> None:
+    def add(self, path: tuple[Any, ...], message: str) -> None:
         self.problems.append(Problem(field_path(path), message, self.lines.of(path)))
 
     # ------------------------------------------------------------------------------------------------ the walk
-    def visit(self, annotation, metadata: tuple, data: object, path: tuple) -> None:
+    def visit(self, annotation: object, metadata: tuple[Any, ...], data: object, path: tuple[Any, ...]) -> None:
         bare, metadata = _strip(annotation, metadata)
         if _is_vlan(metadata):
             self.vlan_id(data, path, key=False)
@@ -136,7 +140,7 @@ class _Check:
                     self.visit(field_annotation, field_metadata, data[name], (*path, name))
 
     # ------------------------------------------------------------------------------------------------ keys
-    def keys(self, key_annotation, data: dict, path: tuple) -> None:
+    def keys(self, key_annotation: object, data: dict[Any, Any], path: tuple[Any, ...]) -> None:
         """Keys the model coerces to one value: each after the first names the first, with its line; a key alone is
         checked as its type is (a VLAN id's spelling, an integer's base)."""
         vlan = _is_vlan(_strip(key_annotation)[1])
@@ -169,7 +173,7 @@ class _Check:
                     ),
                 )
 
-    def written(self, raw: object, path: tuple, *, key: bool = False) -> str:
+    def written(self, raw: object, path: tuple[Any, ...], *, key: bool = False) -> str:
         """A value as the file wrote it: `0120` for an octal, `'0120'` for text, `120.0` for a float."""
         spelled = self.lines.written(path, key=key)
         if spelled is not None:
@@ -177,7 +181,7 @@ class _Check:
         return shown(raw) if isinstance(raw, str) else str(raw).lower() if isinstance(raw, bool) else str(raw)
 
     # ------------------------------------------------------------------------------------------------ VLAN ids
-    def vlan_id(self, raw: object, path: tuple, *, key: bool) -> None:
+    def vlan_id(self, raw: object, path: tuple[Any, ...], *, key: bool) -> None:
         try:
             read = VLAN.validate_python(raw)
         except ValidationError:
@@ -209,7 +213,7 @@ class _Check:
                 fix = f"write VLAN ids as plain numbers, {read}"
             self.add(path, f"VLAN id written {written} is read as {read}{_base_reason(written)}: {fix}")
 
-    def vlan_list(self, data: list, path: tuple) -> None:
+    def vlan_list(self, data: list[Any], path: tuple[Any, ...]) -> None:
         """A bridge's allowed VLANs: each a VLAN id, none twice in any spelling (the list is a set: Proxmox'
         `bridge-vids`); a repeat is named with the first, not also for its spelling."""
         first: dict[int, int] = {}
@@ -232,7 +236,7 @@ class _Check:
             )
 
     # ------------------------------------------------------------------------------------------------ integers
-    def integer(self, raw: object, path: tuple, *, key: bool = False) -> None:
+    def integer(self, raw: object, path: tuple[Any, ...], *, key: bool = False) -> None:
         """An integer YAML read in base 8 or 60: not the number a reader of the file sees."""
         written = self.lines.written(path, key=key)
         if written is None or isinstance(raw, bool) or not isinstance(raw, int):
@@ -292,7 +296,7 @@ def problems(data: object, lines: Lines | None = None) -> list[Problem]:
     return check.problems
 
 
-def coerced_key_maps(annotation=None, path: str = "") -> list[str]:
+def coerced_key_maps(annotation: object = None, path: str = "") -> list[str]:
     """The maps of the site model whose keys are not text (pydantic coerces them), as dotted paths with `<name>` for
     any key and `<n>` for any list index: what `problems` checks for keys that become one."""
     bare, _ = _strip(model.Site if annotation is None else annotation)

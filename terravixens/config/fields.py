@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Annotated, Protocol
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -37,7 +38,7 @@ parse_address = functools.lru_cache(maxsize=65_536)(ipaddress.ip_address)
 
 
 # ---------------------------------------------------------------------------------------------------------- text
-def text_problem(value: object, field: str, inside: tuple = ()) -> tuple[tuple, str] | None:
+def text_problem(value: object, field: str, inside: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], str] | None:
     """The first string in `value` (a string, or strings nested in lists and maps, keys included) that is not
     site text, as (its path under the field, what is wrong with it); None when all is well."""
     if isinstance(value, str):
@@ -168,7 +169,7 @@ def unicast_mac(value: str) -> str:
     return normalized
 
 
-def at_most(limit: int, unit: str, why: str):
+def at_most(limit: int, unit: str, why: str) -> Callable[[int], int]:
     def check(value: int) -> int:
         if value > limit:
             raise ValueError(f"{shown(value)} {unit} is more than {limit:,} {unit}: {why}")

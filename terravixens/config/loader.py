@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -40,7 +41,7 @@ class SiteError(InputError):
         super().__init__(path, problems, WHAT)
 
 
-def without_union_tags(location: tuple) -> tuple:
+def without_union_tags(location: tuple[Any, ...]) -> tuple[Any, ...]:
     """pydantic puts the tag of a discriminated union in the location (`storage.nas.nfs.export`): the file has no
     such key, so it is dropped (`storage.nas.export`). The site's one such union is a hypervisor's storage."""
     return tuple(

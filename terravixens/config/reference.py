@@ -13,6 +13,7 @@ import argparse
 import sys
 import types
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -39,7 +40,7 @@ VALIDATED = {
 }
 
 
-def _validated_kind(metadata) -> str | None:
+def _validated_kind(metadata: Iterable[object]) -> str | None:
     for item in metadata:
         function = getattr(item, "func", None)
         if function in VALIDATED:
@@ -51,7 +52,9 @@ def _section_id(model: type[BaseModel]) -> str:
     return model.__name__.lower()
 
 
-def type_text(annotation, metadata=(), titles: dict | None = None) -> str:
+def type_text(
+    annotation: object, metadata: Iterable[object] = (), titles: dict[type[BaseModel], str] | None = None
+) -> str:
     """How the reference writes a field's type; `titles` names each model's section (for links)."""
     kind = _validated_kind(metadata)
     if kind:
@@ -71,10 +74,11 @@ def type_text(annotation, metadata=(), titles: dict | None = None) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         title = (titles or {}).get(annotation) or annotation.__name__
         return f"[{title}](#{_section_id(annotation)})"
-    return {str: "text", int: "integer", bool: "bool"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
+    plain: dict[object, str] = {str: "text", int: "integer", bool: "bool"}
+    return plain[annotation] if annotation in plain else str(getattr(annotation, "__name__", annotation))
 
 
-def _value(value) -> str:
+def _value(value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
@@ -97,14 +101,14 @@ def default_text(field: FieldInfo) -> str:
     return f"`{_value(value)}`"
 
 
-def _children(annotation) -> list[type[BaseModel]]:
+def _children(annotation: object) -> list[type[BaseModel]]:
     """Models a field's type holds (through lists, maps and unions), in order."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [child for argument in typing.get_args(annotation) for child in _children(argument)]
 
 
-def _where(annotation, path: str, name: str) -> str:
+def _where(annotation: object, path: str, name: str) -> str:
     """The path of a field's nested model: <name> for map keys, <id> for integer keys (VLAN ids)."""
     for candidate in (annotation, *typing.get_args(annotation)):
         if typing.get_origin(candidate) is dict:

@@ -16,6 +16,7 @@ and addresses in the rules shared with cluster nodes (`walk.machines`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -39,7 +40,7 @@ from terravixens.spec_transport import ca_pem, plain_http_refusal
 VOLUME_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*:(iso|import|vztmpl)/[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def _volume(content: tuple[str, ...], example: str):
+def _volume(content: tuple[str, ...], example: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         match = VOLUME_ID.match(value)
         if not match or match.group(1) not in content:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cdktf import TerraformResourceLifecycle
 from constructs import Construct
@@ -99,7 +100,7 @@ class ClusterConfig(Construct):
             self._machine_configuration[role] = self.machine_configurations[role].machine_configuration
         return self._machine_configuration[role]
 
-    def machine_secrets_input(self) -> dict:
+    def machine_secrets_input(self) -> dict[str, Any]:
         secrets = self.secrets.machine_secrets
         certs = secrets.certs
         return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 from terravixens.expressions import strings_in
 from terravixens.rules.base import Rule
@@ -45,7 +46,7 @@ def might_hold_a_secret(text: str) -> bool:
 SECRET_ATTRIBUTES = re.compile(r"^(password|token|api_token|client_key|private_key|secret|secret_key|access_key)$")
 
 
-def _literal_secrets(value, path=()):
+def _literal_secrets(value: object, path: tuple[str | int, ...] = ()) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, str) and SECRET_ATTRIBUTES.match(key) and item and not item.startswith("${"):

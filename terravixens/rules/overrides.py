@@ -23,7 +23,7 @@ from weakref import WeakKeyDictionary
 
 from cdktf import TerraformStack
 
-_RECORDED: WeakKeyDictionary = WeakKeyDictionary()
+_RECORDED: WeakKeyDictionary[TerraformStack, list[tuple[str, Any]]] = WeakKeyDictionary()
 
 
 def record(stack: TerraformStack) -> None:
@@ -63,7 +63,7 @@ def metadata_written(stack: TerraformStack) -> set[tuple[str, str, str]]:
     return found
 
 
-def unrecorded_keys(stack: TerraformStack, document: dict) -> list[str]:
+def unrecorded_keys(stack: TerraformStack, document: dict[str, Any]) -> list[str]:
     """Top-level keys of the stack's JSON that hold stack-level overrides none of the recorded ones explains: added
     from outside Python (a construct library written in TypeScript calls the method in Node.js) or before the stack
     recorded them (`record`). cdktf lists the top-level key of every stack-level override in the JSON's metadata."""

@@ -8,6 +8,7 @@ cluster node of the same name are still two nodes.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from terravixens.catalogue import RESET_CAPABLE
 from terravixens.expressions import references, remote_outputs
@@ -48,7 +49,7 @@ def id_owner(logical: str) -> tuple[str, str] | None:
     return None
 
 
-def _listed(value) -> list:
+def _listed(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 

@@ -333,4 +333,7 @@ class StackView:
 
     def resolved(self, element: TerraformElement) -> dict[str, Any]:
         """An element's JSON resolved as the stack's (for elements that are not resource or data blocks)."""
-        return Tokenization.resolve(element.to_terraform(), scope=self.stack, preparing=False, resolver=self._resolver)
+        resolved: dict[str, Any] = Tokenization.resolve(
+            element.to_terraform(), scope=self.stack, preparing=False, resolver=self._resolver
+        )
+        return resolved

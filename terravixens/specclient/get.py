@@ -10,8 +10,10 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from terravixens.exitcodes import SpecGetExit
 from terravixens.inputs import InputError, load_json
@@ -33,7 +35,7 @@ class GetOptions:
     attempt_timeout: float = 10.0
 
 
-def verify(answer: Answer, identity: str) -> dict:
+def verify(answer: Answer, identity: str) -> dict[str, Any]:
     try:
         document = load_json(answer.body.decode("utf-8"), "response", what="spec")
     except (InputError, UnicodeDecodeError) as error:
@@ -89,7 +91,7 @@ def _say(line: str) -> None:
     print(f"spec get: {line}", file=sys.stderr)
 
 
-def fetch(options: GetOptions, *, request=request_once, **retry) -> Fetched:
+def fetch(options: GetOptions, *, request: Callable[..., Answer] = request_once, **retry: Any) -> Fetched:
     """The node's spec, fetched and verified, in memory: nothing is written (the agent writes it itself, without
     following a link, or not at all in a dry run)."""
     try:
@@ -124,7 +126,7 @@ def fetch(options: GetOptions, *, request=request_once, **retry) -> Fetched:
     return Fetched(OK, answer.body, env.identity)
 
 
-def run(options: GetOptions, *, request=request_once, **retry) -> int:
+def run(options: GetOptions, *, request: Callable[..., Answer] = request_once, **retry: Any) -> int:
     fetched = fetch(options, request=request, **retry)
     if fetched.code != OK:
         return fetched.code

@@ -27,7 +27,7 @@ class JsonLog:
             self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
         return f"{self._stamp}.{int(now * 1000) % 1000:03d}Z"
 
-    def event(self, event: str, **fields) -> None:
+    def event(self, event: str, **fields: object) -> None:
         record = {"ts": self._timestamp(), "event": event, **fields}
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         with self.lock:

@@ -17,6 +17,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -103,7 +104,7 @@ class Reloader:
                 await self.reload("file_change")
 
 
-def _tls(options: ServeOptions) -> dict:
+def _tls(options: ServeOptions) -> dict[str, Any]:
     if options.tls_cert is None:
         return {}
     return {

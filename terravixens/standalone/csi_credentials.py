@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
@@ -51,7 +51,7 @@ def clusters_with_csi(site: Site) -> list[str]:
 
 def cross_problems(
     site: Site, entries: dict[str, dict[str, str]], needed: Iterable[str]
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(location in the secrets file, message) of each entry without a cluster that wants it, and of each cluster in
     `needed` without an entry."""
     wanting = clusters_with_csi(site)
@@ -75,7 +75,7 @@ def cross_problems(
             )
 
 
-def no_secrets_file(needed: Iterable[str]) -> Iterator[tuple[tuple, str]]:
+def no_secrets_file(needed: Iterable[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(site location, message) for each cluster in `needed` when no secrets file was given at all."""
     for name in needed:
         yield (

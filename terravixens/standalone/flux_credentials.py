@@ -30,7 +30,7 @@ import hmac
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
@@ -211,7 +211,7 @@ def known_host(text: str, host: str, port: int | None) -> bool:
     return False
 
 
-def _wildcard(pattern: str) -> re.Pattern:
+def _wildcard(pattern: str) -> re.Pattern[str]:
     """ssh's host pattern: '*' any run of characters, '?' one; everything else literal ('[host]:port' included)."""
     return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
 
@@ -342,7 +342,7 @@ def _scan(flux: FluxConfig) -> str:
 
 def cross_problems(
     site: Site, entries: dict[str, FluxCredentials], needed: Iterable[str]
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(location in the secrets file, message) of each disagreement between the site and the secrets file's flux
     section: every entry is checked against its cluster; each cluster in `needed` must have one."""
     for name in sorted(entries):
@@ -413,7 +413,7 @@ def _fluxes(site: Site, names: Iterable[str]) -> Iterator[tuple[str, FluxConfig]
             yield name, flux
 
 
-def no_secrets_file(site: Site, needed: Iterable[str]) -> Iterator[tuple[tuple, str]]:
+def no_secrets_file(site: Site, needed: Iterable[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(site location, message) for each cluster in `needed` when no secrets file was given at all."""
     for name, flux in _fluxes(site, needed):
         yield (

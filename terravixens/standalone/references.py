@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from terravixens.config.loader import WHAT as SITE
 from terravixens.config.model import Site
@@ -25,7 +26,7 @@ MAKE_TOKEN = "openssl rand -base64 32"
 class Found:
     path: Path
     what: str
-    location: tuple
+    location: tuple[Any, ...]
     message: str
     lines: Lines | None
 
@@ -36,11 +37,11 @@ class SiteFile:
     path: Path
     lines: Lines
 
-    def problem(self, location: tuple, message: str) -> Found:
+    def problem(self, location: tuple[Any, ...], message: str) -> Found:
         return Found(self.path, SITE, location, message, self.lines)
 
 
-def _spec_problem(catalog: Catalog, spec_name: str, location: tuple, message: str) -> Found:
+def _spec_problem(catalog: Catalog, spec_name: str, location: tuple[Any, ...], message: str) -> Found:
     loaded = catalog.spec_file(spec_name)
     return Found(loaded.path, SPEC, location, message, loaded.lines)
 
@@ -194,7 +195,7 @@ class SecretsFile:
     path: Path
     lines: Lines
 
-    def problem(self, location: tuple, message: str) -> Found:
+    def problem(self, location: tuple[Any, ...], message: str) -> Found:
         return Found(self.path, SECRETS, location, message, self.lines)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from terravixens.config.loader import SITE_LIMIT, SiteError, parse_site
 from terravixens.config.loader import WHAT as SITE
@@ -63,7 +64,7 @@ class ResolvedStandalone:
     catalog: Catalog
     nodes: dict[str, NodeSpec]
     secrets: Secrets | None
-    documents: dict[str, dict]  # identity -> resolved spec (only with secrets: it holds the ssh public keys)
+    documents: dict[str, dict[str, Any]]  # identity -> resolved spec (only with secrets: it holds the ssh public keys)
 
 
 def specs_folder(site: Site, site_path: Path | str) -> Path:
@@ -80,7 +81,7 @@ def load_site_lines(path: Path | str) -> tuple[Site, Lines]:
     return parse_site(data, path, lines), lines
 
 
-def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict:
+def _document(identity: str, node: NodeSpec, keys: dict[str, str]) -> dict[str, Any]:
     spec, placed, posture = node.spec, node.placed, node.posture
     hostname = spec.hostname_for(identity)
     first = placed.nics[0]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def schemas() -> dict[str, dict]:
+def schemas() -> dict[str, dict[str, Any]]:
     from terravixens.config.model import Site
     from terravixens.standalone.posture import Posture
     from terravixens.standalone.spec import Spec

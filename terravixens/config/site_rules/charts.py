@@ -13,6 +13,7 @@ import hashlib
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path as FilePath
+from typing import Any
 
 import yaml
 
@@ -25,7 +26,7 @@ ARCHIVE_LIMIT = 64 * 1024 * 1024
 VENDOR_HINT = "vendor it again with `helm pull` (docs/commands.md)"
 
 
-def _chart_yaml(archive: tarfile.TarFile, chart: str) -> dict | None:
+def _chart_yaml(archive: tarfile.TarFile, chart: str) -> dict[str, Any] | None:
     """The chart's own Chart.yaml (`<chart>/Chart.yaml`, not a subchart's), or None."""
     try:
         member = archive.getmember(f"{chart}/Chart.yaml")

@@ -12,14 +12,13 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterator
 
-from terravixens.config.model import Site
+from terravixens.config.model import Site, parse_address
 from terravixens.config.site_rules.walk import (
     Finding,
     Interface,
     cluster_nodes,
     interfaces,
     machines,
-    parse_address,
 )
 from terravixens.roles import Role
 

@@ -222,7 +222,7 @@ def machines(site: Site) -> tuple[Machine, ...]:
 
 
 # The last site walked: the rules of one check share one walk; a weak reference, so the site is not kept alive.
-_walked: dict[str, tuple[weakref.ref, tuple[Machine, ...]]] = {}
+_walked: dict[str, tuple[weakref.ref[Site], tuple[Machine, ...]]] = {}
 machines.cache_clear = _walked.clear  # type: ignore[attr-defined]  # as functools' caches spell it (benchmarks)
 
 

@@ -903,7 +903,7 @@ def snapshot_with_a_nested_manifest(lab: Lab) -> None:
             "terravixens snapshot: etcd-snapshots/homelab/prod/prod_20250101T000000.000000Z_cp-a_manual.json: not a "
             "snapshot manifest ((file): is nested more than 16 levels deep"
         )
-    assert tools.log() == [] and _kept(lab) == [folder / "prod_20250101T000000.000000Z_cp-a_manual.snapshot"]
+    assert tools.log() == [] and kept_snapshots(lab) == [folder / "prod_20250101T000000.000000Z_cp-a_manual.snapshot"]
 
 
 @case("snapshot", ExitCode.FAILED)

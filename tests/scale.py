@@ -32,3 +32,24 @@ def scaled_site_data(nodes: int) -> dict:
         plane["networks"]["vlans"][111]["address"] = plane["networks"]["vlans"][111]["address"].replace("/24", "/16")
     cluster["cilium"]["pools"] = {"services": ["10.99.0.0/24"]}
     return data
+
+
+def round_trips(nodes: int, tmp_path, monkeypatch) -> int:
+    """Requests from Python to cdktf's Node.js process while building and synthesizing a scaled site."""
+    from jsii._kernel.providers import process
+
+    from tests import support
+
+    site = support.site_from(scaled_site_data(nodes))
+    count = 0
+    send = process._NodeProcess.send
+
+    def counted(self, request, response_type):
+        nonlocal count
+        count += 1
+        return send(self, request, response_type)
+
+    monkeypatch.setattr(process._NodeProcess, "send", counted)
+    support.synth(site, tmp_path / str(nodes))
+    monkeypatch.setattr(process._NodeProcess, "send", send)
+    return count

@@ -41,11 +41,11 @@ from terravixens.operations.standalone_env import layer_env
 from terravixens.operations.workspace import Workspace
 from terravixens.standalone.etcd_backup_credentials import BACKUP_ENV, BACKUP_VARIABLE
 from tests import etcd_tool, gitops_tool, json_shapes, support
+from tests.restore_lab import bootstrapped, resets, sha256_of, tools
+from tests.restore_lab import run as restore
 from tests.site_builders import BACKUP_BUCKET as BUCKET
 from tests.site_builders import BACKUP_RECIPIENT as RECIPIENT
 from tests.site_builders import cluster, with_backup
-from tests.test_restore_etcd import bootstrapped, resets, sha256_of, tools
-from tests.test_restore_etcd import run as restore
 
 ROOT = Path(__file__).resolve().parent.parent
 AGE = ROOT / "tools" / "age" / "bin" / "age"
@@ -447,7 +447,7 @@ def test_an_unreachable_store_is_one_line_and_the_local_list_still_shows(offsite
 
 def test_check_judges_backups_only_for_a_cluster_that_has_them(monkeypatch):
     from terravixens.operations import acceptance
-    from terravixens.operations.acceptance.base import Result
+    from terravixens.operations.acceptance.base import CheckResult as Result
 
     def stub(name):
         return lambda context, observed: Result(name, Status.OK, "stand-in")

@@ -27,7 +27,7 @@ from terravixens.rules.view import StackView
 from terravixens.stacks import build_app, stack_names
 from tests import support
 from tests.scale import scaled_site_data
-from tests.test_conformance import VARIANTS, _variant
+from tests.variants import VARIANTS, variant_data
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = ROOT / "node_modules" / ".bin" / "node"
@@ -56,7 +56,7 @@ def platform(app: App):
 # ------------------------------------------------------------------------------------------ the same bytes
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_test_site_writes_the_same_bytes(variant, tmp_path):
-    written, materialized = synth_both(support.site_from(_variant(VARIANTS[variant])), tmp_path)
+    written, materialized = synth_both(support.site_from(variant_data(VARIANTS[variant])), tmp_path)
     assert written.keys() == materialized.keys()
     for name in written:
         assert written[name] == materialized[name], name
@@ -210,7 +210,7 @@ def test_an_aspect_of_the_stack_sees_every_vm(example_site, tmp_path):
 
 def test_a_node_in_a_users_stack_has_its_elements_from_the_start(example_site, tmp_path):
     """The constructs a library user composes behave as they always did (tests/test_library_use.py)."""
-    from tests.test_library_use import EdgeStack
+    from tests.library_stacks import EdgeStack
 
     app = App(outdir=str(tmp_path))
     stack = EdgeStack(app, "edge")
@@ -269,9 +269,9 @@ def test_a_conflicting_element_makes_the_blocks_elements(example_site, tmp_path)
 
 def test_the_round_trips_of_a_node_in_the_apps_stacks(tmp_path, monkeypatch):
     """One round trip per node (its construct) where its resources are written from Python, build and synth."""
-    from tests.test_scale import _round_trips
+    from tests.scale import round_trips
 
-    small, large = _round_trips(4, tmp_path, monkeypatch), _round_trips(24, tmp_path, monkeypatch)
+    small, large = round_trips(4, tmp_path, monkeypatch), round_trips(24, tmp_path, monkeypatch)
     assert (large - small) / 20 <= 1, f"{small} round trips for 4 nodes, {large} for 24"
 
 

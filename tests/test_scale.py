@@ -3,7 +3,7 @@
 import pytest
 
 from tests import support
-from tests.scale import scaled_site_data
+from tests.scale import round_trips, scaled_site_data
 
 
 @pytest.mark.parametrize("nodes", [5, 103, 1000])
@@ -20,31 +20,12 @@ def test_a_scaled_site_needs_a_worker():
         scaled_site_data(3)
 
 
-def _round_trips(nodes: int, tmp_path, monkeypatch) -> int:
-    """Requests from Python to cdktf's Node.js process while building and synthesizing a scaled site."""
-    from jsii._kernel.providers import process
-
-    site = support.site_from(scaled_site_data(nodes))
-    count = 0
-    send = process._NodeProcess.send
-
-    def counted(self, request, response_type):
-        nonlocal count
-        count += 1
-        return send(self, request, response_type)
-
-    monkeypatch.setattr(process._NodeProcess, "send", counted)
-    support.synth(site, tmp_path / str(nodes))
-    monkeypatch.setattr(process._NodeProcess, "send", send)
-    return count
-
-
 def test_round_trips_per_node_stay_few(tmp_path, monkeypatch):
     """Each call into cdktf is a round trip to its Node.js process: what a synth costs per node is mostly how many
     a node takes (docs/adr/0027-synth-speed.md). Today 7: the node's construct, its VM and apply (create, pin each),
     the VM's network device override; the rules read the whole stack at once and one raw configuration per node.
     A new per-node read of a cdktf attribute fails this test: read it once per cluster
     (terravixens/constructs/build.py)."""
-    small, large = _round_trips(4, tmp_path, monkeypatch), _round_trips(14, tmp_path, monkeypatch)
+    small, large = round_trips(4, tmp_path, monkeypatch), round_trips(14, tmp_path, monkeypatch)
     per_node = (large - small) / 10
     assert per_node <= 7, f"{per_node:.1f} round trips per node ({small} for 4 nodes, {large} for 14)"

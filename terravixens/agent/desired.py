@@ -142,7 +142,7 @@ def _address(value: object, where: str) -> ipaddress.IPv4Address | ipaddress.IPv
         raise BadSpec(f"spec field {where}: {str(value)[:64]!r} is not an IP address: fix the spec") from None
 
 
-def _network(document: dict) -> Network | None:
+def _network(document: dict[str, Any]) -> Network | None:
     """network.interfaces (or ip/gateway, the first NIC only, from a server before ADR 0059), routes, dns, search."""
     section = document.get("network")
     if section is None:

@@ -96,7 +96,9 @@ class PythonBlock:
     def written(self, resolved: dict[str, str]) -> dict[str, Any]:
         """The body as synth writes it: cdktf's metadata added, each token replaced by its text in `resolved`."""
         if self.tokens:
-            body = _mapped(self.body, lambda value: STRING_TOKEN.sub(lambda m: resolved[m.group(0)], value))
+            body: dict[str, Any] = _mapped(
+                self.body, lambda value: STRING_TOKEN.sub(lambda m: resolved[m.group(0)], value)
+            )
         else:
             body = dict(self.body)
         body["//"] = self.metadata()

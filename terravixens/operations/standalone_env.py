@@ -44,7 +44,7 @@ def layer_env(
     env: dict[str, dict[str, str]] = defaultdict(dict)
     gitops = {layer.cluster: layer.name for layer in layers if layer.cluster and layer.kind.name == GITOPS}
     guests = [layer.name for layer in layers if layer.guests is not None]
-    for layer, variables in _standalone_env(path, secrets_path, selected, guests).items():
+    for layer, variables in _standalone_env(site, path, secrets_path, selected, guests).items():
         env[layer].update(variables)
     for layer, variables in _gitops_env(site, path, secrets_path, selected, gitops).items():
         env[layer].update(variables)
@@ -74,10 +74,12 @@ standalone_layer_env = layer_env
 
 
 def _standalone_env(
-    path: str, secrets_path: str | None, selected: Sequence[str] | None, layers: list[str]
+    site: Site, path: str, secrets_path: str | None, selected: Sequence[str] | None, layers: list[str]
 ) -> Mapping[str, Mapping[str, str]]:
-    """The L2 layers' (those with guests) node tokens, when any of them is selected."""
+    """The L2 layers' (those with guests) node tokens, when any of them is selected; with the agent bundle's SHA-256
+    for a layer with a VM."""
     from terravixens.standalone.catalog import CatalogError
+    from terravixens.standalone.layout import standalone_layers
     from terravixens.standalone.tokens import TokensUnavailable, layer_variables
 
     if not layers or (selected is not None and not set(selected) & set(layers)):
@@ -86,7 +88,7 @@ def _standalone_env(
         variables = layer_variables(path, secrets_path)
     except (SiteError, CatalogError, TokensUnavailable) as error:
         raise OperationError(f"standalone layers: {error}", ExitCode.BAD_INPUT) from None
-    for name, layer in layers.items():
+    for name, layer in standalone_layers(site).items():
         if name in variables and any(node.type != "ct" for node in layer.nodes):
             variables[name] = {**variables[name], AGENT_SHA256_ENV: agent_sha256()}
     return variables

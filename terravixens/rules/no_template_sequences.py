@@ -18,10 +18,13 @@ judged, and fails the rule.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from functools import lru_cache
+from typing import Any
 
 from cdktf import TerraformBackend, TerraformDataSource, TerraformElement, TerraformResource, TerraformVariable
 
@@ -49,11 +52,16 @@ def _text_sequences(value: str) -> tuple[str, ...]:
     return tuple(unescaped(TOKEN.sub("", value)))
 
 
-def _strings(value, path: tuple = ()) -> list[tuple[tuple, str]]:
-    """(path, text) of every string in a JSON-like value, keys of maps included, in document order."""
-    found: list[tuple[tuple, str]] = []
+def _with_configuration(element: TerraformElement) -> tuple[TerraformElement, Any]:
+    """An element and its own (unresolved) configuration."""
+    return element, element.to_terraform()
 
-    def walk(value, path: tuple) -> None:
+
+def _strings(value: object, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """(path, text) of every string in a JSON-like value, keys of maps included, in document order."""
+    found: list[tuple[tuple[Any, ...], str]] = []
+
+    def walk(value: object, path: tuple[Any, ...]) -> None:
         if isinstance(value, str):
             found.append((path, value))
         elif isinstance(value, dict):
@@ -69,17 +77,17 @@ def _strings(value, path: tuple = ()) -> list[tuple[tuple, str]]:
     return found
 
 
-def _imports(document: dict) -> dict[str, list]:
+def _imports(document: dict[str, Any]) -> dict[str, list[Any]]:
     """The import blocks of the stack's JSON by the address they import to. Their `id` is an expression: Terraform
     evaluates a template in it at plan time."""
-    found: dict[str, list] = {}
+    found: dict[str, list[Any]] = {}
     for entry in document.get("import") or []:
         if isinstance(entry, dict) and isinstance(entry.get("to"), str):
             found.setdefault(entry["to"], []).append(entry)
     return found
 
 
-def _cdktf_workspace(path: tuple, value: str) -> bool:
+def _cdktf_workspace(path: tuple[Any, ...], value: str) -> bool:
     """The workspace cdktf writes, as a plain string, into the remote state of each cross-stack reference (every
     backend's getRemoteStateDataSource): an expression of cdktf's that reads only the workspace's name."""
     return (
@@ -100,7 +108,7 @@ def _label(element: TerraformElement, block: Block | None) -> str:
     return element.node.path
 
 
-def _where(path: tuple, element: TerraformElement) -> str:
+def _where(path: tuple[Any, ...], element: TerraformElement) -> str:
     """The attribute path inside the element's block (resource/data blocks start with kind, type and id)."""
     if isinstance(element, (TerraformResource, TerraformDataSource)) and len(path) > 3:
         path = path[3:]
@@ -125,7 +133,7 @@ class NoTemplateSequences(Rule):
                 body = block.wrapped()
                 if block.address in imports:
                     body = {**body, "import": imports[block.address]}
-                self._check(view, body, lambda block=block: view.raw_configuration(block), block)
+                self._check(view, body, functools.partial(view.raw_configuration, block), block)
         self._check_validation_messages(view)
         for path, value in stack_overrides(view.stack):
             for where, text in _strings(value):
@@ -156,14 +164,14 @@ class NoTemplateSequences(Rule):
             if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))
         ]
         for element in [*others, *self._without_block(view)]:
-            self._check(view, view.resolved(element), lambda element=element: (element, element.to_terraform()), None)
+            self._check(view, view.resolved(element), functools.partial(_with_configuration, element), None)
 
     def _check_validation_messages(self, view: StackView) -> None:
         """A variable is read literally (its default, its description), except its validations' error_message: a
         template Terraform evaluates when the condition fails. Each variable's raw configuration is read only when
         a message in the JSON holds a sequence (the project's own messages hold none)."""
 
-        def messages(document: dict):
+        def messages(document: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str]]:
             for logical, body in (document.get("variable") or {}).items():
                 for index, validation in enumerate((body or {}).get("validation") or []):
                     if isinstance(validation, dict) and isinstance(validation.get("error_message"), str):
@@ -181,7 +189,7 @@ class NoTemplateSequences(Rule):
                     self._fail(element, None, path, value, found[0])
 
     @staticmethod
-    def _without_block(view: StackView) -> list:
+    def _without_block(view: StackView) -> list[Any]:
         """Resource and data elements that do not write a block of their own (moved ones, or two under one address,
         which cdktf merges into one block): judged by their own resolved configuration, as every other element.
         Only when the counts of elements and of the blocks they wrote differ, so rarely, is each element's address
@@ -207,7 +215,13 @@ class NoTemplateSequences(Rule):
             if address not in written or shared[address] > 1
         ]
 
-    def _check(self, view: StackView, body: dict, raw_configuration, block: Block | None) -> None:
+    def _check(
+        self,
+        view: StackView,
+        body: dict[str, Any],
+        raw_configuration: Callable[[], tuple[Any, Any]],
+        block: Block | None,
+    ) -> None:
         text = json.dumps(body)
         if "${" not in text and "%{" not in text:
             return
@@ -229,7 +243,9 @@ class NoTemplateSequences(Rule):
         for path, value, sequence in found_in_raw + found_in_body:
             self._fail(element, block, path, value, sequence)
 
-    def _fail(self, element: TerraformElement, block: Block | None, path: tuple, value: str, sequence: str) -> None:
+    def _fail(
+        self, element: TerraformElement, block: Block | None, path: tuple[Any, ...], value: str, sequence: str
+    ) -> None:
         self.fail(
             element,
             f"{_label(element, block)} {_where(path, element)}: {shown_at(path, value)} holds "

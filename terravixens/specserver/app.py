@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from terravixens.specserver.auth import decide, decide_bundle
 from terravixens.specserver.logs import JsonLog, safe_method
@@ -54,7 +55,7 @@ def _error(status: int, extra: dict[str, str] | None = None) -> Response:
     return _json(status, json.dumps({"error": ERRORS[status]}).encode(), extra)
 
 
-def _note(request: Request, **fields) -> None:
+def _note(request: Request, **fields: object) -> None:
     """What the access log adds about this request (set by the endpoint, read by Limits when the response goes)."""
     request.scope.setdefault("terravixens.log", {}).update(fields)
 
@@ -67,7 +68,7 @@ class Bundle:
     sha256: str
 
 
-def create_app(current: Callable[[], SpecSet], log: JsonLog, bundle: Bundle | None = None) -> Callable:
+def create_app(current: Callable[[], SpecSet], log: JsonLog, bundle: Bundle | None = None) -> ASGIApp:
     async def spec(request: Request) -> Response:
         identity = request.path_params["identity"]
         if not IDENTITY.match(identity):
@@ -120,10 +121,10 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog, bundle: Bundle | No
             200, json.dumps({"status": "ok", "generation": specs.generation, "specs": len(specs.entries)}).encode()
         )
 
-    async def not_found(request: Request, exc) -> Response:
+    async def not_found(request: Request, exc: Exception) -> Response:
         return _error(404)
 
-    async def not_allowed(request: Request, exc) -> Response:
+    async def not_allowed(request: Request, exc: Exception) -> Response:
         return _error(405, {"allow": "GET, HEAD"})
 
     app = Starlette(
@@ -141,16 +142,17 @@ def create_app(current: Callable[[], SpecSet], log: JsonLog, bundle: Bundle | No
 class Limits:
     """Pure ASGI middleware: refuse bodies and encoded paths before routing; log every response as one JSON line."""
 
-    def __init__(self, app: Callable, log: JsonLog):
+    def __init__(self, app: ASGIApp, log: JsonLog):
         self.app, self.log = app, log
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
         outcome = {"status": 500, "bytes": 0}
 
-        async def logged_send(message) -> None:
+        async def logged_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 outcome["status"] = message["status"]
             elif message["type"] == "http.response.body":

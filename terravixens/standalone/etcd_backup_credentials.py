@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
@@ -59,7 +59,7 @@ def clusters_with_backup(site: Site) -> list[str]:
 
 def cross_problems(
     site: Site, entries: dict[str, BackupCredentials], needed: Iterable[str]
-) -> Iterator[tuple[tuple, str]]:
+) -> Iterator[tuple[tuple[Any, ...], str]]:
     """(location in the secrets file, message): an entry without a cluster that backs up, a needed one missing."""
     wanting = clusters_with_backup(site)
     for name in sorted(entries):
@@ -82,7 +82,7 @@ def cross_problems(
             )
 
 
-def no_secrets_file(needed: Iterable[str]) -> Iterator[tuple[tuple, str]]:
+def no_secrets_file(needed: Iterable[str]) -> Iterator[tuple[tuple[Any, ...], str]]:
     for name in needed:
         yield (
             ("clusters", name, "etcd_backup"),

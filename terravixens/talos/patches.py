@@ -15,6 +15,7 @@ live node to the new link documents would rename its VLAN links (ADR 0023 says w
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 from terravixens import talos_versions as versions
 from terravixens.config.model import Cluster, Node
@@ -27,11 +28,11 @@ from terravixens.talos.image import installer_image
 DHCP_ROUTE_METRIC = 2048
 
 
-def _dump(document: dict) -> str:
+def _dump(document: dict[str, Any]) -> str:
     return yaml_text.dump(document)  # yaml.safe_dump(document, sort_keys=True, default_flow_style=False), faster
 
 
-def hostname_config(hostname: str) -> dict:
+def hostname_config(hostname: str) -> dict[str, Any]:
     """The HostnameConfig document of contracts >= v1.12. `auto` must be "off": Talos' patcher keeps the generated
     `auto: stable` beside our hostname otherwise (and refuses both); yaml writes it quoted, so no YAML 1.1 reader
     turns it into the boolean false."""
@@ -74,8 +75,8 @@ def control_plane_patch(cluster: Cluster) -> str | None:
     )
 
 
-def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict]:
-    entries: dict[int, dict] = {}
+def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict[str, Any]]:
+    entries: dict[int, dict[str, Any]] = {}
     metric = 1024
     ordered = []
     if node.networks.routable:
@@ -97,7 +98,7 @@ def _vlan_entries(node: Node, role: Role, cluster: Cluster) -> list[dict]:
 def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
     """The patch of one placed node: only its own site entry and cluster-wide settings go in."""
     node, role = placed.node, placed.role
-    interface: dict = {"deviceSelector": {"physical": True}}
+    interface: dict[str, Any] = {"deviceSelector": {"physical": True}}
     if node.networks.maintenance_ip is not None:
         # Keeping DHCP on the untagged network keeps the maintenance path: a second way in if a VLAN is misconfigured.
         interface["dhcp"] = True
@@ -106,10 +107,10 @@ def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
     if vlans:
         interface["vlans"] = vlans
     hostname_document = versions.writes_hostname_config(versions.minor_of(cluster.contract))
-    network: dict = (
+    network: dict[str, Any] = (
         {"interfaces": [interface]} if hostname_document else {"hostname": placed.hostname, "interfaces": [interface]}
     )
-    machine: dict = {
+    machine: dict[str, Any] = {
         "network": network,
         "install": {
             "disk": cluster.install_disk,
@@ -121,7 +122,7 @@ def node_patch(placed: PlacedNode, cluster: Cluster) -> str:
     if node.taints:
         # Talos joins key and value as key=value:Effect; an empty value stays as ":Effect".
         machine["nodeTaints"] = {taint.key: f"{taint.value}:{taint.effect}" for taint in node.taints}
-    document: dict = {"machine": machine}
+    document: dict[str, Any] = {"machine": machine}
     subnet = placed.managed_subnet
     if subnet is not None:
         # Multi-homed nodes: etcd and the kubelet use the managed network, the one health checks and peers expect.

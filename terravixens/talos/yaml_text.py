@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 import yaml
 from yaml.nodes import ScalarNode
@@ -27,7 +28,7 @@ _STR = "tag:yaml.org,2002:str"
 INDENT = "  "
 
 
-def is_simple(value) -> bool:
+def is_simple(value: object) -> bool:
     """Whether `dump` writes `value` itself (see the module docstring)."""
     if isinstance(value, str):
         return SIMPLE_TEXT.match(value) is not None
@@ -49,7 +50,7 @@ def _text(value: object) -> str:
     """A string of the simple alphabet as PyYAML writes it in block style: plain, or single-quoted."""
     if not isinstance(value, str) or SIMPLE_TEXT.match(value) is None:
         raise _NotSimple(value)
-    if _RESOLVER.resolve(ScalarNode, value, (True, False)) != _STR:
+    if _RESOLVER.resolve(ScalarNode, value, (True, False)) != _STR:  # type: ignore[no-untyped-call]
         return f"'{value}'"  # it would read back as a bool, an int, a float, a null, a timestamp, `=` or `<<`
     # PyYAML's Emitter.analyze_scalar on this alphabet: a document marker, an indicator first ('@', or '-' and ':'
     # alone), or ':' last (a key's separator) rule a plain scalar out of block style.
@@ -72,14 +73,14 @@ def _scalar(value: object) -> str:
     raise _NotSimple(value)
 
 
-def _mapping(mapping: dict, indent: str, lines: list[str], first: str | None = None) -> None:
+def _mapping(mapping: dict[str, Any], indent: str, lines: list[str], first: str | None = None) -> None:
     """Each key at `indent`; the first one after `first` instead when the mapping is a list item ("- ")."""
     for index, key in enumerate(sorted(mapping)):
         lead = first if index == 0 and first is not None else indent
         _value(f"{lead}{_text(key)}:", mapping[key], indent, lines)
 
 
-def _sequence(items: list, indent: str, lines: list[str], first: str | None = None) -> None:
+def _sequence(items: list[Any], indent: str, lines: list[str], first: str | None = None) -> None:
     """Each item after "- " at `indent` (the first after `first` when the list is itself an item)."""
     for index, item in enumerate(items):
         dash = (first if index == 0 and first is not None else indent) + "- "
@@ -112,7 +113,7 @@ def _inline(value: object) -> str:
     return _scalar(value)
 
 
-def dump(document: dict) -> str:
+def dump(document: dict[str, Any]) -> str:
     """yaml.safe_dump(document, sort_keys=True, default_flow_style=False), the same text."""
     if document and isinstance(document, dict):
         lines: list[str] = []

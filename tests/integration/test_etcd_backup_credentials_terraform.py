@@ -20,8 +20,8 @@ import pytest
 
 from terravixens.standalone.etcd_backup_credentials import BACKUP_VARIABLE
 from tests import support
+from tests.site_builders import with_backup
 from tests.terraform import mirrored_providers, terraform
-from tests.test_etcd_backup import with_backup
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,15 @@ from datetime import UTC
 from terravixens.config import cron
 from terravixens.config.etcd_backup import JOB_NAME
 from terravixens.etcd_offsite import age_of
-from terravixens.operations.acceptance.base import CheckProblem, CheckResult, Context, Status, not_checked, plural, verdict
+from terravixens.operations.acceptance.base import (
+    CheckProblem,
+    CheckResult,
+    Context,
+    Status,
+    not_checked,
+    plural,
+    verdict,
+)
 from terravixens.operations.observe import Observed, Unread
 
 NAME = "backups"
@@ -41,7 +49,9 @@ def check(context: Context, observed: Observed) -> CheckResult:
     due = before.replace(tzinfo=UTC)
     if not found:
         return verdict(
-            NAME, [CheckProblem(f"no backup in {location} yet (the job writes one per run of {backup.schedule!r})", fix)], ""
+            NAME,
+            [CheckProblem(f"no backup in {location} yet (the job writes one per run of {backup.schedule!r})", fix)],
+            "",
         )
     newest = found[-1]
     age = age_of(newest, now)

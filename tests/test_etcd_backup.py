@@ -247,7 +247,9 @@ def test_a_missing_entry_is_an_input_error_that_shows_no_value(tmp_path):
 # ------------------------------------------------------------------------------------------------- check: backups
 def _judge(found, now: datetime, schedule: str = "0 */6 * * *"):
     site = support.site_from(with_backup(support.example_data(), schedule=schedule))
-    return backups.check(Context("prod", site.clusters["prod"], now), SimpleNamespace(backups=found))
+    return backups.check(
+        Context("prod", site.clusters["prod"], now, "platform-prod", "gitops-prod"), SimpleNamespace(backups=found)
+    )
 
 
 def _remote(when: datetime) -> RemoteBackup:
@@ -457,8 +459,10 @@ def test_check_judges_backups_only_for_a_cluster_that_has_them(monkeypatch):
     with_it = support.site_from(with_backup(support.example_data())).clusters["prod"]
     without = support.site_from(support.example_data()).clusters["prod"]
     observed = SimpleNamespace(backups=[_remote(now - timedelta(hours=2))])
-    assert [r.check for r in acceptance.judge(Context("prod", without, now), observed)] == ["talos"]
-    judged = acceptance.judge(Context("prod", with_it, now), observed)
+    assert [
+        r.check for r in acceptance.judge(Context("prod", without, now, "platform-prod", "gitops-prod"), observed)
+    ] == ["talos"]
+    judged = acceptance.judge(Context("prod", with_it, now, "platform-prod", "gitops-prod"), observed)
     assert [(r.check, r.status) for r in judged] == [("talos", Status.OK), ("backups", Status.OK)]
 
 

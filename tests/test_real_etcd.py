@@ -45,9 +45,8 @@ from tests import control_plane as cp
 from tests import etcd_tool
 from tests.fake_terraform import ADDRESSES, FakeTerraform
 from tests.kube_objects import node_names, put_site_nodes
-from tests.test_dead_member import LoggedTerraform, Tools, options
-from tests.test_restore_etcd import DISASTER
 from tests.test_scale_in import Cluster, ClusterTerraform, site_data, snapshots
+from tests.tools_on_path import DISASTER, LoggedTerraform, Tools, options
 
 CP = {name: ADDRESSES[name] for name in ("cp-a", "cp-b", "cp-c")}
 KEYS = {f"/registry/terravixens/key-{i}": f"value-{i}" for i in range(8)}

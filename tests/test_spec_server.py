@@ -118,6 +118,9 @@ def test_the_spec_is_resolved_and_holds_only_its_own_keys(server):
         "gateway": "10.11.1.1",
         "dns": ["127.0.0.1"],
         "search": ["lab.internal"],
+        # What the agent applies (docs/standalone.md): one interface from ip and gateway, no extra route.
+        "interfaces": [{"address": "10.11.1.53/24", "gateway": "10.11.1.1"}],
+        "routes": [],
     }
     assert document["access"]["posture"] == "prod" and document["access"]["auth"] == "node_token"
     assert document["access"]["users"] == {

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -45,6 +44,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KUBE_BIN = ROOT / "tools" / "kube" / "bin"
@@ -161,12 +162,6 @@ def leftovers() -> list[str]:
                 if any(marker in command for marker in markers) and running(int(entry.name)):
                     found.setdefault(int(entry.name), command[:120])
     return [f"{pid} {what}" for pid, what in sorted(found.items())]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 def tail(path: Path, lines: int = 15) -> str:

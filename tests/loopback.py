@@ -13,7 +13,7 @@ URL = re.compile(r"https?://([^/\"\s:]+)")
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
-        return probe.getsockname()[1]
+        return int(probe.getsockname()[1])
 
 
 def assert_only_loopback(document: dict) -> None:

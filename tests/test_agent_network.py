@@ -24,7 +24,7 @@ from terravixens.agent import desired, network
 from terravixens.agent.converge import converge
 from terravixens.agent.system import Node
 from terravixens.standalone.node_env import render_env
-from tests import spec_support
+from tests import loopback, spec_support
 from tests.agent_support import MAC, agent, calls, mutations, node_root, spec_document
 
 KEPT_NETWORK = "10.11.1.53/24"
@@ -363,7 +363,7 @@ def test_without_a_spec_server_to_check_against_nothing_changes(tmp_path, server
         "change against (the L2 stacks write it): nothing changed"
     )
     assert files(root) == before and not [c for c in calls(root) if c[0] == "netplan"]
-    port = spec_support.free_port("127.0.0.1")  # nobody listens: silent before the change
+    port = loopback.free_port("127.0.0.1")  # nobody listens: silent before the change
     node_env(root, f"http://127.0.0.1:{port}")
     result = run(root, tools, spec("vm"))
     assert "does not answer before the change" in section(result)["failed"]

@@ -30,7 +30,7 @@ from terravixens.agent import bundle
 from terravixens.exitcodes import SpecGetExit
 from terravixens.standalone import first_boot
 from terravixens.standalone.node_env import AGENT_BUNDLE, FIRST_BOOT, FIRST_BOOT_SCRIPT, render_cloud_config
-from tests import spec_support
+from tests import loopback, spec_support
 from tests.agent_support import calls, node_root
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,7 +197,7 @@ def test_a_node_env_without_a_pin_is_refused(tmp_path, server, pinned):
 def test_an_unreachable_server_is_retried_within_the_budget_then_given_up(tmp_path, pinned, monkeypatch):
     """In process, with the budget cut to a second: a port nobody listens on is retried, then exit 3."""
     root, _ = node_root(tmp_path)
-    port = spec_support.free_port("127.0.0.1")
+    port = loopback.free_port("127.0.0.1")
     unpack(root, render_cloud_config(f"http://127.0.0.1:{port}", "jump1", spec_support.SITE_TOKEN, pinned))
     monkeypatch.setattr(first_boot, "ROOT", str(root))
     monkeypatch.setattr(first_boot, "BUDGET", 1.0)

@@ -201,7 +201,7 @@ def test_tls_serves_https_with_the_given_certificate(lab):
     folder, _, _, start = lab
     tls = s.make_tls(folder)
     server = start("--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"]), scheme="https")
-    assert server.log()[0]["tls"] is True
+    assert next(event for event in server.log() if event["event"] == "listening")["tls"] is True
     context = ssl.create_default_context(cafile=str(tls["ca"]))
     request = urllib.request.Request(
         f"{server.url}/spec/dns1", headers={"Authorization": f"Bearer {NODE_TOKENS['dns1']}"}

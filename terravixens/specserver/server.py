@@ -15,6 +15,7 @@ import signal
 import socket
 import ssl
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,26 +146,44 @@ async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: 
         date_header=True,
         **_tls(options),
     )
-    server = uvicorn.Server(config)
+    host, port = sock.getsockname()[:2]
+
+    def listening() -> None:
+        log.event(
+            "listening",
+            address=host,
+            port=port,
+            tls=options.tls_cert is not None,
+            generation=reloader.current.generation,
+            specs=len(reloader.current.entries),
+            agent_sha256=bundle.sha256,
+        )
+
+    server = _Server(config, listening)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(reloader.reload("sighup")))
     watcher = asyncio.ensure_future(reloader.watch(options.watch_interval)) if options.watch_interval > 0 else None
-    host, port = sock.getsockname()[:2]
-    log.event(
-        "listening",
-        address=host,
-        port=port,
-        tls=options.tls_cert is not None,
-        generation=reloader.current.generation,
-        specs=len(reloader.current.entries),
-        agent_sha256=bundle.sha256,
-    )
     try:
         await server.serve(sockets=[sock])
     finally:
         if watcher is not None:
             watcher.cancel()
         log.event("stopped")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that says it listens once its startup is done: its Ctrl-C and SIGTERM handlers are in place
+    then (uvicorn installs them as serve() begins), so a stop that follows the line is always the graceful one
+    (Ctrl-C: 130). Said before, a Ctrl-C in between could end the process with 0."""
+
+    def __init__(self, config: uvicorn.Config, listening: Callable[[], None]):
+        super().__init__(config)
+        self._listening = listening
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self._listening()
 
 
 def serve(options: ServeOptions, log: JsonLog | None = None) -> int:

@@ -39,6 +39,7 @@ from terravixens.operations.observe import Since, last_apply
 from terravixens.operations.workspace import Workspace
 from tests import kube_objects as k
 from tests import support
+from tests.check_support import run
 from tests.cluster_fakes import Cluster
 from tests.control_plane import OBSERVER
 from tests.fake_terraform import FakeTerraform
@@ -57,24 +58,6 @@ DIAL = (
 )
 
 
-@dataclass
-class Ran:
-    code: int
-    text: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.text.splitlines()
-
-    def status(self) -> dict[str, str]:
-        """check -> ok | problem | not checked, from the printed lines."""
-        found: dict[str, str] = {}
-        for line in self.lines[:-1]:
-            name, _, rest = line.partition(": ")
-            found[name] = "problem" if found.get(name) == "problem" else rest.split(" — ")[0]
-        return found
-
-
 @pytest.fixture(scope="module")
 def site():
     return support.site_from(support.example_data())
@@ -83,15 +66,6 @@ def site():
 @pytest.fixture
 def cluster(tmp_path, site, kube) -> Cluster:
     return Cluster(tmp_path, site, kube=kube)
-
-
-def run(cluster: Cluster, tf=None, *, json_output: bool = False, **options) -> Ran:
-    out = io.StringIO()
-    ws = Workspace(cluster.site, root=cluster.folder)
-    code = check(
-        ws, "prod", tf, cluster.options(**options), Console(out=out), CheckCommand(json=json_output), cluster.kubectl()
-    )
-    return Ran(int(code), out.getvalue())
 
 
 # ---------------------------------------------------------------------------------------------------- passing

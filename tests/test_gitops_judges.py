@@ -345,8 +345,8 @@ def test_the_sync_objects_applied_for_real_are_read_back_by_check(rendered, kube
     """The example's pools, L2 policy, GitRepository and Kustomization as our charts render them, applied for real
     (server-side, the real kubectl), their status then written as Cilium and Flux write it: check reads them back."""
     from tests import kube_objects
+    from tests.check_support import run
     from tests.cluster_fakes import Cluster
-    from tests.test_check import run
 
     cluster = Cluster(tmp_path, example_site, kube=kube)
     for resource in ("ciliumloadbalancerippools.cilium.io", "ciliuml2announcementpolicies.cilium.io"):

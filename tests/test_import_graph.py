@@ -276,13 +276,6 @@ if __name__ == "__main__":
 
 # ------------------------------------------------------------------------------------------------ the tests' own
 TESTS = ROOT / "tests"
-# Imports of a test module that came with the real control plane's tests (realk8s), merged while this check landed:
-# importer -> the test module. Their helpers (test_scale_in's Cluster harness, test_check's run) move to support
-# modules next; test_the_remaining_imports_are_still_there fails once one is gone, so the list only shrinks.
-REMAINING: set[tuple[str, str]] = {
-    ("tests/test_gitops_judges.py", "tests.test_check"),
-    ("tests/test_real_etcd.py", "tests.test_scale_in"),
-}
 
 
 def imported_test_modules(path: Path, package: str) -> set[str]:
@@ -314,11 +307,7 @@ def imports_of_tests(root: Path = TESTS) -> set[tuple[str, str]]:
 def test_test_modules_import_no_test_module():
     """Shared fakes, site builders and harnesses live in support modules (tests/support.py, site_builders.py,
     tools_on_path.py, cli_lab.py, …): a helper's home is never whichever test needed it first (issue 29, item 5)."""
-    assert imports_of_tests() - REMAINING == set()
-
-
-def test_the_remaining_imports_are_still_there():
-    assert REMAINING - imports_of_tests() == set()
+    assert imports_of_tests() == set()
 
 
 def test_the_tests_import_check_can_fail(tmp_path):

@@ -45,7 +45,7 @@ from tests import control_plane as cp
 from tests import etcd_tool
 from tests.fake_terraform import ADDRESSES, FakeTerraform
 from tests.kube_objects import node_names, put_site_nodes
-from tests.test_scale_in import Cluster, ClusterTerraform, site_data, snapshots
+from tests.scale_in_harness import Cluster, ClusterTerraform, site_data, snapshots
 from tests.tools_on_path import DISASTER, LoggedTerraform, Tools, options
 
 CP = {name: ADDRESSES[name] for name in ("cp-a", "cp-b", "cp-c")}

@@ -135,8 +135,10 @@ def start_server(
     port: int = 0,
     extra: list[str] | None = None,
     scheme: str = "http",
+    sigint_ignored: bool = False,
 ) -> Server:
-    """`terravixens spec serve` in a subprocess; returns once it logs that it listens (port 0: a free port)."""
+    """`terravixens spec serve` in a subprocess; returns once it logs that it listens (port 0: a free port).
+    `sigint_ignored`: the process inherits SIGINT ignored, as a job a script starts with `&` does."""
     with open(log_path, "w") as log:  # the server keeps its own descriptor of the file
         process = subprocess.Popen(
             [
@@ -159,6 +161,7 @@ def start_server(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
         )
     server = Server(process, host, port, log_path, scheme)
     deadline = time.monotonic() + 30

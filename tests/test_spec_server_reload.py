@@ -3,6 +3,7 @@ token rotation, TLS, and refusing to start on bad input. Each test runs its own 
 
 from __future__ import annotations
 
+import signal
 import ssl
 import time
 import urllib.request
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from terravixens import cli
+from terravixens.exitcodes import ExitCode
 from tests import spec_support as s
 from tests.spec_support import ALL_TOKENS, NODE_TOKENS, SITE_TOKEN
 
@@ -225,3 +227,16 @@ def test_tls_needs_both_files_and_a_matching_pair(tmp_path, _serve):
         "--site", str(site), "--secrets", str(secrets), "--tls-cert", str(tls["ca"]), "--tls-key", str(tls["key"])
     )
     assert result.returncode == 2 and "cannot use the TLS certificate/key" in result.stderr
+
+
+def test_ctrl_c_is_130_even_when_sigint_was_inherited_ignored(tmp_path):
+    """A job a script starts with `&` inherits SIGINT ignored; uvicorn catches it anyway and stops gracefully, then
+    raises it again for the ignoring handler, which ended the process with 0. A SIGINT that stopped the server is
+    Ctrl-C: 130 and its one line, whatever the parent did."""
+    site, secrets = s.standalone_copy(tmp_path)
+    for ignored in (False, True):
+        server = s.start_server(site, secrets, tmp_path / f"serve-{ignored}.log", sigint_ignored=ignored)
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=30) == ExitCode.INTERRUPTED, (ignored, server.log_text())
+        lines = server.log_text().splitlines()
+        assert "Traceback" not in server.log_text() and lines[-1].startswith("terravixens spec serve: interrupted")

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -125,7 +126,10 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket, bundle: Bundle) -> None:
+async def _serve(
+    options: ServeOptions, reloader: Reloader, log: JsonLog, sock: socket.socket, bundle: Bundle
+) -> list[int]:
+    """Serves until a stop; returns the signals that stopped it."""
     protocol = bounded_protocol(
         options.header_timeout,
         MAX_HEADER_BYTES,
@@ -169,21 +173,26 @@ async def _serve(options: ServeOptions, reloader: Reloader, log: JsonLog, sock: 
         if watcher is not None:
             watcher.cancel()
         log.event("stopped")
+    return server.stopped_by
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server that says it listens once its startup is done: its Ctrl-C and SIGTERM handlers are in place
-    then (uvicorn installs them as serve() begins), so a stop that follows the line is always the graceful one
-    (Ctrl-C: 130). Said before, a Ctrl-C in between could end the process with 0."""
+    """uvicorn's server, which says it listens once its startup is done (ready for requests, its SIGINT and SIGTERM
+    handlers in place: uvicorn installs them as serve() begins), and remembers the signals that stopped it."""
 
     def __init__(self, config: uvicorn.Config, listening: Callable[[], None]):
         super().__init__(config)
         self._listening = listening
+        self.stopped_by: list[int] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             self._listening()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.stopped_by.append(sig)
+        super().handle_exit(sig, frame)
 
 
 def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
@@ -226,5 +235,10 @@ def serve(options: ServeOptions, log: JsonLog | None = None) -> int:
         print(f"spec serve: cannot build the agent bundle: {error}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     route_uvicorn_logs(log)
-    asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock, Bundle(data, sha256)))
+    stopped_by = asyncio.run(_serve(options, Reloader(sources, log, first, specs_dir), log, sock, Bundle(data, sha256)))
+    if signal.SIGINT in stopped_by:
+        # uvicorn stops gracefully on SIGINT, then raises it again for the handler it found; a SIGINT the process
+        # inherited as ignored (started with `&` by a script, or by a test runner) ends nothing then: Ctrl-C is
+        # Ctrl-C whatever the parent did (130 and its line, cli.main).
+        raise KeyboardInterrupt
     return ExitCode.OK

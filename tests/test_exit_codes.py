@@ -1262,7 +1262,7 @@ def _interrupt_site_loading(lab: Lab) -> None:
         raise KeyboardInterrupt
 
     lab.monkeypatch.setattr(cli, "load_site", interrupted)  # the one wrapper's, for the commands given the site
-    lab.monkeypatch.setattr("terravixens.operations.validate.load_site", interrupted)  # validate loads its own
+    lab.monkeypatch.setattr("terravixens.operations.validate.load_checked", interrupted)  # validate loads its own
 
 
 @case("validate", ExitCode.OK)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from terravixens import cli
-from terravixens.config.loader import parse_site
+from terravixens.config.loader import load_site, parse_site, warnings
 from terravixens.config.model import Site
 from terravixens.operations import show as s
 from tests import json_shapes
@@ -88,7 +88,11 @@ def test_table_of_the_example_site(capsys):
         ["prod", "wk-a", "worker", "pve1", "1201", "10.11.1.21", "-", "v1.11.5", "v1.34.2", "platform-prod"],
         ["prod", "wk-b", "worker", "pve2", "1202", "10.11.1.22", "-", "v1.11.5", "v1.34.2", "platform-prod"],
     ]
-    assert out.rstrip("\n").endswith("STANDALONE (L2): none")
+    tables, _, warned = out.partition("\nWARNINGS\n")
+    assert tables.rstrip("\n").endswith("STANDALONE (L2): none")
+    # the site rules' warnings last, each on its own (wrapped) lines: exactly what the loader says of the example
+    expected = [f"{w.field}: {w.message}" for w in warnings(load_site(DEFAULT_SITE))]
+    assert " ".join(warned.split()) == " ".join(" ".join(expected).split())
     # a pipe gets plain text: no escape sequence, no trailing blank, the same bytes every time
     assert "\x1b" not in out and all(line == line.rstrip() for line in out.splitlines())
     assert run(capsys, "--site", str(DEFAULT_SITE))[1] == out
@@ -117,7 +121,7 @@ def test_table_of_a_site_with_l2_nodes_draws_the_parent_tree(tmp_path, capsys):
     code, out, _ = run(capsys, "--site", write(tmp_path, with_l2()))
     assert code == 0
     assert "layers hypervisors → platform-prod → gitops-prod → standalone → standalone-nest1" in out.splitlines()[0]
-    tree = out.split("STANDALONE (L2): host → guests\n", 1)[1].splitlines()
+    tree = out.split("STANDALONE (L2): host → guests\n", 1)[1].split("\nWARNINGS\n", 1)[0].splitlines()
     assert tree == [
         "pve1  hypervisor",
         "├── nest1  pve  id 3001  10.11.1.60  spec nested-pve  4 cpu 12288 MiB 100 GiB  layer standalone",

@@ -8,6 +8,9 @@ Three steps, each reporting every problem it finds (docs/adr/0017-site-validatio
    it, what the model would read differently from what the file says (terravixens.config.coercion: keys that become
    one key once coerced, VLAN ids not written as numbers, integers YAML reads in base 8 or 60 — ADR 0032);
 3. once the model is valid, the rules that need the whole site (terravixens.config.site_rules.RULES).
+
+A rule's `Caution` does not refuse the site: `warnings(site, lines)` locates them for `validate` (`load_checked`)
+and `show`.
 """
 
 from __future__ import annotations
@@ -100,8 +103,14 @@ def parse_site(data: object, path: Path | str = "<site>", lines: Lines | None = 
     return site
 
 
-def load_site(path: Path | str | None = None) -> Site:
-    """Reads the site file at `path`, else $TERRAVIXENS_SITE, else sites/example.yaml in the current folder."""
+def warnings(site: Site, lines: Lines | None = None) -> list[Problem]:
+    """What the site rules warn about (site_rules.cautions) for a site that loaded, each with its field and, given
+    the file's lines, its line."""
+    lines = lines or Lines()
+    return [Problem(field_path(loc), message, lines.of(loc)) for loc, message in site_rules.cautions(site)]
+
+
+def _read(path: Path | str | None) -> tuple[Path, object, Lines]:
     path = Path(path or os.environ.get(SITE_ENV) or DEFAULT_SITE)
     try:
         text = read_text(path, limit=SITE_LIMIT, what=WHAT)
@@ -112,4 +121,17 @@ def load_site(path: Path | str | None = None) -> Site:
             for p in error.problems
         ]
         raise SiteError(path, problems) from None
+    return path, data, lines
+
+
+def load_site(path: Path | str | None = None) -> Site:
+    """Reads the site file at `path`, else $TERRAVIXENS_SITE, else sites/example.yaml in the current folder."""
+    path, data, lines = _read(path)
     return parse_site(data, path, lines)
+
+
+def load_checked(path: Path | str | None = None) -> tuple[Site, list[Problem]]:
+    """`load_site`, and the site rules' warnings with their lines (`terravixens validate`)."""
+    path, data, lines = _read(path)
+    site = parse_site(data, path, lines)
+    return site, warnings(site, lines)

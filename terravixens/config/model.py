@@ -547,6 +547,33 @@ class FluxConfig(Strict):
         return self
 
 
+# A reason an operator writes next to what they accept knowingly (a placement exemption): a sentence, not a flag.
+MIN_REASON = 8
+
+
+def placement_reason(value: str) -> str:
+    if len(value.strip()) < MIN_REASON:
+        raise ValueError(
+            f"{shown(value)} is not a reason: say in a sentence why this host may hold a majority of the control "
+            f"planes (at least {MIN_REASON} characters, e.g. 'one host until the second arrives in March')"
+        )
+    return value
+
+
+class Placement(Strict):
+    """Where the cluster's machines may be put against the control-plane spread rule (ADR 0054): a hypervisor
+    holding a majority of the control planes takes etcd's quorum down with it."""
+
+    allow_control_plane_majority_on: DnsName = Field(
+        description="A key of `hypervisors` that may hold a majority of this cluster's control planes, knowingly: "
+        "losing it stops the cluster's API until it is back. Refused when that hypervisor holds no majority (an "
+        "exemption that accepts nothing would accept a later one without a word)."
+    )
+    reason: Annotated[str, AfterValidator(placement_reason)] = Field(
+        description="Why, in a sentence (at least 8 characters): `terravixens show` prints it."
+    )
+
+
 class Cluster(Strict):
     endpoint_vip: PlainAddress = Field(
         description="The shared Kubernetes API address: a Talos VIP on the control planes' management VLAN, inside "
@@ -592,6 +619,12 @@ class Cluster(Strict):
         None,
         description="Scheduled offsite etcd backups: a job in the cluster writes age-encrypted snapshots to an "
         "S3-compatible bucket (ADR 0059); none: snapshots are the operator's only (`terravixens snapshot`).",
+    )
+    placement: Placement | None = Field(
+        None,
+        description="What the control-plane spread rule accepts knowingly: `{allow_control_plane_majority_on: "
+        "HYPERVISOR, reason: …}` (ADR 0054). Without it, a hypervisor holding a majority of the control planes is "
+        "refused when the site has enough hypervisors to avoid it, and warned about when it has not.",
     )
 
     @field_validator("kubernetes_version")
@@ -695,12 +728,14 @@ __all__ = [
     "FluxConfig",
     "Hypervisor",
     "Node",
+    "Placement",
     "ProxmoxConfig",
     "S3State",
     "Site",
     "StateConfig",
     "Taint",
     "TalosImage",
+    "placement_reason",
 ]
 # re-exported: field types (terravixens.config.fields)
 __all__ += [

@@ -34,6 +34,7 @@ VALIDATED = {
     m.network: "CIDR network",
     m.safe_relative_path: "relative path",
     m.insecure_http_reason: "text",
+    m.placement_reason: "text",
     m.supported_talos: "version",
     m.contract_version: "version contract",
     m.unicast_mac: "MAC address",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from terravixens.arguments import Definition, site_option
+from terravixens.config.loader import warnings
 from terravixens.config.model import Site
 from terravixens.config.placement import placed_nodes
 from terravixens.exitcodes import ExitCode, codes
@@ -127,6 +128,15 @@ class LayerView:
 
 
 @dataclass(frozen=True)
+class WarningView:
+    """What a site rule warns about in a valid site (terravixens.config.site_rules.cautions): the field and the
+    message, which says the fix."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True)
 class SiteView:
     site: str
     proxmox_endpoint: str
@@ -136,6 +146,7 @@ class SiteView:
     nodes: tuple[NodeView, ...]  # by cluster, then by name
     standalone: tuple[GuestView, ...]  # parents first, then by name
     layers: tuple[LayerView, ...]  # in apply order
+    warnings: tuple[WarningView, ...] = ()  # the site rules' cautions, in rule order
 
 
 def view(site: Site) -> SiteView:
@@ -221,6 +232,7 @@ def view(site: Site) -> SiteView:
         nodes=tuple(nodes),
         standalone=standalone,
         layers=layers,
+        warnings=tuple(WarningView(problem.field, problem.message) for problem in warnings(site)),
     )
 
 
@@ -243,6 +255,7 @@ def _document(shown: SiteView) -> dict[str, Any]:
         "nodes": [asdict(node) for node in shown.nodes],
         "standalone": [asdict(guest) for guest in shown.standalone],
         "layers": [asdict(layer) for layer in shown.layers],
+        "warnings": [asdict(warning) for warning in shown.warnings],
     }
 
 
@@ -372,7 +385,7 @@ def _renderables(shown: SiteView) -> list[Any]:
     out.append(Text(""))
     if not shown.standalone:
         out.append(Text("STANDALONE (L2): none", style=TITLE))
-        return out
+        return out + _warnings(shown)
     out.append(Text("STANDALONE (L2): host → guests", style=TITLE))
     children: dict[str, list[GuestView]] = {}
     for guest in shown.standalone:
@@ -387,7 +400,19 @@ def _renderables(shown: SiteView) -> list[Any]:
             tree = Tree(Text(f"{hypervisor.name}  hypervisor"), guide_style="dim")
             grow(tree, hypervisor.name)
             out.append(tree)
-    return out
+    return out + _warnings(shown)
+
+
+def _warnings(shown: SiteView) -> list[Any]:
+    """The site rules' warnings, last (nothing when there are none): each its field, then its message."""
+    from rich.text import Text
+
+    if not shown.warnings:
+        return []
+    found: list[Any] = [Text(""), Text("WARNINGS", style="bold yellow")]
+    for warning in shown.warnings:
+        found.append(Text(f"{warning.field}: {warning.message}"))
+    return found
 
 
 def render_table(shown: SiteView, out: TextIO, environ: Mapping[str, str] | None = None) -> None:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from terravixens.arguments import Definition, json_option, site_argument, site_from_positional
-from terravixens.config.loader import SiteError, load_site
+from terravixens.config.loader import SiteError, load_checked, warnings
 from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode, codes
-from terravixens.inputs import InputError
+from terravixens.inputs import InputError, Problem
 from terravixens.output import render
 
 
@@ -27,6 +27,7 @@ class ValidateReport:
     site_file: str
     site: Site | None = None
     errors: Sequence[InputError] = field(default_factory=tuple)
+    warnings: Sequence[Problem] = field(default_factory=tuple)  # the site rules' cautions: the site is still valid
     command: str = "validate"
 
     @property
@@ -45,7 +46,12 @@ class ValidateReport:
         }
 
     def notes(self) -> list[str]:
-        return [str(error) for error in self.errors]
+        found = [str(error) for error in self.errors]
+        if self.warnings:
+            count = len(self.warnings)
+            found.append(f"{self.site_file}: {count} warning{'s' if count != 1 else ''} in the site file")
+            found += [f"  - {problem}" for problem in self.warnings]
+        return found
 
     def lines(self) -> list[str]:
         if self.errors or self.site is None:
@@ -69,17 +75,23 @@ class ValidateReport:
                 for error in self.errors
                 for p in error.problems
             ],
+            "warnings": [
+                {"file": self.site_file, "field": p.field, "line": p.line, "message": p.message} for p in self.warnings
+            ],
         }
 
 
-def validate_report(site: Site, site_path: str | None) -> ValidateReport:
-    """The report of a site that loaded (the loader already checked it): its standalone specs are read too."""
+def validate_report(site: Site, site_path: str | None, cautions: Sequence[Problem] | None = None) -> ValidateReport:
+    """The report of a site that loaded (the loader already checked it): its standalone specs are read too, and the
+    site rules' warnings (`cautions`, located by the loader; computed from the site, without lines, when not given)
+    are said."""
     errors: list[InputError] = []
     if site.standalone.nodes:
         from terravixens.standalone.validate import site_spec_errors
 
         errors = site_spec_errors(site_path)
-    return ValidateReport(site_path or "site", site, tuple(errors))
+    found = tuple(warnings(site) if cautions is None else cautions)
+    return ValidateReport(site_path or "site", site, tuple(errors), found)
 
 
 def validate(site: Site, site_path: str | None, out: TextIO, err: TextIO) -> int:
@@ -100,17 +112,17 @@ def command(args: argparse.Namespace) -> int:
     if not site_from_positional(args, "validate"):
         return ExitCode.BAD_INPUT
     try:
-        site = load_site(args.site)
+        site, cautions = load_checked(args.site)
     except SiteError as error:
         return render(ValidateReport(str(args.site or error.path), None, (error,)), args.json)
-    return render(validate_report(site, args.site), args.json)
+    return render(validate_report(site, args.site, cautions), args.json)
 
 
 VALIDATE = Definition(
     arguments,
     command,
     codes(
-        ExitCode.OK,
+        (ExitCode.OK, "the site is valid; what the site rules warn about, if anything, is printed on stderr"),
         (ExitCode.BAD_INPUT, "the site file (or a standalone spec) has problems: every one printed"),
         ExitCode.INTERRUPTED,
     ),

@@ -14,6 +14,7 @@ import ipaddress
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from terravixens.config.model import Bridge, Cluster, Node, Site, parse_address, parse_interface
 from terravixens.config.standalone import StandaloneNode
@@ -21,6 +22,18 @@ from terravixens.roles import Role
 
 Path = tuple[str | int, ...]
 Finding = tuple[Path, str]
+
+
+class Caution(NamedTuple):
+    """A finding that warns instead of refusing: the site is valid, and what it says may still hurt (a hypervisor
+    holding a majority of the control planes on a site with too few hypervisors to avoid it: the user has no choice).
+    A rule yields it like any finding; the loader refuses only the others, `terravixens validate` and `terravixens
+    show` print these (site_rules.cautions, the one place they are read)."""
+
+    path: Path
+    message: str
+
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 ROLE_MAPS = ((Role.CONTROLPLANE, "control_planes"), (Role.WORKER, "workers"))
 # VM ids are unique per Proxmox cluster: the site's hypervisors form one; each nested pve node is its own.

@@ -137,6 +137,12 @@ COMMANDS: tuple[Command, ...] = (
         OPERATION,
     ),
     Command(
+        "maintain",
+        "empty a hypervisor for its maintenance (drain, shut down), or --done to bring it back",
+        f"{OPERATIONS}.maintain:MAINTAIN",
+        OPERATION,
+    ),
+    Command(
         "snapshot",
         "take a verified etcd snapshot (or --list the kept ones)",
         f"{OPERATIONS}.snapshot:SNAPSHOT",

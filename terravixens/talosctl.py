@@ -89,6 +89,30 @@ def members(listing: str) -> list[Member]:
 
 
 @dataclass(frozen=True)
+class EtcdStatus:
+    """One row of `talosctl etcd status` (NODE MEMBER DB SIZE IN USE LEADER RAFT INDEX RAFT TERM RAFT APPLIED INDEX
+    LEARNER PROTOCOL STORAGE ERRORS): the member that answered through `node`, the leader it knows, its errors."""
+
+    node: str
+    member: str
+    leader: str
+    learner: bool
+    errors: str
+
+
+def etcd_statuses(listing: str) -> dict[str, EtcdStatus]:
+    """node -> its row of `talosctl --nodes A,B,C etcd status` (tabwriter columns, three spaces apart: a size's own
+    space stays in its cell); a node without a row did not answer (its WARNING line says why)."""
+    found: dict[str, EtcdStatus] = {}
+    for line in listing.splitlines():
+        cells = re.split(r" {3,}", line.strip())
+        if len(cells) >= 9 and MEMBER_ID.match(cells[1]):
+            errors = cells[11] if len(cells) > 11 else ""
+            found[cells[0]] = EtcdStatus(cells[0], cells[1], cells[4], cells[8] == "true", errors)
+    return found
+
+
+@dataclass(frozen=True)
 class ServiceState:
     """One node's block of `talosctl service ID`: its state (Initialized, Starting, Preparing, Waiting, Running,
     Stopping, Finished, Failed, Skipped), its health (`?` unknown, `OK`, `Fail`), the last health message and the
@@ -305,6 +329,17 @@ class Talosctl:
         filters by the time inside the lines)."""
         return self.run(["--nodes", ",".join(addresses), "logs", service, "--tail", str(tail)])
 
+    def etcd_status(self, addresses: Sequence[str], deadline: float | None = None) -> Call:
+        """`talosctl --nodes A,B,C etcd status`: a row per member that answers (etcd_statuses), a WARNING for the
+        others (exit 0 while one answered); read-only."""
+        return self.run(["--nodes", ",".join(addresses), "etcd", "status"], deadline=deadline)
+
+    def shutdown(self, address: str) -> Call:
+        """`talosctl shutdown` of one node, waiting (`--wait`, bounded by `--timeout`) until Talos has stopped its
+        services: the machine powers off next. Without `--force`, Talos cordons and drains the node itself first
+        (a node already cordoned stays as it is, and Talos does not uncordon it when it boots)."""
+        return self.run(["--nodes", address, "shutdown", "--wait", "--timeout", f"{self.timeout}s"])
+
     def etcd_remove_member(self, address: str, member_id: str) -> Call:
         return self.run(["--nodes", address, "etcd", "remove-member", member_id])
 
@@ -346,10 +381,12 @@ class Talosctl:
 
 __all__ = [
     "Call",
+    "EtcdStatus",
     "Member",
     "Service",
     "ServiceState",
     "Talosctl",
+    "etcd_statuses",
     "health_failure",
     "log_lines",
     "members",

@@ -2,6 +2,10 @@
 
     python fake_kubectl.py SCENARIO --kubeconfig FILE get RESOURCE [NAME] [-n NS | -A] -o json [--request-timeout=…]
     python fake_kubectl.py SCENARIO --kubeconfig FILE delete node NAME [--ignore-not-found] [--wait=false]
+    python fake_kubectl.py SCENARIO --kubeconfig FILE cordon|uncordon NAME
+    python fake_kubectl.py SCENARIO --kubeconfig FILE annotate node NAME KEY=VALUE [--overwrite] | KEY-
+    python fake_kubectl.py SCENARIO --kubeconfig FILE drain NAME [--ignore-daemonsets] [--delete-emptydir-data]
+                                                                  [--timeout=DURATION]
 
 Tests write a two-line wrapper named `kubectl` that execs this file with their scenario (`Cluster` below). What it
 prints is kubectl's own (v1.32, research 07, checked against a real kubectl and a loopback API there):
@@ -15,6 +19,18 @@ prints is kubectl's own (v1.32, research 07, checked against a real kubectl and 
   "<plural>"`, exit 1.
 - `delete node x`: `node "x" deleted`, exit 0 (the Node leaves the scenario); missing: the NotFound line, exit 1;
   with `--ignore-not-found`: nothing, exit 0.
+- `cordon x` / `uncordon x` (kubectl v0.34.2 pkg/cmd/drain): `node/x cordoned` (`spec.unschedulable` true) or
+  `node/x already cordoned`; `node/x uncordoned` (the field gone: the API omits false) or `node/x already
+  uncordoned`; a missing Node: the NotFound line, exit 1.
+- `annotate node x k=v [--overwrite]` / `k-`: `node/x annotated`; a different value without --overwrite: `error:
+  --overwrite is false but found the following declared annotation(s): 'k' already has a value (v)`, exit 1.
+- `drain x` (pkg/drain): cordons as above, then per pod of the Node (`pods` objects, `spec.nodeName`): DaemonSet
+  pods skipped with `Warning: ignoring DaemonSet-managed Pods: ns/a, ns/b` on stderr under --ignore-daemonsets
+  (without it: refused, exit 1), the others `evicting pod ns/p` then `pod/p evicted` (they leave the Node), then
+  `node/x drained`. A pod named in `blocked_evictions` (a PodDisruptionBudget that allows no disruption) is
+  refused with kubectl's retry line until --timeout, then `error: unable to drain node "x" due to error: …global
+  timeout reached…, continuing command...`, `There are pending nodes to be drained:`, exit 1 (the fake does not
+  wait out the timeout).
 - the API unreachable: a few `E… memcache.go:265] "Unhandled Error" err="couldn't get current server API group
   list: …"` lines, then `The connection to the server HOST:PORT was refused - did you specify the right host or
   port?`, exit 1.
@@ -25,6 +41,7 @@ Scenario keys:
                  whose key is absent is not served
     unreachable  true: the API refuses connections
     hang         ["get nodes", …]: calls (verb and resource as typed) that never return; a child holds the pipes
+    blocked_evictions  pod names a PodDisruptionBudget keeps from being evicted (drain fails)
     server       the API address the kubeconfig names (default: read from the kubeconfig's `server:` line)
     calls        appended: the arguments of every call
 
@@ -116,6 +133,83 @@ def _print(document: Any) -> None:
     print(json.dumps(document, indent=4, sort_keys=True))
 
 
+def _node_verb(scenario_path: str, verb: str, words: list[str], flags: list[str]) -> int:
+    """cordon, uncordon, annotate and drain of one Node, as kubectl prints them (see the module's docstring)."""
+    if verb == "annotate":
+        words = words[1:]  # `annotate node NAME …`: the resource type is always node here
+    name = words[0] if words else ""
+    with _scenario(scenario_path) as state:
+        nodes = state.setdefault("objects", {}).setdefault("nodes", [])
+        node = next((n for n in nodes if n["metadata"]["name"] == name), None)
+        if node is None:
+            print(f'Error from server (NotFound): nodes "{name}" not found', file=sys.stderr)
+            return 1
+        spec = node.setdefault("spec", {})
+        annotations = node["metadata"].setdefault("annotations", {})
+        out: list[str] = []
+        if verb == "annotate":
+            for item in words[1:]:
+                if item.endswith("-") and "=" not in item:
+                    annotations.pop(item[:-1], None)
+                    continue
+                key, _, value = item.partition("=")
+                if key in annotations and annotations[key] != value and "--overwrite" not in flags:
+                    print(
+                        f"error: --overwrite is false but found the following declared annotation(s): '{key}' "
+                        f"already has a value ({annotations[key]})",
+                        file=sys.stderr,
+                    )
+                    return 1
+                annotations[key] = value
+            print(f"node/{name} annotated")
+            return 0
+        if verb == "uncordon":
+            print(f"node/{name} {'uncordoned' if spec.pop('unschedulable', False) else 'already uncordoned'}")
+            return 0
+        out.append(f"node/{name} {'already cordoned' if spec.get('unschedulable') else 'cordoned'}")
+        spec["unschedulable"] = True
+        if verb == "cordon":
+            print(out[0])
+            return 0
+        pods = [p for p in state["objects"].get("pods", []) if (p.get("spec") or {}).get("nodeName") == name]
+        owned = [p for p in pods if any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences", []))]
+        others = [p for p in pods if p not in owned]
+        timeout = next((f.split("=", 1)[1] for f in flags if f.startswith("--timeout=")), "0s")
+        blocked = [p for p in others if p["metadata"]["name"] in state.get("blocked_evictions", [])]
+        if owned and "--ignore-daemonsets" not in flags:
+            listed = ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in owned)
+            error = f"cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): {listed}"
+            print(out[0])
+            print(
+                f'error: unable to drain node "{name}" due to error: {error}, continuing command...\n'
+                f"There are pending nodes to be drained:\n {name}\n{error}",
+                file=sys.stderr,
+            )
+            return 1
+        print(out[0])
+        if owned:
+            listed = ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in owned)
+            print(f"Warning: ignoring DaemonSet-managed Pods: {listed}", file=sys.stderr)
+        for pod in others:
+            print(f"evicting pod {pod['metadata']['namespace']}/{pod['metadata']['name']}")
+        if blocked:
+            pod = blocked[0]["metadata"]
+            why = f'error when evicting pods/"{pod["name"]}" -n "{pod["namespace"]}"'
+            print(
+                f"{why} (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.\n"
+                f'error: unable to drain node "{name}" due to error: {why}: global timeout reached: {timeout}, '
+                f"continuing command...\nThere are pending nodes to be drained:\n {name}\n"
+                f"{why}: global timeout reached: {timeout}",
+                file=sys.stderr,
+            )
+            return 1
+        for pod in others:
+            pod["spec"]["nodeName"] = None  # evicted: its controller makes a new one elsewhere
+            print(f"pod/{pod['metadata']['name']} evicted")
+        print(f"node/{name} drained")
+    return 0
+
+
 def main(scenario_path: str, arguments: list[str]) -> int:
     with _scenario(scenario_path) as state:
         state.setdefault("calls", []).append(arguments)
@@ -149,6 +243,8 @@ def main(scenario_path: str, arguments: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
+    if verb in ("cordon", "uncordon", "drain", "annotate"):
+        return _node_verb(scenario_path, verb, words[1:], flags)
     resource = _resolve(typed or "")
     if resource is None or (resource not in BUILT_IN and resource not in state.get("objects", {})):
         plural = (typed or "").split(".")[0]

@@ -39,6 +39,12 @@ The scenario holds the state it answers from and records every call (under a loc
     calls               appended: the arguments of every call (tests may append their own entries, e.g. the
                         terraform calls, to see the order of everything)
     kubernetes          set by upgrade-k8s --to
+    shutdown            appended by `shutdown`: the nodes told to power off (talosctl's tracker lines on stderr, as
+                        without a terminal: `"<node>": <message>`; the test makes the machine go down, or not)
+
+etcd's quorum: `etcd members` through a node needs a leader (talosctl asks WithRequireLeader), so it fails with
+`etcdserver: no leader` while fewer than a majority of `members` are reachable (not in `unreachable`); `etcd status`
+of several nodes prints a row for each reachable one and a WARNING for the others (`unreachable` or `broken`).
 
 `etcd snapshot` / `etcd status` and the disaster recovery's `reset`, `service etcd` and `bootstrap --recover-from`
 have their own blocks below, each with its scenario keys.
@@ -638,6 +644,25 @@ DIAL_ETCD = (
 _real_etcd()
 _disaster_recovery()
 
+if command == "shutdown":
+    # talosctl shutdown --wait (cmd/talosctl/cmd/talos/shutdown.go): the action tracker's lines on stderr, as printed
+    # without a terminal (`"<node>": <message>`), until the stopAllServices task; then the machine powers off.
+    actor = "3f9c2d1e-7b4a-4e6f-9a21-5c8d0e4b7a19"
+    for line in (
+        "waiting for actor ID",
+        f"actor ID: {actor}",
+        "sequence: shutdown action: START",
+        "phase: drain action: START",
+        "task: cordonAndDrainNode action: START",
+        "task: cordonAndDrainNode action: STOP",
+        "phase: drain action: STOP",
+        "task: stopAllServices action: START",
+    ):
+        print(f'"{node}": {line}', file=sys.stderr)
+    with scenario() as state:
+        state.setdefault("shutdown", []).append(node)
+    sys.exit(0)
+
 if command == "version":
     # talosctl's layout (cmd/talosctl/cmd/talos/version.go, pkg/machinery/version): Client, then per node Server.
     with scenario() as state:
@@ -684,6 +709,13 @@ elif command == "upgrade":
         if node in state.get("breaks_on_upgrade", []):
             state.setdefault("broken", []).append(node)
 elif arguments[4:6] == ["etcd", "members"]:
+    with scenario() as state:
+        away = set(state.get("unreachable", []))
+        reachable = [m for m in state["members"] if m["address"] not in away]
+        leaderless = bool(state["members"]) and len(reachable) < len(state["members"]) // 2 + 1
+    if leaderless:  # quorum lost: the member answers, but etcd has no leader
+        print(f"error getting members: {_errors([f'{node}: {NO_LEADER}'])}", file=sys.stderr)
+        sys.exit(1)
     with scenario() as state:
         rows = [["NODE", "ID", "HOSTNAME", "PEER URLS", "CLIENT URLS", "LEARNER"]]
         rows += [
@@ -805,8 +837,9 @@ elif command == "health":
 #                   one byte of the database in transit (talosctl does not check the digest: it keeps the file and
 #                   exits 0), "cut" ends the stream early (talosctl refuses the size, removes PATH.part, exits 1).
 #   etcd_status     address -> fields of EtcdMemberStatus (member_id, db_size, db_size_in_use, leader, raft_index,
-#                   raft_term, raft_applied_index, learner, protocol, storage, errors); defaults below. An address in
-#                   `broken` does not answer: a WARNING on stderr and no row, as talosctl prints a node's error.
+#                   raft_term, raft_applied_index, learner, protocol, storage, errors); defaults below (a node of
+#                   `members` answers with its member's id). An address in `broken` or `unreachable` does not answer:
+#                   a WARNING on stderr and no row, as talosctl prints a node's error.
 # A real cluster adds what a fixture cannot: a snapshot of gigabytes taking minutes, a leader change mid-stream.
 import hashlib  # noqa: E402  (this block stays self-contained)
 import os  # noqa: E402
@@ -857,8 +890,9 @@ if command == "etcd" and arguments[5:6] == ["snapshot"]:
 elif command == "etcd" and arguments[5:6] == ["status"]:
     targets = node.split(",")
     with scenario() as state:
-        broken, statuses = state.get("broken", []), state.get("etcd_status", {})
-    leader = statuses.get(targets[0], {}).get("member_id") or _member_id(targets[0])
+        broken, statuses = state.get("broken", []) + state.get("unreachable", []), state.get("etcd_status", {})
+        ids = {m["address"]: m["id"] for m in state.get("members", [])}  # a member's row carries its own id
+    leader = statuses.get(targets[0], {}).get("member_id") or ids.get(targets[0]) or _member_id(targets[0])
     rows = [
         [
             "NODE",
@@ -880,7 +914,7 @@ elif command == "etcd" and arguments[5:6] == ["status"]:
         if target in down:
             continue
         member = {
-            "member_id": _member_id(target),
+            "member_id": ids.get(target) or _member_id(target),
             "db_size": 17_219_584,
             "db_size_in_use": 4_493_312,
             "leader": leader,

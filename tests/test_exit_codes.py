@@ -821,6 +821,165 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
     assert f"{APPLY}.node_cp-a_apply" in tf.states["platform-prod"] and not tools.kubectl_log.exists()
 
 
+# maintain -------------------------------------------------------------------------------------------------
+def _maintain_world(lab: Lab, change: Callable[[dict], None] | None = None):
+    """A three-host site on the fake Proxmox VE with its cluster fakes (tests/test_maintain.World); the API's
+    credentials and CA in the environment, as an operator exports them for bpg/proxmox."""
+    from tests.test_maintain import World
+
+    world = World(lab.folder / "world", change)
+    for key, value in world.server.provider_env().items():
+        lab.monkeypatch.setenv(key, value)
+    lab.monkeypatch.delenv("PROXMOX_VE_API_TOKEN", raising=False)
+    return world
+
+
+def _maintain(world, hypervisor: str = "pve1", *extra: str) -> tuple[str, ...]:
+    return (
+        "maintain",
+        hypervisor,
+        "--site",
+        str(world.site_path),
+        "--talosctl",
+        str(world.cluster.talosctl_path),
+        "--kubectl",
+        str(world.cluster.kubectl_path),
+        "--talosconfig",
+        str(world.cluster.talosconfig),
+        "--kubeconfig",
+        str(world.cluster.kubeconfig),
+        "--timeout",
+        "20s",
+        "--drain-timeout",
+        "10s",
+        "--check-wait",
+        "0",
+        *extra,
+    )
+
+
+def _majority_on_pve1(data: dict) -> None:
+    planes = data["clusters"]["prod"]["control_planes"]
+    planes["cp-b"]["hypervisor"] = planes["cp-c"]["hypervisor"] = "pve1"
+    data["clusters"]["prod"]["placement"] = {"allow_control_plane_majority_on": "pve1", "reason": "one host for now"}
+
+
+@case("maintain", ExitCode.OK)
+def maintain_dry_run(lab: Lab) -> None:
+    ran = lab.run("maintain", "pve2", "--dry-run", "--site", lab.site())
+    assert ran.code == ExitCode.OK and ran.err == ""
+    assert ran.out.splitlines()[1].startswith("  prod/wk-b (worker, vm 1202, 10.11.1.22): health")
+
+
+@case("maintain", ExitCode.OK)
+def maintain_then_done(lab: Lab) -> None:
+    world = _maintain_world(lab)
+    try:
+        ran = lab.run(*_maintain(world, "pve2", "--confirm", "homelab/pve2"))
+        assert ran.code == ExitCode.OK, ran.err
+        assert "patch it and reboot it, then run `bin/terravixens maintain pve2 --done`" in ran.out
+        ran = lab.run(*_maintain(world, "pve2", "--done"))
+        assert ran.code == ExitCode.OK, ran.err
+        assert "check prod: every check passed" in ran.out
+    finally:
+        world.stop()
+
+
+@case("maintain", ExitCode.REFUSED)
+def maintain_would_lose_quorum(lab: Lab) -> None:
+    ran = lab.run("maintain", "pve1", "--confirm", "homelab/pve1", "--site", lab.site(_majority_on_pve1))
+    assert ran.code == ExitCode.REFUSED
+    assert ran.err.startswith("terravixens maintain: prod: emptying pve1 shuts down cp-a, cp-b, cp-c: 0 of 3 etcd")
+    assert ran.err.rstrip().endswith("; nothing was changed")
+
+
+@case("maintain", ExitCode.BAD_INPUT)
+def maintain_unknown_hypervisor(lab: Lab) -> None:
+    ran = lab.run("maintain", "pve9", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT
+    assert ran.err.startswith("terravixens maintain: unknown hypervisor 'pve9': use one of pve1, pve2")
+
+
+@case("maintain", ExitCode.DECLINED)
+def maintain_not_confirmed(lab: Lab) -> None:
+    world = _maintain_world(lab)
+    try:
+        ran = lab.run(*_maintain(world))
+        assert ran.code == ExitCode.DECLINED
+        assert ran.err.splitlines() == [
+            "terravixens maintain: no terminal to confirm on: pass --confirm homelab/pve1",
+            "stopped at prod/wk-a: done: placement; not done: prod/wk-a, prod/cp-a, guest tools, guest nest1, the host",
+        ]
+        assert world.talos_calls("shutdown") == []
+    finally:
+        world.stop()
+
+
+@case("maintain", ExitCode.BACKUP_FAILED)
+def maintain_snapshot_does_not_verify(lab: Lab) -> None:
+    world = _maintain_world(lab)
+    try:
+        world.cluster.talos(lambda state: state.update(etcd_snapshot=etcd_tool.fake_talosctl_setup("flip")))
+        ran = lab.run(*_maintain(world, "pve1", "--confirm", "homelab/pve1"))
+        assert ran.code == ExitCode.BACKUP_FAILED
+        assert ran.err.splitlines()[-1] == (
+            "stopped at prod/cp-a (snapshot): done: placement, prod/wk-a; not done: prod/cp-a, guest tools, guest "
+            "nest1, the host"
+        )
+        assert world.talos_calls("shutdown") == [world.cluster.address("wk-a")]  # cp-a: not shut down
+    finally:
+        world.stop()
+
+
+@case("maintain", ExitCode.FAILED)
+def maintain_drain_blocked(lab: Lab) -> None:
+    world = _maintain_world(lab)
+    try:
+        world.cluster.kube(lambda state: state.update(blocked_evictions=["web-2"]))
+        ran = lab.run(*_maintain(world, "pve1", "--confirm", "homelab/pve1"))
+        assert ran.code == ExitCode.FAILED
+        assert "kubectl drain wk-a failed" in ran.err and world.talos_calls("shutdown") == []
+    finally:
+        world.stop()
+
+
+@case("maintain", ExitCode.CHECK_FAILED)
+def maintain_done_check_finds_a_problem(lab: Lab) -> None:
+    from tests import fake_kubectl as k
+
+    world = _maintain_world(lab)
+    try:
+        assert lab.run(*_maintain(world, "pve3", "--confirm", "homelab/pve3")).code == ExitCode.OK
+        world.cluster.objects(
+            "kustomizations.kustomize.toolkit.fluxcd.io",
+            [k.kustomization(ready="False", reason="BuildFailed", message="kustomize build failed")],
+        )
+        ran = lab.run(*_maintain(world, "pve3", "--done"))
+        assert ran.code == ExitCode.CHECK_FAILED
+        assert "every node is back; fix what the lines above say" in ran.err
+        assert all(status == "running" for status in world.machines.statuses().values())
+    finally:
+        world.stop()
+
+
+@case("maintain", ExitCode.INTERRUPTED)
+def maintain_interrupted(lab: Lab) -> None:
+    from terravixens.proxmox_api import ProxmoxApi
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+
+    lab.monkeypatch.setattr(ProxmoxApi, "guests", interrupted)
+    given = lab.folder / "config"
+    given.write_text("context: prod\n")
+    ran = lab.run("maintain", "pve2", "--site", lab.site(), "--talosconfig", str(given), "--kubeconfig", str(given))
+    assert ran.code == ExitCode.INTERRUPTED
+    assert ran.err.splitlines()[-1] == (
+        "terravixens maintain: interrupted by SIGINT at placement (proxmox): done: nothing; not done: placement, "
+        "prod/wk-b, prod/cp-b, the host"
+    )
+
+
 # snapshot -------------------------------------------------------------------------------------------------
 # cp-a (10.11.1.11) does not answer (Tools): the snapshot comes through cp-b. The talosconfig is the platform layer's.
 @case("snapshot", ExitCode.OK)

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "terravixens.decommission_settings",
             "terravixens.provider_install",
             "terravixens.talosctl",
+            "terravixens.proxmox_api",  # where guests run, their power, start and shutdown (stdlib; issue 31)
             "terravixens.etcd_snapshots",  # where etcd snapshots live, their checks and retention (stdlib)
             "terravixens.etcd_offsite",  # the offsite backups read back: S3 (boto3, lazily), age (ADR 0059)
             "terravixens.guarded_path",

@@ -77,6 +77,7 @@ def test_every_json_command_has_a_schema_and_every_schema_a_command():
     named = {
         "snapshot": "snapshot-list",
         "upgrade": "upgrade-dry-run",
+        "maintain": "maintain-dry-run",
         "spec push": "agent-result",  # the node agent's own result, carried back over ssh
         "spec handoff": "agent-result",
     }
@@ -277,6 +278,30 @@ def test_upgrade_dry_run_plan_refusal_and_text(lab: Lab) -> None:
     found = document(ran, "upgrade dry-run", "upgrade-dry-run-refused")
     assert ran.code == ExitCode.REFUSED and found["result"] == "refused" and found["nodes"] == []
     assert found["reason"].startswith("wk-b runs v1.11.7, newer than the target v1.11.6: that is a downgrade")
+
+
+def test_maintain_dry_run_steps_and_refusal(lab: Lab) -> None:
+    ran = lab.run("maintain", "pve2", "--dry-run", "--json", "--site", lab.site())
+    text = lab.run("maintain", "pve2", "--dry-run", "--site", lab.site())
+    found = document(ran, "maintain dry-run")
+    assert ran.code == text.code == ExitCode.OK and (found["result"], found["refused"]) == ("ok", [])
+    assert [
+        f"  {s['unit']} ({s['what']}): {' → '.join(s['actions'])}" for s in found["steps"]
+    ] == text.out.splitlines()[1:]
+    assert [s["unit"] for s in found["steps"]] == ["prod/wk-b", "prod/cp-b", "the host"]
+
+    def majority(data: dict) -> None:
+        planes = data["clusters"]["prod"]["control_planes"]
+        planes["cp-b"]["hypervisor"] = planes["cp-c"]["hypervisor"] = "pve2"
+        data["clusters"]["prod"]["placement"] = {"allow_control_plane_majority_on": "pve2", "reason": "one host now"}
+
+    site = lab.site(majority, "majority.yaml")
+    ran = lab.run("maintain", "pve2", "--dry-run", "--json", "--site", site)
+    found = document(ran, "maintain dry-run", "maintain-dry-run-refused")
+    assert ran.code == ExitCode.REFUSED and found["result"] == "refused" and found["exit_code"] == 1
+    assert found["refused"][0].startswith("prod: emptying pve2 shuts down cp-b, cp-c: 1 of 3 etcd members")
+    ran = lab.run("maintain", "pve2", "--json", "--site", site)
+    assert ran.code == ExitCode.BAD_INPUT and ran.err == "terravixens maintain: --json goes with --dry-run\n"
 
 
 def test_upgrade_json_goes_with_dry_run(lab: Lab) -> None:

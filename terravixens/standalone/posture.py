@@ -17,6 +17,7 @@ from pydantic import Field
 from terravixens.config.model import Strict
 
 AuthMethod = Literal["network", "site_token", "node_token"]
+MaintenanceStop = Literal["shutdown", "shutdown_then_stop"]
 
 
 class SshPolicy(Strict):
@@ -30,6 +31,12 @@ class Posture(Strict):
     description: str = Field("", max_length=500)
     ssh: SshPolicy = Field(default_factory=SshPolicy)
     automatic_updates: bool = Field(True, description="Unattended security updates on the node.")
+    maintenance_stop: MaintenanceStop = Field(
+        "shutdown",
+        description="How `terravixens maintain` stops the node when its hypervisor goes into maintenance (ADR 0055): "
+        "`shutdown`, a clean shutdown through Proxmox (a node still running at its end stops the run: nothing is "
+        "forced), or `shutdown_then_stop`, then a hard stop (a node whose state does not matter).",
+    )
 
 
 SHIPPED_POSTURES: dict[str, Posture] = {
@@ -37,12 +44,14 @@ SHIPPED_POSTURES: dict[str, Posture] = {
         schema_version=1,
         auth="network",
         automatic_updates=False,
+        maintenance_stop="shutdown_then_stop",
         description="Development: the network boundary is the trust; no token.",
     ),
     "local": Posture(
         schema_version=1,
         auth="network",
         automatic_updates=False,
+        maintenance_stop="shutdown_then_stop",
         description="One machine or a host-only bridge: no token.",
     ),
     "stage": Posture(schema_version=1, auth="site_token", description="Staging: one token shared by the site's nodes."),

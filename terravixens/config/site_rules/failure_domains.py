@@ -39,28 +39,34 @@ def _exemption_path(cluster_name: str) -> tuple[str, ...]:
 
 def _leaving(cluster: Cluster, on_host: list[str], excess: int) -> list[str]:
     """The control planes to move off a host holding `excess` too many: the last ones by name, the bootstrap node
-    (the first by default) staying."""
-    return sorted([name for name in reversed(on_host) if name != cluster.bootstrap][:excess])
+    (the first by default) only when no other will do (it bootstraps once: moving it later changes nothing)."""
+    order = [name for name in reversed(on_host) if name != cluster.bootstrap]
+    order += [name for name in on_host if name == cluster.bootstrap]
+    return sorted(order[:excess])
 
 
-def _moves(site: Site, cluster: Cluster, host: str, placed: dict[str, str]) -> list[tuple[str, str]]:
-    """Which control planes to move off `host`, and where, for no hypervisor to hold a majority: the last ones by name
-    (the bootstrap node, first by default, stays), each to the hypervisor holding the fewest (one that declares the
-    node's bridge first, then by name). Only called when the site has enough hypervisors: there is always room."""
-    most = len(placed) // 2
+def moves_off(site: Site, cluster: Cluster, host: str, count: int, most: int | None = None) -> list[tuple[str, str]]:
+    """`count` control planes to move off `host`, and where: the last ones by name (the bootstrap node, first by
+    default, stays), each to the hypervisor holding the fewest of the cluster's control planes (one that declares the
+    node's bridge first, then by name), never one that would then hold more than `most`. Fewer moves when no
+    hypervisor can take one (a site of one hypervisor). Also what `terravixens maintain` says to move first."""
     load = dict.fromkeys(site.hypervisors, 0)
-    for where in placed.values():
-        load[where] += 1
-    on_host = sorted(name for name, where in placed.items() if where == host)
+    for node in cluster.control_planes.values():
+        if node.hypervisor in load:
+            load[node.hypervisor] += 1
+    on_host = sorted(name for name, node in cluster.control_planes.items() if node.hypervisor == host)
     moves = []
-    for name in _leaving(cluster, on_host, load[host] - most):
+    for name in _leaving(cluster, on_host, count):
         bridge = cluster.control_planes[name].bridge or cluster.bridge
 
         def order(candidate: str, bridge: str = bridge) -> tuple[bool, int, str]:
             bridges = site.hypervisors[candidate].bridges
             return (bool(bridges) and bridge not in bridges, load[candidate], candidate)
 
-        target = min((h for h in site.hypervisors if h != host and load[h] < most), key=order)
+        candidates = [h for h in site.hypervisors if h != host and (most is None or load[h] < most)]
+        if not candidates:
+            break
+        target = min(candidates, key=order)
         load[target] += 1
         load[host] -= 1
         moves.append((name, target))
@@ -118,7 +124,7 @@ def control_planes_spread(site: Site) -> Iterator[Finding]:
         )
         accept = f"clusters.{cluster_name}.placement: {{allow_control_plane_majority_on: {host}, reason: …}}"
         if len(site.hypervisors) >= needed:
-            moves = _moves(site, cluster, host, placed)
+            moves = moves_off(site, cluster, host, len(names) - count // 2, most=count // 2)
             fix = " and ".join(f"{name} to {target}" for name, target in moves)
             message = (
                 f"{head}, and the site's {len(site.hypervisors)} hypervisors can avoid it: move {fix}, or accept it "
@@ -136,4 +142,4 @@ def control_planes_spread(site: Site) -> Iterator[Finding]:
             )
 
 
-__all__ = ["control_planes_spread", "hypervisors_needed", "majority"]
+__all__ = ["control_planes_spread", "hypervisors_needed", "majority", "moves_off"]

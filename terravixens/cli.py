@@ -143,6 +143,12 @@ COMMANDS: tuple[Command, ...] = (
         OPERATION,
     ),
     Command(
+        "renew-credentials",
+        "a new admin kubeconfig (and talosconfig in its last month), nothing else changed",
+        f"{OPERATIONS}.renew_credentials:RENEW_CREDENTIALS",
+        OPERATION,
+    ),
+    Command(
         "snapshot",
         "take a verified etcd snapshot (or --list the kept ones)",
         f"{OPERATIONS}.snapshot:SNAPSHOT",

@@ -608,8 +608,9 @@ CASES = {
         (
             (
                 f"certificates: problem — talosconfig context prod: client certificate expires on "
-                f"{NOW + timedelta(days=10.5):%Y-%m-%d} (in 10 days): issue a new one while this one works: `talosctl "
-                f"config new --roles os:admin FILE` (or re-apply platform-prod and use its talosconfig output)"
+                f"{NOW + timedelta(days=10.5):%Y-%m-%d} (in 10 days): bin/terravixens renew-credentials prod "
+                "(the talos provider re-issues it in its last month; ADR 0056), or now, while this one works: "
+                "`talosctl config new --roles os:admin FILE`"
             ),
         ),
     ),
@@ -619,10 +620,8 @@ CASES = {
         (
             (
                 f"certificates: problem — kubeconfig user admin@prod: client certificate expired on "
-                f"{NOW - timedelta(days=3):%Y-%m-%d}: terravixens deploy platform-prod: the talos provider "
-                "re-issues the "
-                "kubeconfig within 30 days of its expiry (certificate_renewal_duration); then use its "
-                "kubeconfig output"
+                f"{NOW - timedelta(days=3):%Y-%m-%d}: bin/terravixens renew-credentials prod: a new admin kubeconfig, "
+                "nothing else of the cluster changed (ADR 0056)"
             ),
         ),
         KUBE_CHECKS,  # the API server refuses an expired certificate: nothing on its side is read
@@ -635,8 +634,8 @@ CASES = {
         (
             (
                 "certificates: problem — kubeconfig user admin@prod: cannot read its certificate (not a certificate "
-                "(index out of range)): terravixens deploy platform-prod: the talos provider re-issues the kubeconfig "
-                "within 30 days of its expiry (certificate_renewal_duration); then use its kubeconfig output"
+                "(index out of range)): bin/terravixens renew-credentials prod: a new admin kubeconfig, nothing "
+                "else of the cluster changed (ADR 0056)"
             ),
         ),
         KUBE_CHECKS,  # kubectl cannot load a kubeconfig without a certificate: nothing is read

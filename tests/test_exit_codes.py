@@ -980,6 +980,135 @@ def maintain_interrupted(lab: Lab) -> None:
     )
 
 
+# renew-credentials ----------------------------------------------------------------------------------------
+class _Renewable:
+    """tests/renewal_fakes.RenewableTerraform, told to fail (exit 1) or be interrupted at a command."""
+
+    @staticmethod
+    def make(fail: str | None = None, interrupt: str | None = None, **certificates: float):
+        from tests.renewal_fakes import RenewableTerraform
+
+        class Scripted(RenewableTerraform):
+            def run(self, workdir: Path, *args: str) -> Result:
+                if fail and " ".join(args).startswith(fail):
+                    return Result(1, "", f"Error: {fail} failed (scripted by the test)")
+                return super().run(workdir, *args)
+
+            def run_json(self, workdir: Path, *args: str, on_message=None) -> Result:
+                if interrupt and " ".join(args).startswith(interrupt):
+                    raise KeyboardInterrupt
+                if fail and " ".join(args).startswith(fail):
+                    return Result(1, "", f"Error: {fail} failed (scripted by the test)")
+                return super().run_json(workdir, *args, on_message=on_message)
+
+        return Scripted(**certificates)
+
+
+def _renew(lab: Lab, *extra: str) -> tuple[tuple[str, ...], Cluster]:
+    site = lab.site()
+    (lab.folder / "fakes").mkdir(exist_ok=True)
+    cluster = Cluster(lab.folder / "fakes", support.site_from(json.loads(Path(site).read_text())))
+    argv = (
+        "renew-credentials",
+        "prod",
+        "--site",
+        site,
+        "--talosctl",
+        str(cluster.talosctl_path),
+        "--kubectl",
+        str(cluster.kubectl_path),
+        "--timeout",
+        "30s",
+        *extra,
+    )
+    return argv, cluster
+
+
+@case("renew-credentials", ExitCode.OK)
+def renew_credentials_renewed(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--yes")
+    tf = _Renewable.make()
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.OK, ran.err
+    assert tf.renewals == ["kubeconfig"] and "check prod: every check passed" in ran.out
+    assert (lab.folder / "credentials" / "homelab" / "prod" / "kubeconfig").stat().st_mode & 0o777 == 0o600
+
+
+@case("renew-credentials", ExitCode.OK)
+def renew_credentials_dry_run(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--dry-run")
+    tf = _Renewable.make(talos_days=10)
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.OK and tf.renewals == [] and "dry run — nothing applied" in ran.out
+
+
+@case("renew-credentials", ExitCode.REFUSED)
+def renew_credentials_more_than_credentials(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--yes")
+    tf = _Renewable.make()
+    tf.states["platform-prod"][f"{VM}.node_wk-c_vm"] = {"values": {"name": "wk-c"}, "depends_on": []}
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.REFUSED and tf.renewals == []
+    assert f"not a credential: {VM}.node_wk-c_vm: delete" in ran.out
+    assert (
+        ran.err.splitlines()[-1] == "stopped at platform-prod (plan): done: synth; not done: platform-prod, "
+        "credentials, check prod"
+    )
+
+
+@case("renew-credentials", ExitCode.BAD_INPUT)
+def renew_credentials_unknown_cluster(lab: Lab) -> None:
+    ran = lab.run("renew-credentials", "staging", "--site", lab.site())
+    assert ran.code == ExitCode.BAD_INPUT
+    assert ran.err == "terravixens renew-credentials: unknown cluster 'staging': use one of prod\n"
+
+
+@case("renew-credentials", ExitCode.DECLINED)
+def renew_credentials_not_confirmed(lab: Lab) -> None:
+    argv, _ = _renew(lab)
+    tf = _Renewable.make()
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.DECLINED and tf.renewals == []
+    assert "no terminal to confirm on and no --yes: nothing was applied" in ran.err
+
+
+@case("renew-credentials", ExitCode.FAILED)
+def renew_credentials_apply_fails(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--yes")
+    ran = lab.run(*argv, tf=_Renewable.make(fail="apply"))
+    assert ran.code == ExitCode.FAILED and "platform-prod: terraform apply failed (exit 1)" in ran.err
+    assert not (lab.folder / "credentials").exists()
+
+
+@case("renew-credentials", ExitCode.BACKUP_FAILED)
+def renew_credentials_backup_fails(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--yes")
+    tf = _Renewable.make(fail="state pull")
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.BACKUP_FAILED and tf.renewals == []
+    assert "platform-prod: terraform state pull failed" in ran.err
+
+
+@case("renew-credentials", ExitCode.CHECK_FAILED)
+def renew_credentials_check_finds_a_problem(lab: Lab) -> None:
+    from tests import fake_kubectl as k
+
+    argv, cluster = _renew(lab, "--yes")
+    cluster.objects("daemonsets.apps", [k.daemonset("cilium", desired=5, ready=3)])
+    ran = lab.run(*argv, tf=_Renewable.make())
+    assert ran.code == ExitCode.CHECK_FAILED and "the new credentials are written" in ran.err
+    assert (lab.folder / "credentials" / "homelab" / "prod" / "talosconfig").exists()
+
+
+@case("renew-credentials", ExitCode.INTERRUPTED)
+def renew_credentials_interrupted(lab: Lab) -> None:
+    argv, _ = _renew(lab, "--yes")
+    tf = _Renewable.make(interrupt="plan")
+    ran = lab.run(*argv, tf=tf)
+    assert ran.code == ExitCode.INTERRUPTED and tf.renewals == []
+    assert ran.err.splitlines()[-1].startswith("terravixens renew-credentials: interrupted by SIGINT at platform-prod")
+
+
 # snapshot -------------------------------------------------------------------------------------------------
 # cp-a (10.11.1.11) does not answer (Tools): the snapshot comes through cp-b. The talosconfig is the platform layer's.
 @case("snapshot", ExitCode.OK)

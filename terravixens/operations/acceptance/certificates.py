@@ -13,15 +13,13 @@ WARN_WITHIN = timedelta(days=30)
 
 
 def _fix(source: str, context: Context) -> str:
+    renew = f"bin/terravixens renew-credentials {context.cluster_name}"
     if source.startswith("talosconfig"):
         return (
-            "issue a new one while this one works: `talosctl config new --roles os:admin FILE` (or re-apply "
-            f"{context.platform} and use its talosconfig output)"
+            f"{renew} (the talos provider re-issues it in its last month; ADR 0056), or now, while this one works: "
+            f"`talosctl config new --roles os:admin FILE`"
         )
-    return (
-        f"terravixens deploy {context.platform}: the talos provider re-issues the kubeconfig within 30 days of its "
-        f"expiry (certificate_renewal_duration); then use its kubeconfig output"
-    )
+    return f"{renew}: a new admin kubeconfig, nothing else of the cluster changed (ADR 0056)"
 
 
 def check(context: Context, observed: Observed) -> CheckResult:

@@ -14,6 +14,8 @@ SECRET_HOLDERS = [
     "etcd-snapshots/homelab/prod/manifest.json",
     "talosconfig",
     "kubeconfig",
+    "credentials/homelab/prod/talosconfig",
+    "credentials/homelab/prod/.kubeconfig.4242.part",
     "state/platform-prod.tfstate",
     "state/platform-prod.tfstate.backup",
     "state-backups/homelab/platform-prod/20261126T112650Z.tfstate",

@@ -38,10 +38,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from terravixens import talos_versions as versions
+from terravixens.config.site_rules.failure_domains import hypervisors_needed, majority
 from terravixens.rules import ALL_RULES
 from tests import lifecycle
 from tests.conftest import SUMMARY_LINES
-from tests.lifecycle import STARTS, Walker, cluster, cluster_nodes, guests, used_octets
+from tests.lifecycle import STARTS, Walker, apply_edit, cluster, cluster_nodes, guests, used_octets
 
 EXAMPLES, STEPS = 10, 8  # walks (Walk) from the example's size (three Talos positions) and one control plane alone
 LARGE, LARGE_EXAMPLES = ["cp3-wk20", "cp5-wk50"], 2  # walks (LargeWalk) from large sites
@@ -95,6 +96,25 @@ def edit_rule(enabled: Callable = lambda self: True, weight: int = 1) -> Callabl
 
 def octet(data, draw) -> int:
     return draw(st.sampled_from(sorted(set(range(100, 250)) - used_octets(data))))
+
+
+def hosts(data: dict) -> list[str]:
+    return sorted(data["hypervisors"])
+
+
+def spread_ok(data: dict) -> bool:
+    """The site keeps the control-plane spread rule (ADR 0054): no hypervisor holds a majority of the control planes
+    when the site has enough hypervisors to avoid it (then it is only a warning). The walk's edits keep to it: a
+    site it refuses is not a lifecycle step."""
+    planes = [node["hypervisor"] for node in cluster(data)["control_planes"].values()]
+    needed = hypervisors_needed(len(planes))
+    if needed is None or len(data["hypervisors"]) < needed:
+        return True
+    return max(planes.count(host) for host in set(planes)) < majority(len(planes))
+
+
+def spread_after(data: dict, edit: dict) -> bool:
+    return spread_ok(apply_edit(data, edit))
 
 
 class Walk(RuleBasedStateMachine):
@@ -194,7 +214,7 @@ class Walk(RuleBasedStateMachine):
             "node": name,
             "vm_id": self.free_vm_id(1300),
             "octet": octet(self.data, data.draw),
-            "hypervisor": data.draw(st.sampled_from(["pve1", "pve2"]), label="hypervisor"),
+            "hypervisor": data.draw(st.sampled_from(hosts(self.data)), label="hypervisor"),
         }
         self.step("add_worker", edit)
 
@@ -216,25 +236,46 @@ class Walk(RuleBasedStateMachine):
             "nodes": names,
             "vm_ids": [vm_id, next(i for i in range(vm_id + 1, vm_id + 100) if i not in self.vm_ids())],
             "octets": [first, second],
-            "hypervisors": data.draw(st.lists(st.sampled_from(["pve1", "pve2"]), min_size=2, max_size=2)),
+            "hypervisors": data.draw(st.lists(st.sampled_from(hosts(self.data)), min_size=2, max_size=2)),
         }
+        if not spread_after(self.data, edit):  # the two least loaded hosts instead: a spread the site accepts
+            load = dict.fromkeys(hosts(self.data), 0)
+            for node in cluster(self.data)["control_planes"].values():
+                load[node["hypervisor"]] += 1
+            first = min(load, key=lambda host: (load[host], host))
+            load[first] += 1
+            edit["hypervisors"] = [first, min(load, key=lambda host: (load[host], host))]
         self.step("add_control_planes", edit)
 
-    @edit_rule(lambda self: len(cluster(self.data)["control_planes"]) >= 3)
+    def pairs(self, names: list[str], op: str) -> list[list[str]]:
+        """The pairs of `names` whose `op` keeps the control planes spread."""
+        found = [[a, b] for i, a in enumerate(names) for b in names[i + 1 :]]
+        return [pair for pair in found if spread_after(self.data, {"op": op, "nodes": pair})]
+
+    @edit_rule(
+        lambda self: (
+            len(cluster(self.data)["control_planes"]) >= 3
+            and bool(self.pairs(sorted(cluster(self.data)["control_planes"]), "remove_control_planes"))
+        )
+    )
     def remove_control_planes(self, data) -> None:
         """Two at once: the guard refuses the plan as it is (PG002); deploy's sequence takes them one by one."""
-        planes = sorted(cluster(self.data)["control_planes"])
-        names = data.draw(st.lists(st.sampled_from(planes), min_size=2, max_size=2, unique=True), label="planes")
+        pairs = self.pairs(sorted(cluster(self.data)["control_planes"]), "remove_control_planes")
+        names = data.draw(st.sampled_from(pairs), label="planes")
         self.step("remove_control_planes", {"op": "remove_control_planes", "nodes": sorted(names)})
         self.removed += names
 
     @edit_rule(
-        lambda self: len(cluster(self.data).get("workers", {})) >= 2 and len(cluster(self.data)["control_planes"]) <= 5
+        lambda self: (
+            len(cluster(self.data).get("workers", {})) >= 2
+            and len(cluster(self.data)["control_planes"]) <= 5
+            and bool(self.pairs(sorted(cluster(self.data)["workers"]), "promote_workers"))
+        )
     )
     def promote_workers(self, data) -> None:
-        """Two at a time: the control planes stay odd."""
-        workers = sorted(cluster(self.data)["workers"])
-        names = data.draw(st.lists(st.sampled_from(workers), min_size=2, max_size=2, unique=True), label="workers")
+        """Two at a time: the control planes stay odd (and spread)."""
+        pairs = self.pairs(sorted(cluster(self.data)["workers"]), "promote_workers")
+        names = data.draw(st.sampled_from(pairs), label="workers")
         self.step("promote_workers", {"op": "promote_workers", "nodes": sorted(names)})
 
     # ------------------------------------------------------------------------------------------ one node
@@ -253,9 +294,15 @@ class Walk(RuleBasedStateMachine):
 
     @edit_rule()
     def move(self, data) -> None:
-        name = self.some_node(data)
-        other = {"pve1": "pve2", "pve2": "pve1"}[cluster_nodes(self.data)[name]["hypervisor"]]
-        self.step("move", {"op": "move", "node": name, "hypervisor": other})
+        """A node to another hypervisor (one that keeps the control planes spread: a worker can always move)."""
+        moves = [
+            {"op": "move", "node": name, "hypervisor": host}
+            for name, node in sorted(cluster_nodes(self.data).items())
+            for host in hosts(self.data)
+            if host != node["hypervisor"]
+        ]
+        edit = data.draw(st.sampled_from([m for m in moves if spread_after(self.data, m)]), label="move")
+        self.step("move", edit)
 
     @edit_rule()
     def set_mac(self, data) -> None:

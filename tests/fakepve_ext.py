@@ -418,7 +418,7 @@ class TvFakePve(FakePve):
 class FakePveServer:
     """TvFakePve on `host:port` (loopback only) in a background thread; `call(fn, *args)` runs fn in its loop."""
 
-    def __init__(self, host: str, port: int, pki: Path, nodes=("pve1", "pve2")):
+    def __init__(self, host: str, port: int, pki: Path, nodes=("pve1", "pve2", "pve3")):  # the example site's hosts
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"fakepve must listen on loopback, not {host}")
         self.host, self.port, self.pki, self.nodes = host, port, pki, nodes

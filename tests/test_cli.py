@@ -16,7 +16,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def test_validate_accepts_the_example():
     result = cli("validate", "--site", "sites/example.yaml")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "sites/example.yaml: ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"
+    assert result.stdout.strip() == "sites/example.yaml: ok — site 'homelab', 3 hypervisors, 1 clusters, 5 nodes"
 
 
 def test_validate_reports_every_problem_with_file_and_field(tmp_path):
@@ -33,11 +33,11 @@ def test_validate_reports_every_problem_with_file_and_field(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert lines[0] == f"{site}: 2 problems in the site file"
     assert (
-        "  - line 91, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2 or "
-        "add it under 'hypervisors'"
+        "  - line 99, clusters.prod.workers.wk-b.hypervisor: unknown hypervisor 'pve9': use one of pve1, pve2, pve3 "
+        "or add it under 'hypervisors'"
     ) in lines
     assert (
-        "  - line 59, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by "
+        "  - line 67, clusters.prod.control_planes.cp-b.vm_id: VM id 1101 is already used by "
         "clusters.prod.control_planes.cp-a: give each VM its own id"
     ) in lines
 
@@ -79,7 +79,7 @@ def test_an_ascii_only_terminal_gets_escapes_not_a_traceback():
         env=dict(os.environ, PYTHONIOENCODING="ascii"),
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 2 hypervisors, 1 clusters, 5 nodes"
+    assert result.stdout.strip() == "sites/example.yaml: ok \\u2014 site 'homelab', 3 hypervisors, 1 clusters, 5 nodes"
 
 
 def test_whole_number_options_say_the_minimum_and_why(capsys):

@@ -1556,7 +1556,7 @@ def _interrupt_site_loading(lab: Lab) -> None:
 @case("validate", ExitCode.OK)
 def validate_ok(lab: Lab) -> None:
     ran = lab.run("validate", "--site", lab.site())
-    assert ran.code == ExitCode.OK and ": ok — site 'homelab', 2 hypervisors, 1 clusters, 5 nodes" in ran.out
+    assert ran.code == ExitCode.OK and ": ok — site 'homelab', 3 hypervisors, 1 clusters, 5 nodes" in ran.out
 
 
 @case("validate", ExitCode.BAD_INPUT)

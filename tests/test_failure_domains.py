@@ -34,14 +34,14 @@ ACCEPT = "clusters.prod.placement: {allow_control_plane_majority_on: pve1, reaso
 
 # ---------------------------------------------------------------------------------------------------------- helpers
 def site_with(hosts: int, placement: dict[str, str]) -> dict:
-    """The example with `hosts` hypervisors (pve1, pve2, then copies of pve2) and its control planes exactly
+    """The example with `hosts` hypervisors (pve1, pve2, pve3, then copies of pve2) and its control planes exactly
     `placement` (name -> hypervisor): cp-a and cp-b as in the example, the others copies of cp-c."""
     data = copy.deepcopy(support.example_data())
     hypervisors = data["hypervisors"]
     for number in range(3, hosts + 1):
         hypervisors[f"pve{number}"] = {**copy.deepcopy(hypervisors["pve2"]), "node_name": f"pve{number}"}
-    for number in range(hosts + 1, 3):
-        hypervisors.pop(f"pve{number}")
+    for name in [name for name in hypervisors if int(name.removeprefix("pve")) > hosts]:
+        hypervisors.pop(name)  # the example has pve1-pve3
     prod = data["clusters"]["prod"]
     template = prod["control_planes"]["cp-c"]
     planes = {}

@@ -100,7 +100,7 @@ def test_validate_ok_and_with_problems(lab: Lab) -> None:
     found = document(ran, "validate")
     assert ran.code == ExitCode.OK and ran.err == ""
     assert (found["valid"], found["site"], found["problems"]) == (True, "homelab", [])
-    assert found["counts"] == {"hypervisors": 2, "clusters": 1, "nodes": 5, "standalone_nodes": 0}
+    assert found["counts"] == {"hypervisors": 3, "clusters": 1, "nodes": 5, "standalone_nodes": 0}
 
     def broken(data: dict) -> None:
         data["clusters"]["prod"]["workers"]["wk-b"]["hypervisor"] = "pve9"

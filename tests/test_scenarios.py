@@ -59,11 +59,16 @@ def test_remove_worker_destroys_only_that_worker(base):
 
 def test_control_planes_one_to_three_never_rebootstraps(single_control_plane):
     def grow(d):
-        cluster(d)["control_planes"].update({"cp-b": node(1102, 12), "cp-c": node(1103, 13, "pve1")})
+        cluster(d)["control_planes"].update({"cp-b": node(1102, 12), "cp-c": node(1103, 13, "pve3")})
 
     result = run(single_control_plane, grow)
+    # cp-c is pve3's first node: the host gets its Talos image (L0), nothing else there or on the other hosts changes
     assert_changes(
-        result, {P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")}, "changed": NODE_LISTS}}
+        result,
+        {
+            "hypervisors": {"added": {"proxmox_download_file.hv_pve3_image_v1-11-5_ce4c980550dd"}},
+            P: {"added": {vm("cp-b"), apply("cp-b"), vm("cp-c"), apply("cp-c")}, "changed": NODE_LISTS},
+        },
     )
 
 
@@ -126,8 +131,8 @@ def test_bootstrap_node_ip_change_never_rebootstraps(base):
 
 def test_talos_version_bump_replaces_no_vm_and_keeps_secrets(base):
     result = run(base, lambda d: cluster(d).update(talos_version="v1.11.6"))
-    old = {f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2")}
-    new = {f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2")}
+    old = {f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2", "pve3")}
+    new = {f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2", "pve3")}
     nodes = ("cp-a", "cp-b", "cp-c", "wk-a", "wk-b")
     assert_changes(
         result,
@@ -199,7 +204,10 @@ CONFIGS = {
 
 
 def images(version: str) -> set[str]:
-    return {f"proxmox_download_file.hv_{hv}_image_{version.replace('.', '-')}_ce4c980550dd" for hv in ("pve1", "pve2")}
+    return {
+        f"proxmox_download_file.hv_{hv}_image_{version.replace('.', '-')}_ce4c980550dd"
+        for hv in ("pve1", "pve2", "pve3")
+    }
 
 
 def on_talos(data: dict, version: str, contract: str | None = "v1.11") -> dict:

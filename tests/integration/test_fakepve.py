@@ -92,8 +92,8 @@ def test_lifecycle_changes_judged_by_terraform(deployed):
 
     # A Talos bump downloads new images and replaces no VM (their boot image is ignored after creation).
     data["clusters"]["prod"]["talos_version"] = "v1.11.6"
-    old = [f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2")]
-    new = [f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2")]
+    old = [f"proxmox_download_file.hv_{hv}_image_v1-11-5_ce4c980550dd" for hv in ("pve1", "pve2", "pve3")]
+    new = [f"proxmox_download_file.hv_{hv}_image_v1-11-6_ce4c980550dd" for hv in ("pve1", "pve2", "pve3")]
     deployment.change(data, {"hypervisors": {**{a: ["delete"] for a in old}, **{a: ["create"] for a in new}}})
 
     # Promotion keeps the VMs: the role is in the Talos configuration only.

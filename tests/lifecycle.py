@@ -116,7 +116,8 @@ def start_data(start: str = "v1.11.5") -> dict:
 
 def resized(data: dict, planes: int, workers: int) -> None:
     """The example cluster with `planes` control planes and `workers` workers: its own nodes kept in name order
-    (cp-a, cp-b, cp-c, wk-a, wk-b), then new ones (cp-d.., wk-s01..) on both hypervisors with free addresses."""
+    (cp-a, cp-b, cp-c, wk-a, wk-b), then new ones (cp-d.., wk-s01..) with free addresses, the control planes spread
+    over the hypervisors."""
     c = cluster(data)
     for kind, wanted, names in (
         ("control_planes", planes, [f"cp-{letter}" for letter in "defghijk"]),
@@ -128,9 +129,18 @@ def resized(data: dict, planes: int, workers: int) -> None:
         base = 2000 if kind == "control_planes" else 2300
         for name in names[: max(wanted - len(nodes), 0)]:
             free = min(set(range(100, 250)) - used_octets(data))
-            nodes[name] = new_node(base + free, free, ("pve1", "pve2")[free % 2])
+            nodes[name] = new_node(base + free, free, _host_for(data, kind, free))
     if not c["workers"]:
         del c["workers"]
+
+
+def _host_for(data: dict, kind: str, free: int) -> str:
+    """A worker on pve1 or pve2 by its octet; a control plane on the site's hypervisor holding the fewest of them
+    (the first by name on a tie), so the sizes keep the control-plane spread rule (ADR 0054)."""
+    if kind == "workers":
+        return ("pve1", "pve2")[free % 2]
+    held = [node["hypervisor"] for node in cluster(data)["control_planes"].values()]
+    return min(sorted(data["hypervisors"]), key=held.count)
 
 
 def cluster(data: dict) -> dict:

@@ -32,8 +32,8 @@ FAKE = ROOT / "tests" / "fake_talosctl.py"
 LAYER = "platform-prod"
 MEMBERSHIP = "terraform_data.cluster_membership"
 NEW_NODES = {  # nodes the example site does not have, shaped like its own
-    "cp-d": ("pve2", 1104, "10.0.0.54"),
-    "cp-e": ("pve1", 1105, "10.0.0.55"),
+    "cp-d": ("pve3", 1104, "10.0.0.54"),
+    "cp-e": ("pve2", 1105, "10.0.0.55"),
     "wk-c": ("pve1", 1203, "10.0.0.63"),
     "wk-d": ("pve2", 1204, "10.0.0.64"),
 }

@@ -228,15 +228,14 @@ def test_site_usage_names_each_node_and_guest_with_its_bridge_storage_and_image(
     cluster["workers"]["wk-b"]["bridge"] = "vmbr9"
     data["hypervisors"]["pve2"]["bridges"]["vmbr9"] = {"ports": ["enp3s0"], "vlan_aware": True, "vlans": [111, 120]}
     usage = site_usage(support.site_from(data))
-    assert usage.bridges[("pve1", "vmbr1")] == {
-        f"node {name} of cluster prod (site file)" for name in ("cp-a", "cp-c", "wk-a")
-    }
+    assert usage.bridges[("pve1", "vmbr1")] == {f"node {name} of cluster prod (site file)" for name in ("cp-a", "wk-a")}
     assert usage.bridges[("pve2", "vmbr9")] == {"node wk-b of cluster prod (site file)"}
     assert usage.bridges[("pve2", "vmbr1")] == {"node cp-b of cluster prod (site file)"}
+    assert usage.bridges[("pve3", "vmbr1")] == {"node cp-c of cluster prod (site file)"}
     assert usage.storages == {"local-lvm": {f"node {n} of cluster prod (site file)" for n in cluster_names(data)}}
     (image,) = [key for key in usage.images if key[0] == "pve1"]
     assert image[1] == "local" and image[2].startswith("talos-") and image[2].endswith(".qcow2")
-    assert usage.images[image] == {f"node {n} of cluster prod (site file)" for n in ("cp-a", "cp-c", "wk-a")}
+    assert usage.images[image] == {f"node {n} of cluster prod (site file)" for n in ("cp-a", "wk-a")}
 
 
 def test_site_usage_counts_guests_of_a_hypervisor_not_of_a_nested_host():

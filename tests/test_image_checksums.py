@@ -35,7 +35,8 @@ def test_a_pinned_sha256_reaches_that_hypervisors_image_and_nothing_else(tmp_pat
     assert found["hv_pve1_image_v1-11-5_ce4c980550dd"]["checksum"] == DIGEST  # as sha256sum prints it
     assert found["hv_pve1_image_v1-11-5_ce4c980550dd"]["checksum_algorithm"] == "sha256"
     assert "checksum" not in found["hv_pve2_image_v1-11-5_ce4c980550dd"]  # pve2 pins nothing
-    assert len(found) == 2  # a pin of a version no VM boots downloads nothing
+    assert "checksum" not in found["hv_pve3_image_v1-11-5_ce4c980550dd"]  # nor pve3
+    assert len(found) == 3  # a pin of a version no VM boots downloads nothing
     before = example_synth["hypervisors"]
     # The pin changes the image resource of pve1 and nothing else in the stack.
     differing = {

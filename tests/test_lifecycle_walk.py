@@ -44,7 +44,7 @@ from tests import lifecycle
 from tests.conftest import SUMMARY_LINES
 from tests.lifecycle import STARTS, Walker, apply_edit, cluster, cluster_nodes, guests, used_octets
 
-EXAMPLES, STEPS = 10, 8  # walks (Walk) from the example's size (three Talos positions) and one control plane alone
+EXAMPLES, STEPS = 11, 8  # walks (Walk) from the example's size (three Talos positions) and one control plane alone
 LARGE, LARGE_EXAMPLES = ["cp3-wk20", "cp5-wk50"], 2  # walks (LargeWalk) from large sites
 GROWING, GROWING_STEPS = 3, 16  # growing walks (GrowingWalk), from one control plane alone
 BUDGET = settings(
@@ -292,16 +292,21 @@ class Walk(RuleBasedStateMachine):
         name = self.some_node(data)
         self.step("readdress", {"op": "readdress", "node": name, "octet": octet(self.data, data.draw)})
 
-    @edit_rule()
-    def move(self, data) -> None:
-        """A node to another hypervisor (one that keeps the control planes spread: a worker can always move)."""
+    def moves(self) -> list[dict]:
+        """Each node to each other hypervisor, where the control planes stay spread: a worker can always move; three
+        control planes spread over three hosts and no worker leave no move at all."""
         moves = [
             {"op": "move", "node": name, "hypervisor": host}
             for name, node in sorted(cluster_nodes(self.data).items())
             for host in hosts(self.data)
             if host != node["hypervisor"]
         ]
-        edit = data.draw(st.sampled_from([m for m in moves if spread_after(self.data, m)]), label="move")
+        return [m for m in moves if spread_after(self.data, m)]
+
+    @edit_rule(lambda self: bool(self.moves()))
+    def move(self, data) -> None:
+        """A node to another hypervisor (one that keeps the control planes spread)."""
+        edit = data.draw(st.sampled_from(self.moves()), label="move")
         self.step("move", edit)
 
     @edit_rule()

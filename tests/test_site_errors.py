@@ -212,11 +212,11 @@ def test_bootstrap_node_not_a_control_plane():
 # ---------------------------------------------------------------------------------------------------------- hypervisors
 def test_unknown_hypervisor():
     data = example()
-    worker_a(data)["hypervisor"] = "pve3"
+    worker_a(data)["hypervisor"] = "pve4"
     problem = only_problem(data)
     assert problem.field == "clusters.prod.workers.wk-a.hypervisor"
-    assert "unknown hypervisor 'pve3'" in problem.message
-    assert "use one of pve1, pve2 or add it under 'hypervisors'" in problem.message
+    assert "unknown hypervisor 'pve4'" in problem.message
+    assert "use one of pve1, pve2, pve3 or add it under 'hypervisors'" in problem.message
 
 
 def test_bridge_not_declared_on_the_hypervisor():

@@ -58,7 +58,7 @@ def site_data(planes: int, workers: tuple[str, ...], renamed: str | None = None)
 
     def node(name: str) -> dict:
         index = NAMES.index(name)
-        return new_node(2000 + index, 100 + index, ("pve1", "pve2")[index % 2])
+        return new_node(2000 + index, 100 + index, ("pve1", "pve2", "pve3")[index % 3])
 
     cluster["control_planes"] = {name: node(name) for name in CONTROL_PLANES[:planes]}
     cluster["workers"] = {name: node(name) for name in workers}

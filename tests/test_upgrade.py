@@ -796,11 +796,11 @@ def test_the_extensions_a_node_runs_are_what_the_fake_lists_after_the_roll_out(t
 
 @pytest.mark.parametrize("worker_batch", [1, 2])
 def test_the_dry_run_prints_exactly_what_the_run_then_does(tmp_path, worker_batch):
-    """Every reason at once, on six nodes: the new extension only on pve1 (cp-a, cp-c, wk-a); cp-b and wk-b already
+    """Every reason at once, on six nodes: the new extension on pve1 and pve3 (cp-a, wk-a, cp-c); cp-b and wk-b already
     current; cp-a and wk-a change version and schematic, cp-c only its schematic, wk-c only its version. The dry run
     reads (version, get extensions) and touches nothing; then the run prints the same numbered plan and the fake's
     calls follow it: snapshots, upgrades (batches together), health checks, in that order."""
-    data = with_extensions(site_data(workers=3), ISCSI, ("pve1",))
+    data = with_extensions(site_data(workers=3), ISCSI, ("pve1", "pve3"))
     versions = {**dict.fromkeys(ADDRESSES, "v1.11.5"), "cp-b": "v1.11.6", "cp-c": "v1.11.6", "wk-b": "v1.11.6"}
     fake = Fake(tmp_path, versions, images=IMAGES)
     options = ["--talosctl", str(fake.path), "--worker-batch", str(worker_batch)]

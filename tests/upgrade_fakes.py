@@ -107,7 +107,8 @@ NEW = schematic_id(TalosImage(extensions=ISCSI))
 IMAGES = {SCHEMATIC: [["qemu-guest-agent", "10.0.2"]], NEW: [["iscsi-tools", "v0.2.0"], ["qemu-guest-agent", "10.0.2"]]}
 
 
-def with_extensions(data: dict, extensions: list[str], hypervisors: tuple[str, ...] = ("pve1", "pve2")) -> dict:
-    for name in hypervisors:
+def with_extensions(data: dict, extensions: list[str], hypervisors: tuple[str, ...] | None = None) -> dict:
+    """The image of `hypervisors` (default: every hypervisor of the site) with these extensions."""
+    for name in data["hypervisors"] if hypervisors is None else hypervisors:
         data["hypervisors"][name].setdefault("talos_image", {})["extensions"] = extensions
     return data

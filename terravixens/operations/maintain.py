@@ -377,7 +377,8 @@ def _down(
         mine = [m for m in found.talos if m.cluster == cluster]
         layer = platform_stack_name(cluster)
         with _access(ws, tf, cluster, options) as access:
-            assert access.talosconfig is not None and access.kubeconfig is not None
+            if access.talosconfig is None or access.kubeconfig is None:  # _access refuses it: no assert (python -O)
+                raise OperationError(f"{cluster}: no talosconfig or kubeconfig", ExitCode.BAD_INPUT)
             talosctl = replace(tools.talosctl, talosconfig=access.talosconfig)
             others = [n for n in site_nodes(site, cluster) if n.name not in {m.name for m in mine}]
             staying = [n for n in others if n.role is Role.CONTROLPLANE]
@@ -461,7 +462,8 @@ def _take_down(
     node_name: str,
     policy: SnapshotPolicy,
 ) -> None:
-    assert access.kubeconfig is not None
+    if access.kubeconfig is None:  # _access refuses it: no assert (python -O drops them)
+        raise OperationError(f"{machine.cluster}: no kubeconfig", ExitCode.BAD_INPUT)
     site, hv, unit = ws.site, options.hypervisor, machine.unit
     state = _node(tools.kubectl, access.kubeconfig, machine.hostname)
     if isinstance(state, str) or state.ready != "True":

@@ -56,7 +56,7 @@ def test_apply_then_second_plan_shows_no_changes(deployed):
     assert vms == [
         (1101, "cp-a", "pve1"),
         (1102, "cp-b", "pve2"),
-        (1103, "cp-c", "pve1"),
+        (1103, "cp-c", "pve3"),
         (1201, "wk-a", "pve1"),
         (1202, "wk-b", "pve2"),
     ]

@@ -26,7 +26,8 @@ import pytest
 
 from terravixens import cli, runner
 from terravixens.exitcodes import ExitCode, MonitorExit, epilog, markdown, meaning
-from tests import cli_lab, etcd_tool
+from terravixens.operations.terraform import Result
+from tests import cli_lab, etcd_tool, support
 from tests.cli_lab import (
     GITOPS,
     PLANS,
@@ -43,6 +44,7 @@ from tests.cli_lab import (
     without,
     without_node,
 )
+from tests.cluster_fakes import Cluster
 from tests.fake_terraform import APPLY, VM, FakeTerraform
 from tests.tools_on_path import DISASTER, Tools
 from tests.upgrade_fakes import FIVE, IMAGES, ISCSI, Fake, site_data, with_extensions
@@ -823,9 +825,9 @@ def dead_member_interrupted_during_the_removal(lab: Lab) -> None:
 
 # maintain -------------------------------------------------------------------------------------------------
 def _maintain_world(lab: Lab, change: Callable[[dict], None] | None = None):
-    """A three-host site on the fake Proxmox VE with its cluster fakes (tests/test_maintain.World); the API's
+    """A three-host site on the fake Proxmox VE with its cluster fakes (tests/maintenance_fakes.World); the API's
     credentials and CA in the environment, as an operator exports them for bpg/proxmox."""
-    from tests.test_maintain import World
+    from tests.maintenance_fakes import World
 
     world = World(lab.folder / "world", change)
     for key, value in world.server.provider_env().items():
@@ -945,7 +947,7 @@ def maintain_drain_blocked(lab: Lab) -> None:
 
 @case("maintain", ExitCode.CHECK_FAILED)
 def maintain_done_check_finds_a_problem(lab: Lab) -> None:
-    from tests import fake_kubectl as k
+    from tests import kube_objects as k
 
     world = _maintain_world(lab)
     try:
@@ -1091,7 +1093,7 @@ def renew_credentials_backup_fails(lab: Lab) -> None:
 
 @case("renew-credentials", ExitCode.CHECK_FAILED)
 def renew_credentials_check_finds_a_problem(lab: Lab) -> None:
-    from tests import fake_kubectl as k
+    from tests import kube_objects as k
 
     argv, cluster = _renew(lab, "--yes")
     cluster.objects("daemonsets.apps", [k.daemonset("cilium", desired=5, ready=3)])

@@ -11,134 +11,15 @@ cluster adds is listed in tests/maintenance_fakes.py.
 
 from __future__ import annotations
 
-import io
 import json
 import time
-from pathlib import Path
 
 import pytest
 
-from terravixens.config.loader import load_site
 from terravixens.exitcodes import ExitCode
-from terravixens.operations.console import Console
-from terravixens.operations.kube import Kubectl
-from terravixens.operations.maintain import ANNOTATION, MaintainOptions, Tools, dry_run, maintain, postures_of
+from terravixens.operations.maintain import ANNOTATION, dry_run
 from terravixens.operations.outcome import OperationError
-from terravixens.operations.terraform import Terraform
-from terravixens.operations.workspace import Workspace
-from terravixens.proxmox_api import ProxmoxApi
-from terravixens.talosctl import Talosctl
-from tests import etcd_tool
-from tests.cluster_fakes import Cluster
-from tests.fakepve_ext import FakePveServer
-from tests.integration.test_fakepve import _free_port
-from tests.maintenance_fakes import Machines, three_host_data, write_site
-
-HOST = "127.0.0.51"
-
-
-class World:
-    """One site, its fake Proxmox VE, its cluster fakes and the machines between them."""
-
-    def __init__(self, tmp_path: Path, data_change=None, boot: float = 0.3):
-        self.tmp = tmp_path
-        self.server = FakePveServer(HOST, _free_port(HOST), tmp_path / "pki", nodes=("pve1", "pve2", "pve3")).start()
-        self.machines: Machines | None = None
-        try:
-            data = three_host_data(self.server.url)
-            if data_change is not None:
-                data_change(data)
-            self.site_path = write_site(tmp_path / "site", data)
-            self.site = load_site(self.site_path)
-            (tmp_path / "fakes").mkdir()
-            self.cluster = Cluster(tmp_path / "fakes", self.site)
-            self.cluster.talos(lambda state: state.update(etcd_snapshot=etcd_tool.fake_talosctl_setup()))
-            self.pods("wk-a", "web-1", "web-2")
-            self.machines = Machines(self.server, self.site, self.cluster, boot=boot).create().start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        if self.machines is not None:
-            self.machines.stop()
-        self.server.stop()
-
-    def pods(self, node: str, *names: str) -> None:
-        """A Cilium agent (a DaemonSet's) and `names` (a Deployment's) on the Node."""
-
-        def change(state: dict) -> None:
-            pods = state["objects"].setdefault("pods", [])
-            owner = [{"kind": "DaemonSet", "name": "cilium"}]
-            pods.append(
-                {
-                    "metadata": {"name": f"cilium-{node}", "namespace": "kube-system", "ownerReferences": owner},
-                    "spec": {"nodeName": node},
-                }
-            )
-            for name in names:
-                owned = [{"kind": "ReplicaSet", "name": "web-5d8f"}]
-                pods.append(
-                    {
-                        "metadata": {"name": name, "namespace": "shop", "ownerReferences": owned},
-                        "spec": {"nodeName": node},
-                    }
-                )
-
-        self.cluster.kube(change)
-
-    def options(self, hypervisor: str = "pve1", **changes) -> MaintainOptions:
-        settings = {
-            "confirm": f"homelab/{hypervisor}",
-            "talosctl": str(self.cluster.talosctl_path),
-            "kubectl": str(self.cluster.kubectl_path),
-            "talosconfig": str(self.cluster.talosconfig),
-            "kubeconfig": str(self.cluster.kubeconfig),
-            "timeout": 20,
-            "drain_timeout": 10,
-            "check_wait": 0,
-            "postures": postures_of(str(self.site_path), self.site),
-            **changes,
-        }
-        return MaintainOptions(hypervisor, **settings)
-
-    def tools(self) -> Tools:
-        return Tools(
-            ProxmoxApi(
-                self.server.url, environ=self.server.provider_env(), timeout=10, sleep=lambda _: time.sleep(0.05)
-            ),
-            Talosctl(str(self.cluster.talosctl_path), timeout=20, grace=2),
-            Kubectl(str(self.cluster.kubectl_path), timeout=20),
-            poll=0.05,
-        )
-
-    def run(self, hypervisor: str = "pve1", answers=(), **changes) -> tuple[int | OperationError, str, Console]:
-        console = Console(out=io.StringIO(), answers=iter(answers))
-        try:
-            code: int | OperationError = maintain(
-                Workspace(self.site, root=self.tmp),
-                Terraform(binary="unused"),
-                self.options(hypervisor, **changes),
-                console,
-                self.tools(),
-            )
-        except OperationError as error:
-            code = error
-        return code, console.out.getvalue(), console
-
-    # ------------------------------------------------------------------------------------------------ readings
-    def node(self, name: str) -> dict:
-        objects = json.loads(self.cluster.kube_scenario.read_text())["objects"]["nodes"]
-        return next(n for n in objects if n["metadata"]["name"] == name)
-
-    def status(self, vmid: int) -> str:
-        return self.machines.statuses()[vmid]
-
-    def talos_calls(self, verb: str) -> list[str]:
-        return [c[c.index("--nodes") + 1] for c in self.cluster.talos_calls() if verb in c]
-
-    def kube_calls(self, verb: str) -> list[list[str]]:
-        return [c for c in self.cluster.kube_calls() if verb in c[2:3]]
+from tests.maintenance_fakes import World
 
 
 @pytest.fixture

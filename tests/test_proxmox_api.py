@@ -10,14 +10,14 @@ import pytest
 
 from terravixens.proxmox_api import Credentials, Guest, ProxmoxApi
 from tests.fakepve_ext import FakePveServer
-from tests.integration.test_fakepve import _free_port
+from tests.loopback import free_port
 
 HOST = "127.0.0.52"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    started = FakePveServer(HOST, _free_port(HOST), tmp_path_factory.mktemp("pki-api")).start()
+    started = FakePveServer(HOST, free_port(HOST), tmp_path_factory.mktemp("pki-api")).start()
 
     def guests(pve) -> None:
         pve.add_vm(101, "alpha", node="pve1", status="running").agent = {}
@@ -123,6 +123,6 @@ def test_waits_end_at_their_deadline(server):
 
 
 def test_an_endpoint_that_does_not_answer_is_bounded():
-    client = ProxmoxApi(f"https://{HOST}:{_free_port(HOST)}/", environ={"PROXMOX_VE_API_TOKEN": "a@pve!b=c"}, timeout=2)
+    client = ProxmoxApi(f"https://{HOST}:{free_port(HOST)}/", environ={"PROXMOX_VE_API_TOKEN": "a@pve!b=c"}, timeout=2)
     answer = client.guests()
     assert not answer.ok and "ConnectionRefusedError" in answer.reason and "a@pve!b=c" not in answer.reason

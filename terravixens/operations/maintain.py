@@ -44,7 +44,6 @@ from typing import Any
 from terravixens.arguments import Definition, duration, json_option, no_snapshot_option, site_option
 from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode, codes
-from terravixens.layers import platform_stack_name
 from terravixens.operations import acceptance
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot
@@ -375,7 +374,7 @@ def _down(
     policy = SnapshotPolicy(skip_reason=options.no_snapshot)
     for cluster in found.clusters():
         mine = [m for m in found.talos if m.cluster == cluster]
-        layer = platform_stack_name(cluster)
+        layer = ws.platform_layer(cluster).name
         with _access(ws, tf, cluster, options) as access:
             if access.talosconfig is None or access.kubeconfig is None:  # _access refuses it: no assert (python -O)
                 raise OperationError(f"{cluster}: no talosconfig or kubeconfig", ExitCode.BAD_INPUT)

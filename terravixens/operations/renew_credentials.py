@@ -27,7 +27,6 @@ from pathlib import Path
 from terravixens.arguments import Definition, duration, site_option
 from terravixens.exitcodes import ExitCode, codes
 from terravixens.guard.credentials import KUBECONFIG, beyond_credentials, renewed
-from terravixens.layers import platform_stack_name
 from terravixens.logical_ids import cluster_id
 from terravixens.operations import acceptance, summary
 from terravixens.operations.console import Console
@@ -131,7 +130,8 @@ def renew_credentials(
         raise OperationError(
             f"unknown cluster {cluster!r}: use one of {', '.join(sorted(ws.site.clusters))}", ExitCode.BAD_INPUT
         )
-    layer = platform_stack_name(cluster)
+    platform = ws.platform_layer(cluster)
+    layer = platform.name
     workdir = ws.stack_dir(layer)
     journal = console.journal
     journal.expect("synth", layer, *([] if options.dry_run else ["credentials", f"check {cluster}"]))
@@ -161,7 +161,7 @@ def renew_credentials(
                     f"guarded as ever), then renew; nothing was applied",
                     ExitCode.REFUSED,
                 )
-            judge(console, planned, guard_context(ws, tf, console, layer, planned, frozenset()))
+            judge(console, planned, guard_context(ws, tf, console, platform, planned, frozenset()))
             console.step(layer, "summary", summary.counts(planned.plan))
             what = renewed(planned.plan)
             talos = (

@@ -44,6 +44,7 @@ from typing import Any
 from terravixens.arguments import Definition, duration, json_option, no_snapshot_option, site_option
 from terravixens.config.model import Site
 from terravixens.exitcodes import ExitCode, codes
+from terravixens.layers import SiteLayers
 from terravixens.operations import acceptance
 from terravixens.operations.console import Console
 from terravixens.operations.etcd import SnapshotPolicy, fresh_snapshot
@@ -57,7 +58,7 @@ from terravixens.output import render
 from terravixens.proxmox_api import Answer, Guest, ProxmoxApi
 from terravixens.roles import Role
 from terravixens.runner import Interrupted, parse_duration, stopping
-from terravixens.talos.maintenance import Hosted, HostedGuest, TalosMachine, blocked, hosted
+from terravixens.talos.maintenance import Blocked, Hosted, HostedGuest, TalosMachine, blocked, hosted
 from terravixens.talosctl import Talosctl, etcd_statuses, members, node_errors
 
 ANNOTATION = "terravixens.io/maintenance"
@@ -207,9 +208,15 @@ class DryRun:
         }
 
 
+def _refusal(site: Site, refused: Blocked, hypervisor: str) -> str:
+    """Why emptying `hypervisor` is refused, the cluster's platform layer named for the deploy after a move."""
+    return refused.message(hypervisor, SiteLayers.of(site).platform(refused.cluster).name)
+
+
 def dry_run(site: Site, options: MaintainOptions) -> DryRun:
     found = hosted(site, options.hypervisor)
-    refusals = () if options.done else tuple(b.message(options.hypervisor) for b in blocked(site, options.hypervisor))
+    hv = options.hypervisor
+    refusals = () if options.done else tuple(_refusal(site, b, hv) for b in blocked(site, hv))
     plan = steps(found, options.done, options.postures, options.timeout)
     return DryRun(site.site, options.hypervisor, options.done, tuple(plan), refusals)
 
@@ -399,7 +406,7 @@ def _down(
                 )
                 refused = [b for b in blocked(site, hv, {cluster: down}) if b.cluster == cluster]
                 if refused:
-                    raise OperationError(f"{refused[0].message(hv)}; nothing was shut down", ExitCode.REFUSED)
+                    raise OperationError(f"{_refusal(site, refused[0], hv)}; nothing was shut down", ExitCode.REFUSED)
             if not any(_stopped(guests, m.vm_id) for m in mine):
                 every = site_nodes(site, cluster)
                 console.step(layer, "health", "the whole cluster, before anything goes down")
@@ -501,7 +508,7 @@ def _take_down(
                     if n.role is Role.CONTROLPLANE and n.hostname not in quorum.answering
                 }
             }
-            refusals = [b.message(hv) for b in blocked(site, hv, down) if b.cluster == machine.cluster]
+            refusals = [_refusal(site, b, hv) for b in blocked(site, hv, down) if b.cluster == machine.cluster]
             raise OperationError(
                 (refusals or [f"{unit}: shutting it down would leave etcd without quorum"])[0]
                 + f"; nothing of {machine.name} was changed",
@@ -702,7 +709,8 @@ def maintain(
     found = hosted(site, hv)
     refused = [] if options.done else blocked(site, hv)
     if refused:
-        raise OperationError(" / ".join(b.message(hv) for b in refused) + "; nothing was changed", ExitCode.REFUSED)
+        why = " / ".join(_refusal(site, b, hv) for b in refused)
+        raise OperationError(f"{why}; nothing was changed", ExitCode.REFUSED)
     tools = tools or Tools(
         ProxmoxApi(site.proxmox.endpoint, site.proxmox.insecure),
         Talosctl(options.talosctl, timeout=options.timeout),

@@ -129,7 +129,8 @@ class Blocked:
     needed: int
     moves: tuple[tuple[str, str], ...]
 
-    def message(self, hypervisor: str) -> str:
+    def message(self, hypervisor: str, platform: str) -> str:
+        """`platform`: the cluster's platform layer, the one to deploy after a move."""
         down = f" and {', '.join(self.down)} already down elsewhere" if self.down else ""
         head = (
             f"{self.cluster}: emptying {hypervisor} shuts down {', '.join(self.leaving)}{down}: {self.left} of "
@@ -140,7 +141,7 @@ class Blocked:
             fix = " and ".join(f"{name} to {target}" for name, target in self.moves)
             return (
                 f"{head}. First {back}move {fix} (clusters.{self.cluster}.control_planes.<name>.hypervisor, then "
-                f"`bin/terravixens deploy platform-{self.cluster}`: the VM migrates), then run maintain again"
+                f"`bin/terravixens deploy {platform}`: the VM migrates), then run maintain again"
             )
         if self.down:
             return f"{head}. Bring {', '.join(self.down)} back first, then run maintain again"

@@ -166,7 +166,7 @@ def project(fake, terraform_binary, tmp_path_factory):
         if resource["type"] == "proxmox_download_file"
         for instance in resource["instances"]
     }
-    assert checked == {"pve1": "9f2c" * 16, "pve2": None}
+    assert checked == {"pve1": "9f2c" * 16, "pve2": None, "pve3": None}
     home = tmp_path_factory.mktemp("home")
     return root, data, new_shell(fake, home, terraform_binary), home
 
@@ -276,7 +276,7 @@ def test_npx_cdktf_destroy_asks_for_the_typed_confirmation_then_runs_the_guard(p
         "proxmox_user_token.hv_pve1_token" in line and "would be deleted while the platform layers manage 5 VMs" in line
         for line in refusals
     ), result.output[-8000:]
-    assert "hypervisors: plan refused by the guard (5 problems); nothing was applied" in result.output
+    assert "hypervisors: plan refused by the guard (6 problems); nothing was applied" in result.output
     assert "hypervisors: backup — state-backups/homelab/hypervisors/" in result.output
     assert inventory(fake) == before
     assert_private(root)

@@ -144,10 +144,10 @@ def test_moving_a_node_to_the_pool_plans_an_in_place_update_of_its_vm_only(deplo
     answers from the API schema without moving anything, so the apply and its read-back are a real host's to show."""
     deployment, data = deployed
     moved = copy.deepcopy(data)
-    moved["clusters"]["prod"]["control_planes"]["cp-c"]["storage"] = "tank"
+    moved["clusters"]["prod"]["control_planes"]["cp-a"]["storage"] = "tank"
     deployment.write(moved)
     assert deployment.plan(H) == {}
-    assert deployment.plan(P) == {"proxmox_virtual_environment_vm.node_cp-c_vm": ["update"]}
+    assert deployment.plan(P) == {"proxmox_virtual_environment_vm.node_cp-a_vm": ["update"]}
     [change] = [c for c in deployment.last_plan[P]["resource_changes"] if c["change"]["actions"] == ["update"]]
     before, after = change["change"]["before"]["disk"][0], change["change"]["after"]["disk"][0]
     assert (before["datastore_id"], after["datastore_id"]) == ("local-lvm", "tank")

@@ -99,7 +99,7 @@ def test_deploy_runs_every_step_and_leaves_no_plan(deployed, fake):
         "hypervisors: init",
         "hypervisors: plan",
         "hypervisors: guard — ok",
-        "hypervisors: summary — 7 to create",
+        "hypervisors: summary — 9 to create",
         "hypervisors: backup — no state yet",
         "hypervisors: apply",
         "platform-prod: guard — ok",
@@ -183,7 +183,7 @@ def test_guard_refuses_real_plans_and_nothing_is_applied(deployed, fake, terrafo
         destroy(workspace(root, data), L0, tf, DestroyOptions(confirm="homelab/hypervisors"), console)
     assert caught.value.code == ExitCode.REFUSED
     refused = [line for line in console.text.splitlines() if line.startswith("  [PG008")]
-    assert len(refused) == 5  # two bridges, the role, the user and its token
+    assert len(refused) == 6  # three bridges, the role, the user and its token
     assert any(
         "proxmox_user_token.hv_pve1_token would be deleted while the platform layers manage 5 VMs" in line
         for line in refused

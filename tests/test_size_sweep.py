@@ -144,6 +144,10 @@ def changes(planes: int, pool: int) -> list[tuple[str, dict, dict, set[str]]]:
         (f"add {FIRST} (sorts first)", base, site_data(planes, (*workers, FIRST)), {FIRST}),
         (f"add {WORKERS[pool]}", base, site_data(planes, WORKERS[: pool + 1]), {WORKERS[pool]}),
     ]
+    if pool:
+        # The pool's last worker leaving: a pool of 8, 16 or 50 steps down to 7, 15 or 49 too, so a count threshold
+        # between the sizes above (7 → 8: a value switched once a pool reaches 8) is crossed as well.
+        found.append((f"remove {WORKERS[pool - 1]}", base, site_data(planes, WORKERS[: pool - 1]), {WORKERS[pool - 1]}))
     target = sorted(workers)[len(workers) // 2] if workers else CONTROL_PLANES[planes // 2]
     found.append((f"rename {target} to {RENAMED}", base, site_data(planes, workers, renamed=target), {target}))
     if planes + 2 in PLANES:
@@ -172,7 +176,8 @@ def broken_promises(before: dict, after: dict, named: set[str]) -> list[str]:
 @pytest.mark.parametrize("pool", POOLS)
 def test_one_node_changes_and_no_other_node_does(pool, planes):
     """Adding (or, read backwards, removing) a worker that sorts first, the pool's next worker, two control planes
-    (one sorting first, one last), or renaming a node: every other node's fingerprint stays."""
+    (one sorting first, one last), removing the pool's last worker, or renaming a node: every other node's
+    fingerprint stays."""
     failures = []
     for what, before, after, named in changes(planes, pool):
         problems = broken_promises(before, after, named)

@@ -3,9 +3,12 @@ created): the S3 state backend's tests and the operations' S3 cases use it."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -14,8 +17,9 @@ from tests.loopback import free_port
 BUCKET = "tfstate"
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
+@contextlib.contextmanager
+def moto_s3(tmp_path_factory, bucket: str) -> Iterator[tuple[str, Any]]:
+    """moto's S3 server on a free loopback port with `bucket` created: (its URL, a boto3 client); stopped after."""
     port = free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     server = subprocess.Popen(
@@ -30,9 +34,9 @@ def s3_endpoint(tmp_path_factory):
         client = boto3.client(
             "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
         )
-        for _ in range(100):
+        for _ in range(200):
             try:
-                client.create_bucket(Bucket=BUCKET)
+                client.create_bucket(Bucket=bucket)
                 break
             except Exception:  # server still starting
                 time.sleep(0.1)
@@ -42,3 +46,9 @@ def s3_endpoint(tmp_path_factory):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint(tmp_path_factory):
+    with moto_s3(tmp_path_factory, BUCKET) as found:
+        yield found

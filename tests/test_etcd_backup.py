@@ -14,11 +14,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import stat
 import subprocess
-import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -41,8 +38,10 @@ from terravixens.operations.standalone_env import layer_env
 from terravixens.operations.workspace import Workspace
 from terravixens.standalone.etcd_backup_credentials import BACKUP_ENV, BACKUP_VARIABLE
 from tests import etcd_tool, gitops_tool, json_shapes, support
+from tests.loopback import free_port
 from tests.restore_lab import bootstrapped, resets, sha256_of, tools
 from tests.restore_lab import run as restore
+from tests.s3_store import moto_s3
 from tests.site_builders import BACKUP_BUCKET as BUCKET
 from tests.site_builders import BACKUP_RECIPIENT as RECIPIENT
 from tests.site_builders import cluster, with_backup
@@ -280,41 +279,11 @@ def test_check_that_could_not_list_says_so():
 
 
 # ------------------------------------------------------------------------------------- S3 on loopback, genuine data
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto's S3 server on loopback and a client of it; stopped afterwards."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        import boto3
-
-        client = boto3.client(
-            "s3", endpoint_url=endpoint, aws_access_key_id="x", aws_secret_access_key="y", region_name="us-east-1"
-        )
-        for _ in range(200):
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except Exception:  # still starting
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"moto server did not start: {log.read_text()}")
-        yield endpoint, client
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with moto_s3(tmp_path_factory, BUCKET) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
@@ -438,7 +407,7 @@ def test_snapshot_list_shows_the_offsite_backups_beside_the_local_ones(offsite, 
 
 def test_an_unreachable_store_is_one_line_and_the_local_list_still_shows(offsite, tmp_path):
     data = offsite.site.model_dump(mode="json", exclude_none=True)
-    data["clusters"]["prod"]["etcd_backup"]["endpoint"] = f"http://127.0.0.1:{_free_port()}"
+    data["clusters"]["prod"]["etcd_backup"]["endpoint"] = f"http://127.0.0.1:{free_port()}"
     site = type(offsite.site).model_validate(data)
     console = Console(out=io.StringIO())
     report = snapshot_list(Workspace(site, root=tmp_path), "prod", offsite.secrets)

@@ -643,8 +643,8 @@ def test_a_rotation_is_a_revision_bump_that_changes_the_secret_only():
 
 # ---------------------------------------------------------------------------------------------------- the CLI
 STAND_IN = """#!{python}
-# Terraform stand-in: records the layer, the command and the credentials variable it was given; `version` (cdktf
-# asks it at synth) and `init` succeed, anything else fails as Terraform does on an error (exit 1, a message on
+# Terraform stand-in: records the layer, the command and the credentials variable it was given; `version` and
+# `init` succeed, anything else fails as Terraform does on an error (exit 1, a message on
 # stderr).
 import json, os, sys
 with open({log!r}, "a") as log:
@@ -719,8 +719,8 @@ def test_the_credentials_reach_their_gitops_layer_only_and_no_file(tmp_path, sta
         for canary in (PASSPHRASE, *key_lines(identity)):
             assert canary not in result.stdout + result.stderr
     recorded = calls(log)
-    # cdktf's synth asks `terraform version` from the project folder: no layer, no credentials either.
-    assert {call["layer"] for call in recorded} == {tmp_path.name, "hypervisors", "platform-prod", G}
+    # Synth runs no Terraform (docs/adr/0057): every call is a layer's.
+    assert {call["layer"] for call in recorded} == {"hypervisors", "platform-prod", G}
     for call in recorded:
         if call["layer"] == G:
             assert json.loads(call["credentials"])["identity"] == identity

@@ -8,7 +8,9 @@ own stack, or an Aspect on the app, gets): the JSON of every stack of every test
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import jsii
@@ -295,4 +297,57 @@ def test_two_apps_of_one_site_keep_their_own_blocks(example_site, tmp_path):
     first, second = build_app(example_site, str(tmp_path / "1")), build_app(example_site, str(tmp_path / "2"))
     assert platform(first).nodes["wk-a"].vm.friendly_unique_id == "node_wk-a_vm"  # the first app's become elements
     assert not python_blocks.pending_blocks(platform(first))
-    assert len(python_blocks.pending_blocks(platform(second))) == 10
+    assert len(python_blocks.pending_blocks(platform(second))) == 11  # 5 nodes' VM and apply, the member list
+
+
+def test_the_member_list_is_a_block_until_read(example_site, tmp_path):
+    """The control plane's member list (terraform_data) is written from Python with the nodes' blocks: reading
+    `membership` makes every block of the stack an element, and the health gate still names it first."""
+    from cdktf import DataResource
+
+    app = build_app(example_site, str(tmp_path))
+    stack = platform(app)
+    plane = stack.control_plane
+    assert "terraform_data.cluster_membership" in {block.address for block in python_blocks.pending_blocks(stack)}
+    assert plane.membership_reference() == "terraform_data.cluster_membership"
+    assert isinstance(plane.membership, DataResource)
+    assert not python_blocks.pending_blocks(stack)
+    assert plane.membership.friendly_unique_id == "cluster_membership"
+    assert plane.membership.node.path == "platform-prod/control_plane/membership"
+    health = stack.to_terraform()["data"]["talos_cluster_health"]["cluster_health"]
+    assert health["depends_on"][:2] == [
+        "talos_cluster_kubeconfig.cluster_kubeconfig",
+        "terraform_data.cluster_membership",
+    ]
+
+
+def test_the_apps_synth_runs_no_terraform_cli(tmp_path):
+    """cdktf's DataResource asks the Terraform CLI its version at every synth (a process of 50 ms or more): in the
+    app's stacks the member list is written from Python, so synth runs no process (a fresh jsii runtime, which
+    reads TERRAFORM_BINARY_NAME when it starts; the same app with every block an element does run it)."""
+    log = tmp_path / "terraform.log"
+    terraform = tmp_path / "terraform"
+    terraform.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho "Terraform v1.11.4"\n')
+    terraform.chmod(0o755)
+    program = (
+        "import sys\n"
+        "from terravixens.config.loader import load_site\n"
+        "from terravixens.constructs import python_blocks\n"
+        "from terravixens.stacks import build_app\n"
+        "app = build_app(load_site(sys.argv[1]), sys.argv[2])\n"
+        "if sys.argv[3] == 'materialized':\n"
+        "    for stack in app.node.children:\n"
+        "        python_blocks.materialize(stack)\n"
+        "app.synth()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERRAFORM_BINARY_NAME": str(terraform)}
+    for way, calls in (("python", ""), ("materialized", "version\n")):
+        subprocess.run(
+            [sys.executable, "-c", program, str(ROOT / "sites" / "example.yaml"), str(tmp_path / way), way],
+            check=True,
+            env=env,
+            capture_output=True,
+            timeout=600,
+        )
+        assert (log.read_text() if log.exists() else "") == calls, way
+        assert (tmp_path / way / "stacks" / "platform-prod" / "cdk.tf.json").is_file()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jsii
 from cdktf import (
@@ -20,6 +22,8 @@ from terravixens._bindings.talos.cluster_kubeconfig import ClusterKubeconfig
 from terravixens._bindings.talos.data_talos_client_configuration import DataTalosClientConfiguration
 from terravixens._bindings.talos.data_talos_cluster_health import DataTalosClusterHealth
 from terravixens._bindings.talos.machine_bootstrap import MachineBootstrap
+from terravixens.catalogue import MEMBERSHIP_TYPE
+from terravixens.constructs import python_blocks
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.constructs.talos_node import TalosNode
 from terravixens.logical_ids import cluster_id, pin
@@ -43,17 +47,22 @@ class ApplyReferences:
     (`TalosNode.apply_reference()`: its element's reference once it has one, else its address). The JSON is the
     one `depends_on=[elements..., node.apply...]` writes."""
 
-    def __init__(self, elements: list[TerraformElement], nodes: list[TalosNode]):
+    def __init__(self, elements: list[TerraformElement | Callable[[], str]], nodes: list[TalosNode]):
         self.elements = elements
         self.nodes = nodes
 
     @classmethod
-    def of(cls, elements: list[TerraformElement], nodes: list[TalosNode]) -> list[str]:
+    def of(cls, elements: list[TerraformElement | Callable[[], str]], nodes: list[TalosNode]) -> list[str]:
+        """`elements`: elements, or a function giving a reference when cdktf resolves the list (a block written
+        from Python: its element's reference once it has one, else its address)."""
         return Lazy.list_value(cls(elements, nodes))
 
     def produce(self, context: IResolveContext) -> list[str]:
         context.suppress_braces = True  # a depends_on names addresses, as cdktf's own dependables resolve them
-        return [*(element.fqn for element in self.elements), *(node.apply_reference() for node in self.nodes)]
+        return [
+            *(element.fqn if isinstance(element, TerraformElement) else element() for element in self.elements),
+            *(node.apply_reference() for node in self.nodes),
+        ]
 
 
 class ControlPlane(Construct):
@@ -124,19 +133,19 @@ class ControlPlane(Construct):
         # waits for leaving members to be gone) instead of during plan, where etcd still lists them. Keyed by node
         # name, it is also terravixens' record of each node's role in the state: the plan guard reads it to know
         # whether a node that left the site was a control plane (ADR 0021), instead of guessing from configuration.
-        self.membership = pin(
-            DataResource(
-                self,
-                "membership",
-                input={
-                    "control_planes": {
-                        name: props.control_planes[name].address for name in sorted(props.control_planes)
-                    },
-                    "workers": {name: props.workers[name].address for name in sorted(props.workers)},
-                },
-            ),
-            cluster_id("membership"),
-        )
+        # In the app's stacks the member list is a block written from Python (terravixens.constructs.python_blocks)
+        # while the nodes' are: cdktf's DataResource runs `terraform version` at every synth (its validation, a
+        # process of 50 ms or more), for a block that is plain data. `membership` creates the element on demand.
+        self._membership: DataResource | None = None
+        self._registry = python_blocks.blocks_for(scope) if from_python else None
+        if self._registry is not None:
+            path = f"{self._registry.path}/{id.replace('/', '--')}/membership"
+            block = python_blocks.PythonBlock(
+                "resource", MEMBERSHIP_TYPE, cluster_id("membership"), path, self._membership_body(), self
+            )
+            self._registry.add(self, [block])
+        else:
+            self.materialize()
         self.health = pin(
             DataTalosClusterHealth(
                 self,
@@ -152,7 +161,7 @@ class ControlPlane(Construct):
             cluster_id("health"),
         )
         if from_python:
-            self.health.depends_on = ApplyReferences.of([self.kubeconfig, self.membership], nodes)
+            self.health.depends_on = ApplyReferences.of([self.kubeconfig, self.membership_reference], nodes)
 
         pin(TerraformOutput(self, "kubeconfig_raw", value=self.kubeconfig.kubeconfig_raw, sensitive=True), "kubeconfig")
         pin(
@@ -173,3 +182,37 @@ class ControlPlane(Construct):
             TerraformOutput(self, "talosconfig_raw", value=self.talosconfig.talos_config, sensitive=True), "talosconfig"
         )
         pin(TerraformOutput(self, "health_checked", value=self.health.id), "health_checked")
+
+    @property
+    def membership(self) -> DataResource:
+        """The cluster's member list (`terraform_data.cluster_membership`), keyed by node name and role."""
+        if self._membership is None:
+            if self._registry is not None:
+                self._registry.materialize()  # every block of the stack becomes an element, this one included
+            self.materialize()
+        if self._membership is None:  # materialize() creates it; never reached
+            raise RuntimeError(f"ControlPlane {self.props.cluster_name!r} has no membership element")
+        return self._membership
+
+    def membership_reference(self) -> str:
+        """What a depends_on names for the member list: its element's reference, or its address while written from
+        Python."""
+        if self._membership is not None:
+            return self._membership.fqn
+        return f"{MEMBERSHIP_TYPE}.{cluster_id('membership')}"
+
+    def materialize(self) -> None:
+        """Create the member list as a cdktf element (once)."""
+        if self._membership is None:
+            self._membership = pin(
+                DataResource(self, "membership", input=self._membership_body()["input"]), cluster_id("membership")
+            )
+
+    def _membership_body(self) -> dict[str, Any]:
+        props = self.props
+        return {
+            "input": {
+                "control_planes": {name: props.control_planes[name].address for name in sorted(props.control_planes)},
+                "workers": {name: props.workers[name].address for name in sorted(props.workers)},
+            }
+        }

@@ -421,6 +421,25 @@ def test_tv007_in_a_map_key(app):
     assert "[TV007 NoTemplateSequences] keys/out output.out.value.${file(" in errors
 
 
+def test_tv007_in_outputs_with_and_without_tokens(app):
+    """An output is judged on its own configuration (read once) and, only when that holds a token, on its resolved
+    JSON too: a directive cdktf leaves unescaped inside a function's argument is found either way."""
+    from cdktf import Fn, TerraformOutput
+
+    stack = TerraformStack(app, "outs")
+    pin(TerraformOutput(stack, "plain", value="100%{ if true }x%{ endif }"), "plain")
+    pin(TerraformOutput(stack, "called", value=Fn.file("/tmp/%{ if true }x%{ endif }")), "called")
+    pin(TerraformOutput(stack, "fine", value=Fn.file("/tmp/$${x}")), "fine")
+    apply_rules(stack)
+    errors = synth_errors(app)
+    assert "[TV007 NoTemplateSequences] outs/plain output.plain.value: '100%{ if true }x%{ endif }' holds '%{'" in (
+        errors
+    )
+    assert "[TV007 NoTemplateSequences] outs/called output.called.value: " in errors
+    assert "'${file(\"/tmp/%{ if true }x%{ endif }\")}' holds '%{'" in errors
+    assert errors.count("[TV007") == 2
+
+
 def test_tv007_escaped_sequences_references_and_variable_defaults_pass(app, tmp_path):
     from cdktf import Fn, TerraformVariable
 

@@ -52,9 +52,9 @@ def _text_sequences(value: str) -> tuple[str, ...]:
     return tuple(unescaped(TOKEN.sub("", value)))
 
 
-def _with_configuration(element: TerraformElement) -> tuple[TerraformElement, Any]:
-    """An element and its own (unresolved) configuration."""
-    return element, element.to_terraform()
+def _as_read(element: TerraformElement, raw: Any) -> tuple[TerraformElement, Any]:
+    """An element and its own (unresolved) configuration, read already."""
+    return element, raw
 
 
 def _strings(value: object, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
@@ -164,7 +164,9 @@ class NoTemplateSequences(Rule):
             if not isinstance(element, (*LITERAL_ELEMENTS, TerraformResource, TerraformDataSource))
         ]
         for element in [*others, *self._without_block(view)]:
-            self._check(view, view.resolved(element), functools.partial(_with_configuration, element), None)
+            # Its own configuration read once (one round trip), resolved only when it holds a token.
+            raw = element.to_terraform()
+            self._check(view, view.resolved(element, raw), functools.partial(_as_read, element, raw), None)
 
     def _check_validation_messages(self, view: StackView) -> None:
         """A variable is read literally (its default, its description), except its validations' error_message: a

@@ -331,9 +331,34 @@ class StackView:
     def _resolver(self) -> DefaultTokenResolver:
         return DefaultTokenResolver(StringConcat())
 
-    def resolved(self, element: TerraformElement) -> dict[str, Any]:
-        """An element's JSON resolved as the stack's (for elements that are not resource or data blocks)."""
-        resolved: dict[str, Any] = Tokenization.resolve(
-            element.to_terraform(), scope=self.stack, preparing=False, resolver=self._resolver
-        )
+    def resolved(self, element: TerraformElement, raw: Any = None) -> dict[str, Any]:
+        """An element's JSON resolved as the stack's (for elements that are not resource or data blocks); `raw`: its
+        own configuration (`to_terraform()`) when already read. A configuration without any token is its own
+        resolution: no round trip then."""
+        if raw is None:
+            raw = element.to_terraform()
+        if not holds_tokens(raw):
+            return cast(dict[str, Any], raw)
+        resolved: dict[str, Any] = Tokenization.resolve(raw, scope=self.stack, preparing=False, resolver=self._resolver)
         return resolved
+
+
+def holds_tokens(value: Any) -> bool:
+    """True when a raw configuration (an element's `to_terraform()`) may change when cdktf resolves it: a string
+    holding a token's encoding (`${TfToken[…]}`, a list's `#{TfToken[…]}`), a number (cdktf encodes a number token
+    as one), or anything but plain JSON data (an object of Node.js)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            if "TfToken[" in item:
+                return True
+        elif kind is dict:
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+        elif not (item is None or kind is bool or kind is int):
+            return True
+    return False

@@ -5,7 +5,7 @@
 When FAKE_HANG_ON occurs in its arguments (joined with spaces), it starts a child that inherits its stdout and
 stderr (a plugin, a credential helper: only ending the whole process group closes the pipes), writes "PID CHILDPID"
 to DIR/hung, prints a first line as Terraform's `-json` output would, and never returns. `version` answers as
-`terraform version` does (cdktf's synth asks it, to check terraform_data is supported). Anything else exits 0
+`terraform version` does (the cdktf CLI asks it; cdktf's terraform_data element too). Anything else exits 0
 without output. Tests write a wrapper named after the tool that execs this file.
 
 What the real tools would add: Terraform answers SIGTERM by finishing what is in flight and writing its state

@@ -4,7 +4,7 @@ The commands run as an operator runs them: the console scripts of the project's 
 these tests), in a temporary folder, with no PYTHONPATH — so `terravixens` and the generated bindings (`imports`) are
 found only if the installation provides them (the Makefile installs the package again once imports/ exists: the
 editable finder maps only what existed at install time). The operations that synthesize run up to their first
-external call: a stand-in Terraform answers `version` (cdktf checks it during synth) and fails everything else.
+external call: a stand-in Terraform answers `version` and fails everything else.
 """
 
 from __future__ import annotations

@@ -65,3 +65,12 @@ PROTECTED_STORAGE = PROTECTED - {MACHINE_SECRETS} - STORAGES
 # terravixens' record of which node holds which role (a built-in resource: every plan carries it).
 MEMBERSHIP_TYPE = "terraform_data"
 MEMBERSHIP_NAME = "cluster_membership"
+
+# ---------------------------------------------------------------------------------------------------- variables
+# The Terraform variables that carry credentials into a deploy (TF_VAR_<name>, set by terravixens.standalone's
+# *_credentials from the secrets file). Here, not there, so that a stack declaring one imports no validation model.
+FLUX_CREDENTIALS_VARIABLE = "flux_git_credentials"
+CSI_VARIABLE = "csi_credentials"
+BACKUP_VARIABLE = "etcd_backup_credentials"
+# What talos-backup reads (the AWS SDK's environment): the Secret's keys, the CronJob's env.
+BACKUP_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")

@@ -15,9 +15,9 @@ from constructs import Construct
 
 from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
 from terravixens._bindings.kubernetes.secret_v1 import SecretV1
+from terravixens.catalogue import CSI_VARIABLE
 from terravixens.config.storage import CsiSecret as CsiSecretSpec
 from terravixens.logical_ids import cluster_id, pin
-from terravixens.standalone.csi_credentials import CSI_VARIABLE
 
 # Namespaces every cluster has: never created (nor deleted) by the gitops layer.
 BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})

@@ -27,10 +27,11 @@ from constructs import Construct
 from terravixens._bindings.helm.release import Release
 from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
 from terravixens._bindings.kubernetes.secret_v1 import SecretV1
+from terravixens.catalogue import BACKUP_SECRET_KEYS as SECRET_KEYS
+from terravixens.catalogue import BACKUP_VARIABLE
 from terravixens.config.etcd_backup import CREDENTIALS_SECRET, JOB_NAME, EtcdBackup
 from terravixens.constructs.csi_secret import BUILT_IN_NAMESPACES
 from terravixens.logical_ids import cluster_id, pin
-from terravixens.standalone.etcd_backup_credentials import BACKUP_VARIABLE, SECRET_KEYS
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "etcd-backup"
 NAME = JOB_NAME

@@ -13,11 +13,11 @@ from constructs import Construct
 from terravixens._bindings.helm.release import Release
 from terravixens._bindings.kubernetes.namespace_v1 import NamespaceV1
 from terravixens._bindings.kubernetes.secret_v1 import SecretV1
+from terravixens.catalogue import FLUX_CREDENTIALS_VARIABLE as CREDENTIALS_VARIABLE
 from terravixens.config.model import FluxConfig
 from terravixens.constructs.chart_source import chart_arguments
 from terravixens.constructs.cilium import Cilium
 from terravixens.logical_ids import cluster_id, pin
-from terravixens.standalone.flux_credentials import CREDENTIALS_VARIABLE
 
 REPOSITORY = "https://fluxcd-community.github.io/helm-charts"
 SYNC_CHART = Path(__file__).resolve().parent.parent / "charts" / "flux-sync"

@@ -19,9 +19,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
+from terravixens.catalogue import CSI_VARIABLE
 from terravixens.config.model import Site
 
-CSI_VARIABLE = "csi_credentials"
 CSI_ENV = f"TF_VAR_{CSI_VARIABLE}"
 # A Secret's data key (Kubernetes: IsConfigMapKey).
 DATA_KEY = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")

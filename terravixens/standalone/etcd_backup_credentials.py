@@ -21,13 +21,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
+from terravixens.catalogue import BACKUP_SECRET_KEYS, BACKUP_VARIABLE
 from terravixens.config.fields import Strict
 from terravixens.config.model import Site
 
-BACKUP_VARIABLE = "etcd_backup_credentials"
 BACKUP_ENV = f"TF_VAR_{BACKUP_VARIABLE}"
-# What talos-backup reads (the AWS SDK's environment): the Secret's keys, the CronJob's env.
-SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+SECRET_KEYS = BACKUP_SECRET_KEYS
 # age's identity: "AGE-SECRET-KEY-1" and 58 upper-case bech32 characters.
 AGE_IDENTITY = re.compile(r"^AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}$")
 

@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
+from terravixens.catalogue import FLUX_CREDENTIALS_VARIABLE as CREDENTIALS_VARIABLE
 from terravixens.config.model import FluxConfig, Site
 
-CREDENTIALS_VARIABLE = "flux_git_credentials"
 CREDENTIALS_ENV = f"TF_VAR_{CREDENTIALS_VARIABLE}"
 SSH_KEY_TYPES = frozenset(
     {

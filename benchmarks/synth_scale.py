@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Whole-process synth time and peak memory against the number of nodes, as a ratio to the empty-app floor.
 
-    pipenv run python benchmarks/synth_scale.py [--sizes 5,103,303,1000] [--runs 5] [--phases]
+    pipenv run python benchmarks/synth_scale.py [--sizes 5,103,303,1000] [--runs 5] [--phases] [--against DIR]
 
 Every measurement is a fresh process of the same interpreter (this venv), with the flags cdktf.json's "app" gives
 it (`python -O main.py`: -O), timed from spawn to exit:
@@ -21,6 +21,9 @@ node processes of its jsii runtime — not their sum), and the cost per node bet
   prepare (cdktf's preparing pass over every stack, up to the first rules run), rules (the rules' walk over each
   stack, with what they ask of cdktf), write (the rest: cdktf resolving each stack to JSON and writing it, the
   manifest).
+--against DIR measures another checkout (its `terravixens` first on the children's path; this checkout's interpreter,
+bindings, Node.js and scaled sites) in the same rounds, right after each process of this one, and prints its tables
+under its own: a before/after under the same load.
 The CPU columns count the whole process tree (Python and Node.js): `cpu ratio` is each size's median CPU over the
 floor's, the figure to compare on a loaded machine, where wall times follow the load.
 """
@@ -123,17 +126,18 @@ def app_flags() -> list[str]:
     return [word for word in words[start + 1 :] if word.startswith("-")]
 
 
-def child_env() -> dict[str, str]:
+def child_env(tree: Path = ROOT) -> dict[str, str]:
+    """The child's environment: `tree`'s code first on the path (this checkout, or the one --against names)."""
     env = dict(os.environ)
     node = ROOT / "node_modules" / ".bin" / "node"
     if node.exists():
         env.setdefault("JSII_NODE", str(node))  # the project's Node.js, as `make` uses it
     env.setdefault("NODE_OPTIONS", "--disable-warning=DEP0044")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
     return env
 
 
-def run_child(program: str, site_file: Path | None) -> dict:
+def run_child(program: str, site_file: Path | None, tree: Path = ROOT) -> dict:
     """Wall seconds, peak RSS (MiB) and phase seconds of one fresh process, reaped with wait4 so that its own
     rusage is read (ru_maxrss then covers the child and its waited-for jsii node processes, as a maximum)."""
     with tempfile.TemporaryDirectory(prefix="tv-bench-") as outdir:
@@ -144,7 +148,7 @@ def run_child(program: str, site_file: Path | None) -> dict:
         pid = os.posix_spawn(
             sys.executable,
             args,
-            child_env(),
+            child_env(tree),
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, write_fd, 1),
                 (os.POSIX_SPAWN_CLOSE, read_fd),
@@ -218,15 +222,19 @@ def summary(label: str, samples: list[dict]) -> dict:
     }
 
 
-def measure(sizes: list[int], site_files: dict[int, Path], runs: int) -> list[dict]:
-    """`runs` rounds, each one fresh process of the floor and of every size in turn: on a shared machine the load
-    moves, and interleaving spreads it over every column alike instead of over one size."""
-    samples: dict[str, list[dict]] = {"floor": [], **{str(size): [] for size in sizes}}
+def measure(sizes: list[int], site_files: dict[int, Path], runs: int, trees: list[Path]) -> dict[Path, list[dict]]:
+    """`runs` rounds, each one fresh process of the floor and of every size in turn, for each tree in turn: on a
+    shared machine the load moves, and interleaving spreads it over every column (and every tree) alike instead of
+    over one size."""
+    samples: dict[Path, dict[str, list[dict]]] = {
+        tree: {"floor": [], **{str(size): [] for size in sizes}} for tree in trees
+    }
     for _ in range(runs):
-        samples["floor"].append(run_child(FLOOR, None))
-        for size in sizes:
-            samples[str(size)].append(run_child(SITE, site_files[size]))
-    return [summary(label, found) for label, found in samples.items()]
+        for tree in trees:
+            samples[tree]["floor"].append(run_child(FLOOR, None, tree))
+            for size in sizes:
+                samples[tree][str(size)].append(run_child(SITE, site_files[size], tree))
+    return {tree: [summary(label, found) for label, found in by_size.items()] for tree, by_size in samples.items()}
 
 
 def slope(result: dict, previous: dict | None, value) -> str:
@@ -241,6 +249,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="5,103,303,1000", help="node counts, comma-separated (each >= 4)")
     parser.add_argument("--runs", type=int, default=5, help="fresh processes per size (median reported; >= 3)")
     parser.add_argument("--phases", action="store_true", help="also print the in-process phase breakdown")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout of terravixens (e.g. `git worktree add` of main) measured in the same rounds, each "
+        "process of this tree followed by the same one of that tree: a before/after under the same load",
+    )
     args = parser.parse_args()
     if args.runs < 3:
         parser.error("--runs must be at least 3 (a median of fewer says little)")
@@ -255,7 +269,26 @@ def main() -> None:
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="tv-bench-sites-") as folder:
-        results = measure(sizes, {size: write_site(size, Path(folder)) for size in sizes}, args.runs)
+        trees = [ROOT, *([args.against.resolve()] if args.against else [])]
+        measured = measure(sizes, {size: write_site(size, Path(folder)) for size in sizes}, args.runs, trees)
+    for tree, results in measured.items():
+        if args.against:
+            print(f"tree: {'this checkout' if tree == ROOT else shown(args.against)} ({revision(tree)})")
+        report(results, args.phases)
+    print(f"load average {'/'.join(f'{value:.1f}' for value in os.getloadavg())} at the end")
+
+
+def revision(tree: Path) -> str:
+    """The tree's commit, as git names it (its working tree may differ)."""
+    import subprocess
+
+    found = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() or "not a git checkout"
+
+
+def report(results: list[dict], phases: bool) -> None:
     floor, floor_cpu = results[0]["median"], results[0]["cpu"]
     print(
         f"{'nodes':>6} {'median s':>9} {'min-max s':>12} {'ratio':>6} {'cpu s':>6} {'cpu ratio':>9} "
@@ -269,7 +302,7 @@ def main() -> None:
             f"{result['rss']:>9.0f} {slope(result, previous, lambda r: 1000 * r['median']):>8}"
         )
         previous = None if result["label"] == "floor" else result
-    if args.phases:
+    if phases:
         print(
             "phases (median s, in the process): import = cdktf, the library and the bindings (imp cpu = CPU s of the "
             "Python process until then, interpreter start included); site = load and validate the site file; build "
@@ -295,7 +328,6 @@ def main() -> None:
                 f"{details['rules']:>6.2f} {details['write']:>6.2f} {rest:>6.2f} {result['import_cpu']:>7.2f}"
             )
             previous = None if result["label"] == "floor" else result
-    print(f"load average {'/'.join(f'{value:.1f}' for value in os.getloadavg())} at the end")
 
 
 if __name__ == "__main__":

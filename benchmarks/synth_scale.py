@@ -134,6 +134,7 @@ def child_env(tree: Path = ROOT) -> dict[str, str]:
         env.setdefault("JSII_NODE", str(node))  # the project's Node.js, as `make` uses it
     env.setdefault("NODE_OPTIONS", "--disable-warning=DEP0044")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
+    env["PYTHONSAFEPATH"] = "1"  # `python -c` would put the folder it runs in first: `tree`'s code, wherever it runs
     return env
 
 

@@ -444,17 +444,24 @@ def test_yaml_text_writes_what_pyyaml_writes_for_any_simple_document():
     agree()
 
 
-def test_every_patch_of_the_example_takes_the_fast_path_and_reads_back_the_same():
+def test_every_patch_of_the_example_takes_the_fast_path_and_reads_back_the_same(monkeypatch):
+    """The fast path (ADR 0057) is taken for every patch of the example — lists of mappings (interfaces, VLANs,
+    routes) included: PyYAML's emitter is not called once."""
     from terravixens.talos import yaml_text
 
     data = example()
     site = support.site_from(data)
-    for name in ("cp-a", "wk-a"):
-        text = raw_patch_of(data, name)
-        document = yaml.safe_load(text)
+    documents = [yaml.safe_load(raw_patch_of(data, name)) for name in ("cp-a", "wk-a")]
+    documents.append(yaml.safe_load(cluster_patch(site.clusters["prod"])))
+    expected = [yaml.safe_dump(document, sort_keys=True, default_flow_style=False) for document in documents]
+
+    def slow_path(*args, **kwargs):
+        raise AssertionError("yaml_text.dump left a simple document to PyYAML's emitter")
+
+    monkeypatch.setattr(yaml, "safe_dump", slow_path)
+    for document, text in zip(documents, expected, strict=True):
         assert yaml_text.is_simple(document)
-        assert text == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
-    assert yaml_text.is_simple(yaml.safe_load(cluster_patch(site.clusters["prod"])))
+        assert yaml_text.dump(document) == text
 
 
 @pytest.mark.parametrize("value", ["two words", "", "é", "x" * 200 + " y", "line\nbreak", "tab\there", "q'uote"])
@@ -463,5 +470,21 @@ def test_other_text_goes_through_pyyamls_emitter(value):
     from terravixens.talos import yaml_text
 
     document = {"machine": {"nodeLabels": {"k": value}, "list": [value] * 3}}
+    assert not yaml_text.is_simple(document)
+    assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"machine": {"certSANs": ["api.lab", "two words"]}},  # one item of a list outside the alphabet
+        {"machine": {"list": [["a", "é"]]}},
+        {"machine": {"ratio": 0.5}},  # a float: not a scalar the fast path writes
+        {"machine": {"at": b"bytes"}},
+    ],
+)
+def test_a_value_outside_the_domain_at_any_depth_goes_through_pyyamls_emitter(document):
+    from terravixens.talos import yaml_text
+
     assert not yaml_text.is_simple(document)
     assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)

@@ -132,3 +132,9 @@ def test_installer_image_strips_the_url_scheme(factory_url):
     reason = {"allow_insecure_http": "a lab mirror without TLS"} if factory_url.startswith("http:") else {}
     image = TalosImage(extensions=[], factory_url=factory_url, **reason)
     assert installer_image(image, "v1.11.5") == f"factory.lab.internal/nocloud-installer/{DEFAULT_SCHEMATIC_ID}:v1.11.5"
+
+
+def test_a_metal_image_upgrades_with_the_factory_metal_installer():
+    """The factory names its generic installer `installer`, and `<platform>-installer` for any other platform."""
+    image = TalosImage(extensions=[], platform="metal")
+    assert installer_image(image, "v1.11.5") == f"factory.talos.dev/installer/{DEFAULT_SCHEMATIC_ID}:v1.11.5"

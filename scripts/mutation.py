@@ -91,7 +91,8 @@ JUDGES: dict[str, tuple[str, ...]] = {
         *SWEEP,
         *PYTHON_BLOCKS,
     ),
-    "terravixens/config/": ("tests/test_addressing.py", *SYNTH, *SWEEP),
+    # test_patches places nodes of every network shape (routable, VLANs, maintenance only) and reads the pins back.
+    "terravixens/config/": ("tests/test_addressing.py", "tests/test_patches.py", *SYNTH, *SWEEP),
     "terravixens/guard/": ("tests/test_guard.py", "tests/test_guard_usage.py"),
     "terravixens/rules/": ("tests/test_rules.py", "tests/test_rule_view.py", "tests/test_rule_overrides.py", *SYNTH),
 }

@@ -190,3 +190,36 @@ def test_the_maintenance_ip_has_no_subnet_and_no_address_is_an_error():
     assert managed(maintenance).subnet is None and managed(maintenance).address == "10.0.0.51"
     with pytest.raises(NoAddressError, match=r"the node has no address: give it networks\.maintenance_ip"):
         managed(networks())
+
+
+# ------------------------------------------------------------------------------------------------- placement.py
+def test_a_placed_node_carries_what_the_chain_gives_under_the_clusters_management_vlan():
+    """placed_nodes: every node by name, with its role, hypervisor, hostname and the chain's answers under the
+    cluster's management VLAN (here 120, and wk-a without a maintenance IP: first contacted on that VLAN too)."""
+    import copy
+
+    from terravixens.config.placement import placed_nodes
+    from terravixens.roles import Role
+    from tests import support
+
+    data = copy.deepcopy(support.example_data())
+    cluster = data["clusters"]["prod"]
+    cluster["management_vlan"] = 120
+    cluster["endpoint_vip"] = "10.12.0.10"
+    for name, address in (("cp-a", "10.12.0.11/24"), ("cp-b", "10.12.0.12/24"), ("cp-c", "10.12.0.13/24")):
+        cluster["control_planes"][name]["networks"]["vlans"][120] = {"address": address}
+    wk_a = cluster["workers"]["wk-a"]
+    wk_a["hostname"] = "worker-one"
+    wk_a["networks"]["maintenance_ip"] = None
+    site = support.site_from(data)
+    placed = placed_nodes(site, "prod")
+    assert list(placed) == ["cp-a", "cp-b", "cp-c", "wk-a", "wk-b"]
+    cp_a, worker = placed["cp-a"], placed["wk-a"]
+    assert (cp_a.name, cp_a.role, cp_a.hostname) == ("cp-a", Role.CONTROLPLANE, "cp-a")
+    assert (cp_a.address, cp_a.first_contact, cp_a.managed_subnet) == ("10.12.0.11", "10.0.0.51", "10.12.0.0/24")
+    assert cp_a.hypervisor_name == cp_a.node.hypervisor
+    assert cp_a.hypervisor is site.hypervisors[cp_a.node.hypervisor]
+    assert cp_a.node is site.clusters["prod"].control_planes["cp-a"]
+    assert (worker.name, worker.role, worker.hostname) == ("wk-a", Role.WORKER, "worker-one")
+    wk_address = worker.node.networks.vlans[120].address.split("/")[0]
+    assert worker.address == worker.first_contact == wk_address

@@ -360,6 +360,27 @@ def test_cluster_patch_enables_kubeprism(example_site):
     assert patch["machine"]["features"]["kubePrism"] == {"enabled": True, "port": 7445}
 
 
+def test_control_planes_alone_allow_the_etcd_backup_role_from_its_namespace_only():
+    """control_plane_patch (ADR 0059): Talos API access from Kubernetes, the backup role only, from the namespace the
+    site names; no patch at all without etcd_backup."""
+    from terravixens.talos.patches import control_plane_patch
+    from tests.site_builders import with_backup
+
+    assert control_plane_patch(support.site_from(example()).clusters["prod"]) is None
+    site = support.site_from(with_backup(example(), namespace="backups"))
+    assert yaml.safe_load(control_plane_patch(site.clusters["prod"])) == {
+        "machine": {
+            "features": {
+                "kubernetesTalosAPIAccess": {
+                    "enabled": True,
+                    "allowedRoles": ["os:etcd:backup"],
+                    "allowedKubernetesNamespaces": ["backups"],
+                }
+            }
+        }
+    }
+
+
 # ----------------------------------------------------------------------------------- the YAML text (yaml_text.py)
 SIMPLE_TEXT = "abcXYZ019._/:@=+-"
 TRICKY = [

@@ -383,6 +383,11 @@ def test_a_node_that_boots_another_image_than_asked_is_named_with_both_images(si
     assert not_on_target(step, before, after, target) == (
         f"wk-a runs v1.11.6 but booted schematic {'2' * 64}, not {SCHEMATIC}: it is not the installer image {IMAGE}"
     )
+    not_factory = Running(target, None)  # the node came back from an image that is not an Image Factory one
+    assert not_on_target(step, before, not_factory, target) == (
+        f"wk-a runs v1.11.6 but booted schematic none (not an Image Factory image), not {SCHEMATIC}: it is not the "
+        f"installer image {IMAGE}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -597,6 +602,19 @@ def test_kubernetes_upgrade_failure_stops(site, tmp_path):
         "not touched: none"
     )
     assert fake.kinds() == ["health", "upgrade-k8s"]
+
+
+def test_the_kubernetes_plan_names_the_control_plane_it_goes_through_and_every_node_by_role(site3):
+    """What `upgrade --kubernetes --dry-run` prints: through the first control plane by name, at the version without
+    its `v`, control planes then every node's kubelet, then health over both groups."""
+    assert describe_kubernetes(site3, "prod") == [
+        "0. talosctl health: the cluster must be healthy first",
+        "1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, 127.11.1.11): kube-apiserver, "
+        "kube-controller-manager and kube-scheduler on cp-a, cp-b, cp-c one node at a time, then the kubelet of every "
+        "node (cp-a, cp-b, cp-c, wk-a, wk-b, wk-c), each machine configuration updated",
+        "2. talosctl health over cp-a, cp-b, cp-c (control planes) and wk-a, wk-b, wk-c (workers)",
+        "for the cluster's own view of each change: talosctl upgrade-k8s --dry-run (contacts the cluster)",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------- CLI

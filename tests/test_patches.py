@@ -509,3 +509,11 @@ def test_a_value_outside_the_domain_at_any_depth_goes_through_pyyamls_emitter(do
 
     assert not yaml_text.is_simple(document)
     assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+
+
+@pytest.mark.parametrize("document", [{}, [], ["a", {"b": 1}], None, "text"])
+def test_an_empty_or_non_mapping_document_is_pyyamls_text(document):
+    """dump is yaml.safe_dump for every document: an empty mapping is `{}`, not an empty text."""
+    from terravixens.talos import yaml_text
+
+    assert yaml_text.dump(document) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)

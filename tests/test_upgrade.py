@@ -609,9 +609,11 @@ def test_the_kubernetes_plan_names_the_control_plane_it_goes_through_and_every_n
     its `v`, control planes then every node's kubelet, then health over both groups."""
     assert describe_kubernetes(site3, "prod") == [
         "0. talosctl health: the cluster must be healthy first",
-        "1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, 127.11.1.11): kube-apiserver, "
-        "kube-controller-manager and kube-scheduler on cp-a, cp-b, cp-c one node at a time, then the kubelet of every "
-        "node (cp-a, cp-b, cp-c, wk-a, wk-b, wk-c), each machine configuration updated",
+        (
+            "1. talosctl upgrade-k8s --to 1.34.2 through cp-a (controlplane, 127.11.1.11): kube-apiserver, "
+            "kube-controller-manager and kube-scheduler on cp-a, cp-b, cp-c one node at a time, then the kubelet of "
+            "every node (cp-a, cp-b, cp-c, wk-a, wk-b, wk-c), each machine configuration updated"
+        ),
         "2. talosctl health over cp-a, cp-b, cp-c (control planes) and wk-a, wk-b, wk-c (workers)",
         "for the cluster's own view of each change: talosctl upgrade-k8s --dry-run (contacts the cluster)",
     ]

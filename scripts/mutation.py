@@ -82,6 +82,7 @@ JUDGES: dict[str, tuple[str, ...]] = {
     "terravixens/talos/yaml_text.py": ("tests/test_patches.py",),
     "terravixens/talos/": ("tests/test_talos_image.py", "tests/test_patches.py", *SYNTH),
     "terravixens/constructs/": (
+        "tests/test_node_constructs.py",
         *SYNTH,
         "tests/test_conformance.py",
         "tests/test_chart_sources.py",

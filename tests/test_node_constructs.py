@@ -1,0 +1,135 @@
+"""The node-level constructs one at a time, in a small stack of a user's own (as tests/test_library_use.py imports
+them): what a construct prop or a site field becomes in the JSON a user reviews, and the errors a construct raises.
+
+Cheap on purpose (no site file, no app): scripts/mutation.py runs this file first among the constructs' judges, so
+a mutant of a construct is told from the original here before the whole example is synthesized.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cdktf import App, TerraformStack
+from cdktf import Testing as CdktfTesting
+
+from terravixens._bindings.proxmox.provider import ProxmoxProvider
+from terravixens._bindings.talos.provider import TalosProvider
+from terravixens.config.model import Cluster, Node, NodeNetworks, VlanInterface
+from terravixens.config.model import Hypervisor as HypervisorSpec
+from terravixens.config.placement import place
+from terravixens.config.storage import CifsShare, PbsDatastore
+from terravixens.constructs import (
+    ClusterConfig,
+    ClusterConfigProps,
+    ControlPlane,
+    ControlPlaneProps,
+    Hypervisor,
+    HypervisorProps,
+    TalosNode,
+    TalosNodeProps,
+)
+
+FINGERPRINT = ":".join(["AB"] * 32)
+
+
+def stack() -> TerraformStack:
+    made = TerraformStack(App(), "small")
+    ProxmoxProvider(made, "proxmox", endpoint="https://127.0.0.1:8006/")
+    TalosProvider(made, "talos")
+    return made
+
+
+def node(vm_id: int, address: str) -> Node:
+    return Node(hypervisor="pve1", vm_id=vm_id, networks=NodeNetworks(vlans={111: VlanInterface(address=address)}))
+
+
+def cluster(control_planes: dict[str, Node], workers: dict[str, Node] | None = None) -> Cluster:
+    return Cluster(
+        endpoint_vip="127.0.11.1",
+        talos_version="v1.11.5",
+        kubernetes_version="1.34.2",
+        control_planes=control_planes,
+        workers=workers or {},
+    )
+
+
+def talos_nodes(scope: TerraformStack, spec: Cluster, config: ClusterConfig) -> dict[str, TalosNode]:
+    hypervisor = HypervisorSpec(node_name="pve1")
+    placed = [("controlplane", name, item) for name, item in spec.control_planes.items()]
+    placed += [("worker", name, item) for name, item in spec.workers.items()]
+    return {
+        name: TalosNode(
+            scope,
+            name,
+            TalosNodeProps(placed=place(name, role, item, spec, hypervisor), cluster=spec, cluster_config=config),
+        )
+        for role, name, item in placed
+    }
+
+
+# ------------------------------------------------------------------------------------------------- ControlPlane
+def test_a_bootstrap_node_that_is_not_a_control_plane_is_refused_with_the_ones_to_pick():
+    spec = cluster(
+        {"cp-c": node(910, "127.0.11.2/24"), "cp-a": node(911, "127.0.11.3/24"), "cp-b": node(912, "127.0.11.4/24")},
+        {"wk1": node(920, "127.0.11.20/24")},
+    )
+    scope = stack()
+    config = ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+    nodes = talos_nodes(scope, spec, config)
+    control_planes = {name: nodes[name] for name in spec.control_planes}
+    with pytest.raises(ValueError) as caught:
+        ControlPlane(
+            scope,
+            "control_plane",
+            ControlPlaneProps(
+                cluster_name="fleet",
+                cluster_config=config,
+                control_planes=control_planes,
+                workers={"wk1": nodes["wk1"]},
+                bootstrap_node="wk1",
+            ),
+        )
+    assert str(caught.value) == "bootstrap node 'wk1' is not a control plane of 'fleet': pick one of cp-a, cp-b, cp-c"
+
+
+# --------------------------------------------------------------------------------------------------- Hypervisor
+def test_storage_passwords_are_sensitive_string_variables_saying_whose_and_where_they_come_from():
+    """A CIFS or PBS storage's password is a variable the deploy's environment fills: the operator reads in `terraform
+    plan` whose password it is (the SMB user, the PBS user or token) and the TF_VAR_ to set; never a value."""
+    scope = stack()
+    spec = HypervisorSpec(
+        node_name="pve1",
+        storage={
+            "share": CifsShare(type="cifs", server="nas.lab.internal", share="vms", username="pve"),
+            "backups": PbsDatastore(
+                type="pbs",
+                server="pbs.lab.internal",
+                datastore="main",
+                username="backup@pbs!pve",
+                fingerprint=FINGERPRINT,
+            ),
+        },
+    )
+    Hypervisor(scope, "pve1", HypervisorProps(name="pve1", spec=spec))
+    synthesized = json.loads(CdktfTesting.synth(scope))
+    assert synthesized["variable"] == {
+        "storage_password_share": {
+            "type": "string",
+            "sensitive": True,
+            "nullable": False,
+            "description": "Password of storage share's SMB user pve: TF_VAR_storage_password_share in the deploy's "
+            "environment, never in the site file or the synthesized JSON.",
+        },
+        "storage_password_backups": {
+            "type": "string",
+            "sensitive": True,
+            "nullable": False,
+            "description": "Password of storage backups's Proxmox Backup Server user or API token backup@pbs!pve: "
+            "TF_VAR_storage_password_backups in the deploy's environment, never in the site file or the synthesized "
+            "JSON.",
+        },
+    }
+    resources = synthesized["resource"]
+    assert resources["proxmox_storage_cifs"]["hv_pve1_storage_share"]["password"] == "${var.storage_password_share}"
+    assert resources["proxmox_storage_pbs"]["hv_pve1_storage_backups"]["password"] == "${var.storage_password_backups}"

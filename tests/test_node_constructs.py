@@ -133,3 +133,19 @@ def test_storage_passwords_are_sensitive_string_variables_saying_whose_and_where
     resources = synthesized["resource"]
     assert resources["proxmox_storage_cifs"]["hv_pve1_storage_share"]["password"] == "${var.storage_password_share}"
     assert resources["proxmox_storage_pbs"]["hv_pve1_storage_backups"]["password"] == "${var.storage_password_backups}"
+
+
+# ------------------------------------------------------------------------------------------------ ClusterConfig
+@pytest.mark.parametrize("release", [False, True])
+def test_the_machine_secrets_are_kept_until_decommission_releases_them(release):
+    """prevent_destroy holds the cluster's certificates; only `terravixens decommission --destroy-secrets` lifts it
+    (release_secrets), and a Talos upgrade never mints new ones (talos_version is ignored)."""
+    scope = stack()
+    spec = cluster({"cp1": node(910, "127.0.11.2/24")})
+    ClusterConfig(
+        scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec, release_secrets=release)
+    )
+    secrets = json.loads(CdktfTesting.synth(scope))["resource"]["talos_machine_secrets"]
+    assert secrets == {
+        "cluster_secrets": {"lifecycle": {"ignore_changes": ["talos_version"], "prevent_destroy": not release}}
+    }

@@ -81,9 +81,12 @@ JUDGES: dict[str, tuple[str, ...]] = {
     # Compared with PyYAML's emitter on generated documents of its whole domain: the synth tests see a few patches.
     "terravixens/talos/yaml_text.py": ("tests/test_patches.py",),
     "terravixens/talos/": ("tests/test_talos_image.py", "tests/test_patches.py", *SYNTH),
+    # The cheapest judges first (one construct, then a user's small stack, then the example's stacks): most
+    # construct mutants die in the first test that reaches them.
     "terravixens/constructs/": (
         "tests/test_node_constructs.py",
-        *SYNTH,
+        "tests/test_library_use.py",
+        *(test for test in SYNTH if test != "tests/test_library_use.py"),
         "tests/test_conformance.py",
         "tests/test_chart_sources.py",
         "tests/test_synth_output.py",

@@ -17,6 +17,8 @@ from terravixens._bindings.proxmox.provider import ProxmoxProvider
 from terravixens._bindings.talos.provider import TalosProvider
 from terravixens.config.model import Cluster, Node, NodeNetworks, VlanInterface
 from terravixens.config.model import Hypervisor as HypervisorSpec
+from terravixens.config.model import TalosImage
+from terravixens.config.network import Bridge
 from terravixens.config.placement import place
 from terravixens.config.storage import CifsShare, PbsDatastore
 from terravixens.constructs import (
@@ -149,3 +151,42 @@ def test_the_machine_secrets_are_kept_until_decommission_releases_them(release):
     assert secrets == {
         "cluster_secrets": {"lifecycle": {"ignore_changes": ["talos_version"], "prevent_destroy": not release}}
     }
+
+
+def test_bridges_list_their_vlans_numerically_and_images_carry_only_the_checksums_the_site_pins():
+    """vids is Proxmox' space-separated VLAN list, in numeric order (a string sort would put 111 before 5), and left
+    out for a bridge without VLANs; an image is checked against the SHA-256 the site pins for its version, and a
+    version without one is downloaded with no checksum at all (Proxmox still verifies the factory's TLS)."""
+    scope = stack()
+    digest = "a" * 64
+    spec = HypervisorSpec(
+        node_name="pve1",
+        bridges={
+            "vmbr1": Bridge(ports=["enp2s0"], vlans=[120, 5, 111]),
+            "vmbr0": Bridge(ports=["enp1s0"], vlan_aware=False, comment="uplink"),
+        },
+        talos_image=TalosImage(sha256={"v1.11.5": digest}),
+    )
+    Hypervisor(scope, "pve1", HypervisorProps(name="pve1", spec=spec, talos_versions=frozenset({"v1.12.0", "v1.11.5"})))
+    resources = json.loads(CdktfTesting.synth(scope))["resource"]
+    bridges = resources["proxmox_network_linux_bridge"]
+    assert bridges["hv_pve1_bridge_vmbr1"]["vids"] == "5 111 120"
+    assert bridges["hv_pve1_bridge_vmbr1"]["vlan_aware"] is True
+    assert "vids" not in bridges["hv_pve1_bridge_vmbr0"]
+    assert (bridges["hv_pve1_bridge_vmbr0"]["comment"], bridges["hv_pve1_bridge_vmbr0"]["vlan_aware"]) == (
+        "uplink",
+        False,
+    )
+    images = list(resources["proxmox_download_file"].values())
+    pinned = [body for body in images if "-v1.11.5-" in body["file_name"]]
+    unpinned = [body for body in images if "-v1.12.0-" in body["file_name"]]
+    assert len(pinned) == len(unpinned) == 1
+    assert (pinned[0]["checksum"], pinned[0]["checksum_algorithm"]) == (digest, "sha256")
+    assert "checksum" not in unpinned[0] and "checksum_algorithm" not in unpinned[0]
+    for body in images:
+        assert (body["content_type"], body["overwrite"], body["verify"], body["node_name"]) == (
+            "import",
+            False,
+            True,
+            "pve1",
+        )

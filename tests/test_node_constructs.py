@@ -10,22 +10,27 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from cdktf import App, TerraformStack
 from cdktf import Testing as CdktfTesting
 
 from terravixens._bindings.proxmox.provider import ProxmoxProvider
 from terravixens._bindings.talos.provider import TalosProvider
-from terravixens.config.model import Cluster, Node, NodeNetworks, VlanInterface
+from terravixens.config.model import CiliumConfig, Cluster, FluxConfig, Node, NodeNetworks, VlanInterface
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.model import TalosImage
 from terravixens.config.network import Bridge
 from terravixens.config.placement import place
 from terravixens.config.storage import CifsShare, PbsDatastore
 from terravixens.constructs import (
+    Cilium,
+    CiliumProps,
     ClusterConfig,
     ClusterConfigProps,
     ControlPlane,
     ControlPlaneProps,
+    FluxBootstrap,
+    FluxBootstrapProps,
     Hypervisor,
     HypervisorProps,
     TalosNode,
@@ -190,3 +195,41 @@ def test_bridges_list_their_vlans_numerically_and_images_carry_only_the_checksum
             True,
             "pve1",
         )
+
+
+# ------------------------------------------------------------------------------------------------ FluxBootstrap
+@pytest.mark.parametrize("git_auth", ["secrets_file", "none"])
+def test_flux_reads_git_credentials_only_from_the_apply_time_variable_and_none_for_a_public_repository(git_auth):
+    """`git_auth: secrets_file`: a required, sensitive, ephemeral variable feeds the write-only Secret the
+    GitRepository's secretRef names, and the sync waits for it; `none`: no variable, no Secret, no secretRef."""
+    scope = stack()
+    flux = FluxConfig(url="https://git.example/fleet.git", git_auth=git_auth)
+    cilium = Cilium(scope, "cilium", CiliumProps(config=CiliumConfig()))
+    FluxBootstrap(scope, "flux", FluxBootstrapProps(flux=flux, cilium=cilium))
+    synthesized = json.loads(CdktfTesting.synth(scope))
+    variables, resources = synthesized["variable"], synthesized["resource"]
+    sync = resources["helm_release"]["cluster_flux_sync"]
+    sync_values = yaml.safe_load(sync["values"][0])
+    if git_auth == "none":
+        assert set(variables) == {"sops_age_key_file"}
+        assert set(resources["kubernetes_secret_v1"]) == {"cluster_flux_sops_age"}
+        assert sync_values["secretRef"] == ""
+        assert sync["depends_on"] == ["helm_release.cluster_flux"]
+        return
+    credentials = variables["flux_git_credentials"]
+    assert {key: credentials[key] for key in ("type", "sensitive", "nullable", "ephemeral")} == {
+        "type": "string",
+        "sensitive": True,
+        "nullable": False,
+        "ephemeral": True,
+    }
+    assert "default" not in credentials and "terravixens deploy --secrets FILE" in credentials["description"]
+    [validation] = credentials["validation"]
+    assert validation["condition"] == "${try(length(tomap(jsondecode(var.flux_git_credentials))) > 0, false)}"
+    assert validation["error_message"].startswith("Give a JSON object of the Secret's keys")
+    secret = resources["kubernetes_secret_v1"]["cluster_flux_git_credentials"]
+    assert secret["metadata"] == {"name": flux.git_secret, "namespace": "flux-system"}
+    assert secret["type"] == "Opaque" and secret["data_wo_revision"] == flux.git_credentials_revision
+    assert secret["data_wo"] == "${jsondecode(var.flux_git_credentials)}"
+    assert sync_values["secretRef"] == flux.git_secret
+    assert sync["depends_on"] == ["helm_release.cluster_flux", "kubernetes_secret_v1.cluster_flux_git_credentials"]

@@ -233,3 +233,57 @@ def test_flux_reads_git_credentials_only_from_the_apply_time_variable_and_none_f
     assert secret["data_wo"] == "${jsondecode(var.flux_git_credentials)}"
     assert sync_values["secretRef"] == flux.git_secret
     assert sync["depends_on"] == ["helm_release.cluster_flux", "kubernetes_secret_v1.cluster_flux_git_credentials"]
+
+
+# ---------------------------------------------------------------------------------------------------- TalosNode
+def test_a_nodes_props_reach_its_apply_and_its_fields_its_vm():
+    """What `terravixens decommission` sets (a non-graceful reset that reboots into maintenance) and an apply mode of
+    the user's reach the apply; the node's tags (lowercased, once, sorted: as Proxmox stores them), MAC, bridge,
+    storage and sizes reach its VM."""
+    scope = stack()
+    worker = Node(
+        hypervisor="pve1",
+        vm_id=920,
+        cpu=6,
+        memory_mib=12288,
+        disk_gib=80,
+        storage="fast",
+        bridge="vmbr7",
+        mac_address="BC:24:11:00:00:20",
+        tags=["Edge", "edge", "GPU"],
+        networks=NodeNetworks(vlans={111: VlanInterface(address="127.0.11.20/24")}),
+    )
+    spec = cluster({"cp1": node(910, "127.0.11.2/24")}, {"wk1": worker})
+    config = ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+    hypervisor = HypervisorSpec(node_name="pve1", talos_image=TalosImage(extensions=["siderolabs/iscsi-tools"]))
+    TalosNode(
+        scope,
+        "wk1",
+        TalosNodeProps(
+            placed=place("wk1", "worker", worker, spec, hypervisor),
+            cluster=spec,
+            cluster_config=config,
+            apply_mode="auto",
+            reset_graceful=False,
+            reboot_after_reset=True,
+        ),
+    )
+    resources = json.loads(CdktfTesting.synth(scope))["resource"]
+    apply = resources["talos_machine_configuration_apply"]["node_wk1_apply"]
+    assert apply["apply_mode"] == "auto"
+    assert apply["on_destroy"] == {"reset": True, "graceful": False, "reboot": True}
+    assert apply["node"] == apply["endpoint"] == "127.0.11.20"
+    vm = resources["proxmox_virtual_environment_vm"]["node_wk1_vm"]
+    assert vm["tags"] == ["edge", "gpu", "talos", "terravixens"]
+    [device] = vm["network_device"]
+    assert (device["bridge"], device["mac_address"], device["model"], device["firewall"]) == (
+        "vmbr7",
+        "BC:24:11:00:00:20",
+        "virtio",
+        False,
+    )
+    assert device["vlan_id"] is None and device["mtu"] is None
+    [disk] = vm["disk"]
+    assert (disk["datastore_id"], disk["size"]) == ("fast", 80)
+    assert (vm["cpu"]["cores"], vm["memory"]["dedicated"], vm["vm_id"]) == (6, 12288, 920)
+    assert vm["agent"] == {"enabled": False, "trim": True}  # no qemu-guest-agent in its image

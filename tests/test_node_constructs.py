@@ -21,6 +21,7 @@ from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.model import TalosImage
 from terravixens.config.network import Bridge
 from terravixens.config.placement import place
+from terravixens.config.etcd_backup import EtcdBackup
 from terravixens.config.storage import CifsShare, PbsDatastore
 from terravixens.constructs import (
     Cilium,
@@ -195,6 +196,43 @@ def test_bridges_list_their_vlans_numerically_and_images_carry_only_the_checksum
             True,
             "pve1",
         )
+
+
+@pytest.mark.parametrize("backup", [False, True])
+def test_only_the_control_planes_configuration_lets_the_etcd_backup_job_reach_talos(backup):
+    """With an etcd_backup (ADR 0059) the control planes' machine configuration (and no worker's) allows Talos API
+    access from the backup's namespace, for its one role; without one, both roles carry the cluster patch only."""
+    scope = stack()
+    spec = cluster({"cp1": node(910, "127.0.11.2/24")})
+    if backup:
+        spec = spec.model_copy(
+            update={
+                "etcd_backup": EtcdBackup(
+                    schedule="0 */6 * * *",
+                    endpoint="https://127.0.0.1:9000",
+                    bucket="etcd-backups",
+                    age_recipient="age18s09wxxa0zt9wn0fsjlfxcrpxrs99f2am97tdczyellgc4esv3dqwhd6xa",
+                    namespace="etcd-backup",
+                )
+            }
+        )
+    ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+    data = json.loads(CdktfTesting.synth(scope))["data"]["talos_machine_configuration"]
+    patches = {name: [yaml.safe_load(patch) for patch in body["config_patches"]] for name, body in data.items()}
+    cluster_wide = {
+        "cluster": {"network": {"cni": {"name": "none"}}, "proxy": {"disabled": True}},
+        "machine": {"features": {"kubePrism": {"enabled": True, "port": 7445}}},
+    }
+    access = {"enabled": True, "allowedRoles": ["os:etcd:backup"], "allowedKubernetesNamespaces": ["etcd-backup"]}
+    assert patches == {
+        "cluster_machine_configuration_controlplane": [cluster_wide]
+        + ([{"machine": {"features": {"kubernetesTalosAPIAccess": access}}}] if backup else []),
+        "cluster_machine_configuration_worker": [cluster_wide],
+    }
+    assert {name: body["machine_type"] for name, body in data.items()} == {
+        "cluster_machine_configuration_controlplane": "controlplane",
+        "cluster_machine_configuration_worker": "worker",
+    }
 
 
 # ------------------------------------------------------------------------------------------------ FluxBootstrap

@@ -16,12 +16,11 @@ from cdktf import Testing as CdktfTesting
 
 from terravixens._bindings.proxmox.provider import ProxmoxProvider
 from terravixens._bindings.talos.provider import TalosProvider
-from terravixens.config.model import CiliumConfig, Cluster, FluxConfig, Node, NodeNetworks, VlanInterface
+from terravixens.config.etcd_backup import EtcdBackup
+from terravixens.config.model import CiliumConfig, Cluster, FluxConfig, Node, NodeNetworks, TalosImage, VlanInterface
 from terravixens.config.model import Hypervisor as HypervisorSpec
-from terravixens.config.model import TalosImage
 from terravixens.config.network import Bridge
 from terravixens.config.placement import place
-from terravixens.config.etcd_backup import EtcdBackup
 from terravixens.config.storage import CifsShare, PbsDatastore
 from terravixens.constructs import (
     Cilium,

@@ -35,6 +35,7 @@ from terravixens.constructs import (
     HypervisorProps,
     TalosNode,
     TalosNodeProps,
+    python_blocks,
 )
 
 FINGERPRINT = ":".join(["AB"] * 32)
@@ -324,3 +325,26 @@ def test_a_nodes_props_reach_its_apply_and_its_fields_its_vm():
     assert (disk["datastore_id"], disk["size"]) == ("fast", 80)
     assert (vm["cpu"]["cores"], vm["memory"]["dedicated"], vm["vm_id"]) == (6, 12288, 920)
     assert vm["agent"] == {"enabled": False, "trim": True}  # no qemu-guest-agent in its image
+
+
+def test_a_node_in_another_stack_than_its_cluster_configuration_reads_it_through_cross_stack_references(tmp_path):
+    """In a stack whose nodes are written from Python (the app's stacks), a node whose ClusterConfig lives in another
+    stack is left to cdktf: its apply reads the secrets and the machine configuration through remote state, never a
+    reference to a resource its own stack does not hold."""
+    app = App(outdir=str(tmp_path))
+    secrets = TerraformStack(app, "secrets")
+    TalosProvider(secrets, "talos")
+    nodes = TerraformStack(app, "nodes")
+    python_blocks.accept(nodes)
+    ProxmoxProvider(nodes, "proxmox", endpoint="https://127.0.0.1:8006/")
+    TalosProvider(nodes, "talos")
+    spec = cluster({"cp1": node(910, "127.0.11.2/24")})
+    config = ClusterConfig(secrets, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+    placed = place("cp1", "controlplane", spec.control_planes["cp1"], spec, HypervisorSpec(node_name="pve1"))
+    TalosNode(nodes, "cp1", TalosNodeProps(placed=placed, cluster=spec, cluster_config=config))
+    app.synth()
+    written = json.loads((tmp_path / "stacks" / "nodes" / "cdk.tf.json").read_text())
+    apply = written["resource"]["talos_machine_configuration_apply"]["node_cp1_apply"]
+    read = [*apply["client_configuration"].values(), apply["machine_configuration_input"]]
+    assert len(read) == 4
+    assert all(value.startswith("${data.terraform_remote_state.cross-stack-reference-input-secrets.") for value in read)

@@ -139,6 +139,12 @@ def retype_create(address: str, new_type: str) -> Callable[[dict], None]:
     return run
 
 
+def _bootstrap_change(data: dict, actions: list[str]) -> None:
+    """The bootstrap record's change given `actions`, its value after the change the one before it."""
+    body = change_of(data, "talos_machine_bootstrap.cluster_bootstrap")["change"]
+    body.update(actions=actions, after=copy.deepcopy(body["before"]))
+
+
 def rename_everywhere(old: str, new: str, drop_record: bool = True) -> Callable[[dict], None]:
     """`old` renamed to `new` (type and name) in the changes and in the prior state — a machine no logical id names,
     or a standalone guest — and the membership record dropped (no name to match it by)."""
@@ -328,6 +334,13 @@ TABLE: dict[str, Case] = {
     "hand: secrets forgotten": Case("hand-pg005-secrets-forgotten.json", SITE, ("PG005",)),
     "hand: bootstrap in a running cluster": Case("hand-pg006-bootstrap-in-running-cluster.json", SITE, ("PG006",)),
     "hand: bootstrap forgotten": Case("hand-pg006-bootstrap-forgotten.json", SITE, ("PG006",)),
+    "hand: bootstrap replaced while its nodes run": Case(
+        "hand-pg006-bootstrap-forgotten.json",
+        SITE,
+        ("PG004",),  # a second bootstrap (PG004), not a bootstrap record lost (PG006)
+        mutate=lambda plan: _bootstrap_change(plan, ["delete", "create"]),
+        says="would bootstrap etcd again on a cluster that was bootstrapped",
+    ),
     "hand: planned reboot": Case("hand-pg007-planned-reboot.json", SITE, ("PG007",), {"wk-a": K}),
     "hand: auto after a change, no log": Case("hand-pg007-auto-after-a-change.json", SITE, ("PG007",)),
     "hand: reboot check not run": Case("hand-pg007-reboot-check-not-run.json", SITE, ("PG007",)),
@@ -422,6 +435,13 @@ TABLE: dict[str, Case] = {
         "hand-ok-workers-leave-together.json", without("wk-a", "wk-b"), (), {"wk-a": L, "wk-b": L}
     ),
     "hand: staged change": Case("hand-ok-staged-change.json", SITE, (), {"cp-b": K}),
+    "hand: bootstrap record updated in place while its nodes run": Case(
+        "hand-pg006-bootstrap-forgotten.json",
+        SITE,
+        (),
+        {"cp-a": K, "wk-b": K},
+        mutate=lambda plan: _bootstrap_change(plan, ["update"]),
+    ),
     "hand: on_destroy only": Case("hand-ok-on-destroy-only.json", SITE, ()),
     "hand: last control plane reset by decommission (PG003 waived)": Case(
         "hand-ok-decommission-last-control-plane.json",
@@ -883,6 +903,14 @@ NOT_PLANS = {
             "format_version: is '2.0.0.0.0.0.0.0.0.…: this guard reads Terraform's JSON format 1.x (its major version "
             f"changes only with changes a reader must not guess at); {GIVE} from a Terraform that writes 1.x"
         ),
+    ),
+    "resource_changes not a list": (
+        {"format_version": "1.2", "planned_values": {}, "resource_changes": {"a.b": {"actions": ["delete"]}}},
+        f"resource_changes: is a mapping of 1 key, not a list: {GIVE}",
+    ),
+    "resource_changes a string": (
+        plan_of() | {"resource_changes": "a.b"},
+        f"resource_changes: is 'a.b', not a list: {GIVE}",
     ),
     "change without address": (
         {"format_version": "1.2", "planned_values": {}, "resource_changes": [{"type": "a"}]},

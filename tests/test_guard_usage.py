@@ -256,6 +256,19 @@ def test_site_usage_counts_guests_of_a_hypervisor_not_of_a_nested_host():
         assert f"standalone {guest.type} {name} (site file)" in usage.bridges[key]
 
 
+def test_site_usage_passes_over_a_node_on_a_host_the_site_does_not_declare_and_counts_the_rest():
+    """A Site model built without the loader (whose reference rule refuses an unknown hypervisor), as a library user
+    may: the node on an undeclared host uses nothing of L0, and every node sorted after it is still counted."""
+    from terravixens.config.model import Site
+
+    data = support.example_data()
+    data["clusters"]["prod"]["control_planes"]["cp-a"]["hypervisor"] = "pve9"  # cp-a sorts first
+    usage = site_usage(Site.model_validate(data))
+    users = {user for found in usage.bridges.values() for user in found}
+    assert users == {f"node {name} of cluster prod (site file)" for name in ("cp-b", "cp-c", "wk-a", "wk-b")}
+    assert usage.bridges[("pve1", "vmbr1")] == {"node wk-a of cluster prod (site file)"}
+
+
 def cluster_names(data: dict) -> list[str]:
     cluster = data["clusters"]["prod"]
     return [*cluster["control_planes"], *cluster["workers"]]
@@ -1114,6 +1127,10 @@ OWNERS = [
     "v2: cluster role=None member=False stays=False new layer=None",
     f"  VM created {VM_T}.named_v2 ('pve', 'pve1', 114) ['create'] again=None",
     f"  configuration apply created {APPLY_T}.unknown_apply None ['create'] again=None",
+    "w2: cluster role=worker member=True stays=False leaving layer=None",
+    f"  says w2 (configuration apply of 10.0.0.15 deleted at {APPLY_T}.legacy_apply)",
+    f"  today configuration apply {APPLY_T}.legacy_apply talos_machine_configuration_apply ('talos', '10.0.0.15') None",
+    f"  configuration apply deleted {APPLY_T}.legacy_apply ('talos', '10.0.0.15') ['delete'] again=None",
     f"unowned VM created {VM_T}.unknown None ['create']",
     "teardown=False",
 ]
@@ -1122,13 +1139,14 @@ OWNERS = [
 def test_a_machine_without_a_node_id_belongs_to_the_node_it_is():
     """By its identity (claimed by a node's logical id, or by what another layer deployed), its Talos address in the
     membership record, or its name among the cluster's nodes or the guests."""
-    recorded = {"control_planes": {}, "workers": {"p": "10.0.0.11", "u2": "10.0.0.13"}}
+    recorded = {"control_planes": {}, "workers": {"p": "10.0.0.11", "u2": "10.0.0.13", "w2": "10.0.0.15"}}
     planned = {"control_planes": {}, "workers": {"p": "10.0.0.11", "s": "10.0.0.12", "v2": "10.0.0.14"}}
     prior = {
         "resources": [
             prior_resource(at(VM_T, "node_p_vm"), vm_of("p", 111)),
             prior_resource(at(CT_T, "sa_t_ct"), ct_of("t", 220)),
             prior_resource(at(VM_T, "legacy"), vm_of("p", 150)),  # no node id: its name is a node's
+            prior_resource(at(APPLY_T, "legacy_apply"), {"node": "10.0.0.15"}),  # the record's address of w2
             prior_resource("terraform_data.cluster_membership", {"input": recorded}),
         ]
     }
@@ -1137,6 +1155,7 @@ def test_a_machine_without_a_node_id_belongs_to_the_node_it_is():
             "terraform_data.cluster_membership", ("update",), change__before={}, change__after={"input": planned}
         ),
         resource_change(at(VM_T, "copy_p"), ("create",), change__after=vm_of("copy", 111)),  # p's identity
+        resource_change(at(APPLY_T, "legacy_apply"), ("delete",), change__before={"node": "10.0.0.15"}),  # w2 leaves
         resource_change(at(APPLY_T, "apply_s"), ("create",), change__after={"node": "10.0.0.12"}),  # planned record
         resource_change(at(APPLY_T, "apply_u"), ("update",), change__before={"node": "10.0.0.12"}, change__after={}),
         resource_change(
@@ -1231,6 +1250,10 @@ LOSSES = [
     f"  VM updated {VM_T}.node_u_vm ('pve', 'pve1', 180) ['update'] again=None",
     "u2: cluster role=None member=False stays=True new layer=None",
     f"  VM created {VM_T}.node_u2_vm ('pve', 'pve1', 180) ['create'] again=None",
+    "x: cluster role=None member=False stays=False replaced layer=None",
+    f"  says x (VM pve1/190 replaced at {VM_T}.node_x_vm, created again at {VM_T}.node_x_vm2)",
+    f"  today VM {VM_T}.node_x_vm proxmox_virtual_environment_vm ('pve', 'pve1', 190) 'x'",
+    f"  VM replaced {VM_T}.node_x_vm ('pve', 'pve1', 190) ['delete'] again={VM_T}.node_x_vm2",
     "teardown=False",
 ]
 
@@ -1253,6 +1276,7 @@ def test_whether_the_site_keeps_a_node_from_its_leftovers_and_which_loss_is_a_re
             prior_resource(at(CT_T, "sa_s_ct"), ct_of("s", 250)),
             prior_resource(at(VM_T, "node_t_vm"), vm_of("t", 160)),
             prior_resource(at(VM_T, "node_u_vm"), vm_of("u", 180)),
+            prior_resource(at(VM_T, "node_x_vm"), vm_of("x", 190)),
         ]
     }
     delete = ("delete",)
@@ -1283,9 +1307,20 @@ def test_whether_the_site_keeps_a_node_from_its_leftovers_and_which_loss_is_a_re
             at(VM_T, "node_u_vm"), ("update",), change__before=vm_of("u", 180), change__after=vm_of("u", 180)
         ),
         resource_change(at(VM_T, "node_u2_vm"), ("create",), change__after=vm_of("u2", 180)),  # u's VM is kept
+        resource_change(at(VM_T, "node_x_vm"), delete, change__before=vm_of("x", 190)),  # imported at a new address
+        resource_change(
+            at(VM_T, "node_x_vm2"), ("create",), change__after=vm_of("x", 191), change__importing={"id": "191"}
+        ),
     ]
     view = node_view(read_plan(plan(*changes, prior=prior)), GuardContext(teardown=False))
     assert rendered(view) == LOSSES
+    # A teardown asks for every loss: a machine lost while the node stays is the node leaving.
+    torn = node_view(read_plan(plan(*changes, prior=prior)), GuardContext(teardown=True))
+    lost = [line.split(":")[0] for line in LOSSES if line.endswith("machine lost layer=None")]
+    assert lost == ["l", "n", "o"]
+    assert rendered(torn) == [
+        line.replace("machine lost", "leaving").replace("teardown=False", "teardown=True") for line in LOSSES
+    ]
 
 
 # ---------------------------------------------------------------------------- what a deployed machine uses, every disk

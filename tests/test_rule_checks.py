@@ -1,0 +1,268 @@
+"""Each rule's check on a small hand-built view: what it refuses, with its message and on which construct, and what
+it lets through. A rule is a pure check over a StackView (terravixens.rules.view); the view here holds blocks and
+owners written by hand, so a test reads one decision without a synth (test_rules.py judges the same rules on real
+stacks, through cdktf). Cheap enough to run first for every mutant of terravixens/rules/ (scripts/mutation.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from terravixens.catalogue import BOOTSTRAP, MACHINE_SECRETS, NODE_VM, PROTECTED
+from terravixens.constructs.cluster_config import ClusterConfig
+from terravixens.constructs.control_plane import ControlPlane
+from terravixens.constructs.talos_node import TalosNode
+from terravixens.rules import BootstrapOnce, OddControlPlaneQuorum, StableLogicalIds, StoragePreventDestroy
+from terravixens.rules.base import Rule
+from terravixens.rules.view import Block
+
+STACK = "the stack"
+
+
+@dataclass
+class View:
+    """What the rules read of a StackView, written by hand: blocks, the owner of a block by class (by the block's
+    path), constructs by class; a construct at a path is named by its path."""
+
+    blocks: list[Block] = field(default_factory=list)
+    owners: dict[tuple[type, str], Any] = field(default_factory=dict)
+    classes: dict[type, list[Any]] = field(default_factory=dict)
+    name: str = "platform-prod"
+    stack: str = STACK
+
+    def blocks_of(self, types: Any) -> list[Block]:
+        return [block for block in self.blocks if block.type in types]
+
+    def owner(self, block: Block, kind: type) -> Any:
+        return self.owners.get((kind, block.path))
+
+    def of_class(self, kind: type) -> list[Any]:
+        return self.classes.get(kind, [])
+
+    def construct_at(self, path: str) -> str:
+        return f"construct {path}"
+
+
+def failures(rule: Rule, view: View) -> list[tuple[Any, str]]:
+    """(construct, message) of every error the rule adds on the view, in order."""
+    found: list[tuple[Any, str]] = []
+    rule.fail = lambda node, detail: found.append((node, rule.message(detail)))  # type: ignore[method-assign]
+    rule.check(view)  # type: ignore[arg-type]
+    return found
+
+
+def block(kind_type: str, logical_id: str, path: str = "", kind: str = "resource", **body: Any) -> Block:
+    return Block(kind, kind_type, logical_id, body, path or f"platform-prod/{logical_id}")
+
+
+# ------------------------------------------------------------------------------------------ TV001 OddControlPlaneQuorum
+def control_plane(cluster: str, *names: str) -> SimpleNamespace:
+    return SimpleNamespace(props=SimpleNamespace(cluster_name=cluster, control_planes=dict.fromkeys(names)))
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, 7])
+def test_tv001_lets_an_odd_count_up_to_seven_through(count):
+    names = [f"cp-{n}" for n in range(count)]
+    assert failures(OddControlPlaneQuorum(), View(classes={ControlPlane: [control_plane("prod", *names)]})) == []
+
+
+@pytest.mark.parametrize("count", [0, 2, 4, 6, 8, 9])
+def test_tv001_refuses_an_even_count_none_or_more_than_seven_naming_the_cluster_and_its_nodes(count):
+    names = sorted(f"cp-{n}" for n in range(count))
+    ok, bad = control_plane("prod", "cp-a"), control_plane("lab", *reversed(names))
+    [(where, message)] = failures(OddControlPlaneQuorum(), View(classes={ControlPlane: [ok, bad]}))
+    assert where is bad
+    assert message == (
+        f"[TV001 OddControlPlaneQuorum] cluster 'lab' has {count} control planes ({', '.join(names) or 'none'}): "
+        f"use 1, 3, 5 or 7. Why: {OddControlPlaneQuorum.why}"
+    )
+
+
+# ------------------------------------------------------------------------------------------- TV004 BootstrapOnce
+def bootstrap(logical_id: str = "cluster_bootstrap", **body: Any) -> Block:
+    return block(BOOTSTRAP, logical_id, **{"lifecycle": {"ignore_changes": "all"}, **body})
+
+
+def tv004(*blocks: Block) -> list[tuple[Any, str]]:
+    return failures(BootstrapOnce(), View(blocks=[*blocks, block(NODE_VM, "node_cp-a_vm")]))
+
+
+def test_tv004_one_bootstrap_ignoring_all_changes_passes_counted_once_or_not_at_all():
+    assert tv004(bootstrap()) == []
+    assert tv004() == []
+    assert tv004(bootstrap(count=1)) == tv004(bootstrap(count=0)) == []
+    assert tv004(bootstrap(lifecycle=[{"create_before_destroy": False}, {"ignore_changes": "all"}])) == []
+
+
+def test_tv004_two_bootstraps_are_refused_on_the_stack_naming_them_sorted():
+    why = f" Why: {BootstrapOnce.why}"
+    assert tv004(bootstrap("second"), bootstrap("first"), bootstrap("again")) == [
+        (
+            STACK,
+            "[TV004 BootstrapOnce] stack 'platform-prod' has 3 bootstraps (again, first, second): keep one per "
+            "cluster." + why,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shown"),
+    [
+        ("count", 2, "2"),
+        ("count", True, "true"),  # a bool is not a count of one
+        ("count", False, "false"),
+        ("count", None, "null"),
+        ("count", "${var.n}", '"${var.n}"'),
+        ("for_each", {}, "{}"),
+        ("for_each", ["a" * 30, "b" * 30], '["' + "a" * 30 + '", "' + "b" * 24),  # cut to 60 characters
+    ],
+)
+def test_tv004_a_bootstrap_counted_or_iterated_is_refused_on_its_construct(key, value, shown):
+    [(where, message)] = tv004(bootstrap(**{key: value}))
+    assert where == "construct platform-prod/cluster_bootstrap"
+    assert message == (
+        f"[TV004 BootstrapOnce] {BOOTSTRAP}.cluster_bootstrap sets {key} to {shown}: a bootstrap block must be one "
+        f"bootstrap; decide in Python whether the stack holds it. Why: {BootstrapOnce.why}"
+    )
+
+
+@pytest.mark.parametrize("lifecycle", [None, {}, {"ignore_changes": ["all"]}, {"ignore_changes": "ALL"}])
+def test_tv004_a_bootstrap_that_does_not_ignore_all_changes_is_refused(lifecycle):
+    [(where, message)] = tv004(bootstrap(lifecycle=lifecycle))
+    assert where == "construct platform-prod/cluster_bootstrap"
+    assert message == (
+        f"[TV004 BootstrapOnce] {BOOTSTRAP}.cluster_bootstrap does not ignore all changes: set lifecycle "
+        f"ignore_changes='all'. Why: {BootstrapOnce.why}"
+    )
+
+
+def test_tv004_every_problem_of_every_bootstrap_is_said():
+    found = tv004(bootstrap("b", count=3, for_each={}, lifecycle={}), bootstrap("a"))
+    assert [message.split(":")[0] for _, message in found] == [
+        "[TV004 BootstrapOnce] stack 'platform-prod' has 2 bootstraps (a, b)",
+        f"[TV004 BootstrapOnce] {BOOTSTRAP}.b sets count to 3",
+        f"[TV004 BootstrapOnce] {BOOTSTRAP}.b sets for_each to {{}}",
+        f"[TV004 BootstrapOnce] {BOOTSTRAP}.b does not ignore all changes",
+    ]
+
+
+# ---------------------------------------------------------------------------------- TV005 StoragePreventDestroy
+def secrets(release: bool | None, **body: Any) -> View:
+    found = block(MACHINE_SECRETS, "cluster_secrets", "platform-prod/cluster_config/secrets", **body)
+    owners = {}
+    if release is not None:
+        config = SimpleNamespace(props=SimpleNamespace(release_secrets=release))
+        owners[(ClusterConfig, found.path)] = config
+    return View(blocks=[found], owners=owners)
+
+
+def tv005_message(address: str) -> str:
+    return (
+        f"[TV005 StoragePreventDestroy] {address} has no lifecycle prevent_destroy: set it, or keep this resource "
+        f"outside terravixens' stacks. Why: {StoragePreventDestroy.why}"
+    )
+
+
+@pytest.mark.parametrize("kind_type", sorted(PROTECTED))
+@pytest.mark.parametrize("lifecycle", [None, {}, {"prevent_destroy": False}, {"prevent_destroy": "true"}])
+def test_tv005_what_cannot_be_recreated_without_prevent_destroy_is_refused(kind_type, lifecycle):
+    view = View(blocks=[block(kind_type, "kept", "platform-prod/store/kept", lifecycle=lifecycle)])
+    assert failures(StoragePreventDestroy(), view) == [
+        ("construct platform-prod/store/kept", tv005_message(f"{kind_type}.kept"))
+    ]
+
+
+@pytest.mark.parametrize("kind_type", sorted(PROTECTED))
+def test_tv005_prevent_destroy_passes_as_an_object_or_a_list(kind_type):
+    for lifecycle in ({"prevent_destroy": True}, [{"ignore_changes": []}, {"prevent_destroy": True}]):
+        view = View(blocks=[block(kind_type, "kept", lifecycle=lifecycle)])
+        assert failures(StoragePreventDestroy(), view) == []
+
+
+def test_tv005_other_types_are_not_judged():
+    assert failures(StoragePreventDestroy(), View(blocks=[block(NODE_VM, "node_a_vm"), block(BOOTSTRAP, "b")])) == []
+
+
+def test_tv005_secrets_released_by_their_cluster_config_pass_and_only_those():
+    assert failures(StoragePreventDestroy(), secrets(release=True)) == []
+    refused = [("construct platform-prod/cluster_config/secrets", tv005_message(f"{MACHINE_SECRETS}.cluster_secrets"))]
+    assert failures(StoragePreventDestroy(), secrets(release=False)) == refused
+    assert failures(StoragePreventDestroy(), secrets(release=None)) == refused  # no cluster config owns them
+    assert failures(StoragePreventDestroy(), secrets(release=False, lifecycle={"prevent_destroy": True})) == []
+
+
+# ------------------------------------------------------------------------------------------ TV003 StableLogicalIds
+def tv003(logical_id: str, owner: str | None = "wk-a", kind: type = TalosNode) -> list[tuple[Any, str]]:
+    found = block(NODE_VM, logical_id, "platform-prod/owner/vm")
+    owners = {(kind, found.path): SimpleNamespace(node_name=owner)} if owner else {}
+    return failures(StableLogicalIds(), View(blocks=[found], owners=owners))
+
+
+def tv003_says(logical_id: str, detail: str) -> list[tuple[str, str]]:
+    return [("construct platform-prod/owner/vm", f"[TV003 StableLogicalIds] {detail} Why: {StableLogicalIds.why}")]
+
+
+def standalone_vm_class() -> type:
+    from terravixens.constructs.standalone_vm import StandaloneVm
+
+    return StandaloneVm
+
+
+@pytest.mark.parametrize("logical_id", ["node_wk-a_vm", "node_wk-a_boot_disk", "node_wk-a_v2", "node_wk-a_cpu"])
+def test_tv003_an_id_from_the_node_name_and_what_it_is_passes(logical_id):
+    assert tv003(logical_id) == []
+
+
+def test_tv003_a_block_outside_any_node_is_only_checked_for_a_path_hash():
+    assert tv003("anything_at_all_1", owner=None) == []
+    assert tv003("vm_0A1B2C3D", owner=None) == tv003_says(
+        "vm_0A1B2C3D", "'vm_0A1B2C3D' is cdktf's path-derived id: pin it with terravixens.logical_ids.pin()."
+    )
+
+
+def test_tv003_a_path_hash_inside_a_node_is_said_once():
+    assert tv003("node_wk-b_vm_0A1B2C3D") == tv003_says(
+        "", "'node_wk-b_vm_0A1B2C3D' is cdktf's path-derived id: pin it with terravixens.logical_ids.pin()."
+    )
+    assert tv003("node_wk-a_vm_0a1b2c3d") == []  # lower case: not cdktf's hash
+
+
+@pytest.mark.parametrize("logical_id", ["node_wk-b_vm", "vm", "node_wk-a", "sa_wk-a_vm", "node_wk-a-b_vm"])
+def test_tv003_an_id_of_another_node_or_of_no_node_is_refused(logical_id):
+    assert tv003(logical_id) == tv003_says(
+        logical_id, f"{logical_id!r} belongs to node 'wk-a' but is not named node_wk-a_<part>."
+    )
+
+
+@pytest.mark.parametrize(
+    ("logical_id", "part"),
+    [
+        ("node_wk-a_worker_vm", "worker_vm"),
+        ("node_wk-a_controlplane", "controlplane"),
+        ("node_wk-a_control-plane_vm", "control-plane_vm"),
+        ("node_wk-a_control_plane", "control_plane"),
+        ("node_wk-a_cp_vm", "cp_vm"),
+        ("node_wk-a_vm_wk", "vm_wk"),
+        ("node_wk-a_1", "1"),
+        ("node_wk-a_vm_2", "vm_2"),
+        ("node_wk-a_vm_23_disk", "vm_23_disk"),
+    ],
+)
+def test_tv003_an_id_with_a_role_or_a_position_is_refused(logical_id, part):
+    assert tv003(logical_id) == tv003_says(
+        logical_id, f"{logical_id!r} carries a role or a position ({part!r}): name it by what it is."
+    )
+
+
+def test_tv003_a_standalone_nodes_ids_start_sa():
+    vm = standalone_vm_class()
+    assert tv003("sa_dns1_vm", "dns1", vm) == []
+    assert tv003("node_dns1_vm", "dns1", vm) == tv003_says(
+        "", "'node_dns1_vm' belongs to standalone 'dns1' but is not named sa_dns1_<part>."
+    )
+    assert tv003("sa_dns1_vm_3", "dns1", vm) == tv003_says(
+        "", "'sa_dns1_vm_3' carries a role or a position ('vm_3'): name it by what it is."
+    )

@@ -5,6 +5,7 @@ stacks, through cdktf). Cheap enough to run first for every mutant of terravixen
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -15,7 +16,13 @@ from terravixens.catalogue import BOOTSTRAP, MACHINE_SECRETS, NODE_VM, PROTECTED
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.constructs.control_plane import ControlPlane
 from terravixens.constructs.talos_node import TalosNode
-from terravixens.rules import BootstrapOnce, OddControlPlaneQuorum, StableLogicalIds, StoragePreventDestroy
+from terravixens.rules import (
+    BootstrapOnce,
+    NoSecretLiterals,
+    OddControlPlaneQuorum,
+    StableLogicalIds,
+    StoragePreventDestroy,
+)
 from terravixens.rules.base import Rule
 from terravixens.rules.view import Block
 
@@ -192,6 +199,13 @@ def test_tv005_secrets_released_by_their_cluster_config_pass_and_only_those():
     assert failures(StoragePreventDestroy(), secrets(release=False)) == refused
     assert failures(StoragePreventDestroy(), secrets(release=None)) == refused  # no cluster config owns them
     assert failures(StoragePreventDestroy(), secrets(release=False, lifecycle={"prevent_destroy": True})) == []
+    # Released secrets pass over themselves only: a protected block after them is still judged.
+    view = secrets(release=True)
+    bucket = sorted(PROTECTED - {MACHINE_SECRETS})[0]
+    view.blocks.append(block(bucket, "after", "platform-prod/after"))
+    assert failures(StoragePreventDestroy(), view) == [
+        ("construct platform-prod/after", tv005_message(f"{bucket}.after"))
+    ]
 
 
 # ------------------------------------------------------------------------------------------ TV003 StableLogicalIds
@@ -266,3 +280,145 @@ def test_tv003_a_standalone_nodes_ids_start_sa():
     assert tv003("sa_dns1_vm_3", "dns1", vm) == tv003_says(
         "", "'sa_dns1_vm_3' carries a role or a position ('vm_3'): name it by what it is."
     )
+
+
+# ------------------------------------------------------------------------------------------ TV006 NoSecretLiterals
+# Built at run time: the repository itself carries nothing that looks like key material.
+BEGIN = "-----BEGIN "
+SECRETS = {
+    "a PEM private key": BEGIN + "EC PRIVATE KEY-----",
+    "a PEM certificate": BEGIN + "CERTIFICATE-----",
+    "an age secret key": "AGE-SECRET-" + "KEY-1" + "Q7" * 10,
+    "a Proxmox API token": "ops@pve!tf=" + "0123abcd-4567-89ef-abcd-0123456789ab",
+    "a base64-encoded PEM block": "LS0tLS1" + "CRUdJTiBDRVJU",
+    "a Kubernetes bootstrap token": "abc123." + "0123456789abcdef",
+}
+NEAR_MISSES = [
+    BEGIN + "PUBLIC KEY-----",
+    "AGE-SECRET-" + "KEY-1" + "Q" * 19,  # 19 characters: too short for a key
+    "AGE-SECRET-" + "KEY-1" + "q" * 30,  # lower case: not bech32 as age writes it
+    "ops@pve!tf=" + "not-a-uuid",
+    "ops@pve:tf=" + "0123abcd-4567-89ef-abcd-0123456789ab",  # no '!' before the token id
+    "abc123." + "0123456789abcde",  # 15 characters after the dot
+    "abc123." + "0123456789ABCDEF",  # upper case
+    "xabc123." + "0123456789abcdef",  # 7 before the dot
+    "user@example.com and a ! mark",
+]
+
+
+def tv006(document: dict[str, Any], view: View | None = None) -> list[tuple[Any, str]]:
+    view = view or View()
+    view.document = document  # type: ignore[attr-defined]
+    return failures(NoSecretLiterals(), view)
+
+
+def tv006_message(what: str, text: str) -> str:
+    return (
+        f"[TV006 NoSecretLiterals] stack 'platform-prod' contains {what} in {json.dumps(text[:60])}…: read it at "
+        f"apply time (file(), a variable or an environment variable) instead. Why: {NoSecretLiterals.why}"
+    )
+
+
+def in_a_resource(**body: Any) -> dict[str, Any]:
+    return {"resource": {"proxmox_virtual_environment_user": {"ops": body}}}
+
+
+@pytest.mark.parametrize("what", sorted(SECRETS))
+def test_tv006_each_kind_of_secret_in_any_string_is_refused_on_the_stack(what):
+    text = f"before {SECRETS[what]} after"
+    assert tv006(in_a_resource(comment=text)) == [(STACK, tv006_message(what, text))]
+    assert tv006({"output": {"o": {"value": [1, {"x": text}]}}}) == [(STACK, tv006_message(what, text))]
+
+
+def test_tv006_the_message_shows_sixty_characters_of_the_string():
+    text = SECRETS["a PEM private key"] + "x" * 100
+    [(_, message)] = tv006(in_a_resource(comment=text))
+    assert json.dumps(text[:60]) + "…" in message and json.dumps(text[:61]) not in message
+
+
+def test_tv006_a_string_holding_two_kinds_is_refused_for_each():
+    text = SECRETS["a PEM certificate"] + " " + SECRETS["a Kubernetes bootstrap token"]
+    assert tv006(in_a_resource(comment=text)) == [
+        (STACK, tv006_message("a PEM certificate", text)),
+        (STACK, tv006_message("a Kubernetes bootstrap token", text)),
+    ]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_tv006_text_that_only_looks_like_a_secret_passes(text):
+    assert tv006(in_a_resource(comment=text, description=text)) == []
+
+
+SECRET_KEYS = ["password", "token", "api_token", "client_key", "private_key", "secret", "secret_key", "access_key"]
+
+
+@pytest.mark.parametrize("key", SECRET_KEYS)
+def test_tv006_a_secret_attribute_set_to_a_literal_is_refused_with_its_path(key):
+    document = {"provider": {"p": [{"name": "x", "auth": [{key: "hunter2"}]}]}}
+    assert tv006(document) == [
+        (
+            STACK,
+            (
+                f"[TV006 NoSecretLiterals] stack 'platform-prod' sets secret attribute provider.p.0.auth.0.{key} to "
+                f"a literal: pass a reference or a variable instead. Why: {NoSecretLiterals.why}"
+            ),
+        )
+    ]
+
+
+@pytest.mark.parametrize("key", SECRET_KEYS)
+def test_tv006_a_secret_attribute_from_a_reference_empty_or_not_text_passes(key):
+    for value in ("${var.secret}", "", None, 7, {"id": "x"}, ["x"]):
+        assert tv006(in_a_resource(**{key: value})) == [], value
+    assert tv006(in_a_resource(**{f"{key}_file": "/run/secret", f"my_{key}": "x", key.upper(): "x"})) == []
+
+
+def test_tv006_a_literal_under_a_secret_key_nested_deeper_is_found():
+    found = tv006(in_a_resource(settings={"password": {"token": "t"}}))
+    assert [message.split(" to a literal")[0] for _, message in found] == [
+        (
+            "[TV006 NoSecretLiterals] stack 'platform-prod' sets secret attribute "
+            "resource.proxmox_virtual_environment_user.ops.settings.password.token"
+        )
+    ]
+
+
+def public_ca(tmp_path: Any, which: str = "ca") -> str:
+    import base64
+
+    from tests.spec_support import make_tls
+
+    return base64.b64encode(make_tls(tmp_path, host="127.0.0.9")[which].read_bytes()).decode()
+
+
+def snippet_view(ca: str | None, text: str, owned: bool = True) -> tuple[View, dict[str, Any]]:
+    from terravixens.constructs.node_env_snippet import NodeEnvSnippet
+
+    snippet = SimpleNamespace(public_ca=ca)
+    env = block("proxmox_virtual_environment_file", "sa_dns1_env", "l2/dns1/env", content=text)
+    other = block("proxmox_virtual_environment_user", "ops", "l2/ops", comment="nothing")
+    owners = {(NodeEnvSnippet, env.path): snippet} if owned else {}
+    view = View(blocks=[other, env], owners=owners, classes={NodeEnvSnippet: [snippet]})
+    return view, {"resource": {env.type: {env.logical_id: env.body}, other.type: {"ops": other.body}}}
+
+
+def test_tv006_the_public_ca_a_node_env_snippet_writes_passes_there_only(tmp_path):
+    ca = public_ca(tmp_path)
+    text = f"TV_CA={ca}\nTV_URL=https://127.0.0.9\n"
+    view, document = snippet_view(ca, text)
+    assert tv006(document, view) == []
+    # The same text in a block the snippet does not own, or with a key beside it: refused.
+    view, document = snippet_view(ca, text, owned=False)
+    assert tv006(document, view) == [(STACK, tv006_message("a base64-encoded PEM block", text))]
+    leaked = f"{text}KEY={BEGIN}EC PRIVATE KEY-----"
+    view, document = snippet_view(ca, leaked)
+    assert tv006(document, view) == [(STACK, tv006_message("a PEM private key", leaked.replace(ca, "")))]
+
+
+def test_tv006_a_snippet_whose_ca_is_not_certificates_only_is_not_an_exception(tmp_path):
+    for ca in (public_ca(tmp_path, "key"), "", None, "bm90IGEgcGVt"):
+        written = public_ca(tmp_path)
+        text = f"TV_CA={written}"
+        view, document = snippet_view(ca, text)
+        view.owners = {key: SimpleNamespace(public_ca=ca) for key in view.owners}
+        assert tv006(document, view) == [(STACK, tv006_message("a base64-encoded PEM block", text))], ca

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from terravixens.catalogue import BOOTSTRAP, MACHINE_SECRETS, NODE_VM, PROTECTED
+from terravixens.catalogue import BOOTSTRAP, MACHINE_SECRETS, NODE_APPLY, NODE_VM, PROTECTED, RESET_CAPABLE
 from terravixens.constructs.cluster_config import ClusterConfig
 from terravixens.constructs.control_plane import ControlPlane
 from terravixens.constructs.talos_node import TalosNode
@@ -20,6 +20,7 @@ from terravixens.rules import (
     BootstrapOnce,
     NoSecretLiterals,
     OddControlPlaneQuorum,
+    ResetScopedToNode,
     StableLogicalIds,
     StoragePreventDestroy,
 )
@@ -422,3 +423,157 @@ def test_tv006_a_snippet_whose_ca_is_not_certificates_only_is_not_an_exception(t
         view, document = snippet_view(ca, text)
         view.owners = {key: SimpleNamespace(public_ca=ca) for key in view.owners}
         assert tv006(document, view) == [(STACK, tv006_message("a base64-encoded PEM block", text))], ca
+
+
+# ---------------------------------------------------------------------------------------- TV002 ResetScopedToNode
+VM_WK_B = "${proxmox_virtual_environment_vm.node_wk-b_vm.id}"
+REMOTE = "${data.terraform_remote_state.cross-stack-reference-input-platform-prod.outputs.out1}"
+
+
+class CrossStackView(View):
+    outputs: dict[tuple[str, str], tuple[str, object]] = {}  # noqa: RUF012 - set per test on the instance
+
+    def cross_stack_output(self, remote_state: str, output: str) -> tuple[str, object] | None:
+        return self.outputs.get((remote_state, output))
+
+
+def tv002(*blocks: Block, outputs: dict | None = None, standalone: tuple[str, ...] = ()) -> list[tuple[Any, str]]:
+    """The blocks, each owned by the node its path names (platform-prod/<node>/...; a node in `standalone` is a
+    StandaloneVm), a path of one part owned by no node."""
+    vm_class = standalone_vm_class()
+    owners = {}
+    for found in blocks:
+        parts = found.path.split("/")
+        if len(parts) > 2 and not found.pathless:
+            kind = vm_class if parts[1] in standalone else TalosNode
+            owners[(kind, found.path)] = SimpleNamespace(node_name=parts[1])
+    view = CrossStackView(blocks=list(blocks), owners=owners)
+    view.outputs = outputs or {}
+    return failures(ResetScopedToNode(), view)
+
+
+def tv002_says(path: str, detail: str) -> tuple[str, str]:
+    return (f"construct {path}", f"[TV002 ResetScopedToNode] {detail} Why: {ResetScopedToNode.why}")
+
+
+def reads(reader: str, target: str, owner: tuple[str, str] = ("node", "wk-b"), through: str = "") -> str:
+    return (
+        f"{reader} of node 'wk-a' reads {target} of {owner[0]} {owner[1]!r}{through}: give it only cluster-level "
+        f"inputs and its own node's attributes."
+    )
+
+
+@pytest.mark.parametrize("kind_type", sorted(RESET_CAPABLE))
+def test_tv002_a_reset_capable_block_outside_every_node_is_refused(kind_type):
+    loose = block(kind_type, "loose", "platform-prod/loose")
+    said = f"{kind_type}.loose is not inside a TalosNode, StandaloneVm or StandaloneContainer"
+    fix = ": create it through one of them so that it belongs to exactly one node."
+    assert tv002(loose) == [tv002_says("platform-prod/loose", said + fix)]
+    written = Block("resource", kind_type, "loose", {}, "platform-prod", pathless=True)
+    assert tv002(written) == [
+        tv002_says("platform-prod", f"{said} (it has no construct path: a stack-level override wrote it){fix}")
+    ]
+
+
+def test_tv002_a_block_of_no_node_that_resets_nothing_passes_whatever_it_reads():
+    assert tv002(block("talos_machine_secrets", "secrets", "platform-prod/secrets", count=3, x=VM_WK_B)) == []
+
+
+def test_tv002_a_node_reads_its_own_and_cluster_level_attributes():
+    vm = block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", count=1, description="${talos_machine_secrets.s.id}")
+    apply = block(
+        NODE_APPLY,
+        "node_wk-a_apply",
+        "platform-prod/wk-a/apply",
+        node="${proxmox_virtual_environment_vm.node_wk-a_vm.ipv4_addresses}",
+        depends_on=["proxmox_virtual_environment_vm.node_wk-a_vm", "talos_machine_bootstrap.cluster_bootstrap"],
+        lifecycle={"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-a_vm.id"]},
+        count=0,
+    )
+    assert tv002(vm, apply) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"description": f"id {VM_WK_B}"},
+        {"description": '${join(",", [' + VM_WK_B[2:-1] + "])}"},
+        {"depends_on": ["proxmox_virtual_environment_vm.node_wk-b_vm"]},
+        {"depends_on": "proxmox_virtual_environment_vm.node_wk-a_vm", "tags": [VM_WK_B]},
+        {"lifecycle": {"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm.id"]}},
+        {"lifecycle": [{"replace_triggered_by": ["proxmox_virtual_environment_vm.node_wk-b_vm"]}]},
+    ],
+)
+def test_tv002_a_node_reading_another_node_is_refused_naming_both(body):
+    for kind_type in (NODE_VM, "talos_machine_configuration"):  # reset-capable or not: a read is a read
+        reader = block(kind_type, "node_wk-a_x", "platform-prod/wk-a/x", **body)
+        assert tv002(reader) == [
+            tv002_says(reader.path, reads(f"{kind_type}.node_wk-a_x", "proxmox_virtual_environment_vm.node_wk-b_vm"))
+        ]
+
+
+def test_tv002_every_other_node_read_is_said_in_order_and_a_standalone_namesake_is_another_node():
+    reader = block(
+        NODE_APPLY,
+        "node_wk-a_apply",
+        "platform-prod/wk-a/apply",
+        node="${proxmox_virtual_environment_container.sa_wk-a_ct.id} ${data.talos_x.node_cp-a_y.id}",
+        depends_on=["proxmox_virtual_environment_vm.node_wk-b_vm", "${proxmox_virtual_environment_vm.node_wk-c_vm}"],
+    )
+    assert tv002(reader) == [
+        tv002_says(reader.path, reads(f"{NODE_APPLY}.node_wk-a_apply", target, owner))
+        for target, owner in [
+            ("proxmox_virtual_environment_container.sa_wk-a_ct", ("standalone", "wk-a")),
+            ("proxmox_virtual_environment_vm.node_wk-b_vm", ("node", "wk-b")),
+            ("proxmox_virtual_environment_vm.node_wk-c_vm", ("node", "wk-c")),  # a reference in depends_on is read too
+            ("talos_x.node_cp-a_y", ("node", "cp-a")),
+        ]
+    ]
+
+
+def test_tv002_a_standalone_node_is_judged_as_its_own_node():
+    guest = block(NODE_VM, "sa_wk-a_vm", "platform-prod/wk-a/vm", description="${talos_x.node_wk-a_y.id}")
+    assert tv002(guest, standalone=("wk-a",)) == [
+        tv002_says(
+            guest.path,
+            f"{NODE_VM}.sa_wk-a_vm of standalone 'wk-a' reads talos_x.node_wk-a_y of node 'wk-a': give it only "
+            "cluster-level inputs and its own node's attributes.",
+        )
+    ]
+
+
+def test_tv002_a_read_through_another_stacks_output_is_followed():
+    reader = block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", description=f"{REMOTE} and {REMOTE}")
+    key = ("cross-stack-reference-input-platform-prod", "out1")
+    assert tv002(reader, outputs={key: ("hypervisors", VM_WK_B)}) == [
+        tv002_says(
+            reader.path,
+            reads(
+                f"{NODE_VM}.node_wk-a_vm",
+                "proxmox_virtual_environment_vm.node_wk-b_vm",
+                through=" (through stack 'hypervisors')",
+            ),
+        )
+    ]
+    assert tv002(reader, outputs={key: ("hypervisors", "${talos_x.node_wk-a_y.id} cluster")}) == []
+    assert tv002(reader) == []  # not a cross-stack reference cdktf made: nothing to follow
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shown"),
+    [("count", 2, "2"), ("count", True, "true"), ("count", "${var.n}", '"${var.n}"'), ("for_each", ["a"] * 20, None)],
+)
+def test_tv002_a_nodes_machine_counted_or_iterated_is_refused(key, value, shown):
+    shown = shown or json.dumps(value)[:60]
+    for kind_type in sorted(RESET_CAPABLE):
+        machine = block(kind_type, "node_wk-a_m", "platform-prod/wk-a/m", **{key: value})
+        assert tv002(machine) == [
+            tv002_says(
+                machine.path,
+                f"{kind_type}.node_wk-a_m of node 'wk-a' sets {key} to {shown}: one node is one machine; add a node "
+                "to the site (or a construct) for each machine instead.",
+            )
+        ]
+    both = block(NODE_VM, "node_wk-a_m", "platform-prod/wk-a/m", count=2, for_each={})
+    assert [message.split(" sets ")[1][:11] for _, message in tv002(both)] == ["count to 2:", "for_each to"]
+    assert tv002(block("talos_machine_configuration", "node_wk-a_c", "platform-prod/wk-a/c", count=2)) == []

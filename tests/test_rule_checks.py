@@ -577,3 +577,76 @@ def test_tv002_a_nodes_machine_counted_or_iterated_is_refused(key, value, shown)
     both = block(NODE_VM, "node_wk-a_m", "platform-prod/wk-a/m", count=2, for_each={})
     assert [message.split(" sets ")[1][:11] for _, message in tv002(both)] == ["count to 2:", "for_each to"]
     assert tv002(block("talos_machine_configuration", "node_wk-a_c", "platform-prod/wk-a/c", count=2)) == []
+
+
+# ---------------------------------------------------------------------------- TV007 NoTemplateSequences: its reading
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("plain text", []),
+        ("${var.x}", ["${"]),
+        ("%{if x}y%{endif}", ["%{", "%{"]),
+        ("$${literal} and %%{literal}", []),  # escapes
+        ("$$${x}", []),  # `$${` consumed first: an escape followed by `{x}`
+        ("$${x} ${y} %%{z} %{w}", ["${", "%{"]),
+        ("$ {x} % {y} {x}$ }%", []),
+        ("a${b}c%{d}e${f}", ["${", "%{", "${"]),
+    ],
+)
+def test_tv007_the_sequences_terraform_would_evaluate_left_to_right(text, found):
+    from terravixens.rules.no_template_sequences import unescaped
+
+    assert unescaped(text) == found
+
+
+def test_tv007_cdktfs_token_encodings_are_not_text():
+    from terravixens.rules.no_template_sequences import _text_sequences
+
+    assert _text_sequences("${TfToken[TOKEN.12]} and ${TfToken[TOKEN.3]}") == ()
+    assert _text_sequences("${TfToken[TOKEN.12]}${x}") == ("${",)
+    assert _text_sequences("${TfToken[TOKEN.x]}") == ("${",)  # not an encoding cdktf writes
+
+
+def test_tv007_every_string_is_found_with_its_path_keys_included_in_document_order():
+    from terravixens.rules.no_template_sequences import _strings
+
+    value = {"a": "x", "b": [1, "y", {"c": None, "d": ["z"]}], 3: "w", "e": {}}
+    assert _strings(value, ("root",)) == [
+        (("root", "a"), "a"),
+        (("root", "a"), "x"),
+        (("root", "b"), "b"),
+        (("root", "b", 1), "y"),
+        (("root", "b", 2, "c"), "c"),
+        (("root", "b", 2, "d"), "d"),
+        (("root", "b", 2, "d", 0), "z"),
+        (("root", 3), "w"),
+        (("root", "e"), "e"),
+    ]
+    assert _strings("alone") == [((), "alone")]
+
+
+def test_tv007_import_blocks_are_read_by_the_address_they_import_to():
+    from terravixens.rules.no_template_sequences import _imports
+
+    first, second = {"to": "a.b", "id": "1"}, {"to": "a.b", "id": "${x}"}
+    document = {"import": [first, {"to": 3}, "text", {"id": "x"}, second, {"to": "c.d", "id": "2"}]}
+    assert _imports(document) == {"a.b": [first, second], "c.d": [{"to": "c.d", "id": "2"}]}
+    assert _imports({}) == _imports({"import": None}) == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "cdktfs"),
+    [
+        (("data", "terraform_remote_state", "cross", "workspace"), "${terraform.workspace}", True),
+        (("data", "terraform_remote_state", "cross", "workspace"), "${terraform.workspace} ", False),
+        (("data", "terraform_remote_state", "cross", "config"), "${terraform.workspace}", False),
+        (("data", "terraform_remote_state", "cross", "workspace", 0), "${terraform.workspace}", False),
+        (("resource", "terraform_remote_state", "cross", "workspace"), "${terraform.workspace}", False),
+        (("data", "other", "cross", "workspace"), "${terraform.workspace}", False),
+        (("data", "terraform_remote_state", "cross"), "${terraform.workspace}", False),
+    ],
+)
+def test_tv007_only_the_workspace_cdktf_writes_into_a_remote_state_is_cdktfs(path, value, cdktfs):
+    from terravixens.rules.no_template_sequences import _cdktf_workspace
+
+    assert _cdktf_workspace(path, value) is cdktfs

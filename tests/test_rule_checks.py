@@ -650,3 +650,71 @@ def test_tv007_only_the_workspace_cdktf_writes_into_a_remote_state_is_cdktfs(pat
     from terravixens.rules.no_template_sequences import _cdktf_workspace
 
     assert _cdktf_workspace(path, value) is cdktfs
+
+
+# ------------------------------------------------------------------- stack-level overrides as the rules read them
+class Stack:
+    """A stack's add_override as cdktf's: it merges the override (here: keeps it)."""
+
+    def __init__(self) -> None:
+        self.merged: list[tuple[str, Any]] = []
+
+    def add_override(self, path: str, value: Any) -> None:
+        self.merged.append((path, value))
+
+
+def test_a_stack_records_its_overrides_from_then_on_and_each_is_still_merged():
+    from terravixens.rules.overrides import record, stack_overrides
+
+    stack = Stack()
+    stack.add_override("before", 0)
+    assert stack_overrides(stack) == []  # type: ignore[arg-type]
+    record(stack)  # type: ignore[arg-type]
+    record(stack)  # type: ignore[arg-type]  # idempotent: each override recorded once
+    stack.add_override("resource.a.b.x", "${var.y}")
+    stack.add_override("locals", {"l": [1]})
+    assert stack_overrides(stack) == [("resource.a.b.x", "${var.y}"), ("locals", {"l": [1]})]  # type: ignore[arg-type]
+    assert stack.merged == [("before", 0), ("resource.a.b.x", "${var.y}"), ("locals", {"l": [1]})]
+    assert stack_overrides(Stack()) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "written"),
+    [
+        ("resource.t.id", {"//": {"metadata": {"path": "x"}}, "a": 1}, {("resource", "t", "id")}),
+        ("resource.t.id.//", {"metadata": {}}, {("resource", "t", "id")}),
+        ("data.t", {"id": {"//": {}}, "other": {"a": 1}}, {("data", "t", "id")}),
+        (
+            "resource",
+            {"t": {"id": {"//": {}}}, "u": {"v": {"//": 1}}},
+            {("resource", "t", "id"), ("resource", "u", "v")},
+        ),
+        ("resource.t.id.a", {"//": {}}, set()),  # an attribute's value, not a block's metadata
+        ("output.o", {"//": {}}, set()),
+        ("resource.t.id", {"a": 1}, set()),
+        ("resource", {"t": ["id"], "u": {"v": "text"}}, set()),
+        ("resource", "text", set()),
+    ],
+)
+def test_a_recorded_override_that_writes_a_blocks_metadata_is_found(path, value, written):
+    from terravixens.rules.overrides import metadata_written, record
+
+    stack = Stack()
+    record(stack)  # type: ignore[arg-type]
+    stack.add_override("locals.l", {"//": {}})  # not a block
+    stack.add_override(path, value)
+    assert metadata_written(stack) == written  # type: ignore[arg-type]
+
+
+def test_top_level_keys_listed_in_the_metadata_that_no_recorded_override_explains():
+    from terravixens.rules.overrides import record, unrecorded_keys
+
+    stack = Stack()
+    record(stack)  # type: ignore[arg-type]
+    stack.add_override("resource.a.b.x", 1)
+    stack.add_override("locals", {})
+    listed = {"//": {"metadata": {"overrides": {"stack": ["resource", "terraform", "locals", "output"]}}}}
+    assert unrecorded_keys(stack, listed) == ["terraform", "output"]  # type: ignore[arg-type]
+    for document in ({}, {"//": None}, {"//": {"metadata": None}}, {"//": {"metadata": {"overrides": {}}}}):
+        assert unrecorded_keys(stack, document) == []  # type: ignore[arg-type]
+    assert unrecorded_keys(Stack(), listed) == ["resource", "terraform", "locals", "output"]  # type: ignore[arg-type]

@@ -670,8 +670,8 @@ def test_a_stack_records_its_overrides_from_then_on_and_each_is_still_merged():
     stack.add_override("before", 0)
     assert stack_overrides(stack) == []  # type: ignore[arg-type]
     record(stack)  # type: ignore[arg-type]
-    record(stack)  # type: ignore[arg-type]  # idempotent: each override recorded once
     stack.add_override("resource.a.b.x", "${var.y}")
+    record(stack)  # type: ignore[arg-type]  # idempotent: what was recorded stays, each override recorded once
     stack.add_override("locals", {"l": [1]})
     assert stack_overrides(stack) == [("resource.a.b.x", "${var.y}"), ("locals", {"l": [1]})]  # type: ignore[arg-type]
     assert stack.merged == [("before", 0), ("resource.a.b.x", "${var.y}"), ("locals", {"l": [1]})]

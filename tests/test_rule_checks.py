@@ -718,3 +718,21 @@ def test_top_level_keys_listed_in_the_metadata_that_no_recorded_override_explain
     for document in ({}, {"//": None}, {"//": {"metadata": None}}, {"//": {"metadata": {"overrides": {}}}}):
         assert unrecorded_keys(stack, document) == []  # type: ignore[arg-type]
     assert unrecorded_keys(Stack(), listed) == ["resource", "terraform", "locals", "output"]  # type: ignore[arg-type]
+
+
+def test_tv003_every_block_is_judged_after_one_it_refuses():
+    blocks = [
+        block(NODE_VM, "vm_0A1B2C3D", "platform-prod/loose"),
+        block(NODE_VM, "node_wk-b_vm", "platform-prod/wk-a/vm"),
+        block(NODE_VM, "node_wk-a_vm_1", "platform-prod/wk-a/vm1"),
+    ]
+    owners = {(TalosNode, found.path): SimpleNamespace(node_name="wk-a") for found in blocks[1:]}
+    found = failures(StableLogicalIds(), View(blocks=blocks, owners=owners))
+    assert [(where, message.split(": ")[0].split(" but ")[0]) for where, message in found] == [
+        ("construct platform-prod/loose", "[TV003 StableLogicalIds] 'vm_0A1B2C3D' is cdktf's path-derived id"),
+        ("construct platform-prod/wk-a/vm", "[TV003 StableLogicalIds] 'node_wk-b_vm' belongs to node 'wk-a'"),
+        (
+            "construct platform-prod/wk-a/vm1",
+            "[TV003 StableLogicalIds] 'node_wk-a_vm_1' carries a role or a position ('vm_1')",
+        ),
+    ]

@@ -491,6 +491,10 @@ def test_tv002_a_node_reads_its_own_and_cluster_level_attributes():
         count=0,
     )
     assert tv002(vm, apply) == []
+    # What is not an address in depends_on or replace_triggered_by (an override may write anything) names nothing.
+    odd = block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", depends_on=[None, 7, {"a": "b"}, ["node_wk-b_vm"]])
+    assert tv002(odd) == []
+    assert tv002(block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", lifecycle={"replace_triggered_by": [3]})) == []
 
 
 @pytest.mark.parametrize(

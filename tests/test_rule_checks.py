@@ -495,6 +495,9 @@ def test_tv002_a_node_reads_its_own_and_cluster_level_attributes():
     odd = block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", depends_on=[None, 7, {"a": "b"}, ["node_wk-b_vm"]])
     assert tv002(odd) == []
     assert tv002(block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", lifecycle={"replace_triggered_by": [3]})) == []
+    # A string holding an expression is read as Terraform reads any string: only inside `${…}`.
+    text = "${proxmox_virtual_environment_vm.node_wk-a_vm.id} proxmox_virtual_environment_vm.node_wk-b_vm"
+    assert tv002(block(NODE_VM, "node_wk-a_vm", "platform-prod/wk-a/vm", depends_on=[text])) == []
 
 
 @pytest.mark.parametrize(
@@ -581,6 +584,8 @@ def test_tv002_a_nodes_machine_counted_or_iterated_is_refused(key, value, shown)
     both = block(NODE_VM, "node_wk-a_m", "platform-prod/wk-a/m", count=2, for_each={})
     assert [message.split(" sets ")[1][:11] for _, message in tv002(both)] == ["count to 2:", "for_each to"]
     assert tv002(block("talos_machine_configuration", "node_wk-a_c", "platform-prod/wk-a/c", count=2)) == []
+    counted_once = block(NODE_VM, "node_wk-a_m", "platform-prod/wk-a/m", count=1, for_each={})
+    assert [message.split(" sets ")[1][:11] for _, message in tv002(counted_once)] == ["for_each to"]
 
 
 # ---------------------------------------------------------------------------- TV007 NoTemplateSequences: its reading

@@ -6,6 +6,7 @@ stacks, through cdktf). Cheap enough to run first for every mutant of terravixen
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -48,6 +49,8 @@ class View:
         return self.owners.get((kind, block.path))
 
     def of_class(self, kind: type) -> list[Any]:
+        if not isinstance(kind, type | tuple):
+            raise TypeError("isinstance() arg 2 must be a type, a tuple of types, or a union")  # as StackView's
         return self.classes.get(kind, [])
 
     def construct_at(self, path: str) -> str:
@@ -745,3 +748,10 @@ def test_tv003_every_block_is_judged_after_one_it_refuses():
             "[TV003 StableLogicalIds] 'node_wk-a_vm_1' carries a role or a position ('vm_1')",
         ),
     ]
+
+
+def test_tv006_judges_a_stack_of_an_app_that_never_imported_the_node_env_snippet(monkeypatch):
+    """No NodeEnvSnippet class loaded (a library user's app without standalone nodes): no exception to look for."""
+    monkeypatch.delitem(sys.modules, "terravixens.constructs.node_env_snippet", raising=False)
+    text = SECRETS["a PEM certificate"]
+    assert tv006(in_a_resource(comment=text)) == [(STACK, tv006_message("a PEM certificate", text))]

@@ -90,3 +90,26 @@ def test_a_block_no_construct_wrote_belongs_to_the_stack(example_site, tmp_path)
         if not block.pathless:
             element, _ = view.element_of(block)
             assert element is view.construct_at(block.path), block.address
+
+
+def test_a_block_written_from_python_gets_its_element_when_the_view_first_asks_for_its_construct(
+    example_site, tmp_path
+):
+    """construct_at on a fresh view: the element of a VM written from Python is created first (then every such block
+    has one), and the view's elements are read again and count it; a path of another stack is refused by name."""
+    from cdktf import TerraformResource
+
+    app = build_app(example_site, str(tmp_path))
+    stack = app.node.find_child("platform-prod")
+    stack.prepare_stack()
+    view = StackView(stack)
+    path = "platform-prod/cp-a/vm"
+    written = [block for block in view.blocks if block.path == path]
+    assert [view.python_block(block) is not None for block in written] == [True]  # no element yet
+    before = list(view.current_block_elements)
+    vm = view.construct_at(path)
+    assert isinstance(vm, TerraformResource) and vm.node.path == path and vm not in before
+    assert vm in view.current_block_elements and len(view.current_block_elements) > len(before)
+    assert view.element_of(written[0])[0] is vm
+    with pytest.raises(LookupError, match=r"^'hypervisors/pve1' is not a construct path of stack 'platform-prod'$"):
+        view.construct_at("hypervisors/pve1")

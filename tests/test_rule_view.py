@@ -111,5 +111,8 @@ def test_a_block_written_from_python_gets_its_element_when_the_view_first_asks_f
     assert isinstance(vm, TerraformResource) and vm.node.path == path and vm not in before
     assert vm in view.current_block_elements and len(view.current_block_elements) > len(before)
     assert view.element_of(written[0])[0] is vm
+    # Each construct on the way down is remembered at its path.
+    assert (view.path_of(vm), view.path_of(vm.node.scope)) == (path, "platform-prod/cp-a")
+    assert view.construct_at("platform-prod/cp-a") is vm.node.scope
     with pytest.raises(LookupError, match=r"^'hypervisors/pve1' is not a construct path of stack 'platform-prod'$"):
         view.construct_at("hypervisors/pve1")

@@ -51,6 +51,7 @@ def test_recorded_locations_give_cdktfs_paths(views):
     assert len(owners) == 6
     for owner in owners:
         assert view.path_of(owner) == owner.node.path
+        assert view.path_of(owner) == owner.node.path  # remembered as computed
 
 
 def test_a_slash_in_an_id_is_written_as_cdktf_writes_it(example_site, tmp_path):

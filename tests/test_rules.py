@@ -490,6 +490,18 @@ def test_tv007_text_in_an_import_id(app):
     ) in errors
 
 
+def test_tv007_a_directive_in_a_function_argument_of_an_import_id(app):
+    """cdktf does not escape `%{` inside a function's argument: found in the resolved import block, under its path."""
+    from cdktf import Fn
+
+    stack = _user_stack(app)
+    stack.node.find_child("user").import_from(Fn.lower("ops@pve %{ if true }x%{ endif }"))
+    assert (
+        "[TV007 NoTemplateSequences] proxmox_virtual_environment_user.ops import.0.id: "
+        "'${lower(\"ops@pve %{ if true }x%{ endif }\")}' holds '%{'"
+    ) in synth_errors(app)
+
+
 def test_tv007_text_in_a_variable_validation_message(app):
     """A variable's default is read literally, but its validation's error_message is a template Terraform evaluates
     when the condition fails (file() included)."""

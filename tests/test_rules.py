@@ -478,6 +478,22 @@ def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     assert errors.count("[TV007") == 1  # the other nodes, the cluster and the VM carry none
 
 
+def test_tv007_text_in_a_block_written_from_python(example_site, tmp_path):
+    """In build_app's stacks a node's apply is written from Python (ADR 0057): text there is found, and the error
+    goes to the element made for it, at the node."""
+    from terravixens.stacks import build_app
+
+    site = example_site.model_copy(deep=True)
+    worker = site.clusters["prod"].workers["wk-a"]
+    site.clusters["prod"].workers["wk-a"] = worker.model_construct(**{**dict(worker), "labels": {"pool": ENVIRON}})
+    errors = synth_errors(build_app(site, str(tmp_path)))
+    assert (
+        "[platform-prod/wk-a/apply] [TV007 NoTemplateSequences] talos_machine_configuration_apply.node_wk-a_apply "
+        "config_patches.0: "
+    ) in errors
+    assert errors.count("[TV007") == 1
+
+
 def test_tv007_text_in_an_import_id(app):
     """An import block's id is an expression: Terraform evaluates a template in it at plan time, so text there is
     judged although the resource's own block carries no sequence."""

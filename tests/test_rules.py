@@ -607,6 +607,15 @@ def test_tv007_text_in_a_stack_level_override(app, platform):
     assert errors.count("[TV007") == 2
 
 
+def test_tv007_a_stack_level_override_under_a_secret_key_is_not_shown(app, platform):
+    """Each part of the override's path is a key: one that looks secret hides the value, as in a site file."""
+    platform.add_override("resource.proxmox_virtual_environment_vm.node_cp-a_vm.key", f"hunter2 {ENVIRON}")
+    assert (
+        "override resource.proxmox_virtual_environment_vm.node_cp-a_vm.key: (value hidden: the key looks like it "
+        "holds a secret) holds '${'"
+    ) in synth_errors(app)
+
+
 def test_tv007_a_reference_or_an_escape_in_a_stack_level_override_passes(app):
     stack = _user_stack(app)
     user = stack.node.find_child("user")

@@ -638,6 +638,11 @@ def test_tv007_a_stack_level_override_it_did_not_see_being_added(app):
         "references. Add them after apply_rules(stack) (a terravixens stack records from its creation), or set "
         "them on the element (element.add_override)."
     ) in errors
+    other = App(outdir=str(app.outdir) + "-two")
+    stack = _user_stack(other)
+    jsii.invoke(stack, "addOverride", ["resource.proxmox_virtual_environment_user.ops.comment", "x"])
+    jsii.invoke(stack, "addOverride", ["locals.l", "x"])
+    assert "has stack-level overrides under 'resource', 'locals' that were not" in synth_errors(other)
 
 
 def test_tv002_a_reset_capable_block_added_by_a_stack_level_override(app, platform):

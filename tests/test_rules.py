@@ -541,6 +541,12 @@ def test_tv007_text_in_a_variable_validation_message(app):
         "[TV007 NoTemplateSequences] users/size variable.size.validation.0.error_message: "
         "'size ${file(\"/proc/self/environ\")}' holds '${', which Terraform would evaluate as a template"
     ) in errors
+    directive = App(outdir=str(app.outdir) + "-directive")
+    stack = _user_stack(directive)
+    message = "size %{ if true }big%{ endif }"
+    check = TerraformVariableValidationConfig(condition='${var.size != ""}', error_message=message)
+    pin(TerraformVariable(stack, "size", type="string", validation=[check]), "size")
+    assert f"users/size variable.size.validation.0.error_message: {message!r} holds '%{{'" in synth_errors(directive)
 
 
 def test_tv007_a_reference_in_a_variable_validation_message_passes(app):

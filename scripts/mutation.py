@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -45,8 +46,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "tests" / "mutation_survivors.txt"
 KILLS = ROOT / "mutants" / "mutation-kills.tsv"  # mutant, the test that failed, its phase (tests/mutation_plugin.py)
+COST = ROOT / "mutants" / "mutation-cost.tsv"  # mutant, CPU seconds of its fork, of its kernel (Node.js)
+MYPY = ROOT / "mutants" / "mutation-mypy.txt"  # mutants mypy caught (the project's lint rejects them)
 SKIPPED = ROOT / "mutants" / "mutation-equivalents.txt"  # recorded equivalents this run did not run again
 TARGET = 0.90
+REUSE = 20  # forks (mutants) one jsii kernel serves before it is replaced (tests/mutation_fork.py, KernelPool)
 # Module (as the score is printed) -> the files it holds (prefixes of paths under the repository).
 MODULES = {
     "terravixens/talos/": ("terravixens/talos/",),
@@ -122,9 +126,23 @@ DESELECT = (
     "not test_cli_",
 )
 LINKED = ("tools", "node_modules")  # what the tests call from the repository, linked into mutants/
-KILLED = {"killed", "timeout", "segfault"}  # the tests told the mutant from the original (a hang or a crash counts)
+KILLED = {
+    "killed",
+    "timeout",
+    "segfault",
+    "mypy",
+}  # the tests told the mutant from the original (a hang or a crash counts)
 UNCHECKED = {"not checked", "skipped"}  # a run stopped before them: neither killed nor survived
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout"}
+STATUS = {
+    1: "killed",
+    3: "killed",
+    37: "mypy",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "timeout",
+}
 STATUS.update({-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault", -9: "segfault"})
 
 
@@ -167,6 +185,7 @@ def environment() -> dict[str, str]:
     env.setdefault("JSII_NODE", str(ROOT / "node_modules" / ".bin" / "node"))
     env.setdefault("NODE_OPTIONS", "--disable-warning=DEP0044")
     env["TV_MUTATION_KILLS"] = str(KILLS)
+    env["TV_MUTATION_COST"] = str(COST)
     return env
 
 
@@ -270,7 +289,100 @@ def _judges_first(mutant: str, tests: list[str]) -> list[str]:
     return sorted(tests, key=key)
 
 
-def engine(names: list[str], max_children: int, recheck: bool) -> None:
+def _function_spans(path: Path) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of every mutant's and original's copy in a file of mutants/ (ast: milliseconds,
+    where libcst takes minutes on the guard's files)."""
+    import ast
+
+    return [
+        (node.name, node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef)
+        and node.name.rpartition("__mutmut_")[2].isdigit() | node.name.endswith(ORIG)
+    ]
+
+
+ORIG = "__mutmut_orig"
+
+
+def rejected_by_mypy(directory: Path, command: list[str]) -> dict[str, tuple[str, int, int, str]]:
+    """Mutant -> (file, first and last line of its copy, the error) for every mutant the type checker rejects: run
+    once over directory (mutants/), a mutant is rejected when its copy of the function has an error (message) that the
+    original's copy, in the same file and class, does not have. mutmut's own filter would stop at the errors of its
+    trampolines (unused `type: ignore`s) and count errors the original shares."""
+    from mutmut.type_checking import run_type_checker
+    from mutmut.utils.format_utils import get_mutant_name
+
+    here = Path.cwd()
+    os.chdir(directory)
+    try:
+        by_file: dict[Path, list[Any]] = defaultdict(list)
+        for error in run_type_checker(command):
+            by_file[error.file_path].append(error)
+        rejected = {}
+        for path, errors in by_file.items():
+            spans = {name: (start, end) for name, start, end in _function_spans(path)}
+            copies: dict[str, Counter] = defaultdict(Counter)
+            for error in errors:
+                name = next((n for n, (start, end) in spans.items() if start <= error.line_number <= end), None)
+                if name is not None:
+                    copies[name][re.sub(r"__mutmut_\w+", "", error.error_description)] += 1
+            for name, messages in copies.items():
+                new = messages - copies.get(name.rpartition("__mutmut_")[0] + ORIG, Counter())
+                if not name.endswith(ORIG) and new:
+                    relative = path.relative_to(Path.cwd())
+                    rejected[get_mutant_name(relative, name)] = (str(relative), *spans[name], next(iter(new)))
+    finally:
+        os.chdir(here)
+    return rejected
+
+
+def caught_by_mypy() -> dict[str, Any]:
+    """mutmut's filter_mutants_with_type_checker, as rejected_by_mypy decides: mutmut records each caught mutant
+    (exit code 37) instead of running its tests; the names are kept in mutants/mutation-mypy.txt."""
+    from mutmut.configuration import config
+    from mutmut.mutation.file_mutation import FailedTypeCheckMutant, MutatedMethodLocation
+    from mutmut.type_checking import TypeCheckingError
+
+    started, cpu = time.perf_counter(), _children_seconds()
+    rejected = rejected_by_mypy(ROOT / "mutants", config().type_check_command)
+    caught = {}
+    for name, (path, start, end, message) in rejected.items():
+        function = name.rsplit(".", 1)[-1]
+        location = MutatedMethodLocation(Path(path), function, line_number_start=start, line_number_end=end)
+        error = TypeCheckingError(file_path=Path(path), line_number=start, error_description=message)
+        caught[name] = FailedTypeCheckMutant(method_location=location, name=name, error=error)
+    MYPY.write_text("".join(f"{name}\n" for name in sorted(caught)))
+    print(
+        f"    mypy: {len(caught)} mutants rejected, in {time.perf_counter() - started:.0f} s wall, "
+        f"{_children_seconds() - cpu:.0f} s CPU"
+    )
+    return caught
+
+
+def _no_tests_but_mypy() -> None:
+    """mutmut decides "no tests" before it asks the type checker: a mutant no test reaches that mypy rejects is
+    caught all the same."""
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.utils.file_utils import walk_mutatable_files
+
+    caught = set(MYPY.read_text().split()) if MYPY.exists() else set()
+    for path in walk_mutatable_files():
+        data = SourceFileMutationData(path=path)
+        data.load()
+        names = [name for name, code in data.exit_code_by_key.items() if code in (5, 33) and name in caught]
+        for name in names:
+            data.exit_code_by_key[name] = 37
+        if names:
+            data.save()
+
+
+def _children_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def engine(names: list[str], max_children: int, recheck: bool, reuse: int) -> None:
     import mutmut.__main__ as mutmut_main
     from mutmut.configuration import config
     from mutmut.runners.harness import PytestRunner
@@ -290,9 +402,49 @@ def engine(names: list[str], max_children: int, recheck: bool) -> None:
         collect_or_load_stats(runner, **kwargs)
         _restrict_to_judges()
 
+    pools: list[Any] = []
+
+    def kernels() -> Any:
+        """The KernelPool, made on first use: after mutmut put mutants/ first on sys.path, so tests.mutation_fork is
+        the module pytest loads with -p (mutants/tests/mutation_fork.py)."""
+        if not pools:
+            from tests import mutation_fork
+
+            pools.append(mutation_fork.KernelPool(reuse))
+        return pools[0]
+
     def clean_tests_in_a_fork(self: isolation.ForkRunner, tests: object) -> int:
-        """The unmutated tests in a fork, as a mutant runs: a failure of the fork's own would count as a kill."""
-        return isolation.run_in_fork(self.test_runner.run_tests, mutant_name=None, tests=tests)
+        """The unmutated tests in a fork on a lent kernel, as a mutant runs: a failure of the fork's own would count
+        as a kill."""
+        if reuse:
+            kernels().lend("(clean)")
+        try:
+            code = isolation.run_in_fork(self.test_runner.run_tests, mutant_name=None, tests=tests)
+        finally:
+            kernels().forked() if reuse else None
+        if reuse:
+            kernels().back("(clean)", code)
+        return code
+
+    submit = isolation.ForkRunner.submit
+    wait_for_result = isolation.ForkRunner.wait_for_result
+
+    def submit_on_a_lent_kernel(
+        self: isolation.ForkRunner, mutant_name: str, tests: list[str], cpu_time_limit: int, estimated_time: float
+    ) -> None:
+        if not tests:  # mutmut forks nothing
+            return submit(self, mutant_name, tests, cpu_time_limit, estimated_time)
+        kernels().lend(mutant_name)
+        try:
+            submit(self, mutant_name, tests, cpu_time_limit, estimated_time)
+        finally:
+            kernels().forked()
+
+    def take_the_kernel_back(self: isolation.ForkRunner, timeout: float | None = None) -> isolation.MutantResult:
+        result = wait_for_result(self, timeout)
+        if result.mutant_name in kernels().lent:
+            kernels().back(result.mutant_name, result.exit_code)
+        return result
 
     run_tests = PytestRunner.run_tests
 
@@ -305,10 +457,20 @@ def engine(names: list[str], max_children: int, recheck: bool) -> None:
         if not (ROOT / "mutants" / name).exists():
             (ROOT / "mutants" / name).symlink_to(ROOT / name)
     mutmut_main.create_mutants = create
+    mutmut_main.filter_mutants_with_type_checker = caught_by_mypy
     PytestRunner.run_tests = run_judges_first  # type: ignore[method-assign]
     mutmut_main.collect_or_load_stats = collect
     isolation.ForkRunner.run_clean_tests = clean_tests_in_a_fork  # type: ignore[method-assign]
-    mutmut_main._run(names, max_children)
+    if reuse:
+        isolation.ForkRunner.submit = submit_on_a_lent_kernel  # type: ignore[method-assign]
+        isolation.ForkRunner.wait_for_result = take_the_kernel_back  # type: ignore[method-assign]
+    try:
+        mutmut_main._run(names, max_children)
+        _no_tests_but_mypy()
+    finally:
+        for pool in pools:
+            print(f"kernels: {pool.started} started for forks, each lent to {reuse} at most; {pool.stopped} stopped")
+            pool.close()
 
 
 # --- the report -------------------------------------------------------------------------------------------------
@@ -454,6 +616,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keep", action="store_true", help="reuse mutants/ (mutmut's results of unchanged code)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--reuse",
+        type=int,
+        default=REUSE,
+        help=f"forks a kernel serves before it is replaced (default {REUSE}; 0: a new Node.js process per fork)",
+    )
     parser.add_argument("--recheck", action="store_true", help="run the mutants recorded as equivalent again")
     parser.add_argument("--report-only", action="store_true", help="report the last run in mutants/ again")
     parser.add_argument(
@@ -470,7 +638,7 @@ def main() -> None:
         os.environ["TV_MUTATION_MODULE"] = args.module
         args.mutants = args.mutants or module_globs(args.module)
     if args.engine:
-        engine(args.mutants, args.max_children, args.recheck)
+        engine(args.mutants, args.max_children, args.recheck, args.reuse)
         return
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -478,6 +646,7 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(ROOT / "mutants", ignore_errors=True)
         command = [sys.executable, __file__, "--engine", "--max-children", str(args.max_children)]
+        command += ["--reuse", str(args.reuse)]
         command += ["--recheck"] * args.recheck + args.mutants
         (ROOT / "mutants").mkdir(exist_ok=True)
         with (ROOT / "mutants" / "mutmut.log").open("a") as log:

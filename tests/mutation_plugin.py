@@ -130,3 +130,16 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     with open(path, "a") as out:  # one short line per write: appends from concurrent forks do not interleave
         out.write(f"{mutant}\t{report.nodeid}\t{report.when}\n")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A mutant's cost: CPU seconds of this fork and of its kernel (Node.js), appended to $TV_MUTATION_COST."""
+    path = os.environ.get("TV_MUTATION_COST")
+    mutant = _under_test()
+    if not path or mutant in NOT_A_MUTANT:
+        return
+    from tests.mutation_fork import kernel_seconds
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(path, "a") as out:
+        out.write(f"{mutant}\t{usage.ru_utime + usage.ru_stime:.3f}\t{kernel_seconds():.3f}\n")

@@ -33,6 +33,7 @@ import platform
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -508,8 +509,26 @@ def killers(found: list[Mutant]) -> dict[str, Counter]:
                 seen.add(name)
                 by_module[module_of(paths[name])][test.split("::")[0]] += 1
     for mutant in found:
-        if mutant.status in KILLED and mutant.name not in seen:
+        if mutant.status == "mypy":
+            by_module[module_of(mutant.path)]["mypy (make lint)"] += 1
+        elif mutant.status in KILLED and mutant.name not in seen:
             by_module[module_of(mutant.path)][f"({mutant.status}: no test failed first)"] += 1
+    return by_module
+
+
+def costs(found: list[Mutant]) -> dict[str, list[float]]:
+    """Module -> CPU seconds of each mutant its tests ran for this run (its fork and its kernel, from
+    tests/mutation_plugin.py's record; a fork ended by a signal records nothing)."""
+    paths = {m.name: m.path for m in found}
+    last: dict[str, float] = {}  # a mutant run again (--keep and its name): its last run
+    if COST.exists():
+        for line in COST.read_text().splitlines():
+            name, fork, kernel = line.split("\t")
+            if name in paths:
+                last[name] = float(fork) + float(kernel)
+    by_module: dict[str, list[float]] = defaultdict(list)
+    for name, seconds in last.items():
+        by_module[module_of(paths[name])].append(seconds)
     return by_module
 
 
@@ -569,6 +588,12 @@ def report(
     )
     if not_rerun:
         print(f"({len(not_rerun & equivalent)} of the equivalents recorded before, not run again: --recheck runs them)")
+    print("\nCPU per mutant whose tests ran (its fork and its jsii kernel): median, mean, total")
+    for name, seconds in costs(found).items():
+        print(
+            f"  {name}: {statistics.median(seconds):.2f} s, {statistics.mean(seconds):.2f} s, "
+            f"{sum(seconds) / 60:.1f} min ({len(seconds)} mutants)"
+        )
     print("\nkilled first by (test file: mutants):")
     for module, counts in killers(found).items():
         print(f"  {module}: " + ", ".join(f"{test} {count}" for test, count in counts.most_common()))

@@ -304,6 +304,7 @@ def _function_spans(path: Path) -> list[tuple[str, int, int]]:
 
 
 ORIG = "__mutmut_orig"
+SUMMARY: list[str] = []  # what the engine measured, for mutants/mutmut.log
 
 
 def rejected_by_mypy(directory: Path, command: list[str]) -> dict[str, tuple[str, int, int, str]]:
@@ -354,8 +355,8 @@ def caught_by_mypy() -> dict[str, Any]:
         error = TypeCheckingError(file_path=Path(path), line_number=start, error_description=message)
         caught[name] = FailedTypeCheckMutant(method_location=location, name=name, error=error)
     MYPY.write_text("".join(f"{name}\n" for name in sorted(caught)))
-    print(
-        f"    mypy: {len(caught)} mutants rejected, in {time.perf_counter() - started:.0f} s wall, "
+    SUMMARY.append(  # printed after mutmut's run: its spinner swallows what is printed while it turns
+        f"mypy: {len(caught)} mutants rejected, in {time.perf_counter() - started:.0f} s wall, "
         f"{_children_seconds() - cpu:.0f} s CPU"
     )
     return caught
@@ -469,8 +470,12 @@ def engine(names: list[str], max_children: int, recheck: bool, reuse: int) -> No
         mutmut_main._run(names, max_children)
         _no_tests_but_mypy()
     finally:
+        print("\n".join(SUMMARY))
         for pool in pools:
-            print(f"kernels: {pool.started} started for forks, each lent to {reuse} at most; {pool.stopped} stopped")
+            print(
+                f"kernels: {pool.started} started for forks ({pool.start_seconds:.1f} s CPU to start and load), "
+                f"each lent to {reuse} forks at most; {pool.stopped} stopped"
+            )
             pool.close()
 
 

@@ -75,11 +75,16 @@ class KernelPool:
         self.free: list[tuple[_NodeProcess, int]] = []  # kernel, forks it served
         self.lent: dict[str, tuple[_NodeProcess, int]] = {}  # what the fork runs (a mutant) -> its kernel
         self.started = self.stopped = 0
+        self.start_seconds = 0.0  # CPU seconds the started kernels took to start and load the assemblies
 
     def lend(self, key: str) -> None:
         """Before a fork: the next forked process takes a free kernel (a new one if none is free)."""
-        kernel, served = self.free.pop() if self.free else (start_kernel(assemblies()), 0)
-        self.started += served == 0
+        if self.free:
+            kernel, served = self.free.pop()
+        else:
+            kernel, served = start_kernel(assemblies()), 0
+            self.started += 1
+            self.start_seconds += process_tree_seconds(kernel._process.pid)
         self.lent[key] = (kernel, served + 1)
         _handed[:] = [kernel]
 

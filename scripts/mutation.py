@@ -503,21 +503,24 @@ def record(found: list[Mutant]) -> None:
 
 
 def killers(found: list[Mutant]) -> dict[str, Counter]:
-    """Module -> test file -> mutants its tests killed first (from tests/mutation_plugin.py's record)."""
-    by_module: dict[str, Counter] = defaultdict(Counter)
-    paths = {m.name: m.path for m in found if m.status in KILLED}
-    seen = set()
+    """Module -> what killed its mutants first: the test file whose test failed first (tests/mutation_plugin.py's
+    record; a mutant run again with --keep and its name: its last run), mypy, or a timeout or crash."""
+    last: dict[str, str] = {}
     if KILLS.exists():
         for line in KILLS.read_text().splitlines():
             name, test, _ = line.split("\t")
-            if name in paths and name not in seen:
-                seen.add(name)
-                by_module[module_of(paths[name])][test.split("::")[0]] += 1
+            last[name] = test.split("::")[0]
+    by_module: dict[str, Counter] = defaultdict(Counter)
     for mutant in found:
         if mutant.status == "mypy":
-            by_module[module_of(mutant.path)]["mypy (make lint)"] += 1
-        elif mutant.status in KILLED and mutant.name not in seen:
-            by_module[module_of(mutant.path)][f"({mutant.status}: no test failed first)"] += 1
+            label = "mypy (make lint)"
+        elif mutant.status == "killed" and mutant.name in last:
+            label = last[mutant.name]
+        elif mutant.status in KILLED:
+            label = f"({mutant.status}: no test failed first)"
+        else:
+            continue
+        by_module[module_of(mutant.path)][label] += 1
     return by_module
 
 

@@ -65,3 +65,33 @@ def test_mypy_rejects_a_mutant_for_an_error_its_original_does_not_have(tmp_path)
     assert sorted(rejected) == [f"pkg.mod.{name}" for name in names]
     path, start, end, message = rejected["pkg.mod.x_add__mutmut_1"]
     assert (path, end - start) == ("pkg/mod.py", 1) and "None" in message
+
+
+def test_the_report_credits_each_kill_to_the_test_that_failed_first_in_the_mutants_last_run(tmp_path):
+    script = load_script()
+    script.KILLS = tmp_path / "mutation-kills.tsv"
+    script.KILLS.write_text(
+        "m.a\ttests/test_guard.py::test_old\tcall\n"  # an earlier run of m.a (--keep)
+        "m.b\ttests/test_guard.py::test_plan_shape[x]\tsetup\n"
+        "m.a\ttests/test_guard_usage.py::test_words\tcall\n"
+        "m.c\ttests/test_guard.py::test_before_mypy\tcall\n"
+        "m.e\ttests/test_guard.py::test_before_it_survived\tcall\n"
+    )
+    plan = "terravixens/guard/plan.py"
+    found = [
+        script.Mutant("m.a", plan, "killed"),
+        script.Mutant("m.b", plan, "killed"),
+        script.Mutant("m.c", plan, "mypy"),
+        script.Mutant("m.d", plan, "timeout"),
+        script.Mutant("m.e", plan, "survived"),
+        script.Mutant("m.f", "terravixens/rules/ruleset.py", "killed"),
+    ]
+    assert script.killers(found) == {
+        "terravixens/guard/": {
+            "tests/test_guard_usage.py": 1,
+            "tests/test_guard.py": 1,
+            "mypy (make lint)": 1,
+            "(timeout: no test failed first)": 1,
+        },
+        "terravixens/rules/": {"(killed: no test failed first)": 1},
+    }

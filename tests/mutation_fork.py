@@ -95,10 +95,13 @@ class KernelPool:
     def back(self, key: str, exit_code: int) -> None:
         """The fork that ran `key` ended with exit_code (negative: a signal ended it)."""
         kernel, served = self.lent.pop(key)
-        if exit_code in (0, 1) and served < self.reuse:
+        if exit_code not in (0, 1):
+            self.stop(kernel)
+        elif served < self.reuse:
             self.free.append((kernel, served))
         else:
-            self.stop(kernel)
+            self.stopped += 1
+            kernel.stop()  # jsii's own: {"exit":0}, then its process is waited for (its CPU time counted)
 
     def stop(self, kernel: _NodeProcess) -> None:
         """Ends the kernel's process tree (it may be mid-request: it would not read jsii's {"exit":0})."""
@@ -115,7 +118,8 @@ class KernelPool:
 
     def close(self) -> None:
         for kernel, _ in self.free:
-            self.stop(kernel)
+            self.stopped += 1
+            kernel.stop()
         for kernel, _ in self.lent.values():
             self.stop(kernel)
         self.free.clear()

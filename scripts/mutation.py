@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """`make mutation`: mutation testing of the code that keeps the lifecycle promise and the guard (issue 27, ADR 0051).
 
-    pipenv run python scripts/mutation.py [--keep] [--max-children N] [--recheck] [--report-only] [--record]
-                                          [--module MODULE] [MUTANT ...]
+    pipenv run python scripts/mutation.py [--keep] [--max-children N] [--reuse N] [--recheck] [--report-only]
+                                          [--record] [--module MODULE] [MUTANT ...]
 
 `--module terravixens/guard/` runs (and reports) one module of MODULES: its mutants against its judges only (the
 traced run too), the rest of mutants/ left as it is. MUTANT names (globs allowed) run only those mutants.
 
-1. Runs mutmut as pyproject.toml [tool.mutmut] configures it, in a process of its own (`--engine`): every mutant of
-   the listed modules, each in a forked process (tests/mutation_fork.py gives it its own jsii kernel), against the
-   JUDGES of its file that reached the mutated function when the tests ran once unmutated — directly or through a
-   shared fixture (tests/mutation_plugin.py) — cheapest first, stopping at the first failure, each test under a CPU
-   limit. The unmutated tests run once more in a fork first: a test failing there for a reason of its own would
-   count as a kill. A fresh run removes mutants/ first; --keep reuses mutmut's results of the functions that did not
-   change. A survivor the survivors file argues equivalent (same mutation) is not run again unless --recheck.
+1. Runs mutmut as pyproject.toml [tool.mutmut] configures it, in a process of its own (`--engine`): mypy once over
+   the mutants (a mutant `make lint` rejects is caught without a test), then every other mutant of the listed
+   modules, each in a forked process (tests/mutation_fork.py lends it a jsii kernel the engine started, --reuse
+   forks in turn), against the JUDGES of its file that reached the mutated function when the tests ran once
+   unmutated — directly or through a shared fixture (tests/mutation_plugin.py) — cheapest first, stopping at the
+   first failure, each test under a CPU limit. The unmutated tests run once more in a fork first: a test failing
+   there for a reason of its own would count as a kill. A fresh run removes mutants/ first; --keep reuses mutmut's
+   results of the functions that did not change. A survivor the survivors file argues equivalent (same mutation)
+   is not run again unless --recheck.
 2. Prints the score per module and overall (killed / mutants, equivalents excluded), which tests killed them, and
    every survivor, then compares the survivors with tests/mutation_survivors.txt, one line per mutant:
        <mutant> | <the mutation> | equivalent: <why no test can tell it from the original>

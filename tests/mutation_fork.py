@@ -2,11 +2,13 @@
 
 mutmut forks one process per mutant from a process that already ran the tests, so its jsii kernel (the Node.js
 process cdktf talks to) is running; children sharing it would interleave their requests on its pipes. After a
-fork, the child gets a kernel of its own: a new Node.js process, started on first use, with the assemblies the
-parent imported loaded again (milliseconds), an empty reference map (an object id of the parent's process means
-nothing to the new one) and no jsii object kept from the parent by a functools cache
-(`terravixens.constructs.build.null`). scripts/mutation.py checks that the selected tests pass in such a fork before
-it trusts a kill; tests/test_mutation_fork.py checks that a fork synthesizes what its parent does.
+fork, the child talks to another kernel: one the parent lent it (KernelPool: started in the parent with the
+assemblies it imported, lent to one fork at a time, replaced after a fork ended by a signal and after `reuse` forks),
+or else a new Node.js process started on first use that loads those assemblies; with an empty reference map (an
+object id of the parent's process means nothing to another kernel) and no jsii object kept from the parent by a
+functools cache (`terravixens.constructs.build.null`). scripts/mutation.py checks that the selected tests pass in
+such a fork before it trusts a kill; tests/test_mutation_fork.py checks that a fork synthesizes what its parent does,
+on a new kernel and on a lent one fork after fork.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """`make mutation` forks one process per mutant from a process whose jsii kernel runs (tests/mutation_fork.py): a
-fork synthesizes with a kernel of its own, the same JSON as its parent, and the parent's kernel still answers."""
+fork synthesizes with another kernel (a new one, or one the parent lent it after other forks), the same JSON as its
+parent, and the parent's kernel still answers."""
 
 from __future__ import annotations
 

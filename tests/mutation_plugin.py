@@ -133,13 +133,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A mutant's cost: CPU seconds of this fork and of its kernel (Node.js), appended to $TV_MUTATION_COST."""
+    """A mutant's cost: CPU seconds of this fork (with the processes its tests waited for, as `terravixens.cli` in a
+    subprocess) and of its kernel (Node.js) since the fork, appended to $TV_MUTATION_COST."""
     path = os.environ.get("TV_MUTATION_COST")
     mutant = _under_test()
     if not path or mutant in NOT_A_MUTANT:
         return
     from tests.mutation_fork import kernel_seconds
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    seconds = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):  # the fork and what its tests ran and waited for
+        usage = resource.getrusage(who)
+        seconds += usage.ru_utime + usage.ru_stime
     with open(path, "a") as out:
-        out.write(f"{mutant}\t{usage.ru_utime + usage.ru_stime:.3f}\t{kernel_seconds():.3f}\n")
+        out.write(f"{mutant}\t{seconds:.3f}\t{kernel_seconds():.3f}\n")

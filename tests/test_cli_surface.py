@@ -244,7 +244,7 @@ def test_version_says_which_terraform_does_what(tmp_path, version, said):
     result = run("--version", env=_env(tmp_path / "bin"))
     assert f"terraform {version} (terraform, linux_amd64){said}" in result.stdout.splitlines()
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "a `terraform` ≥ 1.5 on `PATH` for synth" in readme and "≥ 1.11 to deploy a gitops layer" in readme
+    assert "a `terraform` ≥ 1.5 on `PATH` for `make synth`" in readme and "≥ 1.11 to deploy a gitops layer" in readme
 
 
 def test_version_with_a_terraform_that_fails_or_hangs_is_bounded(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from terravixens.config.model import CiliumConfig, Cluster, FluxConfig, Node, No
 from terravixens.config.model import Hypervisor as HypervisorSpec
 from terravixens.config.network import Bridge
 from terravixens.config.placement import place
-from terravixens.config.storage import CifsShare, PbsDatastore
+from terravixens.config.storage import CifsShare, NfsShare, PbsDatastore, ZfsPool
 from terravixens.constructs import (
     Cilium,
     CiliumProps,
@@ -196,6 +196,100 @@ def test_bridges_list_their_vlans_numerically_and_images_carry_only_the_checksum
             True,
             "pve1",
         )
+
+
+def test_every_storage_field_the_site_sets_reaches_its_definition_on_this_hypervisor_only():
+    """Each storage type's optional fields (a ZFS pool's thin provisioning and block size, NFS mount options, a CIFS
+    subdirectory, domain and content, a PBS namespace) reach the Proxmox storage definition the operator reviews,
+    available on this hypervisor only and kept with prevent_destroy."""
+    scope = stack()
+    spec = HypervisorSpec(
+        node_name="pve-a",
+        storage={
+            "tank": ZfsPool(
+                type="zfspool", pool="tank/vmdata", content=["rootdir", "images"], thin_provision=True, blocksize="64k"
+            ),
+            "nas": NfsShare(
+                type="nfs", server="nas.lab.internal", export="/srv/vm", content=["iso", "backup"], options="vers=4.2"
+            ),
+            "share": CifsShare(
+                type="cifs",
+                server="nas.lab.internal",
+                share="vms",
+                subdirectory="pve",
+                domain="LAB",
+                username="pve",
+                content=["snippets", "iso"],
+            ),
+            "backups": PbsDatastore(
+                type="pbs",
+                server="pbs.lab.internal",
+                datastore="main",
+                namespace="site-a",
+                username="backup@pbs!pve",
+                fingerprint=FINGERPRINT,
+            ),
+        },
+    )
+    Hypervisor(scope, "pve1", HypervisorProps(name="pve1", spec=spec))
+    resources = json.loads(CdktfTesting.synth(scope))["resource"]
+    bodies = {
+        kind: {name: {key: value for key, value in body.items() if key != "//"} for name, body in found.items()}
+        for kind, found in resources.items()
+    }
+    kept = {"prevent_destroy": True}
+    assert bodies == {
+        "proxmox_storage_zfspool": {
+            "hv_pve1_storage_tank": {
+                "id": "tank",
+                "nodes": ["pve-a"],
+                "zfs_pool": "tank/vmdata",
+                "content": ["images", "rootdir"],
+                "thin_provision": True,
+                "blocksize": "64k",
+                "lifecycle": kept,
+            }
+        },
+        "proxmox_storage_nfs": {
+            "hv_pve1_storage_nas": {
+                "id": "nas",
+                "nodes": ["pve-a"],
+                "server": "nas.lab.internal",
+                "export": "/srv/vm",
+                "content": ["backup", "iso"],
+                "options": "vers=4.2",
+                "lifecycle": kept,
+            }
+        },
+        "proxmox_storage_cifs": {
+            "hv_pve1_storage_share": {
+                "id": "share",
+                "nodes": ["pve-a"],
+                "server": "nas.lab.internal",
+                "share": "vms",
+                "subdirectory": "pve",
+                "domain": "LAB",
+                "username": "pve",
+                "password": "${var.storage_password_share}",
+                "content": ["iso", "snippets"],
+                "lifecycle": kept,
+            }
+        },
+        "proxmox_storage_pbs": {
+            "hv_pve1_storage_backups": {
+                "id": "backups",
+                "nodes": ["pve-a"],
+                "server": "pbs.lab.internal",
+                "datastore": "main",
+                "namespace": "site-a",
+                "username": "backup@pbs!pve",
+                "password": "${var.storage_password_backups}",
+                "fingerprint": FINGERPRINT.lower(),
+                "content": ["backup"],
+                "lifecycle": kept,
+            }
+        },
+    }
 
 
 @pytest.mark.parametrize("backup", [False, True])

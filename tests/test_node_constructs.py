@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from cdktf import App, TerraformStack
+from cdktf import App, TerraformStack, TerraformVariable
 from cdktf import Testing as CdktfTesting
 
 from terravixens._bindings.proxmox.provider import ProxmoxProvider
@@ -365,6 +365,29 @@ def test_flux_reads_git_credentials_only_from_the_apply_time_variable_and_none_f
     assert secret["data_wo"] == "${jsondecode(var.flux_git_credentials)}"
     assert sync_values["secretRef"] == flux.git_secret
     assert sync["depends_on"] == ["helm_release.cluster_flux", "kubernetes_secret_v1.cluster_flux_git_credentials"]
+
+
+@pytest.mark.parametrize("git_auth", ["secrets_file", "none"])
+def test_flux_bootstraps_children_keep_their_construct_ids_for_a_users_escape_hatches(git_auth):
+    """Construct ids are public API (aws-cdk DESIGN_GUIDELINES): a user's stack reaches an element FluxBootstrap does
+    not expose as an attribute, e.g. `flux.node.find_child("sops_age_key_file")` to override its default, by its id.
+    The variables' ids show in no JSON (their logical ids are overridden), so only this test pins them."""
+    scope = stack()
+    flux = FluxConfig(url="https://git.example/fleet.git", git_auth=git_auth)
+    cilium = Cilium(scope, "cilium", CiliumProps(config=CiliumConfig()))
+    bootstrap = FluxBootstrap(scope, "flux", FluxBootstrapProps(flux=flux, cilium=cilium))
+    credentials = ["flux_git_credentials", "git_credentials"] if git_auth == "secrets_file" else []
+    assert [child.node.id for child in bootstrap.node.children] == [
+        "sops_age_key_file",
+        "namespace",
+        "sops_age",
+        *credentials,
+        "release",
+        "sync_chart",
+        "sync",
+    ]
+    variable = bootstrap.node.find_child("sops_age_key_file")
+    assert isinstance(variable, TerraformVariable) and variable.friendly_unique_id == "sops_age_key_file"
 
 
 # ---------------------------------------------------------------------------------------------------- TalosNode

@@ -317,6 +317,10 @@ def rejected_by_mypy(directory: Path, command: list[str]) -> dict[str, tuple[str
     from mutmut.type_checking import run_type_checker
     from mutmut.utils.format_utils import get_mutant_name
 
+    # `.venv/bin/python scripts/mutation.py` without the virtualenv on PATH: the interpreter's own mypy, not none
+    # (mutmut reads the output as mypy's when an argument is "mypy" itself)
+    if command[0] == "mypy" and shutil.which("mypy") is None:
+        command = [sys.executable, "-m", *command]
     here = Path.cwd()
     os.chdir(directory)
     try:

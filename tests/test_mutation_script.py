@@ -67,6 +67,17 @@ def test_mypy_rejects_a_mutant_for_an_error_its_original_does_not_have(tmp_path)
     assert (path, end - start) == ("pkg/mod.py", 1) and "None" in message
 
 
+def test_mypy_is_the_virtualenvs_own_when_the_virtualenv_is_not_on_path(tmp_path, monkeypatch):
+    """`.venv/bin/python scripts/mutation.py` with a PATH that lacks the virtualenv: pyproject's bare `mypy` is found
+    beside the interpreter (without it the run stopped before its first mutant)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text(textwrap.dedent(MUTANTS))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    command = ["mypy", "--strict", "--output", "json", "--cache-dir", str(tmp_path / "c"), "pkg"]
+    assert "pkg.mod.x_add__mutmut_1" in load_script().rejected_by_mypy(tmp_path, command)
+
+
 def test_the_report_credits_each_kill_to_the_test_that_failed_first_in_the_mutants_last_run(tmp_path):
     script = load_script()
     script.KILLS = tmp_path / "mutation-kills.tsv"

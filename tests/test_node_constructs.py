@@ -7,6 +7,7 @@ a mutant of a construct is told from the original here before the whole example 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -458,10 +459,44 @@ def test_a_node_in_another_stack_than_its_cluster_configuration_reads_it_through
     spec = cluster({"cp1": node(910, "127.0.11.2/24")})
     config = ClusterConfig(secrets, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
     placed = place("cp1", "controlplane", spec.control_planes["cp1"], spec, HypervisorSpec(node_name="pve1"))
-    TalosNode(nodes, "cp1", TalosNodeProps(placed=placed, cluster=spec, cluster_config=config))
+    talos = TalosNode(nodes, "cp1", TalosNodeProps(placed=placed, cluster=spec, cluster_config=config))
     app.synth()
     written = json.loads((tmp_path / "stacks" / "nodes" / "cdk.tf.json").read_text())
     apply = written["resource"]["talos_machine_configuration_apply"]["node_cp1_apply"]
     read = [*apply["client_configuration"].values(), apply["machine_configuration_input"]]
     assert len(read) == 4
     assert all(value.startswith("${data.terraform_remote_state.cross-stack-reference-input-secrets.") for value in read)
+    assert not talos.written_from_python  # cdktf's elements: the blocks from Python hold references of one stack
+
+
+@pytest.mark.parametrize("where", ["vm", "apply"])
+def test_a_value_of_the_users_stack_in_a_nodes_vm_or_apply_is_left_to_cdktf_which_writes_its_reference(where, tmp_path):
+    """A node whose VM or apply holds a token of the user's own (a variable naming the Proxmox node, a model copied
+    with `model_copy(update=...)`, which pydantic does not validate; an apply mode from a variable) is written by
+    its elements: the JSON reads the variable, in `app.synth()`'s file as in the stack's document the rules read."""
+    app = App(outdir=str(tmp_path))
+    scope = TerraformStack(app, "nodes")
+    python_blocks.accept(scope)
+    ProxmoxProvider(scope, "proxmox", endpoint="https://127.0.0.1:8006/")
+    TalosProvider(scope, "talos")
+    variable = TerraformVariable(scope, "chosen", type="string")
+    spec = cluster({"cp1": node(910, "127.0.11.2/24")})
+    config = ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+    placed = place("cp1", "controlplane", spec.control_planes["cp1"], spec, HypervisorSpec(node_name="pve1"))
+    if where == "vm":
+        placed = dataclasses.replace(
+            placed, hypervisor=placed.hypervisor.model_copy(update={"node_name": variable.string_value})
+        )
+        props = TalosNodeProps(placed=placed, cluster=spec, cluster_config=config)
+    else:
+        props = TalosNodeProps(placed=placed, cluster=spec, cluster_config=config, apply_mode=variable.string_value)
+    talos = TalosNode(scope, "cp1", props)
+    assert not talos.written_from_python
+    read = python_blocks.document_of(scope)["resource"]
+    app.synth()
+    written = json.loads((tmp_path / "stacks" / "nodes" / "cdk.tf.json").read_text())["resource"]
+    for resources in (read, written):
+        vm = resources["proxmox_virtual_environment_vm"]["node_cp1_vm"]
+        apply = resources["talos_machine_configuration_apply"]["node_cp1_apply"]
+        expected = ("${var.chosen}", "staged_if_needing_reboot") if where == "vm" else ("pve1", "${var.chosen}")
+        assert (vm["node_name"], apply["apply_mode"]) == expected

@@ -500,3 +500,26 @@ def test_a_value_of_the_users_stack_in_a_nodes_vm_or_apply_is_left_to_cdktf_whic
         apply = resources["talos_machine_configuration_apply"]["node_cp1_apply"]
         expected = ("${var.chosen}", "staged_if_needing_reboot") if where == "vm" else ("pve1", "${var.chosen}")
         assert (vm["node_name"], apply["apply_mode"]) == expected
+
+
+def test_a_node_whose_id_holds_a_slash_writes_from_python_the_path_its_elements_have(tmp_path):
+    """The constructs library writes a "/" of an id as "--" in the path: a node's blocks from Python carry the
+    metadata path its elements would (the bytes of `app.synth()` are the same either way)."""
+    written = {}
+    for accepts in (True, False):
+        app = App(outdir=str(tmp_path / str(accepts)))
+        scope = TerraformStack(app, "nodes")
+        if accepts:
+            python_blocks.accept(scope)
+        ProxmoxProvider(scope, "proxmox", endpoint="https://127.0.0.1:8006/")
+        TalosProvider(scope, "talos")
+        spec = cluster({"cp1": node(910, "127.0.11.2/24")})
+        config = ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+        placed = place("cp1", "controlplane", spec.control_planes["cp1"], spec, HypervisorSpec(node_name="pve1"))
+        talos = TalosNode(scope, "rack1/cp1", TalosNodeProps(placed=placed, cluster=spec, cluster_config=config))
+        assert talos.written_from_python is accepts
+        app.synth()
+        written[accepts] = (tmp_path / str(accepts) / "stacks" / "nodes" / "cdk.tf.json").read_text()
+    resources = json.loads(written[True])["resource"]
+    assert resources["proxmox_virtual_environment_vm"]["node_cp1_vm"]["//"]["metadata"]["path"] == "nodes/rack1--cp1/vm"
+    assert written[True] == written[False]

@@ -102,6 +102,50 @@ def test_a_bootstrap_node_that_is_not_a_control_plane_is_refused_with_the_ones_t
     assert str(caught.value) == "bootstrap node 'wk1' is not a control plane of 'fleet': pick one of cp-a, cp-b, cp-c"
 
 
+def test_a_control_plane_writes_from_python_the_bytes_its_elements_write(tmp_path):
+    """In a stack whose nodes are written from Python, the member list is a block too and the health gate names
+    every apply and the member list by address: the file is the one the elements write (an id holding a "/" is
+    written "--" in the path, as the constructs library writes it)."""
+    written = {}
+    for accepts in (True, False):
+        app = App(outdir=str(tmp_path / str(accepts)))
+        scope = TerraformStack(app, "nodes")
+        if accepts:
+            python_blocks.accept(scope)
+        ProxmoxProvider(scope, "proxmox", endpoint="https://127.0.0.1:8006/")
+        TalosProvider(scope, "talos")
+        spec = cluster({"cp1": node(910, "127.0.11.2/24")}, {"wk1": node(920, "127.0.11.20/24")})
+        config = ClusterConfig(scope, "cluster_config", ClusterConfigProps(cluster_name="fleet", cluster=spec))
+        nodes = talos_nodes(scope, spec, config)
+        plane = ControlPlane(
+            scope,
+            "fleet/control_plane",
+            ControlPlaneProps(
+                cluster_name="fleet",
+                cluster_config=config,
+                control_planes={"cp1": nodes["cp1"]},
+                workers={"wk1": nodes["wk1"]},
+                bootstrap_node="cp1",
+            ),
+        )
+        if accepts:  # its address while written from Python (an element's reference is a token until synth)
+            assert plane.membership_reference() == "terraform_data.cluster_membership"
+        app.synth()
+        written[accepts] = (tmp_path / str(accepts) / "stacks" / "nodes" / "cdk.tf.json").read_text()
+    resources = json.loads(written[True])["resource"]
+    membership = resources["terraform_data"]["cluster_membership"]
+    assert membership["input"] == {"control_planes": {"cp1": "127.0.11.2"}, "workers": {"wk1": "127.0.11.20"}}
+    assert membership["//"]["metadata"]["path"] == "nodes/fleet--control_plane/membership"
+    health = json.loads(written[True])["data"]["talos_cluster_health"]["cluster_health"]
+    assert health["depends_on"] == [
+        "talos_cluster_kubeconfig.cluster_kubeconfig",
+        "terraform_data.cluster_membership",
+        "talos_machine_configuration_apply.node_cp1_apply",
+        "talos_machine_configuration_apply.node_wk1_apply",
+    ]
+    assert written[True] == written[False]
+
+
 # --------------------------------------------------------------------------------------------------- Hypervisor
 def test_storage_passwords_are_sensitive_string_variables_saying_whose_and_where_they_come_from():
     """A CIFS or PBS storage's password is a variable the deploy's environment fills: the operator reads in `terraform

@@ -128,7 +128,10 @@ def test_a_control_plane_writes_from_python_the_bytes_its_elements_write(tmp_pat
                 bootstrap_node="cp1",
             ),
         )
-        if accepts:  # its address while written from Python (an element's reference is a token until synth)
+        if accepts:  # blocks until something reads an element: its address, not an element's reference (a token)
+            assert [block.address for block in python_blocks.pending_blocks(scope)][-1] == (
+                "terraform_data.cluster_membership"
+            )
             assert plane.membership_reference() == "terraform_data.cluster_membership"
         app.synth()
         written[accepts] = (tmp_path / str(accepts) / "stacks" / "nodes" / "cdk.tf.json").read_text()

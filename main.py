@@ -7,7 +7,8 @@ the field, the bad value and the fix, and synth stops with exit code 2; a broken
 
 import sys
 
-from terravixens.synth import synth_main
+from terravixens.synth import one_synth_process, synth_main
 
 if __name__ == "__main__":
+    one_synth_process()
     sys.exit(synth_main())

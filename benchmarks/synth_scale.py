@@ -7,7 +7,8 @@ Every measurement is a fresh process of the same interpreter (this venv), with t
 it (`python -O main.py`: -O), timed from spawn to exit:
 - the floor: an empty cdktf app (import cdktf, one empty stack, app.synth());
 - each size: what `cdktf synth` runs (main.py) for a site file of 3 control planes and N-3 workers
-  (tests/scale.py): import, load and validate the site file, build every stack (rules on), synth, write JSON.
+  (tests/scale.py): the process' collector set as main.py sets it (terravixens.synth.one_synth_process), import,
+  load and validate the site file, build every stack (rules on), synth, write JSON.
 Reported per size: median wall (and min-max) over --runs, the ratio of the median to the floor's median, the median
 CPU seconds of the process tree (Python and its jsii Node.js process: steadier than wall on a shared machine), the
 peak resident memory (ru_maxrss from wait4: the largest single process of the tree — Python, or one of the two
@@ -64,6 +65,8 @@ print(json.dumps({"import": imported - started, "site": 0.0, "build": built - im
 SITE = """
 import json, sys, time
 started = time.perf_counter()
+import terravixens.synth
+getattr(terravixens.synth, "one_synth_process", lambda: None)()  # what main.py does first (a tree before it: nothing)
 import terravixens.stacks
 from terravixens.config.loader import load_site
 from terravixens.rules.ruleset import RuleSet

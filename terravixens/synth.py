@@ -49,14 +49,16 @@ def synth_failure(error: BaseException) -> str:
 
 
 def one_synth_process() -> None:
-    """Set the collector for a process that runs one synth and exits (main.py calls it first, before any import).
+    """Set the collector for a process that runs one synth and exits (main.py calls it first, before the site model,
+    cdktf or the bindings are imported).
 
-    Such a process frees nothing it builds before it exits: the cyclic collector's passes while the library, cdktf
-    and the bindings are imported and the stacks built (~160 passes, three of them over every object) and its last
-    pass at exit over every object left (~70,000) are pure cost (ADR 0057). So the collector is off for the process,
-    and what is alive is frozen at exit, after jsii's runtime stopped (atexit runs last what is registered first),
-    so that the interpreter's final collection skips it. Peak memory at 1,000 nodes: +3 MiB. Never called by the
-    library: a process that synthesizes again and again (the tests, the operations) keeps its collector."""
+    Such a process frees little of what it builds before it exits: the cyclic collector's passes while the library,
+    cdktf and the bindings are imported and the stacks built (~160 at 3 + 100 nodes, one of them over every object)
+    and its last pass at exit over every object left (~70,000) are pure cost (ADR 0057). So the collector is off for
+    the process, and what is alive is frozen at exit, after jsii's runtime stopped (atexit runs last what is
+    registered first), so that the interpreter's final collection skips it. The Python process' peak memory at 1,000
+    nodes: +3 MiB. Never called by the library: a process that synthesizes again and again (the tests, the
+    operations, a user's program) keeps its collector."""
     gc.disable()
     atexit.register(gc.freeze)
 

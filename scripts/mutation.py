@@ -87,6 +87,9 @@ JUDGES: dict[str, tuple[str, ...]] = {
     "terravixens/talos/rolling.py": ("tests/test_upgrade.py",),
     # Compared with PyYAML's emitter on generated documents of its whole domain: the synth tests see a few patches.
     "terravixens/talos/yaml_text.py": ("tests/test_patches.py",),
+    # What `maintain` takes down and brings back, and when it refuses: pure functions no synth test reaches (the run
+    # that acts on them, tests/test_maintain.py with fake hypervisors and clusters, is far dearer).
+    "terravixens/talos/maintenance.py": ("tests/test_maintenance_plan.py",),
     "terravixens/talos/": ("tests/test_talos_image.py", "tests/test_patches.py", *SYNTH),
     # The cheapest judges first (one construct, then a user's small stack, then the example's stacks): most
     # construct mutants die in the first test that reaches them.

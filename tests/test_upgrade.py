@@ -18,15 +18,22 @@ from pathlib import Path
 
 import pytest
 
+from terravixens.config.model import TalosImage
 from terravixens.exitcodes import ExitCode
 from terravixens.operations.upgrade import RESUME, kubernetes_upgrade, rolling_upgrade
 from terravixens.runner import parse_duration
+from terravixens.talos.image import schematic_id
 from terravixens.talos.rolling import (
+    Decision,
     Running,
+    Unit,
     describe_kubernetes,
     not_on_target,
     release,
+    schedule,
     skips_a_minor,
+    target_lines,
+    unit_lines,
     upgrade_plan,
 )
 from terravixens.talos_versions import parse_version
@@ -1123,3 +1130,82 @@ def test_an_interrupt_during_a_snapshot_touched_no_node(tmp_path):
         "etcd snapshot stopped with its process group); done: none; not touched: cp-a, cp-b, cp-c, wk-a, wk-b\n"
     )
     assert snapshot_files(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------------- the lines
+# What the run and --dry-run print, from terravixens.talos.rolling's values, each compared whole (the runs above
+# compare the numbered lines of a plan with what the run then does; these pin the words of every kind of line).
+def test_the_target_lines_name_each_image_its_nodes_its_schematic_and_its_extensions():
+    """Three hypervisors, three images: pve1's default (cp-a, wk-a), pve2's with two extensions (cp-b, wk-b) and
+    pve3's without any (cp-c alone); one line per image, in the plan's order."""
+    data = with_extensions(site_data(), ISCSI, ("pve2",))
+    data = with_extensions(data, [], ("pve3",))
+    steps = upgrade_plan(support.site_from(data), "prod")
+    assert [s.extensions for s in steps if s.node in ("cp-a", "cp-b", "cp-c")] == [
+        ("siderolabs/qemu-guest-agent",),
+        ("siderolabs/iscsi-tools", "siderolabs/qemu-guest-agent"),
+        (),
+    ]
+    bare = schematic_id(TalosImage(extensions=[]))
+    bare_image = f"127.0.0.1:9/nocloud-installer/{bare}:v1.11.6"
+    assert target_lines(steps, parse_version("v1.11.6")) == [
+        f"target v1.11.6 for cp-a, wk-a: {IMAGE} (schematic {SCHEMATIC[:12]}, extensions: siderolabs/qemu-guest-agent)",
+        (
+            f"target v1.11.6 for cp-b, wk-b: {NEW_IMAGE} (schematic {NEW[:12]}, extensions: siderolabs/iscsi-tools, "
+            "siderolabs/qemu-guest-agent)"
+        ),
+        f"target v1.11.6 for cp-c: {bare_image} (schematic {bare[:12]}, extensions: none)",
+    ]
+
+
+def test_what_a_node_runs_is_said_with_its_version_and_short_schematic():
+    version = parse_version("v1.11.5")
+    assert Running(version, SCHEMATIC).describe() == f"v1.11.5, schematic {SCHEMATIC[:12]}"
+    assert Running(version, None).describe() == "v1.11.5, schematic none (not an Image Factory image)"
+
+
+def decisions(site, running: dict[str, str]) -> list[Decision]:
+    """Each node of the plan running the version given (its image already the site's), against v1.11.6."""
+    target = parse_version("v1.11.6")
+    steps = upgrade_plan(site, "prod")
+    return [Decision(s, Running(parse_version(running[s.node]), s.schematic), target) for s in steps]
+
+
+SNAPSHOT = "etcd snapshot through cp-b"
+
+
+def test_every_kind_of_unit_line_whole(site):
+    """cp-a current (skipped, then a health check before the next upgrade), cp-b and cp-c alone, each after its
+    etcd snapshot, the two workers in one batch: the snapshot only for control planes and first, `together` for a
+    batch of two."""
+    units = schedule(decisions(site, {**dict.fromkeys(FIVE, "v1.11.5"), "cp-a": "v1.11.6"}), 2)
+    assert [(u.kind, u.names, u.after) for u in units] == [
+        ("skip", "cp-a", ()),
+        ("health", "", ("cp-a",)),
+        ("upgrade", "cp-b", ()),
+        ("upgrade", "cp-c", ()),
+        ("upgrade", "wk-a, wk-b", ()),
+    ]
+    lines = [line for number, unit in enumerate(units, 1) for line in unit_lines(number, unit, SNAPSHOT)]
+    change = f"v1.11.5 -> v1.11.6 (version change; schematic {SCHEMATIC[:12]} kept)"
+    gate = "talosctl upgrade, read back (version and schematic), talosctl health"
+    assert lines == [
+        f"1. cp-a (controlplane, 127.11.1.11): already current (v1.11.6, schematic {SCHEMATIC[:12]}): skipped",
+        "2. talosctl health after the skipped cp-a",
+        f"3. cp-b (controlplane, 127.11.1.12): {change} — {SNAPSHOT}, {gate}",
+        f"4. cp-c (controlplane, 127.11.1.13): {change} — {SNAPSHOT}, {gate}",
+        f"5. wk-a (worker, 127.11.1.21): {change}",
+        f"5. wk-b (worker, 127.11.1.22): {change} — wk-a, wk-b together: {gate}",
+    ]
+
+
+def test_a_batch_of_one_is_not_together_and_skipped_nodes_at_the_end_get_their_health_check(site):
+    units = schedule(decisions(site, {**dict.fromkeys(FIVE, "v1.11.5"), "wk-b": "v1.11.6"}), 1)
+    assert units[-2:] == [units[-2], Unit("health", after=("wk-b",))] and units[-2].kind == "skip"
+    assert unit_lines(4, units[3], SNAPSHOT) == [
+        (
+            f"4. wk-a (worker, 127.11.1.21): v1.11.5 -> v1.11.6 (version change; schematic {SCHEMATIC[:12]} kept) — "
+            "talosctl upgrade, read back (version and schematic), talosctl health"
+        )
+    ]
+    assert unit_lines(6, units[-1], SNAPSHOT) == ["6. talosctl health after the skipped wk-b"]

@@ -619,6 +619,63 @@ def test_tv007_cdktfs_token_encodings_are_not_text():
     assert _text_sequences("${TfToken[TOKEN.x]}") == ("${",)  # not an encoding cdktf writes
 
 
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        # cdktf resolves each encoding to an interpolation in its place: text on either side of one forms no
+        # sequence across it (the resolved strings: `100%${aws_x.y.id}{x}`, Terraform reads `%` and `{x}` as text;
+        # `cost $${aws_x.y.id}{x}`, Terraform reads `$${` as an escape).
+        ("100%${TfToken[TOKEN.1]}{x}", ()),
+        ("cost $${TfToken[TOKEN.1]}{x}", ()),
+        ("%%${TfToken[TOKEN.1]}{x}", ()),
+        ("${TfToken[TOKEN.1]}%{x}", ("%{",)),
+        ("%${TfToken[TOKEN.1]}{x} %{y} $", ("%{",)),
+        ("a${TfToken[TOKEN.1]}b${TfToken[TOKEN.2]}${c}", ("${",)),
+    ],
+)
+def test_tv007_text_beside_a_token_forms_no_sequence_across_it(value, found):
+    from terravixens.rules.no_template_sequences import _text_sequences
+
+    assert _text_sequences(value) == found
+
+
+def tv007_messages(document: dict[str, Any], raw: dict[str, Any]) -> list[tuple[Any, str]]:
+    """(construct, message) of every error TV007 adds for the validation messages of one variable, `size`: its
+    validations as the stack's JSON holds them (`document`) and as its own configuration writes them (`raw`)."""
+    from cdktf import TerraformVariable
+
+    from terravixens.rules.no_template_sequences import NoTemplateSequences
+
+    variable = SimpleNamespace(node=SimpleNamespace(path="users/size"), to_terraform=lambda: raw)
+    view = SimpleNamespace(document=document, of_class=lambda kind: [variable] if kind is TerraformVariable else [])
+    rule = NoTemplateSequences()
+    found: list[tuple[Any, str]] = []
+    rule.fail = lambda node, detail: found.append((node, rule.message(detail)))  # type: ignore[method-assign]
+    rule._check_validation_messages(view)  # type: ignore[arg-type]
+    return [(node.node.path, message.split(" Why: ")[0]) for node, message in found]
+
+
+def test_tv007_a_directive_in_a_function_argument_of_a_validation_message_is_shown_resolved():
+    """cdktf escapes `${` in a function's string argument but not `%{`: the raw message is a token only, the resolved
+    one holds the directive; a validation that is not an object (an override may write one) is skipped."""
+    resolved = '${lower("%{ if true }x%{ endif }")}'
+    document = {"variable": {"size": {"validation": ["not an object", {"error_message": resolved}]}}}
+    raw = {"variable": {"size": {"validation": ["not an object", {"error_message": "${TfToken[TOKEN.7]}"}]}}}
+    assert tv007_messages(document, raw) == [
+        (
+            "users/size",
+            (
+                f"[TV007 NoTemplateSequences] users/size variable.size.validation.1.error_message: {resolved!r} "
+                "holds '%{', which Terraform would evaluate as a template; text is copied into the JSON unchanged. "
+                "Remove it, or write a literal as '$${' / '%%{'."
+            ),
+        )
+    ]
+    escaped = '${lower("$${x} %%{ y }")}'
+    document["variable"]["size"]["validation"][1]["error_message"] = escaped
+    assert tv007_messages(document, raw) == []
+
+
 def test_tv007_every_string_is_found_with_its_path_keys_included_in_document_order():
     from terravixens.rules.no_template_sequences import _strings
 

@@ -450,6 +450,21 @@ def test_tv007_escaped_sequences_references_and_variable_defaults_pass(app, tmp_
     app.synth()
 
 
+def test_tv007_text_beside_a_reference_forms_no_sequence_across_it(app):
+    """`100%` + a reference + `{x}` is written `100%${…}{x}`: Terraform reads a `%`, an interpolation and `{x}`,
+    no directive; `cost $` + a reference is written `cost $${…}`, an escape Terraform reads literally."""
+    stack = _user_stack(app)
+    user = stack.node.find_child("user")
+    pin(VirtualEnvironmentUser(stack, "pct", user_id="a@pve", comment="100%" + user.user_id + "{x}"), "pct")
+    pin(VirtualEnvironmentUser(stack, "dollar", user_id="b@pve", comment="cost $" + user.user_id + "{x}"), "dollar")
+    app.synth()
+    users = json.loads((Path(app.outdir) / "stacks" / "users" / "cdk.tf.json").read_text())["resource"][
+        "proxmox_virtual_environment_user"
+    ]
+    assert users["pct"]["comment"] == "100%${proxmox_virtual_environment_user.ops.user_id}{x}"
+    assert users["dollar"]["comment"] == "cost $${proxmox_virtual_environment_user.ops.user_id}{x}"
+
+
 def test_tv007_node_built_from_props_without_the_site_model(app, example_site):
     """A library user builds a Node without validating it (model_construct): the label reaches the node's patch."""
     from terravixens.config.placement import place

@@ -5,9 +5,12 @@ copies strings into the JSON unchanged. The site model refuses both sequences in
 rule is the second net, for library users who build constructs from props directly.
 
 How text is told from terravixens' own expressions: before resolution, cdktf encodes every token (a reference or a
-function call) as `${TfToken[TOKEN.n]}`. So in an element's raw configuration, a `${` outside those encodings is
-text. Inside a token, cdktf escapes `${` in a function's string arguments (`$${`) but not `%{`, and cdktf itself
-never writes a directive: an unescaped `%{` anywhere in the resolved JSON is text too. `$${` and `%%{` are escapes
+function call) as `${TfToken[TOKEN.n]}`, and resolves it to an interpolation in its place (`${aws_x.y.id}`). So an
+element's raw configuration is scanned as Terraform scans the resolved string, tokens in place: a `${` that starts an
+encoding is cdktf's, any other is text, and no sequence runs across a token (`100%` + a reference + `{x}` resolves to
+`100%${aws_x.y.id}{x}`: no directive; `$` + a reference makes `$${`, an escape). Inside a token, cdktf escapes `${`
+in a function's string arguments (`$${`) but not `%{`, and cdktf itself never writes a directive: an unescaped `%{`
+anywhere in the resolved JSON is text too. `$${` and `%%{` are escapes
 (Terraform reads them as a literal `${` and `%{`) and pass. Variable defaults and descriptions and the `terraform`
 block (backend) are read literally by Terraform, so they are not checked; a variable's validation error_message and
 an import block's id are templates, and are. A stack-level override belongs to no element: its value is
@@ -47,9 +50,11 @@ def unescaped(text: str) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _text_sequences(value: str) -> tuple[str, ...]:
-    """The sequences of a raw configuration's string once cdktf's token encodings are taken out: each distinct
+    """The sequences of a raw configuration's string that are text: scanned with cdktf's token encodings in place,
+    as Terraform scans the interpolations they resolve to, the `${` that starts an encoding left out. Each distinct
     string once (every node's blocks repeat the same references)."""
-    return tuple(unescaped(TOKEN.sub("", value)))
+    tokens = {match.start() for match in TOKEN.finditer(value)}
+    return tuple(match.group(1) for match in SEQUENCE.finditer(value) if match.group(1) and match.start() not in tokens)
 
 
 def _as_read(element: TerraformElement, raw: Any) -> tuple[TerraformElement, Any]:
@@ -137,7 +142,7 @@ class NoTemplateSequences(Rule):
         self._check_validation_messages(view)
         for path, value in stack_overrides(view.stack):
             for where, text in _strings(value):
-                found = unescaped(TOKEN.sub("", text))
+                found = _text_sequences(text)
                 if found:
                     at = (*path.split("."), *where)
                     shown_path = ".".join(str(part) for part in at)
@@ -184,9 +189,9 @@ class NoTemplateSequences(Rule):
             return
         for element in view.of_class(TerraformVariable):
             for path, value in messages(element.to_terraform()):
-                found = unescaped(TOKEN.sub("", value))
+                found = _text_sequences(value)
                 if not found and "%{" in unescaped(resolved.get(path, "")):
-                    value, found = resolved[path], ["%{"]
+                    value, found = resolved[path], ("%{",)
                 if found:
                     self._fail(element, None, path, value, found[0])
 

@@ -639,6 +639,27 @@ def test_tv007_text_beside_a_token_forms_no_sequence_across_it(value, found):
     assert _text_sequences(value) == found
 
 
+@pytest.mark.parametrize(
+    ("value", "holds"),
+    [
+        ({"a": [1, True, False, 0, None, "text", {"k": "v"}], "b": {}}, False),
+        ("text", False),
+        (None, False),
+        ({"a": ["x", {"k": "${TfToken[TOKEN.1]}"}]}, True),
+        ({"a ${TfToken[TOKEN.1]}": "x"}, True),  # a key
+        (["#{TfToken[TOKEN.2]}"], True),  # a list's encoding
+        ({"a": [-1.8881545897087626e289]}, True),  # a number token's encoding
+        ({"a": 1.5}, True),  # any number that is not an int may be one
+        ({"a": [object()]}, True),  # not plain JSON data
+    ],
+)
+def test_a_raw_configuration_holds_tokens_only_with_an_encoding_a_float_or_an_object(value, holds):
+    """What StackView.resolved skips when False (its configuration is then its own resolution)."""
+    from terravixens.rules.view import holds_tokens
+
+    assert holds_tokens(value) is holds
+
+
 def tv007_messages(document: dict[str, Any], raw: dict[str, Any]) -> list[tuple[Any, str]]:
     """(construct, message) of every error TV007 adds for the validation messages of one variable, `size`: its
     validations as the stack's JSON holds them (`document`) and as its own configuration writes them (`raw`)."""

@@ -660,6 +660,50 @@ def test_a_raw_configuration_holds_tokens_only_with_an_encoding_a_float_or_an_ob
     assert holds_tokens(value) is holds
 
 
+def element(kind: type, kind_type: str, logical_id: str) -> Any:
+    """A resource or data element as TV007 reads its address: its class, type and logical id (no jsii object)."""
+    stand_in = type(
+        kind.__name__,
+        (kind,),
+        {
+            "terraform_resource_type": property(lambda self: kind_type),
+            "friendly_unique_id": property(lambda self: logical_id),
+        },
+    )
+    return object.__new__(stand_in)
+
+
+def test_tv007_judges_on_their_own_only_the_elements_that_wrote_no_block_of_their_own():
+    """A moved element and two merged under one address write no block of their own: they are judged on their own
+    configuration; an element whose block is in the JSON, resource or data, is judged by that block only."""
+    from cdktf import TerraformDataSource, TerraformResource
+
+    from terravixens.rules.no_template_sequences import NoTemplateSequences
+
+    user = element(TerraformResource, "proxmox_virtual_environment_user", "ops")
+    read = element(TerraformDataSource, "proxmox_virtual_environment_user", "ops")
+    moved = element(TerraformResource, "proxmox_virtual_environment_user", "moved")
+    twins = [element(TerraformResource, "proxmox_virtual_environment_vm", "twin") for _ in range(2)]
+    from_python = block("proxmox_virtual_environment_vm", "node_wk-a_vm")
+    blocks = [
+        block("proxmox_virtual_environment_user", "ops"),
+        block("proxmox_virtual_environment_user", "ops", kind="data"),
+        block("proxmox_virtual_environment_vm", "twin"),
+        from_python,
+        Block("data", "terraform_remote_state", "platform", {}, "platform-prod", pathless=True),
+    ]
+
+    def view(*elements: Any) -> Any:
+        return SimpleNamespace(
+            blocks=blocks,
+            python_block=lambda written: object() if written is from_python else None,
+            current_block_elements=list(elements),
+        )
+
+    assert NoTemplateSequences._without_block(view(user, read, moved, *twins)) == [moved, *twins]
+    assert NoTemplateSequences._without_block(view(user, read, twins[0])) == []
+
+
 def tv007_messages(document: dict[str, Any], raw: dict[str, Any]) -> list[tuple[Any, str]]:
     """(construct, message) of every error TV007 adds for the validation messages of one variable, `size`: its
     validations as the stack's JSON holds them (`document`) and as its own configuration writes them (`raw`)."""

@@ -171,7 +171,7 @@ class NoTemplateSequences(Rule):
         for element in [*others, *self._without_block(view)]:
             # Its own configuration read once (one round trip), resolved only when it holds a token.
             raw = element.to_terraform()
-            self._check(view, view.resolved(element, raw), functools.partial(_as_read, element, raw), None)
+            self._check(view, view.resolved(raw), functools.partial(_as_read, element, raw), None)
 
     def _check_validation_messages(self, view: StackView) -> None:
         """A variable is read literally (its default, its description), except its validations' error_message: a

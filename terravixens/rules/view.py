@@ -331,12 +331,10 @@ class StackView:
     def _resolver(self) -> DefaultTokenResolver:
         return DefaultTokenResolver(StringConcat())
 
-    def resolved(self, element: TerraformElement, raw: Any = None) -> dict[str, Any]:
-        """An element's JSON resolved as the stack's (for elements that are not resource or data blocks); `raw`: its
-        own configuration (`to_terraform()`) when already read. A configuration without any token is its own
+    def resolved(self, raw: Any) -> dict[str, Any]:
+        """An element's own configuration (`raw`: its `to_terraform()`, read already) resolved as the stack's JSON
+        holds it (for elements that are not resource or data blocks). A configuration without any token is its own
         resolution: no round trip then."""
-        if raw is None:
-            raw = element.to_terraform()
         if not holds_tokens(raw):
             return cast(dict[str, Any], raw)
         resolved: dict[str, Any] = Tokenization.resolve(raw, scope=self.stack, preparing=False, resolver=self._resolver)

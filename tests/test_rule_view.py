@@ -3,6 +3,8 @@ one — the path of a construct, the element that wrote a block — or a rule wo
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from cdktf import App
 
@@ -91,6 +93,33 @@ def test_a_block_no_construct_wrote_belongs_to_the_stack(example_site, tmp_path)
         if not block.pathless:
             element, _ = view.element_of(block)
             assert element is view.construct_at(block.path), block.address
+
+
+def test_tv007_first_to_read_a_fresh_view_refuses_text_written_from_python_on_the_element_made_for_it(
+    example_site, tmp_path
+):
+    """TV007 alone on a fresh view (no other rule made the elements first): text in a node's apply, a block written
+    from Python, is refused on the element the view makes for it, labelled with the block's address."""
+    from cdktf import TerraformResource
+
+    from terravixens.rules import NoTemplateSequences
+
+    site = example_site.model_copy(deep=True)
+    worker = site.clusters["prod"].workers["wk-a"]
+    labels = {"pool": "%{ if true }x%{ endif }"}  # a `${` would make the node write elements (python_blocks.plain)
+    site.clusters["prod"].workers["wk-a"] = worker.model_construct(**{**dict(worker), "labels": labels})
+    stack = build_app(site, str(tmp_path)).node.find_child("platform-prod")
+    stack.prepare_stack()
+    view = StackView(stack)
+    written = [block for block in view.blocks if block.path == "platform-prod/wk-a/apply"]
+    assert [view.python_block(block) is not None for block in written] == [True]  # no element yet
+    rule = NoTemplateSequences()
+    found: list[tuple[Any, str]] = []
+    rule.fail = lambda node, detail: found.append((node, detail))  # type: ignore[method-assign]
+    rule.check(view)
+    assert [(node.node.path, isinstance(node, TerraformResource), detail.split(": ")[0]) for node, detail in found] == [
+        ("platform-prod/wk-a/apply", True, "talos_machine_configuration_apply.node_wk-a_apply config_patches.0")
+    ]
 
 
 def test_a_block_written_from_python_gets_its_element_when_the_view_first_asks_for_its_construct(

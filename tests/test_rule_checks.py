@@ -704,6 +704,26 @@ def test_tv007_judges_on_their_own_only_the_elements_that_wrote_no_block_of_thei
     assert NoTemplateSequences._without_block(view(user, read, twins[0])) == []
 
 
+def test_the_views_entries_are_objects_or_lists_of_objects_as_terraform_reads_them():
+    from terravixens.rules.view import _entries
+
+    assert list(_entries({"a": {"x": 1}, "b": [{"y": 2}, "text", {"z": 3}], "c": "text"})) == [
+        ("a", {"x": 1}, False),
+        ("b", {"y": 2}, True),
+        ("b", {"z": 3}, True),
+    ]
+    assert list(_entries([1, {"a": {}}, "text", {"b": {}}])) == [("a", {}, True), ("b", {}, True)]
+    assert list(_entries(None)) == list(_entries("text")) == []
+
+
+def test_a_class_is_looked_up_only_in_a_module_imported_already():
+    from terravixens.rules.view import StackView, imported_class
+
+    assert imported_class("terravixens.rules.view", "StackView") is StackView
+    assert imported_class("terravixens.rules.view", "NoSuchClass") is None
+    assert imported_class("terravixens.no_such_module", "StackView") is None
+
+
 def tv007_messages(document: dict[str, Any], raw: dict[str, Any]) -> list[tuple[Any, str]]:
     """(construct, message) of every error TV007 adds for the validation messages of one variable, `size`: its
     validations as the stack's JSON holds them (`document`) and as its own configuration writes them (`raw`)."""

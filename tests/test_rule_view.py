@@ -95,6 +95,26 @@ def test_a_block_no_construct_wrote_belongs_to_the_stack(example_site, tmp_path)
             assert element is view.construct_at(block.path), block.address
 
 
+def test_the_element_of_a_block_from_cdktf_leaves_the_blocks_written_from_python_as_they_are(example_site, tmp_path):
+    """Reading the writer of a block cdktf wrote makes no element of a block written from Python (every node's VM and
+    apply would become elements: the cost ADR 0057 saves); a path whose construct writes no block is refused."""
+    from terravixens.rules.view import Block
+
+    stack = build_app(example_site, str(tmp_path)).node.find_child("platform-prod")
+    stack.prepare_stack()
+    view = StackView(stack)
+    from_python = [block for block in view.blocks if view.python_block(block) is not None]
+    other = next(block for block in view.blocks if not block.pathless and view.python_block(block) is None)
+    element, raw = view.element_of(other)
+    assert element.node.path == other.path and other.logical_id in raw[other.kind][other.type]
+    assert from_python and all(view.python_block(block) is not None for block in from_python)
+    nowhere = Block("resource", "proxmox_virtual_environment_vm", "x", {}, "platform-prod/cp-a")
+    with pytest.raises(
+        LookupError, match=r"^proxmox_virtual_environment_vm\.x: the construct at 'platform-prod/cp-a' "
+    ):
+        view.element_of(nowhere)
+
+
 def test_tv007_first_to_read_a_fresh_view_refuses_text_written_from_python_on_the_element_made_for_it(
     example_site, tmp_path
 ):

@@ -97,12 +97,16 @@ def test_a_block_no_construct_wrote_belongs_to_the_stack(example_site, tmp_path)
 
 def test_the_element_of_a_block_from_cdktf_leaves_the_blocks_written_from_python_as_they_are(example_site, tmp_path):
     """Reading the writer of a block cdktf wrote makes no element of a block written from Python (every node's VM and
-    apply would become elements: the cost ADR 0057 saves); a path whose construct writes no block is refused."""
+    apply would become elements: the cost ADR 0057 saves); a path whose construct writes no block is refused. The
+    element that writes the blocks from Python is no construct of the rules'."""
+    from terravixens.constructs import python_blocks
     from terravixens.rules.view import Block
 
     stack = build_app(example_site, str(tmp_path)).node.find_child("platform-prod")
     stack.prepare_stack()
     view = StackView(stack)
+    writers = [construct for construct in stack.node.find_all() if python_blocks.is_writer(construct)]
+    assert len(writers) == 1 and not any(construct is writers[0] for construct in view.constructs)  # no rule's
     from_python = [block for block in view.blocks if view.python_block(block) is not None]
     other = next(block for block in view.blocks if not block.pathless and view.python_block(block) is None)
     element, raw = view.element_of(other)

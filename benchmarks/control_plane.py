@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -35,12 +37,22 @@ PRIMERS = (  # what `make tools` built before, sharing modules with these: folde
     ("tools/etcd-snapshot", ".", "etcd-snapshot"),
     ("tools/k8s-decode", ".", "k8s-decode"),
 )
-BUILDS = (  # what `make tools` builds for the control plane: folder, package, output
-    ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver"),
-    ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl"),
-    ("tools/etcd", "./etcd", "etcd"),
-    ("tools/etcd", "go.etcd.io/etcd/etcdutl/v3", "etcdutl"),
-    ("tools/etcd", "./machined", "machined"),
+
+
+def kube_gcflags() -> list[str]:
+    """The compiler flags the Makefile builds kube-apiserver and kubectl with (KUBE_GCFLAGS), read from it."""
+    found = re.search(r"^KUBE_GCFLAGS := (.*)$", (ROOT / "Makefile").read_text(), re.M)
+    if not found:
+        raise SystemExit("KUBE_GCFLAGS is not in the Makefile")
+    return shlex.split(found.group(1))
+
+
+BUILDS = (  # what `make tools` builds for the control plane: folder, package, output, compiler flags
+    ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver", kube_gcflags()),
+    ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl", kube_gcflags()),
+    ("tools/etcd", "./etcd", "etcd", []),
+    ("tools/etcd", "go.etcd.io/etcd/etcdutl/v3", "etcdutl", []),
+    ("tools/etcd", "./machined", "machined", []),
 )
 
 
@@ -63,11 +75,12 @@ def cold_builds(primed: bool) -> None:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
             print(f"primer {name:19} {cpu:7.1f} s CPU (not counted)")
-        for folder, package, name in BUILDS:  # one cache for all: kubectl reuses what kube-apiserver compiled
+        for folder, package, name, flags in BUILDS:  # one cache for all: kubectl reuses what kube-apiserver compiled
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
+            build = ["go", "build", "-mod=readonly", "-trimpath", "-buildvcs=false", *flags, "-o", f"{out}/{name}"]
             subprocess.run(
-                ["go", "build", "-mod=readonly", "-trimpath", "-buildvcs=false", "-o", f"{out}/{name}", package],
+                [*build, package],
                 cwd=ROOT / folder,
                 env={**os.environ, "GOCACHE": cache, "GOTOOLCHAIN": "local", "GOGC": "400"},  # as the Makefile
                 check=True,

@@ -87,6 +87,19 @@ def test_make_rebuilds_a_tool_only_when_its_module_file_changes(binary, module_f
     assert command in dry.stdout and Path(binary).name.split(".")[0] in dry.stdout
 
 
+def test_kube_apiserver_and_kubectl_are_built_with_the_makefile_s_compiler_flags_and_the_benchmark_with_the_same():
+    """KUBE_GCFLAGS (no inlining outside the standard library, ADR 0058's cold-build budget) reaches both builds,
+    and benchmarks/control_plane.py's cold build uses what the Makefile says, not a copy."""
+    from benchmarks import control_plane as benchmark
+
+    make = ["make", "--no-print-directory", "-C", str(ROOT), "-n", "-B"]
+    for binary in ("tools/kube/bin/kube-apiserver", "tools/kube/bin/kubectl"):
+        dry = subprocess.run([*make, binary], capture_output=True, text=True, timeout=60).stdout
+        assert "-gcflags=all=-l -gcflags=std= -ldflags" in dry, dry
+    assert benchmark.kube_gcflags() == ["-gcflags=all=-l", "-gcflags=std="]
+    assert [build[3] for build in benchmark.BUILDS if build[0] == "tools/kube"] == [benchmark.kube_gcflags()] * 2
+
+
 def test_make_tools_and_setup_test_include_the_control_plane():
     dry = subprocess.run(
         ["make", "--no-print-directory", "-C", str(ROOT), "-n", "-B", "tools"], capture_output=True, text=True

@@ -149,9 +149,10 @@ $(AGE)/bin/age: $(AGE)/go.mod $(AGE)/go.sum
 # more memory per compile (0.7 GB instead of 0.5), the same binaries (the compiler's output does not depend on it).
 KUBE_GOGC := GOGC=400
 # No inlining (-l) in the packages of kube-apiserver and kubectl: less compiler work, for issue 28's budget of the cold
-# `make setup-test` (ADR 0058: 449 s of CPU down to 346 s for the two, as growth over the other tools). `std=` keeps
-# the Go standard library's default build: the other tools have already left it in the build cache, and it stays
-# inlined. The start-up of the tests' control plane was not slower (ADR 0058). benchmarks/control_plane.py reads it.
+# `make setup-test` (ADR 0058: 384 s of CPU down to 319 s for the two at load 3-5, as growth over the other tools).
+# `std=` keeps the Go standard library's default build: the other tools have already left it in the build cache, and
+# it stays inlined. The start-up of the tests' control plane was not slower (ADR 0058). benchmarks/control_plane.py
+# reads it.
 KUBE_GCFLAGS := -gcflags=all=-l -gcflags=std=
 # kube-apiserver first, kubectl after it (it reuses most of the build cache): one at a time on a small machine. The
 # -ldflags are those Kubernetes' own build sets (hack/lib/version.sh), for the version go.mod requires (without them

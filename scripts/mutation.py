@@ -107,6 +107,8 @@ JUDGES: dict[str, tuple[str, ...]] = {
     ),
     # test_patches places nodes of every network shape (routable, VLANs, maintenance only) and reads the pins back.
     "terravixens/config/": ("tests/test_addressing.py", "tests/test_patches.py", *SYNTH, *SWEEP),
+    # What a credentials renewal may change: judged on hand-made plans (the renewal's own tests synthesize).
+    "terravixens/guard/credentials.py": ("tests/test_guard_credentials.py",),
     "terravixens/guard/": ("tests/test_guard.py", "tests/test_guard_usage.py"),
     "terravixens/rules/": (
         "tests/test_rule_checks.py",  # each rule on a hand-built view: no synth, first

@@ -1478,3 +1478,31 @@ def test_fixtures_hold_no_secret_and_no_local_path(path):
     text = path.read_text()
     for shape in SECRET_SHAPES:
         assert not shape.search(text), f"{path.name}: {shape.pattern}"
+
+
+def test_a_plan_file_is_read_bounded_and_strict_and_every_problem_names_the_file_and_the_plan(tmp_path):
+    """load_plan_file (plan-guard, deploy's saved plans): the Plan read_plan makes of the file's JSON; a file over the
+    limit, text that is no JSON, and JSON that is no plan are each an InputError of "the plan" naming the file."""
+    from terravixens.guard.plan import load_plan_file
+    from terravixens.inputs import InputError
+
+    data = fixture("real-worker-leaves.json")
+    path = tmp_path / "worker.plan.json"
+    path.write_text(json.dumps(data))
+    loaded = load_plan_file(path)
+    assert [c.address for c in loaded.changes] == [c.address for c in read_plan(data, path).changes]
+    assert loaded.changes and loaded == read_plan(data, path)
+
+    def refused(text: str, limit: int | None = None) -> InputError:
+        bad = tmp_path / "bad.plan.json"
+        bad.write_text(text)
+        with pytest.raises(InputError) as caught:
+            load_plan_file(bad) if limit is None else load_plan_file(bad, limit=limit)
+        assert caught.value.what == "plan" and str(caught.value).startswith(f"{bad}: ")
+        assert "in the plan" in str(caught.value).splitlines()[0]
+        return caught.value
+
+    refused(json.dumps(data), limit=100)  # over the limit
+    refused("{not json")  # no JSON
+    assert isinstance(refused("[]"), NotAPlan)  # JSON, not an object
+    assert isinstance(refused(json.dumps({"resource_changes": 5})), NotAPlan)  # an object, not a plan

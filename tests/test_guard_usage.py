@@ -1180,10 +1180,17 @@ def test_a_machine_without_a_node_id_belongs_to_the_node_it_is():
         ),
     ]
     usage = Usage(machines={("pve3", 301): ("platform-other", "r")})
-    view = node_view(
-        read_plan(plan(*changes, prior=prior)), GuardContext(roles={"q": Role.WORKER, "p": Role.WORKER}, usage=usage)
-    )
+    read = read_plan(plan(*changes, prior=prior))
+    roles = {"q": Role.WORKER, "p": Role.WORKER}
+    # The view is kept with the plan per judging context: first read without what other layers deployed (r's VM is
+    # no other layer's then), then with it, on the same Plan — the kept view of another context is not reused.
+    unknown_layers = node_view(read, GuardContext(roles=roles))
+    assert "r: cluster role=None member=False stays=True new layer=platform-other" not in rendered(unknown_layers)
+    view = node_view(read, GuardContext(roles=roles, usage=usage))
     assert rendered(view) == OWNERS
+    # ... and one context's view is computed once: the same object again, not a second walk over the plan
+    assert node_view(read, GuardContext(roles=roles, usage=usage)) is view
+    assert node_view(read, GuardContext(roles=roles)) is unknown_layers
 
 
 LOSSES = [

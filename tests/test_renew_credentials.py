@@ -15,10 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from terravixens.catalogue import MACHINE_SECRETS, NODE_APPLY
 from terravixens.exitcodes import ExitCode
-from terravixens.guard.credentials import beyond_credentials, changed_attributes
-from terravixens.guard.plan import Change, Plan
 from terravixens.operations.console import Console
 from terravixens.operations.observe import client_certificates
 from terravixens.operations.outcome import OperationError
@@ -154,59 +151,6 @@ def test_files_are_replaced_whole_on_a_second_renewal(tmp_path, synthesized):
     assert run(tmp_path, synthesized, tf)[0] == ExitCode.OK
     assert written(tmp_path)["kubeconfig"].read_text() != first
     assert sorted(p.name for p in written(tmp_path)["kubeconfig"].parent.iterdir()) == ["kubeconfig", "talosconfig"]
-
-
-# ------------------------------------------------------------------------------------------------ the plan check
-def change(type_: str, actions: tuple[str, ...], before: dict, after: dict, unknown: dict | None = None) -> Change:
-    return Change(f"{type_}.x", type_, "x", actions, before, after, unknown or {})
-
-
-def test_changed_attributes():
-    assert changed_attributes({"a": 1, "b": 2}, {"a": 1, "b": 3}, {}) == {"b"}
-    assert changed_attributes({"a": {"k": 1}}, {}, {"a": {"k": True}}) == {"a"}
-    assert changed_attributes({"a": [1]}, {"a": [1]}, {"a": [False]}) == set()
-
-
-@pytest.mark.parametrize(
-    ("made", "found"),
-    [
-        (
-            change(
-                NODE_APPLY,
-                ("update",),
-                {"client_configuration": 1, "machine_configuration": "a"},
-                {"machine_configuration": "a"},
-                {"client_configuration": True},
-            ),
-            [],
-        ),
-        (
-            change(
-                NODE_APPLY,
-                ("update",),
-                {"client_configuration": 1, "machine_configuration": "a"},
-                {"machine_configuration": "b"},
-                {"client_configuration": True},
-            ),
-            ["talos_machine_configuration_apply.x: update of machine_configuration"],
-        ),
-        (
-            change(MACHINE_SECRETS, ("update",), {"machine_secrets": 1}, {}, {"machine_secrets": True}),
-            ["talos_machine_secrets.x: update of machine_secrets"],
-        ),
-        (change(MACHINE_SECRETS, ("delete", "create"), {}, {}), ["talos_machine_secrets.x: delete/create"]),
-        (change("talos_cluster_kubeconfig", ("delete",), {}, {}), ["talos_cluster_kubeconfig.x: delete"]),
-        (change("talos_cluster_kubeconfig", ("delete", "create"), {}, {}), []),
-        (change(NODE_APPLY, ("delete", "create"), {}, {}), ["talos_machine_configuration_apply.x: delete/create"]),
-        (
-            change("proxmox_virtual_environment_vm", ("update",), {"a": 1}, {"a": 2}),
-            ["proxmox_virtual_environment_vm.x: update"],
-        ),
-        (change("proxmox_virtual_environment_vm", ("no-op",), {}, {}), []),
-    ],
-)
-def test_what_is_a_renewal(made, found):
-    assert beyond_credentials(Plan(changes=(made,), prior=())) == found
 
 
 def test_expiry_window_is_the_provider_s_month():

@@ -47,9 +47,10 @@ def kube_gcflags() -> list[str]:
     return shlex.split(found.group(1))
 
 
+KUBE_GCFLAGS = kube_gcflags()
 BUILDS = (  # what `make tools` builds for the control plane: folder, package, output, compiler flags
-    ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver", kube_gcflags()),
-    ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl", kube_gcflags()),
+    ("tools/kube", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver", KUBE_GCFLAGS),
+    ("tools/kube", "k8s.io/kubernetes/cmd/kubectl", "kubectl", KUBE_GCFLAGS),
     ("tools/etcd", "./etcd", "etcd", []),
     ("tools/etcd", "go.etcd.io/etcd/etcdutl/v3", "etcdutl", []),
     ("tools/etcd", "./machined", "machined", []),

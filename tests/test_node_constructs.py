@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 import yaml
@@ -150,6 +151,23 @@ def test_a_control_plane_writes_from_python_the_bytes_its_elements_write(tmp_pat
 
 
 # --------------------------------------------------------------------------------------------------- Hypervisor
+def smb_share(**optional: Any) -> CifsShare:
+    """The SMB share the storage tests use (user pve), with the optional fields a test sets."""
+    return CifsShare(type="cifs", server="nas.lab.internal", share="vms", username="pve", **optional)
+
+
+def pbs_datastore(**optional: Any) -> PbsDatastore:
+    """The Proxmox Backup Server datastore the storage tests use (an API token of backup@pbs), with optional fields."""
+    return PbsDatastore(
+        type="pbs",
+        server="pbs.lab.internal",
+        datastore="main",
+        username="backup@pbs!pve",
+        fingerprint=FINGERPRINT,
+        **optional,
+    )
+
+
 def test_storage_passwords_are_sensitive_string_variables_saying_whose_and_where_they_come_from():
     """A CIFS or PBS storage's password is a variable the deploy's environment fills: the operator reads in `terraform
     plan` whose password it is (the SMB user, the PBS user or token) and the TF_VAR_ to set; never a value."""
@@ -157,14 +175,8 @@ def test_storage_passwords_are_sensitive_string_variables_saying_whose_and_where
     spec = HypervisorSpec(
         node_name="pve1",
         storage={
-            "share": CifsShare(type="cifs", server="nas.lab.internal", share="vms", username="pve"),
-            "backups": PbsDatastore(
-                type="pbs",
-                server="pbs.lab.internal",
-                datastore="main",
-                username="backup@pbs!pve",
-                fingerprint=FINGERPRINT,
-            ),
+            "share": smb_share(),
+            "backups": pbs_datastore(),
         },
     )
     Hypervisor(scope, "pve1", HypervisorProps(name="pve1", spec=spec))
@@ -260,23 +272,8 @@ def test_every_storage_field_the_site_sets_reaches_its_definition_on_this_hyperv
             "nas": NfsShare(
                 type="nfs", server="nas.lab.internal", export="/srv/vm", content=["iso", "backup"], options="vers=4.2"
             ),
-            "share": CifsShare(
-                type="cifs",
-                server="nas.lab.internal",
-                share="vms",
-                subdirectory="pve",
-                domain="LAB",
-                username="pve",
-                content=["snippets", "iso"],
-            ),
-            "backups": PbsDatastore(
-                type="pbs",
-                server="pbs.lab.internal",
-                datastore="main",
-                namespace="site-a",
-                username="backup@pbs!pve",
-                fingerprint=FINGERPRINT,
-            ),
+            "share": smb_share(subdirectory="pve", domain="LAB", content=["snippets", "iso"]),
+            "backups": pbs_datastore(namespace="site-a"),
         },
     )
     Hypervisor(scope, "pve1", HypervisorProps(name="pve1", spec=spec))
